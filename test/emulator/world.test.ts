@@ -1,0 +1,85 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { World } from '../../src/emulator/world/world.js';
+import { q, startTestEmulator, type TestEmulator } from '../support/emulator.js';
+
+const started: TestEmulator[] = [];
+afterEach(async () => {
+  await Promise.all(started.splice(0).map((emulator) => emulator.close()));
+});
+async function emulatorWithSeed(seed: number) {
+  const emulator = await startTestEmulator({ seed });
+  started.push(emulator);
+  return emulator;
+}
+
+describe('a deterministic world', () => {
+  it('the same seed gives the same world; another seed gives another', async () => {
+    const [a, b, c] = await Promise.all([emulatorWithSeed(7), emulatorWithSeed(7), emulatorWithSeed(8)]);
+    const catalogA = await a.catalog();
+    expect(await b.catalog()).toEqual(catalogA);
+    expect((await c.catalog()).tiktok.handles).not.toEqual(catalogA.tiktok.handles);
+    const handle = catalogA.tiktok.handles[3]!;
+    const pageA = await a.call<{ data: { id: string; caption: string } }>(`/tiktok/channel-videos?handle=${handle}&limit=50`);
+    const pageB = await b.call<{ data: { id: string; caption: string } }>(`/tiktok/channel-videos?handle=${handle}&limit=50`);
+    expect(pageB.json.data).toEqual(pageA.json.data);
+  });
+
+  it('ids and URLs are shaped like the platforms’ real ones', async () => {
+    const emulator = await emulatorWithSeed(42);
+    const catalog = await emulator.catalog();
+    const videos = await emulator.call<{ data: { id: string; url: string }[] }>(`/tiktok/channel-videos?handle=${catalog.tiktok.handles[0]}&limit=5`);
+    for (const video of videos.json.data) {
+      expect(video.id).toMatch(/^\d{19}$/);
+      expect(video.url).toBe(`https://www.tiktok.com/@${catalog.tiktok.handles[0]}/video/${video.id}`);
+    }
+    const reels = await emulator.call<{ data: { url: string }[] }>(`/instagram/channel-reels?handle=${catalog.instagram.handles[0]}&limit=5`);
+    const posts = await emulator.call<{ data: { url: string }[] }>(`/instagram/channel-posts?handle=${catalog.instagram.handles[0]}&limit=5`);
+    for (const reel of reels.json.data) expect(reel.url).toMatch(/^https:\/\/www\.instagram\.com\/reel\/[A-Za-z0-9]{11}\/$/);
+    for (const post of posts.json.data) expect(post.url).toMatch(/^https:\/\/www\.instagram\.com\/p\/[A-Za-z0-9]{11}\/$/);
+  });
+
+  it('the catalog guarantees 500 items of every kind per handle and 500 results per query', async () => {
+    const emulator = await emulatorWithSeed(42);
+    const catalog = await emulator.catalog();
+    for (const handle of catalog.tiktok.handles) {
+      const profile = await emulator.call<{ data: { metrics: { posts: number } } }>(`/tiktok/channel-stats?handle=${handle}`);
+      expect(profile.json.data.metrics.posts).toBeGreaterThanOrEqual(500);
+    }
+    // The world is lazy: check every instagram list and every query directly against it, cheaply.
+    const world = new World(42, Date.now());
+    for (const handle of catalog.instagram.handles) {
+      const account = world.accountByHandle('instagram', handle)!;
+      expect(world.listCount(account, 'post', Date.now())).toBeGreaterThanOrEqual(500);
+      expect(world.listCount(account, 'reel', Date.now())).toBeGreaterThanOrEqual(500);
+    }
+    for (const query of catalog.tiktok.queries) {
+      const search = await emulator.call<{ data: unknown[]; meta: { has_more: boolean } }>(`/tiktok/search?query=${q(query)}&limit=50`);
+      expect(search.json.data.length).toBe(50);
+      const topic = world.topicOf('hashtag', query)!;
+      expect(world.search('tiktok', 'video', topic, Date.now(), undefined, 500).items.length).toBe(500);
+      expect(world.search('instagram', 'reel', topic, Date.now(), undefined, 500).items.length).toBe(500);
+    }
+  });
+
+  it('moving the clock makes new items appear and metrics grow', async () => {
+    const emulator = await emulatorWithSeed(42);
+    const handle = (await emulator.catalog()).tiktok.handles[0]!;
+    type Profile = { data: { metrics: { posts: number; followers: number } } };
+    const before = (await emulator.call<Profile>(`/tiktok/channel-stats?handle=${handle}`)).json.data.metrics;
+    const newest = (await emulator.call<{ data: { url: string; metrics: { views: number } }[] }>(`/tiktok/channel-videos?handle=${handle}&limit=1`)).json.data[0]!;
+    await emulator.admin('clock', { advance_seconds: 3 * 86_400 });
+    const after = (await emulator.call<Profile>(`/tiktok/channel-stats?handle=${handle}&fresh=true`)).json.data.metrics;
+    expect(after.posts).toBeGreaterThanOrEqual(before.posts + 3);
+    expect(after.followers).toBeGreaterThan(before.followers);
+    const stats = await emulator.call<{ data: { metrics: { views: number } } }>(`/tiktok/stats?url=${q(newest.url)}&fresh=true`);
+    expect(stats.json.data.metrics.views).toBeGreaterThan(newest.metrics.views);
+  });
+
+  it('comments number from zero to tens of thousands across items', () => {
+    const world = new World(42, Date.now());
+    const account = world.account('tiktok', 0);
+    const counts = Array.from({ length: 400 }, (_, k) => world.commentCount(world.item(account, 'video', k), Date.now()));
+    expect(Math.min(...counts)).toBe(0);
+    expect(Math.max(...counts)).toBeGreaterThan(10_000);
+  });
+});
