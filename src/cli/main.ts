@@ -1,20 +1,28 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
+import { SocialApiError } from '../api/errors.js';
+import { callCommand } from './commands/call.js';
 import { demoCommand } from './commands/demo.js';
 import { emulatorCommand } from './commands/emulator.js';
+import { receiverCommand } from './commands/receiver.js';
+import { webhooksCommand } from './commands/webhooks.js';
 
 const program = new Command('harvester')
   .description('social-harvester: scheduled, budgeted harvests from the Social Content Data API into DuckDB and Parquet')
   .showHelpAfterError()
   .exitOverride()
   .addCommand(demoCommand())
-  .addCommand(emulatorCommand());
+  .addCommand(callCommand())
+  .addCommand(emulatorCommand())
+  .addCommand(receiverCommand())
+  .addCommand(webhooksCommand());
 
 try {
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) process.exit(error.exitCode);
-  // Expected failures (bad config, API errors) print their message only; no stack trace.
+  // Expected failures print their message only, no stack trace. Exit codes: 1 for bad arguments,
+  // configuration or environment; 2 for an error answered by the API (or failing to reach it).
   process.stderr.write(`harvester: ${error instanceof Error ? error.message : String(error)}\n`);
-  process.exit(1);
+  process.exit(error instanceof SocialApiError ? 2 : 1);
 }

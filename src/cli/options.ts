@@ -33,3 +33,8 @@ export function durationList(value: string): number[] {
   }
   return delays;
 }
+
+/** A bad combination of arguments found in a command's action: printed as a message, exit 1. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+}

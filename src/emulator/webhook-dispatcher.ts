@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { ClientRequest } from 'node:http';
 import { request } from 'node:https';
 import { Webhook } from 'standardwebhooks';
 import type { WebhookEvent } from '../spec/endpoints.js';
@@ -44,6 +45,9 @@ export const DEFAULT_RETRY_SCHEDULE_MS = [5_000, 300_000, 1_800_000, 7_200_000, 
 export class WebhookDispatcher {
   private readonly endpoints = new Map<string, WebhookEndpointRecord>();
   private readonly timers = new Set<NodeJS.Timeout>();
+  /** Deliveries on the wire, so close() can abort them. */
+  private readonly inFlight = new Set<ClientRequest>();
+  private closed = false;
   readonly attempts: DeliveryAttempt[] = [];
 
   constructor(private readonly options: DispatcherOptions) {}
@@ -83,13 +87,17 @@ export class WebhookDispatcher {
     }
   }
 
+  /** Stops every delivery for good: pending retries, attempts on the wire, and any later event. */
   close(): void {
+    this.closed = true;
     for (const timer of this.timers) clearTimeout(timer);
     this.timers.clear();
+    for (const req of this.inFlight) req.destroy(new Error('the emulator was closed'));
+    this.inFlight.clear();
   }
 
   private async attempt(endpoint: WebhookEndpointRecord, msgId: string, type: WebhookEvent, body: string, attempt: number): Promise<void> {
-    if (endpoint.state !== 'enabled') return;
+    if (this.closed || endpoint.state !== 'enabled') return;
     const signedAt = new Date(); // wall clock: receivers compare webhook-timestamp with theirs
     const signature = new Webhook(endpoint.secret).sign(msgId, signedAt, body);
     const outcome = await this.post(endpoint.url, body, {
@@ -98,6 +106,8 @@ export class WebhookDispatcher {
       'webhook-timestamp': String(Math.floor(signedAt.getTime() / 1000)),
       'webhook-signature': signature,
     });
+    // An attempt that was on the wire when the emulator closed neither counts nor retries.
+    if (this.closed) return;
     this.attempts.push({ webhook_id: endpoint.webhook_id, msg_id: msgId, type, attempt, ...outcome, at: new Date().toISOString() });
     if (outcome.status >= 200 && outcome.status < 300) return;
     if (outcome.status === 410) {
@@ -120,6 +130,8 @@ export class WebhookDispatcher {
         res.on('end', () => resolve({ status: res.statusCode ?? 0 }));
         res.on('error', (error) => resolve({ status: 0, error: error.message }));
       });
+      this.inFlight.add(req);
+      req.on('close', () => this.inFlight.delete(req));
       req.on('timeout', () => req.destroy(new Error(`no answer within ${this.options.timeoutMs} ms`)));
       req.on('error', (error) => resolve({ status: 0, error: error.message }));
       req.end(body);

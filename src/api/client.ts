@@ -1,0 +1,429 @@
+/**
+ * The typed client of the Social Content Data API: the one door every harvest spends money
+ * through. It knows every endpoint and its price, validates every answer against the spec's
+ * schemas, retries only what is safe to retry, and reports what each call cost.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Pool } from 'undici';
+import { z } from 'zod';
+import type { PriceTable } from '../config/prices.js';
+import type { Logger } from '../logger.js';
+import { PAGE_LIMITS, endpointKey, findEndpoint, type EndpointKey, type EndpointName, type EndpointSpec, type Platform, type WebhookEvent } from '../spec/endpoints.js';
+import {
+  channelItemSchema,
+  channelProfileSchema,
+  commentSchema,
+  createdWebhookEndpointSchema,
+  downloadSchema,
+  envelopeSchema,
+  jobSchema,
+  listEnvelopeSchema,
+  searchResultSchema,
+  statsSchema,
+  summarySchema,
+  transcriptSchema,
+  webhookEndpointSchema,
+  type ChannelItem,
+  type ChannelProfile,
+  type Comment,
+  type CreatedWebhookEndpoint,
+  type Download,
+  type Job,
+  type ListMeta,
+  type SearchResult,
+  type Stats,
+  type Summary,
+  type Transcript,
+  type WebhookEndpoint,
+} from '../spec/resources.js';
+import { InvalidRequestError, NetworkError, ResponseValidationError, SocialApiError, errorFromResponse } from './errors.js';
+import type { JobCompletions } from './job-completions.js';
+import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
+
+export interface ObjectData {
+  transcript: Transcript;
+  summary: Summary;
+  stats: Stats;
+  'channel-stats': ChannelProfile;
+  download: Download;
+}
+export interface ListItem {
+  comments: Comment;
+  'channel-videos': ChannelItem;
+  'channel-posts': ChannelItem;
+  'channel-reels': ChannelItem;
+  search: SearchResult;
+  'hashtag-search': SearchResult;
+  'reels-search': SearchResult;
+}
+export type ObjectEndpoint = keyof ObjectData;
+export type ListEndpoint = keyof ListItem;
+
+const OBJECT_SCHEMAS: Record<ObjectEndpoint, z.ZodType> = {
+  transcript: transcriptSchema,
+  summary: summarySchema,
+  stats: statsSchema,
+  'channel-stats': channelProfileSchema,
+  download: downloadSchema,
+};
+const LIST_SCHEMAS: Record<ListEndpoint, z.ZodType> = {
+  comments: commentSchema,
+  'channel-videos': channelItemSchema,
+  'channel-posts': channelItemSchema,
+  'channel-reels': channelItemSchema,
+  search: searchResultSchema,
+  'hashtag-search': searchResultSchema,
+  'reels-search': searchResultSchema,
+};
+
+/** What identifies the subject of a call: `url`, `handle` or `query`, as the endpoint takes. */
+export interface ContentParams {
+  url?: string;
+  handle?: string;
+  query?: string;
+  fresh?: boolean;
+}
+
+export interface ListParams extends ContentParams {
+  limit?: number;
+  cursor?: string;
+}
+
+/** What every billed call reports. */
+export interface CallReport {
+  endpoint: EndpointKey;
+  requestId: string;
+  creditsCharged: number;
+  /** Price × units from the price table; a different charge is logged as a warning. */
+  creditsExpected: number;
+  creditsRemaining: number | undefined;
+  cache: 'HIT' | 'MISS' | undefined;
+}
+
+export interface ObjectResult<T> extends CallReport {
+  data: T;
+}
+
+export interface PageResult<T> extends CallReport {
+  items: T[];
+  meta: ListMeta;
+  /** The cursor of the next page: checkpoint it to resume from here. Undefined on the last page. */
+  nextCursor: string | undefined;
+  hasMore: boolean;
+}
+
+export interface RawResult extends CallReport {
+  text: string;
+  contentType: string;
+  nextCursor: string | undefined;
+  hasMore: boolean | undefined;
+}
+
+export interface PageOptions {
+  /** Stop after this many items, sizing the last request so nothing beyond it is bought. */
+  maxItems?: number;
+  pageSize?: number;
+  /** Resume from a checkpointed cursor. */
+  cursor?: string;
+}
+
+export interface JobWaitOptions {
+  /** Wake-ups from the job.completed webhook; polling then only backs it up. */
+  completions?: JobCompletions;
+  pollMinMs?: number;
+  pollMaxMs?: number;
+  timeoutMs?: number;
+}
+
+export interface JobResultsPage {
+  items: Record<string, unknown>[];
+  meta: ListMeta;
+  nextCursor: string | undefined;
+  requestId: string;
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  prices: PriceTable;
+  /** Path segments of the two platforms, in case the API renames them. */
+  platformPaths?: Partial<Record<Platform, string>>;
+  retry?: Partial<RetryPolicy>;
+  timeouts?: { connectMs?: number; headersMs?: number; bodyMs?: number };
+  connections?: number;
+  logger?: Logger;
+}
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+}
+
+export class SocialApiClient {
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly retry: RetryPolicy;
+  private readonly timeouts: { headersMs: number; bodyMs: number };
+  private readonly platformPaths: Record<Platform, string>;
+
+  constructor(private readonly options: ClientOptions) {
+    const base = new URL(options.baseUrl);
+    this.basePath = base.pathname.replace(/\/$/, '');
+    this.pool = new Pool(base.origin, {
+      connections: options.connections ?? 16,
+      connectTimeout: options.timeouts?.connectMs ?? 10_000,
+      keepAliveTimeout: 30_000,
+    });
+    this.retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+    this.timeouts = { headersMs: options.timeouts?.headersMs ?? 60_000, bodyMs: options.timeouts?.bodyMs ?? 60_000 };
+    this.platformPaths = { tiktok: 'tiktok', instagram: 'instagram', ...options.platformPaths };
+  }
+
+  get prices(): PriceTable {
+    return this.options.prices;
+  }
+
+  async close(): Promise<void> {
+    await this.pool.close();
+  }
+
+  // ---- content --------------------------------------------------------------------------------------
+
+  /** One call of an object endpoint: transcript, summary, stats, channel-stats or download. */
+  async get<E extends ObjectEndpoint>(platform: Platform, endpoint: E, params: ContentParams): Promise<ObjectResult<ObjectData[E]>> {
+    const spec = this.spec(platform, endpoint, 'object');
+    const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params));
+    const body = this.parse(response, envelopeSchema(OBJECT_SCHEMAS[endpoint]), spec) as { data: unknown; request_id: string };
+    return { ...this.report(spec, response, body.request_id, 1), data: body.data as ObjectData[E] };
+  }
+
+  /** One page of a list endpoint (limit at most 50; larger pulls go through `startJob`). */
+  async page<E extends ListEndpoint>(platform: Platform, endpoint: E, params: ListParams): Promise<PageResult<ListItem[E]>> {
+    const spec = this.spec(platform, endpoint, 'list');
+    if (params.limit !== undefined && params.limit > PAGE_LIMITS.maxSynchronous) {
+      throw localError(`a page holds at most ${PAGE_LIMITS.maxSynchronous} items (got limit ${params.limit}); use startJob for larger pulls`, 'limit');
+    }
+    const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params));
+    const body = this.parse(response, listEnvelopeSchema(LIST_SCHEMAS[endpoint]), spec);
+    return {
+      ...this.report(spec, response, body.request_id, body.data.length),
+      items: body.data as ListItem[E][],
+      meta: body.meta,
+      nextCursor: body.meta.has_more ? body.meta.cursor : undefined,
+      hasMore: body.meta.has_more,
+    };
+  }
+
+  /**
+   * Pages of a list, following cursors. Each page exposes its `nextCursor` for checkpointing.
+   * With `maxItems`, the last request's limit is shrunk so no item beyond the bound is bought.
+   */
+  async *pages<E extends ListEndpoint>(platform: Platform, endpoint: E, params: ContentParams, options: PageOptions = {}): AsyncGenerator<PageResult<ListItem[E]>> {
+    const pageSize = Math.min(options.pageSize ?? PAGE_LIMITS.maxSynchronous, PAGE_LIMITS.maxSynchronous);
+    let cursor = options.cursor;
+    let seen = 0;
+    for (;;) {
+      const limit = options.maxItems === undefined ? pageSize : Math.min(pageSize, options.maxItems - seen);
+      if (limit <= 0) return;
+      const page = await this.page(platform, endpoint, { ...params, limit, cursor });
+      seen += page.items.length;
+      yield page;
+      if (!page.nextCursor) return;
+      cursor = page.nextCursor;
+    }
+  }
+
+  /** A call in `csv` or `text` format: the body comes back as a string. */
+  async raw(platform: Platform, endpoint: EndpointName, params: ListParams & { format: 'csv' | 'text' }): Promise<RawResult> {
+    const spec = findEndpoint(platform, endpoint);
+    if (!spec) throw localError(`no endpoint ${platform}/${endpoint}`, 'endpoint');
+    const response = await this.send('GET', this.contentPath(spec), { ...this.contentQuery(spec, params), format: params.format });
+    const requestId = header(response.headers, 'x-request-id') ?? '';
+    const hasMore = header(response.headers, 'x-has-more');
+    const units = spec.shape === 'list' ? countCsvRows(response.text) : 1;
+    return {
+      ...this.report(spec, response, requestId, units),
+      text: response.text,
+      contentType: header(response.headers, 'content-type') ?? '',
+      nextCursor: header(response.headers, 'x-next-cursor'),
+      hasMore: hasMore === undefined ? undefined : hasMore === 'true',
+    };
+  }
+
+  // ---- jobs -----------------------------------------------------------------------------------------
+
+  /** Starts a large pull (limit above 50, up to 10,000). Free; charged once, when it completes. */
+  async startJob(platform: Platform, endpoint: ListEndpoint, params: ListParams & { limit: number }): Promise<Job> {
+    const spec = this.spec(platform, endpoint, 'list');
+    if (params.limit <= PAGE_LIMITS.maxSynchronous || params.limit > PAGE_LIMITS.maxJob) {
+      throw localError(`a job takes a limit from ${PAGE_LIMITS.maxSynchronous + 1} to ${PAGE_LIMITS.maxJob}, got ${params.limit}`, 'limit');
+    }
+    const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params));
+    if (response.status !== 202) throw this.unexpected(response, `expected 202 with a job for limit ${params.limit}`);
+    return this.parse(response, envelopeSchema(jobSchema), spec).data;
+  }
+
+  async getJob(jobId: string): Promise<Job> {
+    const response = await this.send('GET', `/jobs/${encodeURIComponent(jobId)}`, {});
+    return this.parse(response, envelopeSchema(jobSchema)).data;
+  }
+
+  /**
+   * Waits until the job completes or fails. A `job.completed` webhook (through `completions`)
+   * wakes it at once; otherwise it polls with backoff. Polling is free.
+   */
+  async waitForJob(jobId: string, options: JobWaitOptions = {}): Promise<Job> {
+    const deadline = Date.now() + (options.timeoutMs ?? 30 * 60_000);
+    let delay = options.pollMinMs ?? 250;
+    const maxDelay = options.pollMaxMs ?? (options.completions ? 30_000 : 5_000);
+    for (;;) {
+      const job = await this.getJob(jobId);
+      if (job.status === 'completed' || job.status === 'failed') return job;
+      if (Date.now() >= deadline) throw new SocialApiError(`job ${jobId} is still ${job.status} after waiting`, { code: 'job_wait_timeout' });
+      const timer = new AbortController();
+      const wait = Math.min(delay, Math.max(0, deadline - Date.now()));
+      await Promise.race([
+        sleep(wait, undefined, { signal: timer.signal }).catch(() => undefined),
+        options.completions?.wait(jobId, timer.signal) ?? new Promise<void>(() => undefined),
+      ]);
+      timer.abort();
+      delay = Math.min(delay * 2, maxDelay);
+    }
+  }
+
+  /** Pages of a completed job's results (free), up to 1,000 items a page. */
+  async *jobResults(jobId: string, options: { pageSize?: number; cursor?: string } = {}): AsyncGenerator<JobResultsPage> {
+    let cursor = options.cursor;
+    const limit = Math.min(options.pageSize ?? PAGE_LIMITS.jobResultsMax, PAGE_LIMITS.jobResultsMax);
+    for (;;) {
+      const response = await this.send('GET', `/jobs/${encodeURIComponent(jobId)}/results`, { limit: String(limit), ...(cursor ? { cursor } : {}) });
+      const body = this.parse(response, listEnvelopeSchema(z.record(z.string(), z.unknown())));
+      const nextCursor = body.meta.has_more ? body.meta.cursor : undefined;
+      yield { items: body.data, meta: body.meta, nextCursor, requestId: body.request_id };
+      if (!nextCursor) return;
+      cursor = nextCursor;
+    }
+  }
+
+  // ---- webhooks -------------------------------------------------------------------------------------
+
+  async createWebhook(url: string, events: WebhookEvent[]): Promise<CreatedWebhookEndpoint> {
+    const response = await this.send('POST', '/webhooks', {}, JSON.stringify({ url, events }));
+    return this.parse(response, envelopeSchema(createdWebhookEndpointSchema)).data;
+  }
+
+  async listWebhooks(): Promise<WebhookEndpoint[]> {
+    const response = await this.send('GET', '/webhooks', {});
+    return this.parse(response, envelopeSchema(z.array(webhookEndpointSchema))).data;
+  }
+
+  async deleteWebhook(webhookId: string): Promise<void> {
+    const response = await this.send('DELETE', `/webhooks/${encodeURIComponent(webhookId)}`, {});
+    if (response.status !== 204) throw this.unexpected(response, 'expected 204 No Content');
+  }
+
+  // ---- internals ------------------------------------------------------------------------------------
+
+  private spec(platform: Platform, endpoint: EndpointName, shape: EndpointSpec['shape']): EndpointSpec {
+    const spec = findEndpoint(platform, endpoint);
+    if (!spec || spec.shape !== shape) throw localError(`${platform}/${endpoint} is not ${shape === 'list' ? 'a list' : 'an object'} endpoint of the API`, 'endpoint');
+    return spec;
+  }
+
+  private contentPath(spec: EndpointSpec): string {
+    return `/${this.platformPaths[spec.platform]}/${spec.name}`;
+  }
+
+  /** Checks the identifying parameter locally, so a call that could only fail costs no request. */
+  private contentQuery(spec: EndpointSpec, params: ListParams): Record<string, string> {
+    const value = params[spec.param];
+    if (value === undefined || value === '') throw localError(`${endpointKey(spec)} needs --${spec.param}`, spec.param);
+    const query: Record<string, string> = { [spec.param]: value };
+    if (params.fresh) query.fresh = 'true';
+    if (params.limit !== undefined) query.limit = String(params.limit);
+    if (params.cursor !== undefined) query.cursor = params.cursor;
+    return query;
+  }
+
+  private async send(method: 'GET' | 'POST' | 'DELETE', path: string, query: Record<string, string>, body?: string): Promise<RawResponse> {
+    const search = new URLSearchParams(query).toString();
+    const fullPath = `${this.basePath}${path}${search ? `?${search}` : ''}`;
+    const headers: Record<string, string> = { authorization: `Bearer ${this.options.apiKey}`, 'user-agent': 'social-harvester/0.1' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    return withRetries(
+      async () => {
+        let response: RawResponse;
+        try {
+          const answer = await this.pool.request({ method, path: fullPath, headers, body, headersTimeout: this.timeouts.headersMs, bodyTimeout: this.timeouts.bodyMs });
+          response = { status: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
+        } catch (error) {
+          const code = (error as { code?: string }).code ?? 'network_error';
+          throw new NetworkError(`${method} ${path}: ${code}: ${(error as Error).message}`, { code: 'network_error', cause: error });
+        }
+        if (response.status >= 400) throw errorFromResponse(response.status, response.text, response.headers);
+        return response;
+      },
+      this.retry,
+      (error, attempt) => this.options.logger?.warn({ path, attempt, code: error.code, status: error.status, requestId: error.requestId }, 'retrying API call'),
+    );
+  }
+
+  private parse<S extends z.ZodType>(response: RawResponse, schema: S, spec?: EndpointSpec): z.infer<S> {
+    let json: unknown;
+    try {
+      json = JSON.parse(response.text);
+    } catch {
+      throw this.unexpected(response, 'the body is not JSON');
+    }
+    const checked = schema.safeParse(json);
+    if (!checked.success) {
+      const where = checked.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`).join('; ');
+      throw this.unexpected(response, `${spec ? `${endpointKey(spec)}: ` : ''}unexpected shape: ${where}`);
+    }
+    return checked.data;
+  }
+
+  private unexpected(response: RawResponse, message: string): ResponseValidationError {
+    const requestId = header(response.headers, 'x-request-id');
+    return new ResponseValidationError(`${message}${requestId ? ` (request ${requestId})` : ''}`, {
+      status: response.status,
+      code: 'unexpected_response',
+      requestId,
+      rawBody: response.text,
+    });
+  }
+
+  private report(spec: EndpointSpec, response: RawResponse, requestId: string, units: number): CallReport {
+    const endpoint = endpointKey(spec);
+    const creditsCharged = Number(header(response.headers, 'x-credits-charged') ?? 0);
+    const remaining = header(response.headers, 'x-credits-remaining');
+    const creditsExpected = units * this.options.prices[endpoint];
+    if (creditsCharged !== creditsExpected) {
+      this.options.logger?.warn({ endpoint, requestId, units, creditsCharged, creditsExpected }, 'credits charged differ from the price table');
+    }
+    const cache = header(response.headers, 'x-cache');
+    return {
+      endpoint,
+      requestId,
+      creditsCharged,
+      creditsExpected,
+      creditsRemaining: remaining === undefined ? undefined : Number(remaining),
+      cache: cache === 'HIT' || cache === 'MISS' ? cache : undefined,
+    };
+  }
+}
+
+function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function localError(message: string, param: string): InvalidRequestError {
+  return new InvalidRequestError(message, { code: 'invalid_argument', param });
+}
+
+/** Data rows of a CSV page: lines after the header (captions never hold line breaks). */
+function countCsvRows(text: string): number {
+  return Math.max(0, text.split('\r\n').filter((line) => line !== '').length - 1);
+}

@@ -1,0 +1,148 @@
+/**
+ * Typed errors of the API client, one class per kind of failure, each with a stable `code`, the
+ * HTTP status where there was one, and the API's request_id, so callers can branch on the class
+ * and operators can quote the request_id to the API's support.
+ */
+
+export interface ApiErrorDetails {
+  status?: number;
+  /** The API's error code (e.g. `cursor_expired`) or the client's own (e.g. `network_error`). */
+  code: string;
+  requestId?: string;
+  param?: string;
+  /** The raw body, for answers the client could not understand. */
+  rawBody?: string;
+  cause?: unknown;
+}
+
+export class SocialApiError extends Error {
+  override name = 'SocialApiError';
+  readonly status: number | undefined;
+  readonly code: string;
+  readonly requestId: string | undefined;
+  readonly param: string | undefined;
+  readonly rawBody: string | undefined;
+  /** Whether the same call may succeed if made again: the client retries only these. */
+  readonly retryable: boolean = false;
+
+  constructor(message: string, details: ApiErrorDetails) {
+    super(message, { cause: details.cause });
+    this.status = details.status;
+    this.code = details.code;
+    this.requestId = details.requestId;
+    this.param = details.param;
+    this.rawBody = details.rawBody;
+  }
+}
+
+/** 401: the key is missing or not valid. */
+export class AuthenticationError extends SocialApiError {
+  override name = 'AuthenticationError';
+}
+
+/** 400 (and 405, 409, 410, 413, 415): the request is wrong or cannot be served as asked. */
+export class InvalidRequestError extends SocialApiError {
+  override name = 'InvalidRequestError';
+}
+
+/** 400 `cursor_expired`: cursors are short-lived; start the listing again from the top. */
+export class CursorExpiredError extends InvalidRequestError {
+  override name = 'CursorExpiredError';
+}
+
+/** 404: the content item, handle, job or webhook does not exist. A fact, not a crash. */
+export class NotFoundError extends SocialApiError {
+  override name = 'NotFoundError';
+}
+
+/** 402: the balance cannot cover the call's worst case. Nothing was charged. */
+export class InsufficientCreditsError extends SocialApiError {
+  override name = 'InsufficientCreditsError';
+  constructor(
+    message: string,
+    details: ApiErrorDetails,
+    readonly requiredCredits: number | undefined,
+    readonly remainingCredits: number | undefined,
+  ) {
+    super(message, details);
+  }
+}
+
+/** 429: over the rate limit. Retried after Retry-After. */
+export class RateLimitedError extends SocialApiError {
+  override name = 'RateLimitedError';
+  override readonly retryable = true;
+  constructor(
+    message: string,
+    details: ApiErrorDetails,
+    readonly retryAfterMs: number | undefined,
+  ) {
+    super(message, details);
+  }
+}
+
+/** 5xx: a transient server fault. Retried with backoff. */
+export class ServerError extends SocialApiError {
+  override name = 'ServerError';
+  override readonly retryable = true;
+}
+
+/** 503 `download_unavailable`: the feature is switched off; asking again would only fail again. */
+export class FeatureUnavailableError extends SocialApiError {
+  override name = 'FeatureUnavailableError';
+}
+
+/** The API could not be reached, or the connection broke or timed out. Retried with backoff. */
+export class NetworkError extends SocialApiError {
+  override name = 'NetworkError';
+  override readonly retryable = true;
+}
+
+/** The answer does not have the shape the spec gives; it carries the raw body and request_id. */
+export class ResponseValidationError extends SocialApiError {
+  override name = 'ResponseValidationError';
+}
+
+interface ErrorBody {
+  error?: { code?: unknown; message?: unknown; param?: unknown; required_credits?: unknown; remaining_credits?: unknown };
+  request_id?: unknown;
+}
+
+/** Builds the typed error for an HTTP error answer. */
+export function errorFromResponse(status: number, rawBody: string, headers: Record<string, string | string[] | undefined>): SocialApiError {
+  let body: ErrorBody = {};
+  try {
+    body = JSON.parse(rawBody) as ErrorBody;
+  } catch {
+    // Not JSON (a proxy's HTML page, say): keep the raw body on the error.
+  }
+  const code = typeof body.error?.code === 'string' ? body.error.code : `http_${status}`;
+  const apiMessage = typeof body.error?.message === 'string' ? body.error.message : `HTTP ${status}`;
+  const requestId = typeof body.request_id === 'string' ? body.request_id : headerText(headers['x-request-id']);
+  const details: ApiErrorDetails = {
+    status,
+    code,
+    requestId,
+    param: typeof body.error?.param === 'string' ? body.error.param : undefined,
+    rawBody: body.error ? undefined : rawBody,
+  };
+  const message = `${code}: ${apiMessage}${requestId ? ` (request ${requestId})` : ''}`;
+  if (status === 401) return new AuthenticationError(message, details);
+  if (status === 402) {
+    const number = (value: unknown) => (typeof value === 'number' ? value : undefined);
+    return new InsufficientCreditsError(message, details, number(body.error?.required_credits), number(body.error?.remaining_credits));
+  }
+  if (status === 404) return new NotFoundError(message, details);
+  if (status === 429) {
+    const seconds = Number(headerText(headers['retry-after']));
+    return new RateLimitedError(message, details, Number.isFinite(seconds) ? seconds * 1000 : undefined);
+  }
+  if (code === 'cursor_expired') return new CursorExpiredError(message, details);
+  if (code === 'download_unavailable') return new FeatureUnavailableError(message, details);
+  if (status >= 500) return new ServerError(message, details);
+  return new InvalidRequestError(message, details);
+}
+
+function headerText(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,77 @@
+import { mkdirSync, readFileSync, truncateSync } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { WebhookPayload } from '../spec/resources.js';
+
+/**
+ * The receiver's durable record of deliveries, one JSON line each: `accepted` once an event is
+ * on disk (fsynced, before the 2xx), `handled` once its handler finished. On restart, ids seen
+ * before are still duplicates, and accepted events that were never handled are handed over again.
+ */
+export interface JournalEntry {
+  kind: 'accepted' | 'handled';
+  id: string;
+  at: string;
+  payload?: WebhookPayload;
+}
+
+export class EventJournal {
+  private constructor(
+    private readonly file: FileHandle,
+    readonly seenIds: Set<string>,
+    readonly unhandled: Map<string, WebhookPayload>,
+  ) {}
+
+  static async open(path: string): Promise<EventJournal> {
+    mkdirSync(dirname(path), { recursive: true });
+    const seen = new Set<string>();
+    const unhandled = new Map<string, WebhookPayload>();
+    let text = '';
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+    }
+    const lines = text.split('\n');
+    for (const [index, line] of lines.entries()) {
+      if (line.trim() === '') continue;
+      let entry: JournalEntry;
+      try {
+        entry = JSON.parse(line) as JournalEntry;
+      } catch {
+        // A last line with no newline after it is an append a crash cut short: that delivery was
+        // never acknowledged, so the sender will retry it. Cut it off so new lines start clean.
+        if (index === lines.length - 1) {
+          truncateSync(path, text.lastIndexOf('\n') + 1);
+          break;
+        }
+        throw new Error(`${path}: line ${index + 1} is not a journal entry; the journal is damaged`);
+      }
+      seen.add(entry.id);
+      if (entry.kind === 'accepted' && entry.payload) unhandled.set(entry.id, entry.payload);
+      else unhandled.delete(entry.id);
+    }
+    return new EventJournal(await open(path, 'a'), seen, unhandled);
+  }
+
+  /** Appends and fsyncs; only then may the receiver acknowledge the delivery. */
+  async accept(id: string, payload: WebhookPayload): Promise<void> {
+    this.seenIds.add(id);
+    this.unhandled.set(id, payload);
+    await this.append({ kind: 'accepted', id, at: new Date().toISOString(), payload });
+  }
+
+  async handled(id: string): Promise<void> {
+    this.unhandled.delete(id);
+    await this.append({ kind: 'handled', id, at: new Date().toISOString() });
+  }
+
+  async close(): Promise<void> {
+    await this.file.close();
+  }
+
+  private async append(entry: JournalEntry): Promise<void> {
+    await this.file.appendFile(`${JSON.stringify(entry)}\n`);
+    await this.file.sync();
+  }
+}
