@@ -19,8 +19,11 @@ export interface ReceiverOptions {
   port?: number;
   cert: string | Buffer;
   key: string | Buffer;
-  /** Signing secrets (`whsec_…`) of the endpoints that deliver here. */
-  secrets: string[];
+  /**
+   * Signing secrets (`whsec_…`) of the endpoints that deliver here. A function is asked on each
+   * delivery, so an endpoint registered after start (its secret known only then) is verified too.
+   */
+  secrets: string[] | (() => string[]);
   journalFile: string;
   onEvent: WebhookHandler;
   logger?: Logger;
@@ -36,8 +39,9 @@ export interface WebhookReceiver {
 const MAX_BODY_BYTES = 1 << 20;
 
 export async function startWebhookReceiver(options: ReceiverOptions): Promise<WebhookReceiver> {
-  if (options.secrets.length === 0) throw new Error('the webhook receiver needs at least one signing secret (whsec_…)');
-  const verifiers = options.secrets.map((secret) => new Webhook(secret));
+  const secrets = options.secrets;
+  if (Array.isArray(secrets) && secrets.length === 0) throw new Error('the webhook receiver needs at least one signing secret (whsec_…)');
+  const verifiers = () => (typeof secrets === 'function' ? secrets() : secrets).map((secret) => new Webhook(secret));
   const journal = await EventJournal.open(options.journalFile);
   const logger = options.logger;
   const pending = new Set<Promise<void>>();
@@ -72,7 +76,7 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
       void (async () => {
         const body = Buffer.concat(chunks).toString('utf8');
         const id = String(req.headers['webhook-id'] ?? '');
-        const verdict = verify(verifiers, body, req.headers as Record<string, string>);
+        const verdict = verify(verifiers(), body, req.headers as Record<string, string>);
         if (verdict !== 'valid') {
           logger?.warn({ webhookId: id, verdict }, 'webhook delivery rejected');
           return answer(verdict === 'stale' ? 400 : 401, verdict);

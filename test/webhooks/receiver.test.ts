@@ -1,0 +1,140 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Agent, request } from 'undici';
+import { Webhook } from 'standardwebhooks';
+import { afterEach, describe, expect, it } from 'vitest';
+import { JobCompletions } from '../../src/api/job-completions.js';
+import type { WebhookPayload } from '../../src/spec/resources.js';
+import { startWebhookReceiver, type WebhookReceiver } from '../../src/webhooks/receiver.js';
+import { startTestEmulator, waitFor } from '../support/emulator.js';
+import { clientFor, memoryLogger } from '../support/client.js';
+import { DEV_CERT_FILE, DEV_KEY_FILE, devCa } from '../support/https-receiver.js';
+
+const SECRET = `whsec_${Buffer.from('a test secret of 24 bytes!').toString('base64')}`;
+const cleanups: (() => Promise<unknown>)[] = [];
+afterEach(async () => {
+  for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
+});
+
+const trustingDevCa = new Agent({ connect: { ca: devCa() } });
+
+async function receiverWith(options: { journalFile?: string; onEvent?: (event: WebhookPayload, id: string) => void | Promise<void>; secrets?: string[] | (() => string[]) } = {}) {
+  const events: { id: string; event: WebhookPayload }[] = [];
+  const memory = memoryLogger();
+  const receiver = await startWebhookReceiver({
+    cert: readFileSync(DEV_CERT_FILE),
+    key: readFileSync(DEV_KEY_FILE),
+    secrets: options.secrets ?? [SECRET],
+    journalFile: options.journalFile ?? join(mkdtempSync(join(tmpdir(), 'receiver-')), 'journal.jsonl'),
+    logger: memory.logger,
+    onEvent: options.onEvent ?? ((event, id) => void events.push({ id, event })),
+  });
+  cleanups.push(() => receiver.close());
+  return { receiver, events, lines: memory.lines };
+}
+
+async function deliver(receiver: WebhookReceiver, init: { id: string; body: string; secret?: string; at?: Date; signature?: string }) {
+  const at = init.at ?? new Date();
+  const signature = init.signature ?? new Webhook(init.secret ?? SECRET).sign(init.id, at, init.body);
+  const response = await request(receiver.url, {
+    method: 'POST',
+    dispatcher: trustingDevCa,
+    headers: { 'content-type': 'application/json', 'webhook-id': init.id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signature },
+    body: init.body,
+  });
+  await response.body.dump();
+  return response.statusCode;
+}
+
+const body = (type = 'job.completed', data: Record<string, unknown> = { job_id: 'job_1' }) => JSON.stringify({ type, timestamp: new Date().toISOString(), data });
+
+describe('the webhook receiver', () => {
+  it('accepts a signed delivery, once it is in the journal, and hands it to the handler', async () => {
+    const journalFile = join(mkdtempSync(join(tmpdir(), 'receiver-')), 'journal.jsonl');
+    const { receiver, events } = await receiverWith({ journalFile });
+    expect(await deliver(receiver, { id: 'msg_1', body: body() })).toBe(202);
+    expect(readFileSync(journalFile, 'utf8')).toContain('"id":"msg_1"');
+    await waitFor(() => (events.length === 1 ? true : undefined));
+    expect(events[0]).toMatchObject({ id: 'msg_1', event: { type: 'job.completed', data: { job_id: 'job_1' } } });
+  });
+
+  it('rejects forged signatures and stale or future timestamps, and hands none of them on', async () => {
+    const { receiver, events } = await receiverWith();
+    expect(await deliver(receiver, { id: 'msg_forged', body: body(), secret: `whsec_${Buffer.from('another secret, not ours').toString('base64')}` })).toBe(401);
+    expect(await deliver(receiver, { id: 'msg_tampered', body: body(), signature: new Webhook(SECRET).sign('msg_tampered', new Date(), body('credits.low')) })).toBe(401);
+    expect(await deliver(receiver, { id: 'msg_old', body: body(), at: new Date(Date.now() - 6 * 60_000) })).toBe(400);
+    expect(await deliver(receiver, { id: 'msg_future', body: body(), at: new Date(Date.now() + 6 * 60_000) })).toBe(400);
+    expect(await deliver(receiver, { id: 'msg_edge', body: body(), at: new Date(Date.now() - 4 * 60_000) })).toBe(202);
+    await waitFor(() => (events.length === 1 ? true : undefined));
+    expect(events.map((event) => event.id)).toEqual(['msg_edge']);
+  });
+
+  it('drops a replayed webhook-id, also after a restart', async () => {
+    const journalFile = join(mkdtempSync(join(tmpdir(), 'receiver-')), 'journal.jsonl');
+    const first = await receiverWith({ journalFile });
+    expect(await deliver(first.receiver, { id: 'msg_once', body: body() })).toBe(202);
+    expect(await deliver(first.receiver, { id: 'msg_once', body: body() })).toBe(200);
+    await waitFor(() => (first.events.length === 1 ? true : undefined));
+    await first.receiver.close();
+    cleanups.length = 0;
+    const second = await receiverWith({ journalFile });
+    expect(await deliver(second.receiver, { id: 'msg_once', body: body() })).toBe(200);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(second.events).toEqual([]);
+  });
+
+  it('an event whose handler failed is handed over again after a restart', async () => {
+    const journalFile = join(mkdtempSync(join(tmpdir(), 'receiver-')), 'journal.jsonl');
+    const first = await receiverWith({ journalFile, onEvent: () => { throw new Error('handler down'); } });
+    expect(await deliver(first.receiver, { id: 'msg_retry', body: body() })).toBe(202);
+    await waitFor(() => (first.lines.some((line) => line.includes('webhook handler failed')) ? true : undefined));
+    await first.receiver.close();
+    cleanups.length = 0;
+    const second = await receiverWith({ journalFile });
+    await waitFor(() => (second.events.length === 1 ? true : undefined));
+    expect(second.events[0]!.id).toBe('msg_retry');
+  });
+
+  it('a job pull end to end, woken by a real job.completed delivery instead of polling', async () => {
+    const emulator = await startTestEmulator({ webhookCa: devCa(), jobStepMs: 50 });
+    cleanups.push(() => emulator.close());
+    const client = clientFor(emulator);
+    cleanups.push(() => client.close());
+    const completions = new JobCompletions();
+    const secrets: string[] = [];
+    const { receiver } = await receiverWith({
+      secrets: () => secrets,
+      onEvent: (event) => {
+        if (event.type === 'job.completed') completions.notify(String(event.data.job_id));
+      },
+    });
+    secrets.push((await client.createWebhook(receiver.url, ['job.completed'])).secret);
+
+    const query = (await emulator.catalog()).tiktok.queries[2]!;
+    const job = await client.startJob('tiktok', 'search', { query, limit: 700 });
+    const started = Date.now();
+    // Polling would wait a minute before its second look: only the webhook can finish this quickly.
+    const done = await client.waitForJob(job.job_id, { completions, pollMinMs: 60_000, timeoutMs: 120_000 });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(done).toMatchObject({ status: 'completed', item_count: 700, credits_charged: 700 * 4 });
+    const ids: string[] = [];
+    for await (const page of client.jobResults(job.job_id, { pageSize: 300 })) ids.push(...page.items.map((item) => String(item.id)));
+    expect(ids).toHaveLength(700);
+    expect(new Set(ids).size).toBe(700);
+    const ledger = await emulator.ledger();
+    expect(ledger).toEqual([expect.objectContaining({ job_id: job.job_id, units: 700, credits: 2800 })]);
+  });
+
+  it('without a webhook, waiting polls with backoff until the job is done', async () => {
+    const emulator = await startTestEmulator({ jobStepMs: 200 });
+    cleanups.push(() => emulator.close());
+    const client = clientFor(emulator);
+    cleanups.push(() => client.close());
+    const handle = (await emulator.catalog()).instagram.handles[0]!;
+    const job = await client.startJob('instagram', 'channel-posts', { handle, limit: 120 });
+    expect(job.status).toBe('queued');
+    const done = await client.waitForJob(job.job_id, { pollMinMs: 20, pollMaxMs: 100 });
+    expect(done).toMatchObject({ status: 'completed', item_count: 120, credits_charged: 240 });
+  });
+});
