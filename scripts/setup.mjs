@@ -73,9 +73,16 @@ function ensureTemporal() {
   log(`installed ${temporalBinary}`);
 }
 
-/** True when the certificate exists and is valid for at least 30 more days. */
+/**
+ * Bumped whenever the way certificates are made changes, so setup replaces old ones: version 2
+ * signs with SHA-256 (selfsigned's default SHA-1 is refused by OpenSSL 3 as "ca md too weak").
+ */
+const CERTIFICATE_RECIPE = '2';
+
+/** True when the certificate exists, was made by this recipe, and is valid for 30 more days. */
 function certificateIsFresh(file) {
-  if (!existsSync(file)) return false;
+  const recipeFile = join(certs, 'RECIPE');
+  if (!existsSync(file) || !existsSync(recipeFile) || readFileSync(recipeFile, 'utf8').trim() !== CERTIFICATE_RECIPE) return false;
   const certificate = new X509Certificate(readFileSync(file));
   return new Date(certificate.validTo).getTime() - Date.now() > 30 * 86_400_000;
 }
@@ -87,6 +94,7 @@ async function ensureDevCertificate() {
   mkdirSync(certs, { recursive: true });
   const notAfterDate = new Date(Date.now() + 825 * 86_400_000);
   const ca = await generate([{ name: 'commonName', value: 'social-harvester development CA' }], {
+    algorithm: 'sha256',
     keyType: 'ec',
     curve: 'P-256',
     notAfterDate,
@@ -96,6 +104,7 @@ async function ensureDevCertificate() {
     ],
   });
   const leaf = await generate([{ name: 'commonName', value: 'localhost' }], {
+    algorithm: 'sha256',
     keyType: 'ec',
     curve: 'P-256',
     notAfterDate,
@@ -111,6 +120,7 @@ async function ensureDevCertificate() {
   writeFileSync(caFile, ca.cert);
   writeFileSync(join(certs, 'localhost-key.pem'), leaf.private, { mode: 0o600 });
   writeFileSync(leafFile, leaf.cert);
+  writeFileSync(join(certs, 'RECIPE'), `${CERTIFICATE_RECIPE}\n`);
   log(`made a development CA and localhost certificate in .tools/certs (trust it with NODE_EXTRA_CA_CERTS=${caFile})`);
 }
 
