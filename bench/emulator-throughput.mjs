@@ -7,7 +7,8 @@
  *
  * The emulator runs in a child process (`harvester emulator --port 0 ...`), so the load generator
  * and the server do not share one event loop. A bare node:http server, also in a child process,
- * answers the very same response bodies and gives the baseline: what this machine can serve at all.
+ * answers the very same response bodies with the same headers, and gives the baseline: what this
+ * machine (load generator included) can serve at all.
  *
  * Scenarios:
  *   stats (cache HIT)        GET /v1/tiktok/stats?url=<video>, warmed once so every call is a HIT.
@@ -20,7 +21,8 @@
  *                            information; the same items/s target is shown for comparison).
  *
  * Environment: BENCH_SECONDS (default 5) per scenario, BENCH_WARMUP_SECONDS (default 1, not
- * measured), BENCH_CONNECTIONS (default 32), BENCH_PAGES (default 8).
+ * measured), BENCH_CONNECTIONS (default 32), BENCH_PAGES (default 8), BENCH_ROUNDS (default 1: with
+ * more, every scenario runs that many times, interleaved, and the table shows the median and range).
  * Only 127.0.0.1 is contacted. The exit code is 0 whether targets are met or missed; it is 1 only
  * when the benchmark itself could not run (build missing, a server not starting, a broken warm-up).
  */
@@ -41,17 +43,22 @@ const PAGE_LIMIT = 50;
 // ---- baseline server mode: `node bench/emulator-throughput.mjs --baseline-server` (forked) --------
 
 if (process.argv[2] === '--baseline-server') {
-  process.once('message', (bodies) => {
-    const routes = new Map(Object.entries(bodies).map(([path, body]) => [path, Buffer.from(body)]));
+  process.once('message', (answers) => {
+    const routes = new Map(
+      Object.entries(answers).map(([path, { headers, body }]) => {
+        const bytes = Buffer.from(body);
+        return [path, { bytes, headers: { ...headers, 'content-type': 'application/json; charset=utf-8', 'content-length': String(bytes.length) } }];
+      }),
+    );
     const server = createServer((req, res) => {
-      const body = routes.get(req.url?.split('?')[0] ?? '');
-      if (!body) {
+      const route = routes.get(req.url?.split('?')[0] ?? '');
+      if (!route) {
         res.writeHead(404, { 'content-type': 'application/json; charset=utf-8', 'content-length': '2' });
         res.end('{}');
         return;
       }
-      res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': String(body.length) });
-      res.end(body);
+      res.writeHead(200, route.headers);
+      res.end(route.bytes);
     });
     server.keepAliveTimeout = 65_000;
     server.listen(0, HOST, () => process.send?.({ port: server.address().port }));
@@ -88,55 +95,45 @@ async function main() {
       warmupSeconds: envNumber('BENCH_WARMUP_SECONDS', 1, 0),
       connections: Math.floor(envNumber('BENCH_CONNECTIONS', 32, 1)),
       pages: Math.floor(envNumber('BENCH_PAGES', 8, 1)),
+      rounds: Math.floor(envNumber('BENCH_ROUNDS', 1, 1)),
     };
     if (!existsSync(cliMain)) throw new BenchError(`${cliMain} is missing; run \`npm run build\` first (npm run bench:emulator does)`);
     const autocannonVersion = JSON.parse(readFileSync(join(root, 'node_modules', 'autocannon', 'package.json'), 'utf8')).version;
     process.stdout.write(
-      `emulator throughput: ${settings.seconds} s per scenario (+${settings.warmupSeconds} s warm-up), ${settings.connections} connections, ` +
+      `emulator throughput: ${settings.seconds} s per scenario (+${settings.warmupSeconds} s warm-up), ${settings.rounds} round(s), ` +
+        `${settings.connections} connections, ` +
         `node ${process.version}, ${availableParallelism()} CPUs, autocannon ${autocannonVersion}\n`,
     );
 
     const emulator = await startEmulatorProcess(children);
     const plan = await prepare(emulator.origin, settings.pages);
-    const baseline = await startBaselineProcess(children, { '/stats': plan.statsBody, '/list': plan.listBody });
+    const baseline = await startBaselineProcess(children, { '/stats': plan.stats, '/list': plan.list });
 
     const auth = { authorization: `Bearer ${API_KEY}` };
+    const statsBytes = Buffer.byteLength(plan.stats.body);
+    const listBytes = Buffer.byteLength(plan.list.body);
     const scenarios = [
-      {
-        name: 'baseline: node:http, fixed stats-sized JSON',
-        origin: baseline.origin,
-        paths: ['/stats'],
-        headers: {},
-        itemsPerRequest: 0,
-        bodyBytes: Buffer.byteLength(plan.statsBody),
-      },
+      { name: 'baseline: node:http, fixed stats answer', origin: baseline.origin, paths: ['/stats'], headers: {}, itemsPerRequest: 0, bodyBytes: statsBytes },
       {
         name: 'emulator: tiktok/stats (cache HIT)',
         origin: emulator.origin,
         paths: [plan.statsPath],
         headers: auth,
         itemsPerRequest: 0,
+        bodyBytes: statsBytes,
         target: { kind: 'req/s', value: 5_000 },
-        baseline: 'baseline: node:http, fixed stats-sized JSON',
-        bodyBytes: Buffer.byteLength(plan.statsBody),
+        baseline: 'baseline: node:http, fixed stats answer',
       },
-      {
-        name: 'baseline: node:http, fixed 50-item-page JSON',
-        origin: baseline.origin,
-        paths: ['/list'],
-        headers: {},
-        itemsPerRequest: PAGE_LIMIT,
-        bodyBytes: Buffer.byteLength(plan.listBody),
-      },
+      { name: 'baseline: node:http, fixed 50-item page', origin: baseline.origin, paths: ['/list'], headers: {}, itemsPerRequest: PAGE_LIMIT, bodyBytes: listBytes },
       {
         name: `emulator: tiktok/channel-videos limit=50, cached (${plan.listPaths.length} pages)`,
         origin: emulator.origin,
         paths: plan.listPaths,
         headers: auth,
         itemsPerRequest: PAGE_LIMIT,
+        bodyBytes: listBytes,
         target: { kind: 'items/s', value: 50_000 },
-        baseline: 'baseline: node:http, fixed 50-item-page JSON',
-        bodyBytes: Buffer.byteLength(plan.listBody),
+        baseline: 'baseline: node:http, fixed 50-item page',
       },
       {
         name: `emulator: tiktok/channel-videos limit=50, fresh=true (${plan.listPaths.length} pages)`,
@@ -144,36 +141,50 @@ async function main() {
         paths: plan.listPaths.map((path) => `${path}&fresh=true`),
         headers: auth,
         itemsPerRequest: PAGE_LIMIT,
+        bodyBytes: listBytes,
         target: { kind: 'items/s', value: 50_000 },
-        baseline: 'baseline: node:http, fixed 50-item-page JSON',
-        bodyBytes: Buffer.byteLength(plan.listBody),
+        baseline: 'baseline: node:http, fixed 50-item page',
         info: true,
       },
     ];
 
-    const rows = [];
-    for (const scenario of scenarios) {
-      process.stderr.write(`bench: ${scenario.name} ...\n`);
-      if (settings.warmupSeconds > 0) await load(scenario, settings.connections, settings.warmupSeconds);
-      const result = await load(scenario, settings.connections, settings.seconds);
-      rows.push(measure(scenario, result));
+    // Rounds run every scenario in turn, so a slow spell of the machine is spread over all of them.
+    const runs = new Map(scenarios.map((scenario) => [scenario, []]));
+    for (let round = 1; round <= settings.rounds; round++) {
+      for (const scenario of scenarios) {
+        process.stderr.write(`bench: round ${round}/${settings.rounds}: ${scenario.name} ...\n`);
+        if (settings.warmupSeconds > 0) await load(scenario, settings.connections, settings.warmupSeconds);
+        runs.get(scenario).push(measure(scenario, await load(scenario, settings.connections, settings.seconds)));
+      }
     }
-    // The stats entry must still be a HIT after the run (a MISS would mean the scenario measured misses).
+    // The stats entry must still be a HIT after the runs (a MISS would mean the scenario measured misses).
     const after = await get(`${emulator.origin}${plan.statsPath}`, auth);
-    if (after.headers['x-cache'] !== 'HIT') process.stdout.write(`note: stats answered X-Cache ${after.headers['x-cache']} after its run\n`);
+    if (after.headers['x-cache'] !== 'HIT') process.stdout.write(`note: stats answered X-Cache ${after.headers['x-cache']} after its runs\n`);
 
+    // Each scenario's row is its median round by req/s; min and max show the spread.
+    const rows = scenarios.map((scenario) => {
+      const measured = [...runs.get(scenario)].sort((a, b) => a.reqPerSec - b.reqPerSec);
+      const row = measured[Math.floor((measured.length - 1) / 2)];
+      return { ...row, minReqPerSec: measured[0].reqPerSec, maxReqPerSec: measured.at(-1).reqPerSec, all: measured };
+    });
     for (const row of rows) {
       const base = rows.find((candidate) => candidate.name === row.scenario.baseline);
       row.ratio = base && base.reqPerSec > 0 ? row.reqPerSec / base.reqPerSec : undefined;
     }
-    process.stdout.write(`\n${table(rows)}\n`);
-    const notes = rows.filter((row) => row.non2xx > 0 || row.errors > 0);
-    for (const row of notes) {
-      process.stdout.write(`note: ${row.name}: ${row.non2xx} non-2xx answers (${JSON.stringify(row.statusCodes)}), ${row.errors} connection errors, ${row.timeouts} timeouts\n`);
+    process.stdout.write(`\n${table(rows, settings.rounds > 1)}\n`);
+    for (const row of rows) {
+      const non2xx = row.all.reduce((sum, run) => sum + run.non2xx, 0);
+      const errors = row.all.reduce((sum, run) => sum + run.errors, 0);
+      if (non2xx > 0 || errors > 0) {
+        const codes = row.all.map((run) => JSON.stringify(run.statusCodes)).join(' ');
+        process.stdout.write(`note: ${row.name}: ${non2xx} non-2xx answers (status counts per round: ${codes}), ${errors} connection errors\n`);
+      }
     }
     process.stdout.write(
       '\nreq/s counts 2xx answers only, over the measured duration; items/s = 2xx req/s x 50 on list pages; ' +
-        'ratio = req/s / the baseline req/s for a body of the same bytes. The fresh=true row is information beyond the two targets.\n',
+        'vs baseline = req/s / the req/s of the bare node:http server answering the same bytes with the same headers. ' +
+        (settings.rounds > 1 ? 'Each row is the median of the rounds by req/s. ' : '') +
+        'The fresh=true row is information beyond the two targets.\n',
     );
   } catch (error) {
     process.stderr.write(`bench: broken: ${error instanceof Error ? error.message : String(error)}\n`);
@@ -260,7 +271,6 @@ async function prepare(origin, pages) {
   }
 
   const listPaths = [];
-  let listBody = '';
   for (const handle of handles) {
     let path = `/v1/tiktok/channel-videos?handle=${encodeURIComponent(handle)}&limit=${PAGE_LIMIT}`;
     for (let page = 0; page < pages; page++) {
@@ -269,7 +279,6 @@ async function prepare(origin, pages) {
       const json = JSON.parse(answer.body);
       if (json.data.length !== PAGE_LIMIT) throw new BenchError(`GET ${path} returned ${json.data.length} items, not ${PAGE_LIMIT}`);
       listPaths.push(path);
-      if (!listBody) listBody = answer.body;
       if (!json.meta.has_more) break;
       path = `/v1/tiktok/channel-videos?handle=${encodeURIComponent(handle)}&limit=${PAGE_LIMIT}&cursor=${encodeURIComponent(json.meta.cursor)}`;
     }
@@ -277,7 +286,14 @@ async function prepare(origin, pages) {
   // Every gathered page must now be a HIT.
   const check = await get(`${origin}${listPaths.at(-1)}`, auth);
   if (check.headers['x-cache'] !== 'HIT') throw new BenchError(`a walked channel-videos page answered X-Cache ${check.headers['x-cache']}, expected HIT`);
-  return { statsPath, statsBody: warm.body, listPaths, listBody };
+  return { statsPath, stats: replayable(warm), listPaths, list: replayable(check) };
+}
+
+/** An emulator answer as the baseline server replays it: the body and the API's own headers. */
+function replayable(answer) {
+  const skip = new Set(['date', 'connection', 'keep-alive', 'content-length', 'content-type', 'transfer-encoding']);
+  const headers = Object.fromEntries(Object.entries(answer.headers).filter(([name]) => !skip.has(name)));
+  return { headers, body: answer.body };
 }
 
 function load(scenario, connections, seconds) {
@@ -310,10 +326,10 @@ function measure(scenario, result) {
   };
 }
 
-function table(rows) {
+function table(rows, showRange) {
   const format = (value, digits = 0) =>
     value === undefined ? '—' : value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-  const header = ['scenario', 'body bytes', 'req/s', 'items/s', 'p99 ms', 'target', 'result', 'vs baseline'];
+  const header = ['scenario', 'body bytes', 'req/s', ...(showRange ? ['req/s min–max'] : []), 'items/s', 'p99 ms', 'target', 'result', 'vs baseline'];
   const lines = rows.map((row) => {
     const { target } = row.scenario;
     const measured = target?.kind === 'req/s' ? row.reqPerSec : row.itemsPerSec;
@@ -322,6 +338,7 @@ function table(rows) {
       row.name,
       format(row.scenario.bodyBytes),
       format(row.reqPerSec),
+      ...(showRange ? [`${format(row.minReqPerSec)}–${format(row.maxReqPerSec)}`] : []),
       format(row.itemsPerSec),
       format(row.p99, 1),
       target ? `≥ ${format(target.value)} ${target.kind}` : '—',

@@ -27,8 +27,9 @@ export function collectApiKey(value: string, previous: string[] = []): string[] 
 }
 
 export function durationList(value: string): number[] {
-  const delays = value.split(',').map((part) => Number(part.trim()));
-  if (delays.length === 0 || delays.some((delay) => !Number.isInteger(delay) || delay < 0)) {
+  const parts = value.split(',').map((part) => part.trim());
+  const delays = parts.map(Number);
+  if (parts.some((part) => part === '') || delays.some((delay) => !Number.isInteger(delay) || delay < 0)) {
     throw new InvalidArgumentError(`expected comma-separated milliseconds like 100,200,400, got ${JSON.stringify(value)}`);
   }
   return delays;

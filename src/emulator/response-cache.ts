@@ -32,7 +32,9 @@ export class ResponseCache<V> {
 /**
  * How long an answer stays cached. Age-aware answers about content of age A are kept A/4,
  * clamped to the policy's bounds: a video posted an hour ago is re-read within 15 minutes, one
- * posted a month ago is kept 7 days.
+ * posted a month ago is kept 7 days. Page 1 of a list is kept a third as long as deeper pages
+ * (the spec's pagination rule 5; for channel lists the table gives 1 hour against 3), never
+ * below the policy's minimum.
  */
 export function cacheTtlMs(policy: CachePolicy, contentAgeMs: number, isFirstPage: boolean): number {
   switch (policy.kind) {
@@ -40,7 +42,9 @@ export function cacheTtlMs(policy: CachePolicy, contentAgeMs: number, isFirstPag
       return Number.POSITIVE_INFINITY;
     case 'fixed':
       return (isFirstPage && policy.firstPageSeconds !== undefined ? policy.firstPageSeconds : policy.seconds) * 1000;
-    case 'age-aware':
-      return Math.min(policy.maxSeconds * 1000, Math.max(policy.minSeconds * 1000, contentAgeMs / 4));
+    case 'age-aware': {
+      const ttl = Math.min(policy.maxSeconds * 1000, Math.max(policy.minSeconds * 1000, contentAgeMs / 4));
+      return isFirstPage ? Math.max(policy.minSeconds * 1000, ttl / 3) : ttl;
+    }
   }
 }

@@ -221,7 +221,8 @@ class EmulatorServer {
     const key = bearerKey(req.headers.authorization);
     const account = key === undefined ? undefined : this.billing.get(key);
     this.limiter.ratePerSecond = this.faults.rate_limit;
-    const rate = this.limiter.take(account ? account.apiKey : 'anonymous', now);
+    // Buckets refill on the wall clock: moving the emulated clock must not hand out requests.
+    const rate = this.limiter.take(account ? account.apiKey : 'anonymous', Date.now());
     const headers: Record<string, string> = {
       'x-request-id': requestId,
       'x-ratelimit-limit': String(rate.limit),
@@ -551,9 +552,13 @@ class EmulatorServer {
       }
       case 'POST /_emulator/faults': {
         const body = await readJsonBody(req);
-        if (body.fault_rate !== undefined) this.faults.fault_rate = requireFraction(body.fault_rate);
-        if (body.rate_limit !== undefined) this.faults.rate_limit = requirePositive(body.rate_limit, 'rate_limit');
-        if (body.latency_ms !== undefined) this.faults.latency_ms = requireWholeNumber(body.latency_ms, 'latency_ms');
+        // Check every field before applying any, so a refused request changes nothing.
+        const next = {
+          fault_rate: body.fault_rate === undefined ? this.faults.fault_rate : requireFraction(body.fault_rate),
+          rate_limit: body.rate_limit === undefined ? this.faults.rate_limit : requirePositive(body.rate_limit, 'rate_limit'),
+          latency_ms: body.latency_ms === undefined ? this.faults.latency_ms : requireWholeNumber(body.latency_ms, 'latency_ms'),
+        };
+        Object.assign(this.faults, next);
         return { status: 200, json: { data: this.faults } };
       }
       default:

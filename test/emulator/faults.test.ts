@@ -40,9 +40,11 @@ describe('fault injection', () => {
     expect([500, 502, 503]).toContain(failed.status);
     await emulator.admin('faults', { fault_rate: 0, latency_ms: 0 });
     expect((await emulator.call(`/tiktok/channel-stats?handle=${handle}`)).status).toBe(200);
-    const refused = await emulator.admin<{ error: { param: string } }>('faults', { fault_rate: 2 });
+    const refused = await emulator.admin<{ error: { param: string } }>('faults', { fault_rate: 0.5, latency_ms: -1 });
     expect(refused.status).toBe(400);
-    expect(refused.json.error.param).toBe('fault_rate');
+    expect(refused.json.error.param).toBe('latency_ms');
+    // A refused change changes nothing, not even its valid fields.
+    expect((await emulator.admin<{ data: { fault_rate: number } }>('faults', {})).json.data.fault_rate).toBe(0);
   });
 });
 

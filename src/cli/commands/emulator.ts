@@ -25,7 +25,7 @@ Examples:
   $ harvester emulator --fault-rate 0.1 --rate-limit 5 --latency-ms 50
 
 Admin API (loopback only): GET /_emulator/catalog, POST /_emulator/keys, POST /_emulator/plan,
-GET /_emulator/ledger, POST /_emulator/clock, POST /_emulator/faults. OpenAPI: GET /openapi.json.
+GET /_emulator/ledger, GET /_emulator/deliveries, POST /_emulator/clock, POST /_emulator/faults. OpenAPI: GET /openapi.json.
 Webhook deliveries trust the CAs in NODE_EXTRA_CA_CERTS.`,
     )
     .action(async (options: {
