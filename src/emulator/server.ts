@@ -217,7 +217,6 @@ class EmulatorServer {
 
   private async handleV1(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const requestId = newRequestId();
-    const now = this.clock.now();
     const key = bearerKey(req.headers.authorization);
     const account = key === undefined ? undefined : this.billing.get(key);
     this.limiter.ratePerSecond = this.faults.rate_limit;
