@@ -17,6 +17,12 @@ const tools = join(root, '.tools');
 const TEMPORAL_VERSION = '1.9.1';
 const temporalBinary = join(tools, 'temporal');
 const certs = join(tools, 'certs');
+/**
+ * Python clients the tests use as outside readers of what we produce: tools we did not write.
+ * duckdb matches the engine version of @duckdb/node-api.
+ */
+const PYTHON_REQUIREMENTS = ['duckdb==1.5.6', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0'];
+const pythonTarget = join(tools, 'python');
 
 function log(message) {
   process.stderr.write(`setup: ${message}\n`);
@@ -124,8 +130,21 @@ async function ensureDevCertificate() {
   log(`made a development CA and localhost certificate in .tools/certs (trust it with NODE_EXTRA_CA_CERTS=${caFile})`);
 }
 
+function ensurePythonClients() {
+  const marker = join(pythonTarget, 'REQUIREMENTS');
+  const wanted = PYTHON_REQUIREMENTS.join('\n');
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === wanted) return;
+  log(`installing Python test clients into .tools/python: ${PYTHON_REQUIREMENTS.join(', ')}`);
+  rmSync(pythonTarget, { recursive: true, force: true });
+  execFileSync('python3', ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', '--target', pythonTarget, ...PYTHON_REQUIREMENTS], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  writeFileSync(marker, wanted);
+}
+
 try {
   ensureTemporal();
+  ensurePythonClients();
   await ensureDevCertificate();
 } catch (error) {
   process.stderr.write(`${error.message}\n`);

@@ -1,0 +1,130 @@
+/**
+ * Landings: one immutable JSON file per fetched page, written durably (fsync, then an atomic
+ * rename, then the directory fsync) before its cursor is checkpointed. The file name is fixed by
+ * run, target and page, so a retried write replaces the file and never doubles it.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, openSync, closeSync, fsyncSync, readdirSync, readFileSync, renameSync, writeSync, existsSync } from 'node:fs';
+import { dirname, join, relative, sep } from 'node:path';
+import type { EndpointKey } from '../spec/endpoints.js';
+
+/** The billed call behind a page. Free pages (a job's results) have none; the job is billed once. */
+export interface LandedCall {
+  request_id: string;
+  units: number;
+  credits: number;
+  cache?: 'HIT' | 'MISS';
+  job_id?: string;
+}
+
+export interface PageLanding {
+  format: 1;
+  kind: 'page';
+  run_id: string;
+  harvest: string;
+  /** The target's key, e.g. `channel:tiktok:some_handle:videos`. */
+  target: string;
+  /** 1-based page number within the target in this run. */
+  page: number;
+  endpoint: EndpointKey;
+  params: Record<string, string>;
+  /** Request id of the answer this page came in (billed or not). */
+  request_id: string;
+  observed_at: string;
+  call?: LandedCall;
+  /** Items before this page in its listing, for search ranks. */
+  rank_offset?: number;
+  data: unknown;
+}
+
+/** A run's status, landed like a page so one loader writes every table. */
+export interface RunLanding {
+  format: 1;
+  kind: 'run';
+  run_id: string;
+  harvest: string;
+  /** Increases with each status landed for the run; the highest wins. */
+  seq: number;
+  status: string;
+  started_at: string;
+  finished_at?: string;
+  budget_credits?: number;
+  credits_spent?: number;
+  items_landed?: number;
+  error?: string;
+}
+
+export type Landing = PageLanding | RunLanding;
+
+export function landingRoot(dataDir: string): string {
+  return join(dataDir, 'landing');
+}
+
+/** A path segment made only of safe characters, plus a short hash so distinct keys stay distinct. */
+export function pathSegment(key: string): string {
+  const safe = key.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 80);
+  if (safe === key) return key;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193) >>> 0;
+  return `${safe}~${hash.toString(36)}`;
+}
+
+/** The landing's path relative to the landing root: its identity in `loaded_landings`. */
+export function landingKey(landing: Landing): string {
+  const run = pathSegment(landing.run_id);
+  if (landing.kind === 'run') return [run, '_run', `status-${String(landing.seq).padStart(6, '0')}.json`].join('/');
+  return [run, pathSegment(landing.target), `page-${String(landing.page).padStart(6, '0')}.json`].join('/');
+}
+
+/** Writes a landing durably and returns its key. */
+export function writeLanding(dataDir: string, landing: Landing): string {
+  const key = landingKey(landing);
+  const file = join(landingRoot(dataDir), ...key.split('/'));
+  const directory = dirname(file);
+  mkdirSync(directory, { recursive: true });
+  const temporary = join(directory, `.${randomBytes(6).toString('hex')}.tmp`);
+  const fd = openSync(temporary, 'w');
+  try {
+    writeSync(fd, JSON.stringify(landing));
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+  renameSync(temporary, file);
+  syncDirectory(directory);
+  return key;
+}
+
+export function readLanding(dataDir: string, key: string): Landing {
+  const file = join(landingRoot(dataDir), ...key.split('/'));
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as Landing;
+  } catch (error) {
+    throw new Error(`landing ${file} cannot be read: ${(error as Error).message}`);
+  }
+}
+
+/** Every landing key under the root, in run, target and page order. Temporary files are skipped. */
+export function listLandings(dataDir: string): string[] {
+  const root = landingRoot(dataDir);
+  if (!existsSync(root)) return [];
+  const keys: string[] = [];
+  const walk = (directory: string) => {
+    for (const entry of readdirSync(directory, { withFileTypes: true })) {
+      const path = join(directory, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (entry.name.endsWith('.json') && !entry.name.startsWith('.')) keys.push(relative(root, path).split(sep).join('/'));
+    }
+  };
+  walk(root);
+  return keys.sort();
+}
+
+function syncDirectory(directory: string): void {
+  const fd = openSync(directory, 'r');
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}

@@ -1,0 +1,102 @@
+/**
+ * The warehouse schema: natural keys (platform plus id), latest state in `accounts`, `items` and
+ * `comments`, and history as one row per observation in `account_metrics` and `item_metrics`.
+ * docs/data-dictionary.md documents every column; a test holds the two together.
+ */
+
+export const TABLES_DDL = [
+  `CREATE TABLE IF NOT EXISTS accounts (
+    platform VARCHAR NOT NULL, handle VARCHAR NOT NULL, name VARCHAR, bio VARCHAR, verified BOOLEAN,
+    followers BIGINT, following BIGINT, posts BIGINT,
+    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (platform, handle))`,
+  `CREATE TABLE IF NOT EXISTS account_metrics (
+    platform VARCHAR NOT NULL, handle VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL,
+    followers BIGINT, following BIGINT, posts BIGINT, from_cache BOOLEAN,
+    request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL,
+    PRIMARY KEY (request_id, platform, handle))`,
+  `CREATE TABLE IF NOT EXISTS items (
+    platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, url VARCHAR, caption VARCHAR,
+    author_handle VARCHAR, posted_at TIMESTAMPTZ,
+    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (platform, item_id))`,
+  `CREATE TABLE IF NOT EXISTS item_metrics (
+    platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL,
+    views BIGINT, likes BIGINT, comments BIGINT, shares BIGINT, from_cache BOOLEAN,
+    source_endpoint VARCHAR NOT NULL, request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL,
+    PRIMARY KEY (request_id, platform, item_id))`,
+  `CREATE TABLE IF NOT EXISTS comments (
+    platform VARCHAR NOT NULL, comment_id VARCHAR NOT NULL, item_id VARCHAR NOT NULL, text VARCHAR,
+    author_handle VARCHAR, likes BIGINT, posted_at TIMESTAMPTZ,
+    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (platform, comment_id))`,
+  `CREATE TABLE IF NOT EXISTS search_hits (
+    platform VARCHAR NOT NULL, query VARCHAR NOT NULL, kind VARCHAR NOT NULL, rank INTEGER NOT NULL,
+    item_id VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL,
+    PRIMARY KEY (request_id, rank))`,
+  `CREATE TABLE IF NOT EXISTS transcripts (
+    platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, language VARCHAR, source VARCHAR, text VARCHAR,
+    fetched_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL,
+    PRIMARY KEY (platform, item_id))`,
+  `CREATE TABLE IF NOT EXISTS transcript_segments (
+    platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, seq INTEGER NOT NULL,
+    start_seconds DOUBLE, end_seconds DOUBLE, text VARCHAR,
+    PRIMARY KEY (platform, item_id, seq))`,
+  `CREATE TABLE IF NOT EXISTS summaries (
+    platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, language VARCHAR, summary VARCHAR,
+    fetched_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL,
+    PRIMARY KEY (platform, item_id))`,
+  `CREATE TABLE IF NOT EXISTS downloads (
+    platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, media_url VARCHAR, mime_type VARCHAR,
+    expires_at TIMESTAMPTZ, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL,
+    PRIMARY KEY (request_id))`,
+  `CREATE TABLE IF NOT EXISTS api_calls (
+    request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, harvest VARCHAR, target VARCHAR,
+    endpoint VARCHAR NOT NULL, params JSON, units BIGINT NOT NULL, credits BIGINT NOT NULL,
+    cache_status VARCHAR, job_id VARCHAR, called_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (request_id))`,
+  `CREATE TABLE IF NOT EXISTS harvest_runs (
+    run_id VARCHAR NOT NULL, harvest VARCHAR NOT NULL, status VARCHAR NOT NULL,
+    started_at TIMESTAMPTZ NOT NULL, finished_at TIMESTAMPTZ, budget_credits BIGINT, credits_spent BIGINT,
+    items_landed BIGINT, error VARCHAR,
+    PRIMARY KEY (run_id))`,
+  `CREATE TABLE IF NOT EXISTS loaded_landings (
+    landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, rows BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL,
+    PRIMARY KEY (landing))`,
+];
+
+export const VIEWS_DDL = [
+  `CREATE OR REPLACE VIEW latest_item_metrics AS
+    SELECT * FROM item_metrics
+    QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY observed_at DESC, request_id DESC) = 1`,
+  `CREATE OR REPLACE VIEW item_growth AS
+    SELECT platform, item_id, observed_at, views, likes,
+      views - lag(views) OVER w AS views_delta,
+      likes - lag(likes) OVER w AS likes_delta,
+      epoch(observed_at - lag(observed_at) OVER w) / 3600.0 AS hours_since_previous
+    FROM item_metrics
+    WINDOW w AS (PARTITION BY platform, item_id ORDER BY observed_at, request_id)`,
+  `CREATE OR REPLACE VIEW top_items_per_account AS
+    SELECT i.platform, i.author_handle, i.item_id, i.kind, i.url, m.views, m.likes, m.observed_at,
+      rank() OVER (PARTITION BY i.platform, i.author_handle ORDER BY m.views DESC NULLS LAST, m.likes DESC NULLS LAST) AS rank_in_account
+    FROM items i JOIN latest_item_metrics m USING (platform, item_id)`,
+];
+
+/** Tables, in the order the data dictionary lists them (bookkeeping last). */
+export const WAREHOUSE_TABLES = [
+  'accounts',
+  'account_metrics',
+  'items',
+  'item_metrics',
+  'comments',
+  'search_hits',
+  'transcripts',
+  'transcript_segments',
+  'summaries',
+  'downloads',
+  'api_calls',
+  'harvest_runs',
+  'loaded_landings',
+] as const;
+export type WarehouseTable = (typeof WAREHOUSE_TABLES)[number];
+export const WAREHOUSE_VIEWS = ['latest_item_metrics', 'item_growth', 'top_items_per_account'] as const;

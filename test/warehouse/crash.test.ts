@@ -1,0 +1,80 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { listLandings } from '../../src/warehouse/landing.js';
+import { loadLandings } from '../../src/warehouse/loader.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import { clientFor } from '../support/client.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
+
+let emulator: TestEmulator;
+beforeAll(async () => {
+  emulator = await startTestEmulator();
+});
+afterAll(() => emulator.close());
+
+/** Runs the built loader in its own process and SIGKILLs it at the named point of batch 2. */
+function loadAndDie(dataDir: string, hook: 'beforeCommit' | 'afterBatch'): Promise<NodeJS.Signals | null> {
+  const script = join(dataDir, 'die.mjs');
+  writeFileSync(
+    script,
+    `import { loadLandings } from ${JSON.stringify(join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'loader.js'))};
+await loadLandings(process.argv[2], { batchLandings: 3, ${hook}: (batch) => { if (batch === 2) process.kill(process.pid, 'SIGKILL'); } });
+console.log('finished without dying');`,
+  );
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [script, dataDir], { stdio: 'inherit' });
+    child.once('exit', (_code, signal) => resolve(signal));
+  });
+}
+
+async function expectExactlyOnce(dataDir: string, expected: SampleExpectation) {
+  const rows = async (sql: string) => Number(Object.values((await queryWarehouse(dataDir, sql)).rows[0]!)[0]);
+  expect(await rows('SELECT count(*) FROM loaded_landings')).toBe(expected.landings);
+  expect(await rows('SELECT count(*) FROM items')).toBe(expected.itemIds.size);
+  expect(await rows('SELECT count(*) FROM item_metrics')).toBe(expected.metricRows);
+  expect(await rows('SELECT sum(credits) FROM api_calls')).toBe(expected.credits);
+  expect(await rows('SELECT count(*) FROM search_hits')).toBe(expected.searchHits);
+}
+
+async function sampleIn(dataDir: string, runId: string) {
+  const client = clientFor(emulator);
+  try {
+    return await landSampleHarvest(client, emulator, dataDir, runId);
+  } finally {
+    await client.close();
+  }
+}
+
+describe('a crash loses nothing that was paid for and loads nothing twice', () => {
+  it('killed between landing and load: the next load takes every landing', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'crash-'));
+    const expected = await sampleIn(dataDir, 'run-landed');
+    // (The "crash": nothing loaded these landings.) They are on disk, and the next load finds them.
+    expect(listLandings(dataDir)).toHaveLength(expected.landings);
+    await loadLandings(dataDir);
+    await expectExactlyOnce(dataDir, expected);
+  });
+
+  it('killed inside a load transaction, before COMMIT: that batch is rolled back and loaded later, once', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'crash-'));
+    const expected = await sampleIn(dataDir, 'run-mid');
+    expect(await loadAndDie(dataDir, 'beforeCommit')).toBe('SIGKILL');
+    const resumed = await loadLandings(dataDir);
+    expect(resumed.landingsLoaded).toBe(expected.landings - 3);
+    await expectExactlyOnce(dataDir, expected);
+  });
+
+  it('killed after a committed batch, before publishing: the next load finishes and publishes', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'crash-'));
+    const expected = await sampleIn(dataDir, 'run-after');
+    expect(await loadAndDie(dataDir, 'afterBatch')).toBe('SIGKILL');
+    const resumed = await loadLandings(dataDir);
+    expect(resumed.landingsLoaded).toBe(expected.landings - 6);
+    await expectExactlyOnce(dataDir, expected);
+  });
+});
