@@ -5,6 +5,7 @@ import { callCommand } from './commands/call.js';
 import { demoCommand } from './commands/demo.js';
 import { emulatorCommand } from './commands/emulator.js';
 import { receiverCommand } from './commands/receiver.js';
+import { exportCommand, loadCommand, queryCommand } from './commands/warehouse.js';
 import { webhooksCommand } from './commands/webhooks.js';
 
 const program = new Command('harvester')
@@ -14,6 +15,9 @@ const program = new Command('harvester')
   .addCommand(demoCommand())
   .addCommand(callCommand())
   .addCommand(emulatorCommand())
+  .addCommand(exportCommand())
+  .addCommand(loadCommand())
+  .addCommand(queryCommand())
   .addCommand(receiverCommand())
   .addCommand(webhooksCommand());
 

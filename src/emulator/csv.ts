@@ -1,7 +1,8 @@
+import { csvLine } from '../text/csv.js';
+
 /**
  * CSV for list endpoints: a header row, then one row per item, nested fields flattened with `_`
- * (author.handle → author_handle). Quoting follows RFC 4180. Hand-written because it is a dozen
- * lines over objects whose shape the emulator itself controls.
+ * (author.handle → author_handle).
  */
 function flatten(value: Record<string, unknown>, prefix = '', into: Record<string, unknown> = {}): Record<string, unknown> {
   for (const [key, field] of Object.entries(value)) {
@@ -12,14 +13,9 @@ function flatten(value: Record<string, unknown>, prefix = '', into: Record<strin
   return into;
 }
 
-function quote(value: unknown): string {
-  const text = value === undefined || value === null ? '' : String(value);
-  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
-}
-
 export function toCsv(items: readonly Record<string, unknown>[], columns: readonly string[]): string {
   const rows = items.map((item) => flatten(item));
-  const lines = [columns.join(','), ...rows.map((row) => columns.map((column) => quote(row[column])).join(','))];
+  const lines = [csvLine(columns), ...rows.map((row) => csvLine(columns.map((column) => row[column])))];
   return `${lines.join('\r\n')}\r\n`;
 }
 

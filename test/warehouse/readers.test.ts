@@ -1,0 +1,97 @@
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { tmpdir } from 'node:os';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { exportParquet } from '../../src/warehouse/export.js';
+import { loadLandings, warehousePath } from '../../src/warehouse/loader.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import { clientFor } from '../support/client.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { runPython } from '../support/python.js';
+import { landSampleHarvest } from '../support/sample-harvest.js';
+import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+
+let emulator: TestEmulator;
+beforeAll(async () => {
+  emulator = await startTestEmulator();
+});
+afterAll(() => emulator.close());
+
+/** A reader in another process (Python's duckdb): opens the warehouse read-only again and again. */
+const READER = `
+import duckdb, os, sys, time
+path, stop = sys.argv[1], sys.argv[2]
+opened = errors = 0
+counts = []
+while not os.path.exists(stop):
+    try:
+        con = duckdb.connect(path, read_only=True)
+        counts.append(con.execute('select count(*) from item_metrics').fetchone()[0])
+        con.close()
+        opened += 1
+    except Exception as error:
+        errors += 1
+        print('ERROR', error, file=sys.stderr)
+    time.sleep(0.01)
+print(opened, errors, counts[0] if counts else -1, max(counts) if counts else -1)
+`;
+
+describe('readers of the warehouse', () => {
+  it('a reader in another process opens and reads without error during loads, and sees each completed load', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'readers-'));
+    const client = clientFor(emulator);
+    const first = await landSampleHarvest(client, emulator, dataDir, 'run-0');
+    await loadLandings(dataDir);
+    const stop = join(dataDir, 'stop');
+    const reader = spawn('python3', ['-c', READER, warehousePath(dataDir), stop], { env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, '.tools', 'python') } });
+    let out = '';
+    let err = '';
+    reader.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
+    reader.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    let total = first.metricRows;
+    for (let run = 1; run <= 4; run++) {
+      total += (await landSampleHarvest(client, emulator, dataDir, `run-${run}`, { fresh: true })).metricRows;
+      await loadLandings(dataDir);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    writeFileSync(stop, '');
+    const code = await new Promise((resolve) => reader.once('exit', resolve));
+    await client.close();
+    expect(err).toBe('');
+    expect(code).toBe(0);
+    const [opened, errors, firstCount, lastCount] = out.trim().split(' ').map(Number);
+    expect(errors).toBe(0);
+    expect(opened).toBeGreaterThan(10);
+    expect(firstCount).toBe(first.metricRows);
+    expect(lastCount).toBe(total);
+  });
+
+  it('a Parquet export, partitioned by platform and date, reads back in Python with the same row counts', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'export-'));
+    const client = clientFor(emulator);
+    await landSampleHarvest(client, emulator, dataDir, 'run-x');
+    await client.close();
+    await loadLandings(dataDir);
+    const out = join(dataDir, 'export');
+    const result = await exportParquet(dataDir, out);
+    expect(readdirSync(join(out, 'item_metrics')).sort()).toEqual(['platform=instagram', 'platform=tiktok']);
+    expect(readdirSync(join(out, 'item_metrics', 'platform=tiktok'))[0]).toMatch(/^date=\d{4}-\d{2}-\d{2}$/);
+    const script = `
+import duckdb, json, sys, pyarrow.dataset as ds
+out, tables = sys.argv[1], json.loads(sys.argv[2])
+counts = {}
+for table in tables:
+    counts[table] = duckdb.sql(f"select count(*) from read_parquet('{out}/{table}/**/*.parquet', hive_partitioning = true)").fetchone()[0]
+arrow = ds.dataset(f"{out}/item_metrics", format="parquet", partitioning="hive").to_table()
+print(json.dumps({"duckdb": counts, "arrow_item_metrics": arrow.num_rows, "arrow_columns": arrow.column_names}))`;
+    const exported = Object.entries(result.tables).filter(([, rows]) => rows > 0).map(([table]) => table);
+    const python = runPython(script, [out, JSON.stringify(exported)]);
+    expect(python.stderr).toBe('');
+    const read = JSON.parse(python.stdout) as { duckdb: Record<string, number>; arrow_item_metrics: number; arrow_columns: string[] };
+    for (const table of exported) expect(read.duckdb[table], table).toBe(result.tables[table]);
+    const warehouseCount = Number(Object.values((await queryWarehouse(dataDir, 'SELECT count(*) FROM item_metrics')).rows[0]!)[0]);
+    expect(read.arrow_item_metrics).toBe(warehouseCount);
+    expect(read.arrow_columns).toEqual(expect.arrayContaining(['item_id', 'views', 'platform', 'date']));
+  });
+});
