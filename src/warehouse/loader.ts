@@ -76,8 +76,8 @@ const latest = (column: string, order = 'seen_at') => `arg_max(${column}, ${orde
 const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${keys}) = 1`;
 
 /**
- * How each staged table merges into its warehouse table: latest state is upserted, history is
- * appended, and every append is keyed so that loading the same rows again adds nothing.
+ * How each staged table merges into its warehouse table: latest state is upserted (newer
+ * observations win), history is appended.
  */
 const MERGES: Record<StagedTable, string[]> = {
   accounts: [
@@ -85,19 +85,19 @@ const MERGES: Record<StagedTable, string[]> = {
      FROM stage_accounts GROUP BY platform, handle
      ON CONFLICT (platform, handle) DO UPDATE SET ${['name', 'bio', 'verified', 'followers', 'following', 'posts'].map((column) => newer('accounts', column)).join(', ')}, ${seenRange('accounts')}`,
   ],
-  account_metrics: [`INSERT INTO account_metrics SELECT * FROM stage_account_metrics ${distinctBy('request_id, platform, handle')} ON CONFLICT DO NOTHING`],
+  account_metrics: ['INSERT INTO account_metrics SELECT * FROM stage_account_metrics'],
   items: [
     `INSERT INTO items SELECT platform, item_id, any_value(kind), ${latest('url')}, ${latest('caption')}, ${latest('author_handle')}, ${latest('posted_at')}, min(seen_at), max(seen_at)
      FROM stage_items GROUP BY platform, item_id
      ON CONFLICT (platform, item_id) DO UPDATE SET ${['url', 'caption', 'author_handle', 'posted_at'].map((column) => newer('items', column)).join(', ')}, ${seenRange('items')}`,
   ],
-  item_metrics: [`INSERT INTO item_metrics SELECT * FROM stage_item_metrics ${distinctBy('request_id, platform, item_id')} ON CONFLICT DO NOTHING`],
+  item_metrics: ['INSERT INTO item_metrics SELECT * FROM stage_item_metrics'],
   comments: [
     `INSERT INTO comments SELECT platform, comment_id, any_value(item_id), ${latest('text')}, ${latest('author_handle')}, ${latest('likes')}, ${latest('posted_at')}, min(seen_at), max(seen_at)
      FROM stage_comments GROUP BY platform, comment_id
      ON CONFLICT (platform, comment_id) DO UPDATE SET ${['text', 'author_handle', 'likes', 'posted_at'].map((column) => newer('comments', column)).join(', ')}, ${seenRange('comments')}`,
   ],
-  search_hits: [`INSERT INTO search_hits SELECT * FROM stage_search_hits ${distinctBy('request_id, rank')} ON CONFLICT DO NOTHING`],
+  search_hits: ['INSERT INTO search_hits SELECT * FROM stage_search_hits'],
   transcripts: [
     `INSERT INTO transcripts SELECT * FROM stage_transcripts QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1
      ON CONFLICT (platform, item_id) DO UPDATE SET ${['language', 'source', 'text', 'request_id'].map((column) => newer('transcripts', column, 'fetched_at')).join(', ')}, fetched_at = greatest(transcripts.fetched_at, excluded.fetched_at)`,
@@ -111,8 +111,8 @@ const MERGES: Record<StagedTable, string[]> = {
     `INSERT INTO summaries SELECT * FROM stage_summaries QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1
      ON CONFLICT (platform, item_id) DO UPDATE SET ${['language', 'summary', 'request_id'].map((column) => newer('summaries', column, 'fetched_at')).join(', ')}, fetched_at = greatest(summaries.fetched_at, excluded.fetched_at)`,
   ],
-  downloads: [`INSERT INTO downloads SELECT * FROM stage_downloads ${distinctBy('request_id')} ON CONFLICT DO NOTHING`],
-  api_calls: [`INSERT INTO api_calls SELECT * FROM stage_api_calls ${distinctBy('request_id')} ON CONFLICT DO NOTHING`],
+  downloads: ['INSERT INTO downloads SELECT * FROM stage_downloads'],
+  api_calls: ['INSERT INTO api_calls SELECT * FROM stage_api_calls'],
   harvest_runs: [
     `INSERT INTO harvest_runs SELECT run_id, harvest, status, started_at, finished_at, budget_credits, credits_spent, items_landed, error
      FROM stage_harvest_runs QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) = 1

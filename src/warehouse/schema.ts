@@ -2,6 +2,10 @@
  * The warehouse schema: natural keys (platform plus id), latest state in `accounts`, `items` and
  * `comments`, and history as one row per observation in `account_metrics` and `item_metrics`.
  * docs/data-dictionary.md documents every column; a test holds the two together.
+ *
+ * Append-only tables (observations, search hits, downloads, api_calls) carry no primary key: each
+ * landing is loaded exactly once (`loaded_landings` is written in the same transaction), so their
+ * rows cannot repeat, and an index on them would cost most of a load's time for no guarantee.
  */
 
 export const TABLES_DDL = [
@@ -13,8 +17,7 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS account_metrics (
     platform VARCHAR NOT NULL, handle VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL,
     followers BIGINT, following BIGINT, posts BIGINT, from_cache BOOLEAN,
-    request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL,
-    PRIMARY KEY (request_id, platform, handle))`,
+    request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS items (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, url VARCHAR, caption VARCHAR,
     author_handle VARCHAR, posted_at TIMESTAMPTZ,
@@ -23,8 +26,7 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS item_metrics (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL,
     views BIGINT, likes BIGINT, comments BIGINT, shares BIGINT, from_cache BOOLEAN,
-    source_endpoint VARCHAR NOT NULL, request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL,
-    PRIMARY KEY (request_id, platform, item_id))`,
+    source_endpoint VARCHAR NOT NULL, request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS comments (
     platform VARCHAR NOT NULL, comment_id VARCHAR NOT NULL, item_id VARCHAR NOT NULL, text VARCHAR,
     author_handle VARCHAR, likes BIGINT, posted_at TIMESTAMPTZ,
@@ -32,8 +34,7 @@ export const TABLES_DDL = [
     PRIMARY KEY (platform, comment_id))`,
   `CREATE TABLE IF NOT EXISTS search_hits (
     platform VARCHAR NOT NULL, query VARCHAR NOT NULL, kind VARCHAR NOT NULL, rank INTEGER NOT NULL,
-    item_id VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL,
-    PRIMARY KEY (request_id, rank))`,
+    item_id VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS transcripts (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, language VARCHAR, source VARCHAR, text VARCHAR,
     fetched_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL,
@@ -48,13 +49,11 @@ export const TABLES_DDL = [
     PRIMARY KEY (platform, item_id))`,
   `CREATE TABLE IF NOT EXISTS downloads (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, media_url VARCHAR, mime_type VARCHAR,
-    expires_at TIMESTAMPTZ, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL,
-    PRIMARY KEY (request_id))`,
+    expires_at TIMESTAMPTZ, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS api_calls (
     request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, harvest VARCHAR, target VARCHAR,
     endpoint VARCHAR NOT NULL, params JSON, units BIGINT NOT NULL, credits BIGINT NOT NULL,
-    cache_status VARCHAR, job_id VARCHAR, called_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (request_id))`,
+    cache_status VARCHAR, job_id VARCHAR, called_at TIMESTAMPTZ NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS harvest_runs (
     run_id VARCHAR NOT NULL, harvest VARCHAR NOT NULL, status VARCHAR NOT NULL,
     started_at TIMESTAMPTZ NOT NULL, finished_at TIMESTAMPTZ, budget_credits BIGINT, credits_spent BIGINT,

@@ -7,7 +7,7 @@ import { exportParquet } from '../../src/warehouse/export.js';
 import { loadLandings, warehousePath } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
-import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 import { runPython } from '../support/python.js';
 import { landSampleHarvest } from '../support/sample-harvest.js';
 import { PROJECT_ROOT } from '../../src/config/project-paths.js';
@@ -30,6 +30,8 @@ while not os.path.exists(stop):
         counts.append(con.execute('select count(*) from item_metrics').fetchone()[0])
         con.close()
         opened += 1
+        if opened == 1:
+            print('ready', flush=True)
     except Exception as error:
         errors += 1
         print('ERROR', error, file=sys.stderr)
@@ -49,6 +51,7 @@ describe('readers of the warehouse', () => {
     let err = '';
     reader.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     reader.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
+    await waitFor(() => (out.startsWith('ready\n') ? true : undefined), 30_000, 'the reader to open the warehouse');
     let total = first.metricRows;
     for (let run = 1; run <= 4; run++) {
       total += (await landSampleHarvest(client, emulator, dataDir, `run-${run}`, { fresh: true })).metricRows;
@@ -60,7 +63,7 @@ describe('readers of the warehouse', () => {
     await client.close();
     expect(err).toBe('');
     expect(code).toBe(0);
-    const [opened, errors, firstCount, lastCount] = out.trim().split(' ').map(Number);
+    const [opened, errors, firstCount, lastCount] = out.trim().split('\n').at(-1)!.split(' ').map(Number);
     expect(errors).toBe(0);
     expect(opened).toBeGreaterThan(10);
     expect(firstCount).toBe(first.metricRows);

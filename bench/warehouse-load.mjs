@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+/**
+ * Load throughput of the warehouse: synthetic landings (channel pages and search pages, 50 items
+ * each, shaped like the API's) are loaded by the real loader, and the rows per second are compared
+ * with a baseline in the same run: DuckDB appending the same rows from NDJSON with no merge.
+ * Memory: peak RSS is measured in child processes for two batch sizes over the same landings, and
+ * for the same batch size over a warehouse four times larger.
+ *
+ *   npm run build && node bench/warehouse-load.mjs        (BENCH_LANDINGS=4000 by default)
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const dist = new URL('../dist/src/warehouse/', import.meta.url).pathname;
+const { writeLanding } = await import(join(dist, 'landing.js'));
+const { loadLandings } = await import(join(dist, 'loader.js'));
+const { openDatabase, closeDatabase, sqlString } = await import(join(dist, 'duckdb.js'));
+
+const LANDINGS = Number(process.env.BENCH_LANDINGS ?? 4000);
+const TARGET_ROWS_PER_SECOND = 300_000;
+
+function synthesize(dataDir, landings, runId) {
+  const started = Date.now();
+  for (let page = 0; page < landings; page++) {
+    const search = page % 4 === 3;
+    const items = Array.from({ length: 50 }, (_, i) => {
+      const n = page * 50 + i;
+      const id = `7${String(n).padStart(18, '0')}`;
+      const url = `https://www.tiktok.com/@bench_${page % 97}/video/${id}`;
+      const base = { id, url, caption: `Quick guide to sourdough, part ${n} #sourdough`, posted_at: new Date(1_700_000_000_000 + n * 1000).toISOString().replace('.000Z', 'Z') };
+      return search
+        ? { ...base, author: { handle: `bench_${page % 97}` }, metrics: { views: n * 3, likes: n } }
+        : { ...base, metrics: { views: n * 3, likes: n, comments: n % 50 } };
+    });
+    writeLanding(dataDir, {
+      format: 1, kind: 'page', run_id: runId, harvest: 'bench', target: search ? 'search:tiktok:keyword:sourdough' : `channel:tiktok:bench_${page % 97}:videos`,
+      page: page + 1, endpoint: search ? 'tiktok/search' : 'tiktok/channel-videos', params: search ? { query: 'sourdough' } : { handle: `bench_${page % 97}` },
+      request_id: `req_${runId}_${page}`, observed_at: new Date().toISOString(), call: { request_id: `req_${runId}_${page}`, units: 50, credits: 150, cache: 'MISS' },
+      rank_offset: page * 50, data: items,
+    });
+  }
+  return Date.now() - started;
+}
+
+async function baseline(dataDir, rows) {
+  // The same number of rows, appended by DuckDB's JSON reader into a table with no key: the floor
+  // of what any loader built on DuckDB can do on this machine.
+  const file = join(dataDir, 'baseline.jsonl');
+  const lines = [];
+  for (let n = 0; n < rows; n++) lines.push(JSON.stringify({ platform: 'tiktok', item_id: `7${String(n).padStart(18, '0')}`, observed_at: new Date().toISOString(), views: n, likes: n, comments: n, request_id: `req_${n >> 6}` }));
+  writeFileSync(file, lines.join('\n'));
+  const db = await openDatabase(join(dataDir, 'baseline.duckdb'));
+  try {
+    await db.connection.run('CREATE TABLE t (platform VARCHAR, item_id VARCHAR, observed_at TIMESTAMPTZ, views BIGINT, likes BIGINT, comments BIGINT, request_id VARCHAR)');
+    const started = Date.now();
+    await db.connection.run(`INSERT INTO t SELECT * FROM read_json(${sqlString(file)}, format='newline_delimited', columns={platform:'VARCHAR', item_id:'VARCHAR', observed_at:'TIMESTAMPTZ', views:'BIGINT', likes:'BIGINT', comments:'BIGINT', request_id:'VARCHAR'})`);
+    return Date.now() - started;
+  } finally {
+    closeDatabase(db);
+  }
+}
+
+/** Peak RSS (MiB) of a child process that loads `landings` landings with a given batch size. */
+function peakRss(landings, batch, preloadRuns) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-rss-'));
+  const script = `
+    const { writeLanding } = await import(${JSON.stringify(join(dist, 'landing.js'))});
+    const { loadLandings } = await import(${JSON.stringify(join(dist, 'loader.js'))});
+    ${synthesize.toString()}
+    for (let run = 0; run < ${preloadRuns}; run++) { synthesize(${JSON.stringify(dir)}, ${landings}, 'pre' + run); await loadLandings(${JSON.stringify(dir)}); }
+    synthesize(${JSON.stringify(dir)}, ${landings}, 'measured');
+    const before = process.memoryUsage().rss;
+    await loadLandings(${JSON.stringify(dir)}, { batchLandings: ${batch} });
+    process.stdout.write(String(process.resourceUsage().maxRSS / 1024));`;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  rmSync(dir, { recursive: true, force: true });
+  return Number(out).toFixed(0);
+}
+
+const dataDir = mkdtempSync(join(tmpdir(), 'bench-load-'));
+const synthMs = synthesize(dataDir, LANDINGS, 'run-1');
+const result = await loadLandings(dataDir, { batchLandings: 500 });
+const rowsPerSecond = Math.round(result.rowsLoaded / (result.durationMs / 1000));
+const baselineMs = await baseline(dataDir, result.rowsLoaded);
+const baselineRate = Math.round(result.rowsLoaded / (baselineMs / 1000));
+rmSync(dataDir, { recursive: true, force: true });
+
+console.log(`landings: ${LANDINGS} (written in ${synthMs} ms), rows loaded: ${result.rowsLoaded}, batches: ${result.batches}`);
+console.log('| scenario | rows | ms | rows/s | target | result |');
+console.log('|---|---|---|---|---|---|');
+console.log(`| loader (normalize + merge + publish) | ${result.rowsLoaded} | ${result.durationMs} | ${rowsPerSecond} | ≥ ${TARGET_ROWS_PER_SECOND} | ${rowsPerSecond >= TARGET_ROWS_PER_SECOND ? 'PASS' : 'FAIL'} |`);
+console.log(`| baseline: DuckDB append from NDJSON, no keys | ${result.rowsLoaded} | ${baselineMs} | ${baselineRate} | — | loader at ${((rowsPerSecond / baselineRate) * 100).toFixed(0)} % of it |`);
+const memoryLandings = Math.min(LANDINGS, 2000);
+console.log('\n| peak RSS of a load | MiB |');
+console.log('|---|---|');
+console.log(`| ${memoryLandings} landings, batch 100, empty warehouse | ${peakRss(memoryLandings, 100, 0)} |`);
+console.log(`| ${memoryLandings} landings, batch 500, empty warehouse | ${peakRss(memoryLandings, 500, 0)} |`);
+console.log(`| ${memoryLandings} landings, batch 100, warehouse already 3× that size | ${peakRss(memoryLandings, 100, 3)} |`);
