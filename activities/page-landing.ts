@@ -9,6 +9,8 @@ export interface PagePlace {
   page: number;
   params: Record<string, string>;
   rankOffset?: number;
+  nextCursor?: string;
+  hasMore?: boolean;
 }
 
 /** The landing of one billed answer: what the API sent, what it cost, and where it belongs. */
@@ -31,6 +33,8 @@ export function landingOfCall(place: PagePlace, report: CallReport, data: unknow
       ...(report.cache ? { cache: report.cache } : {}),
     },
     ...(place.rankOffset !== undefined ? { rank_offset: place.rankOffset } : {}),
+    ...(place.nextCursor !== undefined ? { next_cursor: place.nextCursor } : {}),
+    ...(place.hasMore !== undefined ? { has_more: place.hasMore } : {}),
     data,
   };
 }

@@ -253,15 +253,19 @@ export class SocialApiClient {
 
   // ---- jobs -----------------------------------------------------------------------------------------
 
-  /** Starts a large pull (limit above 50, up to 10,000). Free; charged once, when it completes. */
-  async startJob(platform: Platform, endpoint: ListEndpoint, params: ListParams & { limit: number }): Promise<Job> {
+  /**
+   * Starts a large pull (limit above 50, up to 10,000). Free; charged once, when it completes, under
+   * the request id of this call (returned as `requestId`).
+   */
+  async startJob(platform: Platform, endpoint: ListEndpoint, params: ListParams & { limit: number }): Promise<{ job: Job; requestId: string }> {
     const spec = this.spec(platform, endpoint, 'list');
     if (params.limit <= PAGE_LIMITS.maxSynchronous || params.limit > PAGE_LIMITS.maxJob) {
       throw localError(`a job takes a limit from ${PAGE_LIMITS.maxSynchronous + 1} to ${PAGE_LIMITS.maxJob}, got ${params.limit}`, 'limit');
     }
     const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params));
     if (response.status !== 202) throw this.unexpected(response, `expected 202 with a job for limit ${params.limit}`);
-    return this.parse(response, envelopeSchema(jobSchema), spec).data;
+    const body = this.parse(response, envelopeSchema(jobSchema), spec);
+    return { job: body.data, requestId: body.request_id };
   }
 
   async getJob(jobId: string): Promise<Job> {

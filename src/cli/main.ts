@@ -5,8 +5,11 @@ import { callCommand } from './commands/call.js';
 import { demoCommand } from './commands/demo.js';
 import { emulatorCommand } from './commands/emulator.js';
 import { receiverCommand } from './commands/receiver.js';
+import { runCommand } from './commands/run.js';
+import { temporalCommand } from './commands/temporal.js';
 import { exportCommand, loadCommand, queryCommand } from './commands/warehouse.js';
 import { webhooksCommand } from './commands/webhooks.js';
+import { workerCommand } from './commands/worker.js';
 
 const program = new Command('harvester')
   .description('social-harvester: scheduled, budgeted harvests from the Social Content Data API into DuckDB and Parquet')
@@ -19,7 +22,10 @@ const program = new Command('harvester')
   .addCommand(loadCommand())
   .addCommand(queryCommand())
   .addCommand(receiverCommand())
-  .addCommand(webhooksCommand());
+  .addCommand(runCommand())
+  .addCommand(temporalCommand())
+  .addCommand(webhooksCommand())
+  .addCommand(workerCommand());
 
 try {
   await program.parseAsync(process.argv);

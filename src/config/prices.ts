@@ -3,7 +3,11 @@ import { join } from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
 import { ENDPOINTS, endpointKey, type EndpointKey } from '../spec/endpoints.js';
+import { ConfigError } from './config-error.js';
 import { CONFIG_DIR } from './project-paths.js';
+
+/** Re-exported: ConfigError used to live here, and importers of it from this module keep working. */
+export { ConfigError };
 
 /** Credits per unit for every endpoint, keyed like `tiktok/channel-videos`. */
 export type PriceTable = Readonly<Record<EndpointKey, number>>;
@@ -11,17 +15,6 @@ export type PriceTable = Readonly<Record<EndpointKey, number>>;
 export const DEFAULT_PRICES_FILE = join(CONFIG_DIR, 'prices.yaml');
 
 const priceSchema = z.number().int().nonnegative();
-
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
-  constructor(
-    readonly file: string,
-    readonly field: string,
-    message: string,
-  ) {
-    super(`${file}: ${field}: ${message}`);
-  }
-}
 
 /** Parses and checks a price table: every endpoint of the catalog needs a whole, non-negative price. */
 export function parsePriceTable(text: string, file: string): PriceTable {

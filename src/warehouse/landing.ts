@@ -34,6 +34,9 @@ export interface PageLanding {
   call?: LandedCall;
   /** Items before this page in its listing, for search ranks. */
   rank_offset?: number;
+  /** The list's next cursor and has_more, so a retried activity can resume from the landing alone. */
+  next_cursor?: string;
+  has_more?: boolean;
   data: unknown;
 }
 
@@ -69,11 +72,15 @@ export function pathSegment(key: string): string {
   return `${safe}~${hash.toString(36)}`;
 }
 
+/** The key of a page landing: fixed by run, target and page, so a retry lands on the same key. */
+export function pageLandingKey(runId: string, target: string, page: number): string {
+  return [pathSegment(runId), pathSegment(target), `page-${String(page).padStart(6, '0')}.json`].join('/');
+}
+
 /** The landing's path relative to the landing root: its identity in `loaded_landings`. */
 export function landingKey(landing: Landing): string {
-  const run = pathSegment(landing.run_id);
-  if (landing.kind === 'run') return [run, '_run', `status-${String(landing.seq).padStart(6, '0')}.json`].join('/');
-  return [run, pathSegment(landing.target), `page-${String(landing.page).padStart(6, '0')}.json`].join('/');
+  if (landing.kind === 'run') return [pathSegment(landing.run_id), '_run', `status-${String(landing.seq).padStart(6, '0')}.json`].join('/');
+  return pageLandingKey(landing.run_id, landing.target, landing.page);
 }
 
 /** Writes a landing durably and returns its key. */
@@ -93,6 +100,11 @@ export function writeLanding(dataDir: string, landing: Landing): string {
   renameSync(temporary, file);
   syncDirectory(directory);
   return key;
+}
+
+/** The landing at a key, or undefined when nothing has been landed there. */
+export function findLanding(dataDir: string, key: string): Landing | undefined {
+  return existsSync(join(landingRoot(dataDir), ...key.split('/'))) ? readLanding(dataDir, key) : undefined;
 }
 
 export function readLanding(dataDir: string, key: string): Landing {

@@ -30,7 +30,7 @@ describe('secrets never reach logs or errors', () => {
       secrets.push(created.secret);
       const handle = (await emulator.catalog()).tiktok.handles[0]!;
       for await (const page of client.pages('tiktok', 'channel-videos', { handle }, { maxItems: 200, pageSize: 20 })) void page;
-      const job = await client.startJob('tiktok', 'channel-videos', { handle, limit: 60 });
+      const { job } = await client.startJob('tiktok', 'channel-videos', { handle, limit: 60 });
       await client.waitForJob(job.job_id, { pollMinMs: 10 });
       // Errors of every kind, from a key that is wrong in an instructive way.
       const wrong = new SocialApiClient({ baseUrl: emulator.baseUrl, apiKey: `${apiKey}_revoked`, prices, logger, retry: { maxAttempts: 1 } });

@@ -112,7 +112,7 @@ describe('the webhook receiver', () => {
     secrets.push((await client.createWebhook(receiver.url, ['job.completed'])).secret);
 
     const query = (await emulator.catalog()).tiktok.queries[2]!;
-    const job = await client.startJob('tiktok', 'search', { query, limit: 700 });
+    const { job } = await client.startJob('tiktok', 'search', { query, limit: 700 });
     const started = Date.now();
     // Polling would wait a minute before its second look: only the webhook can finish this quickly.
     const done = await client.waitForJob(job.job_id, { completions, pollMinMs: 60_000, timeoutMs: 120_000 });
@@ -132,7 +132,7 @@ describe('the webhook receiver', () => {
     const client = clientFor(emulator);
     cleanups.push(() => client.close());
     const handle = (await emulator.catalog()).instagram.handles[0]!;
-    const job = await client.startJob('instagram', 'channel-posts', { handle, limit: 120 });
+    const { job } = await client.startJob('instagram', 'channel-posts', { handle, limit: 120 });
     expect(job.status).toBe('queued');
     const done = await client.waitForJob(job.job_id, { pollMinMs: 20, pollMaxMs: 100 });
     expect(done).toMatchObject({ status: 'completed', item_count: 120, credits_charged: 240 });

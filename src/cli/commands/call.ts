@@ -71,7 +71,7 @@ Endpoints: ${[...new Set(ENDPOINTS.map((spec) => spec.name))].join(', ')}`,
           process.stdout.write(`${JSON.stringify(result.data, null, 2)}\n`);
           summary(`${platform}/${spec.name}: 1 item, ${result.creditsCharged} credits charged, ${result.creditsRemaining} left, cache ${result.cache} (request ${result.requestId})`);
         } else if (options.limit !== undefined && options.limit > PAGE_LIMITS.maxSynchronous) {
-          const job = await client.startJob(platform, spec.name as ListEndpoint, { ...params, limit: options.limit, cursor: options.cursor });
+          const { job } = await client.startJob(platform, spec.name as ListEndpoint, { ...params, limit: options.limit, cursor: options.cursor });
           summary(`${platform}/${spec.name}: started ${job.job_id} for up to ${options.limit} items; waiting`);
           const done = await client.waitForJob(job.job_id);
           if (done.status === 'failed') throw new Error(`job ${done.job_id} failed: ${done.error?.code}: ${done.error?.message}`);

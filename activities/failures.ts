@@ -1,0 +1,27 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { RateLimitedError, SocialApiError } from '../src/api/errors.js';
+
+/**
+ * API errors as Temporal failures: transient ones (network, 5xx, 429) retry with backoff, and a
+ * 429's Retry-After becomes the next retry delay; everything else (400, 401, 402, 404) is
+ * non-retryable, so a deleted video is recorded as a fact instead of retried into a crash.
+ */
+export function asActivityFailure(error: unknown): unknown {
+  if (!(error instanceof SocialApiError)) return error;
+  return ApplicationFailure.create({
+    type: error.name,
+    message: error.message,
+    nonRetryable: !error.retryable,
+    details: [{ code: error.code, status: error.status ?? null, requestId: error.requestId ?? null }],
+    ...(error instanceof RateLimitedError && error.retryAfterMs ? { nextRetryDelay: error.retryAfterMs } : {}),
+  });
+}
+
+/** Runs an activity body, turning API errors into the failures above. */
+export async function asActivity<T>(body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (error) {
+    throw asActivityFailure(error);
+  }
+}

@@ -1,0 +1,115 @@
+/**
+ * Activities for the API's async jobs: start one (once per run and target, even when retried),
+ * look at it (free), and land its results page by page with heartbeats, so a retried activity
+ * resumes at the page it had reached.
+ */
+import { Context } from '@temporalio/activity';
+import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
+import { endpointKey } from '../src/spec/endpoints.js';
+import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../src/warehouse/landing.js';
+import { findJob, findJobOfTarget, registerJob } from '../src/webhooks/job-registry.js';
+import { asActivity } from './failures.js';
+import type { TargetRef } from './pages.js';
+
+export interface StartJobInput {
+  runId: string;
+  target: TargetRef;
+  limit: number;
+  workflowId: string;
+}
+
+export interface JobState {
+  status: 'queued' | 'running' | 'completed' | 'failed';
+  itemCount: number | null;
+  creditsCharged: number;
+  error?: string;
+}
+
+export interface LandJobResultsInput {
+  runId: string;
+  harvest: string;
+  target: TargetRef;
+  jobId: string;
+  /** Page number the first results page lands as. */
+  firstPage: number;
+  rankOffset: number;
+}
+
+export interface JobResultsSummary {
+  count: number;
+  pages: number;
+  credits: number;
+}
+
+interface ResultsProgress {
+  cursor?: string;
+  pages: number;
+  count: number;
+}
+
+export function jobActivities({ client, dataDir }: { client: SocialApiClient; dataDir: string }) {
+  return {
+    /** Starts the target's job, or returns the one a previous attempt of this run started. */
+    async startJob(input: StartJobInput): Promise<{ jobId: string }> {
+      const started = findJobOfTarget(dataDir, input.runId, input.target.key);
+      if (started) return { jobId: started.jobId };
+      return asActivity(async () => {
+        const { job, requestId } = await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit });
+        registerJob(dataDir, { jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key });
+        return { jobId: job.job_id };
+      });
+    },
+
+    async checkJob(jobId: string): Promise<JobState> {
+      return asActivity(async () => {
+        const job = await client.getJob(jobId);
+        return {
+          status: job.status,
+          itemCount: job.item_count,
+          creditsCharged: job.credits_charged,
+          ...(job.error ? { error: `${job.error.code}: ${job.error.message}` } : {}),
+        };
+      });
+    },
+
+    async landJobResults(input: LandJobResultsInput): Promise<JobResultsSummary> {
+      const file = findJob(dataDir, input.jobId);
+      if (!file) throw new Error(`no record of job ${input.jobId} in the data directory's job registry`);
+      return asActivity(async () => {
+        const job = await client.getJob(input.jobId);
+        const progress: ResultsProgress = (Context.current().info.heartbeatDetails as ResultsProgress | undefined) ?? { pages: 0, count: 0 };
+        const pages = client.jobResults(input.jobId, { cursor: progress.cursor });
+        for await (const results of pages) {
+          const page = input.firstPage + progress.pages;
+          const key = pageLandingKey(input.runId, input.target.key, page);
+          if (!findLanding(dataDir, key)) {
+            const landing: PageLanding = {
+              format: 1,
+              kind: 'page',
+              run_id: input.runId,
+              harvest: input.harvest,
+              target: input.target.key,
+              page,
+              endpoint: endpointKey({ platform: input.target.platform, name: input.target.endpoint }),
+              params: input.target.params,
+              request_id: results.requestId,
+              observed_at: new Date().toISOString(),
+              // The job is one billed call: its charge lands once, with its first results page.
+              ...(progress.pages === 0 ? { call: { request_id: file.requestId, units: job.item_count ?? 0, credits: job.credits_charged, job_id: input.jobId } } : {}),
+              rank_offset: input.rankOffset + progress.count,
+              ...(results.nextCursor ? { next_cursor: results.nextCursor } : {}),
+              has_more: results.nextCursor !== undefined,
+              data: results.items,
+            };
+            writeLanding(dataDir, landing);
+          }
+          progress.pages++;
+          progress.count += results.items.length;
+          progress.cursor = results.nextCursor;
+          Context.current().heartbeat(progress);
+        }
+        return { count: progress.count, pages: progress.pages, credits: job.credits_charged };
+      });
+    },
+  };
+}

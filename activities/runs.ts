@@ -1,0 +1,133 @@
+/**
+ * Activities at the edges of a run: prepare (refuse while credits are low, read what earlier
+ * runs saw, load today's prices) and finish (record the outcome, load the landings into the
+ * warehouse). Also pausing a harvest's schedule, when the API says the credits ran out.
+ */
+import { existsSync } from 'node:fs';
+import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
+import type { Logger } from '../src/logger.js';
+import { creditsLow } from '../src/webhooks/credit-alerts.js';
+import { sqlString } from '../src/warehouse/duckdb.js';
+import { writeLanding } from '../src/warehouse/landing.js';
+import { loadLandings, warehousePath } from '../src/warehouse/loader.js';
+import { queryWarehouse } from '../src/warehouse/query.js';
+import type { TargetPlan } from '../workflows/targets.js';
+
+export interface TargetKnowledge {
+  /** Newest ids already in the warehouse: an incremental run stops at the first it meets. */
+  knownIds: string[];
+  /** Size of the first page, from the rate new items appeared before; absent on a first harvest. */
+  firstPageLimit?: number;
+}
+
+export interface PrepareRunInput {
+  runId: string;
+  harvest: string;
+  startedAt: string;
+  budgetCredits: number;
+  targets: TargetPlan[];
+}
+
+export interface PreparedRun {
+  prices: PriceTable;
+  knowledge: Record<string, TargetKnowledge>;
+  /** Set when the run must not start: the API said credits are low. */
+  blocked?: string;
+}
+
+export interface FinishRunInput {
+  runId: string;
+  harvest: string;
+  startedAt: string;
+  status: string;
+  budgetCredits: number;
+  creditsSpent: number;
+  itemsLanded: number;
+  error?: string;
+}
+
+export interface RunActivityDeps {
+  dataDir: string;
+  pricesFile?: string;
+  logger?: Logger;
+  /** Pauses a harvest's Temporal Schedule, if it has one. */
+  pauseSchedule?: (harvest: string, note: string) => Promise<void>;
+}
+
+const KNOWN_IDS = 100;
+
+/**
+ * The first page's size: the items expected since the listing was last seen, from the rate the
+ * known items were posted at, with a quarter of headroom and one more (the known item that tells
+ * the run to stop). Anything posted before the last look would have been seen then.
+ */
+function firstPageLimit(postedAt: number[], lastSeenMs: number, nowMs: number): number | undefined {
+  if (postedAt.length < 2) return undefined;
+  const newest = Math.max(...postedAt);
+  const oldest = Math.min(...postedAt);
+  if (newest <= oldest) return undefined;
+  const perMs = (postedAt.length - 1) / (newest - oldest);
+  const expected = perMs * Math.max(0, nowMs - Math.max(lastSeenMs, newest));
+  return Math.min(50, Math.max(1, Math.ceil(expected * 1.25) + 1));
+}
+
+async function knowledgeOf(dataDir: string, target: TargetPlan, nowMs: number): Promise<TargetKnowledge> {
+  const platform = sqlString(target.platform);
+  let sql: string;
+  if (target.kind === 'channel') {
+    const kind = { 'channel-videos': 'video', 'channel-posts': 'post', 'channel-reels': 'reel' }[target.endpoint as string] ?? 'video';
+    sql = `SELECT item_id AS id, epoch_ms(posted_at) AS t, epoch_ms(last_seen_at) AS seen FROM items WHERE platform = ${platform} AND author_handle = ${sqlString(target.params.handle ?? '')} AND kind = '${kind}' ORDER BY posted_at DESC LIMIT ${KNOWN_IDS}`;
+  } else if (target.kind === 'search') {
+    const kind = { search: 'search', 'hashtag-search': 'hashtag', 'reels-search': 'reels' }[target.endpoint as string] ?? 'search';
+    sql = `SELECT h.item_id AS id, epoch_ms(i.posted_at) AS t, epoch_ms(max(h.observed_at)) AS seen FROM search_hits h JOIN items i USING (platform, item_id)
+           WHERE h.platform = ${platform} AND h.query = ${sqlString(target.params.query ?? '')} AND h.kind = '${kind}'
+           GROUP BY h.item_id, i.posted_at ORDER BY t DESC LIMIT ${KNOWN_IDS}`;
+  } else {
+    sql = `SELECT c.comment_id AS id, epoch_ms(c.posted_at) AS t, epoch_ms(c.last_seen_at) AS seen FROM comments c
+           WHERE c.platform = ${platform} AND c.item_id = (SELECT item_id FROM items WHERE platform = ${platform} AND url = ${sqlString(target.params.url ?? '')} LIMIT 1)
+           ORDER BY c.posted_at DESC LIMIT ${KNOWN_IDS}`;
+  }
+  const rows = (await queryWarehouse(dataDir, sql)).rows as { id: string; t: string | number | null; seen: string | number | null }[];
+  const lastSeen = Math.max(0, ...rows.map((row) => Number(row.seen ?? 0)));
+  const limit = firstPageLimit(rows.flatMap((row) => (row.t === null ? [] : [Number(row.t)])), lastSeen, nowMs);
+  return { knownIds: rows.map((row) => String(row.id)), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };
+}
+
+export function runActivities(deps: RunActivityDeps) {
+  return {
+    async prepareRun(input: PrepareRunInput): Promise<PreparedRun> {
+      const prices = loadPriceTable(deps.pricesFile);
+      const low = creditsLow(deps.dataDir);
+      if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
+      writeLanding(deps.dataDir, { format: 1, kind: 'run', run_id: input.runId, harvest: input.harvest, seq: Date.now(), status: 'running', started_at: input.startedAt, budget_credits: input.budgetCredits });
+      const knowledge: Record<string, TargetKnowledge> = {};
+      if (existsSync(warehousePath(deps.dataDir))) {
+        for (const target of input.targets) knowledge[target.key] = await knowledgeOf(deps.dataDir, target, Date.now());
+      }
+      return { prices, knowledge };
+    },
+
+    async finishRun(input: FinishRunInput): Promise<{ landingsLoaded: number; rowsLoaded: number }> {
+      writeLanding(deps.dataDir, {
+        format: 1,
+        kind: 'run',
+        run_id: input.runId,
+        harvest: input.harvest,
+        seq: Date.now(),
+        status: input.status,
+        started_at: input.startedAt,
+        finished_at: new Date().toISOString(),
+        budget_credits: input.budgetCredits,
+        credits_spent: input.creditsSpent,
+        items_landed: input.itemsLanded,
+        ...(input.error ? { error: input.error } : {}),
+      });
+      const result = await loadLandings(deps.dataDir, { logger: deps.logger });
+      return { landingsLoaded: result.landingsLoaded, rowsLoaded: result.rowsLoaded };
+    },
+
+    async pauseSchedule(input: { harvest: string; reason: string }): Promise<void> {
+      await deps.pauseSchedule?.(input.harvest, input.reason);
+    },
+  };
+}

@@ -1,0 +1,102 @@
+import { Command } from 'commander';
+import { WorkflowFailedError } from '@temporalio/client';
+import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
+import { createLogger } from '../../logger.js';
+import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
+import { HARVEST_TASK_QUEUE, progressQuery, type HarvestProgress, type HarvestStatus } from '../../../workflows/definitions.js';
+import type { HarvestSummary } from '../../../workflows/harvest.js';
+import { startWorkerFromEnv } from '../engine-context.js';
+import { wholeNumber } from '../options.js';
+
+/** Exit codes of `harvester run`, by the run's status. */
+export const RUN_EXIT_CODES: Record<HarvestStatus, number> = {
+  completed: 0,
+  running: 0,
+  completed_with_errors: 3,
+  budget_exhausted: 4,
+  paused: 5,
+  failed: 6,
+};
+
+function progressLine(progress: HarvestProgress): string {
+  return `${progress.status}: targets ${progress.targetsDone}/${progress.targets.length}, items ${progress.itemsLanded}, pages ${progress.pagesLanded}, credits ${progress.creditsSpent}/${progress.budget}`;
+}
+
+export function summaryText(summary: HarvestSummary, durationMs: number): string {
+  const lines = [`run ${summary.runId} of ${summary.harvest}: ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}`];
+  const width = Math.max(6, ...summary.targets.map((target) => target.key.length));
+  lines.push(`${'target'.padEnd(width)}  status            items  pages  credits`);
+  for (const target of summary.targets) {
+    lines.push(`${target.key.padEnd(width)}  ${target.status.padEnd(16)}  ${String(target.items).padStart(5)}  ${String(target.pages).padStart(5)}  ${String(target.credits).padStart(7)}`);
+    if (target.error) lines.push(`${''.padEnd(width)}  ${target.error.type}: ${target.error.message}${target.error.requestId ? ` (request ${target.error.requestId})` : ''}`);
+  }
+  const enrichment = summary.enrichment;
+  lines.push(`enrichment: ${enrichment.calls} calls, ${enrichment.skipped} skipped, ${enrichment.failed} failed`);
+  lines.push(`credits: ${summary.creditsSpent} of ${summary.budget}; items: ${summary.itemsLanded}; duration: ${(durationMs / 1000).toFixed(1)} s; loaded ${summary.landingsLoaded} landings`);
+  return lines.join('\n');
+}
+
+export function runCommand(): Command {
+  return new Command('run')
+    .description('Run one harvest now and wait for it; prints a summary and exits with its status')
+    .argument('<name>', 'harvest name from the config')
+    .option('--config <file>', 'harvest config', DEFAULT_HARVESTS_FILE)
+    .option('--budget <credits>', "this run's credit cap, instead of the harvest's", wholeNumber(1))
+    .option('--no-local-worker', 'rely on running `harvester worker` processes instead of one in this process')
+    .option('--json', 'print the final summary as JSON')
+    .addHelpText(
+      'after',
+      `
+Exit codes: 0 completed, 3 completed with errors, 4 budget exhausted, 5 paused (credits), 6 failed,
+1 bad config or arguments, 2 API error.
+
+Examples:
+  $ harvester run creators-daily
+  $ harvester run creators-daily --budget 500 --json`,
+    )
+    .action(async (name: string, options: { config: string; budget?: number; localWorker: boolean; json?: boolean }) => {
+      const harvest = findHarvest(loadHarvestConfig(options.config), name);
+      const logger = createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' });
+      const client = await connectClient(temporalSettingsFromEnv());
+      const worker = options.localWorker ? await startWorkerFromEnv(logger) : undefined;
+      const started = Date.now();
+      const workflowId = `run-${name}-${new Date(started).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
+      try {
+        const handle = await client.workflow.start('harvestWorkflow', {
+          taskQueue: HARVEST_TASK_QUEUE,
+          workflowId,
+          args: [{ harvest, ...(options.budget ? { budgetCredits: options.budget } : {}) }],
+        });
+        process.stderr.write(`started ${workflowId}\n`);
+        let last = '';
+        let query: Promise<void> = Promise.resolve();
+        const timer = setInterval(() => {
+          query = handle
+            .query(progressQuery)
+            .then((progress) => {
+              const line = progressLine(progress);
+              if (line !== last) process.stderr.write(`${line}\n`);
+              last = line;
+            })
+            .catch(() => undefined);
+        }, 1_000);
+        let summary: HarvestSummary;
+        try {
+          summary = (await handle.result()) as HarvestSummary;
+        } finally {
+          clearInterval(timer);
+          // A progress query still in flight must finish before the connection closes.
+          await query;
+        }
+        if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+        else process.stdout.write(`${summaryText(summary, Date.now() - started)}\n`);
+        process.exitCode = RUN_EXIT_CODES[summary.status];
+      } catch (error) {
+        if (error instanceof WorkflowFailedError) throw new Error(`run ${workflowId} failed: ${error.cause?.message ?? error.message}`);
+        throw error;
+      } finally {
+        await worker?.shutdown();
+        await client.connection.close();
+      }
+    });
+}

@@ -1,0 +1,27 @@
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { dataDirFromEnv } from '../../config/environment.js';
+import { TEMPORAL_BINARY, devServerArgs } from '../../temporal/dev-server.js';
+import { wholeNumber } from '../options.js';
+
+export function temporalCommand(): Command {
+  return new Command('temporal')
+    .description('Run the embedded Temporal dev server, persistent in a SQLite file under the data directory')
+    .option('--port <port>', 'gRPC port', wholeNumber(1, 65_535), 7233)
+    .option('--ui-port <port>', 'web UI port', wholeNumber(1, 65_535), 8233)
+    .addHelpText('after', '\nUses the Temporal CLI that `npm run setup` installed in .tools/.\n\nExample:\n  $ harvester temporal   # UI at http://127.0.0.1:8233')
+    .action(async (options: { port: number; uiPort: number }) => {
+      const dataDir = dataDirFromEnv();
+      mkdirSync(dataDir, { recursive: true });
+      const child = spawn(TEMPORAL_BINARY, devServerArgs({ port: options.port, uiPort: options.uiPort, dbFile: join(dataDir, 'temporal.sqlite') }), { stdio: 'inherit' });
+      const stop = () => child.kill('SIGTERM');
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+      await new Promise<void>((resolve, reject) => {
+        child.once('error', (error) => reject(new Error(`cannot start ${TEMPORAL_BINARY}: ${error.message}; run \`npm run setup\``)));
+        child.once('exit', () => resolve());
+      });
+    });
+}

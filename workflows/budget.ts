@@ -1,0 +1,42 @@
+/**
+ * A run's credit budget, as plain arithmetic the workflow can replay: before every billed call the
+ * call's worst case is reserved, and once it returns the reservation is settled with the credits
+ * actually charged. Spent plus reserved never exceeds the cap, so a run can never overspend.
+ */
+export interface BudgetState {
+  limit: number;
+  spent: number;
+  reserved: number;
+}
+
+export interface Reservation {
+  credits: number;
+}
+
+export function newBudget(limit: number): BudgetState {
+  return { limit, spent: 0, reserved: 0 };
+}
+
+export function availableCredits(budget: BudgetState): number {
+  return Math.max(0, budget.limit - budget.spent - budget.reserved);
+}
+
+/** The largest item count, up to `wanted`, whose worst case fits the budget at `price` per item. */
+export function fitLimit(budget: BudgetState, price: number, wanted: number): number {
+  if (price <= 0) return wanted;
+  return Math.max(0, Math.min(wanted, Math.floor(availableCredits(budget) / price)));
+}
+
+export function reserve(budget: BudgetState, credits: number): Reservation {
+  if (credits > availableCredits(budget)) {
+    throw new Error(`cannot reserve ${credits} credits: only ${availableCredits(budget)} of ${budget.limit} are free`);
+  }
+  budget.reserved += credits;
+  return { credits };
+}
+
+/** Settles a reservation with what the call was charged (0 when it failed: failed calls are free). */
+export function settle(budget: BudgetState, reservation: Reservation, charged: number): void {
+  budget.reserved -= reservation.credits;
+  budget.spent += charged;
+}

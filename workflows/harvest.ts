@@ -1,0 +1,400 @@
+/**
+ * The `harvest` workflow: one run of one harvest. It lists each target page by page (or through an
+ * async job for big pulls), reserving every call's worst case against the run's budget first and
+ * settling it with what was charged; it keeps each target's cursor as its checkpoint; it enriches
+ * what it landed; and it continues-as-new when Temporal suggests, carrying its state along.
+ * Deterministic orchestration only: every side effect is an activity.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  condition,
+  continueAsNew,
+  log,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { HarvestActivities } from '../activities/index.js';
+import type { PageSummary } from '../activities/pages.js';
+import type { Harvest } from '../src/config/harvest-types.js';
+import type { PriceTable } from '../src/config/prices.js';
+import type { EndpointKey, Platform } from '../src/spec/endpoints.js';
+import { fitLimit, newBudget, reserve, settle, type BudgetState } from './budget.js';
+import { jobCompletedSignal, progressQuery, type HarvestProgress, type HarvestStatus, type TargetProgress } from './definitions.js';
+import { planTargets, type TargetPlan } from './targets.js';
+
+export interface HarvestInput {
+  harvest: Harvest;
+  /** Overrides the harvest's budget for this run. */
+  budgetCredits?: number;
+  /** Carried across continue-as-new (and into a retry): the run's state so far. */
+  resume?: HarvestState;
+  /** Page size of listing calls; 50, the API's synchronous maximum, unless a test says otherwise. */
+  pageSize?: number;
+  /** Enrichment calls in flight at once. */
+  enrichConcurrency?: number;
+}
+
+export type TargetStatus = 'pending' | 'done' | 'failed' | 'budget_exhausted' | 'paused';
+
+export interface TargetState {
+  plan: TargetPlan;
+  status: TargetStatus;
+  /** The checkpoint: where the listing resumes. */
+  cursor?: string;
+  pages: number;
+  items: number;
+  credits: number;
+  knownIds: string[];
+  /** The next page's size on an incremental run, grown from the first page's estimate. */
+  nextLimit?: number;
+  /** A job in flight for this target. */
+  jobId?: string;
+  /** The first item this run landed for the target: where a re-listing after an expired cursor stops. */
+  firstLandedId?: string;
+  error?: { type: string; message: string; requestId?: string };
+}
+
+export type EnrichKind = 'stats' | 'transcript' | 'summary' | 'download';
+
+export interface HarvestState {
+  runId: string;
+  harvestName: string;
+  startedAt: string;
+  budget: BudgetState;
+  prices: PriceTable;
+  targets: TargetState[];
+  /** URLs of items landed this run that still need enriching. */
+  enrichQueue: { url: string; platform: Platform }[];
+  enrichment: { calls: number; skipped: number; failed: number };
+  stopped?: { status: HarvestStatus; reason: string };
+}
+
+export interface HarvestSummary extends HarvestProgress {
+  finishedAt: string;
+  landingsLoaded: number;
+}
+
+const { fetchPage, fetchObject } = proxyActivities<HarvestActivities>({
+  startToCloseTimeout: '2 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 12 },
+});
+const { prepareRun, finishRun, pauseSchedule, startJob, checkJob } = proxyActivities<HarvestActivities>({
+  startToCloseTimeout: '5 minutes',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 12 },
+});
+const { landJobResults } = proxyActivities<HarvestActivities>({
+  startToCloseTimeout: '30 minutes',
+  heartbeatTimeout: '1 minute',
+  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 12 },
+});
+
+const ENRICH_ENDPOINTS: Record<EnrichKind, 'stats' | 'transcript' | 'summary' | 'download'> = {
+  stats: 'stats',
+  transcript: 'transcript',
+  summary: 'summary',
+  download: 'download',
+};
+
+export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSummary> {
+  const info = workflowInfo();
+  const state = input.resume ?? (await startRun(input, info.workflowId));
+  const completedJobs = new Set<string>();
+  setHandler(jobCompletedSignal, ({ jobId }) => void completedJobs.add(jobId));
+  setHandler(progressQuery, () => progressOf(state));
+  const options = { pageSize: input.pageSize ?? 50, enrichConcurrency: input.enrichConcurrency ?? 4 };
+  const checkpoint = async () => {
+    if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof harvestWorkflow>({ ...input, resume: state });
+  };
+
+  if (!state.stopped) {
+    for (const target of state.targets) {
+      if (target.status !== 'pending' || state.stopped) continue;
+      const useJob = target.knownIds.length === 0 && target.plan.maxItems > input.harvest.job_threshold && target.pages === 0;
+      if (useJob || target.jobId) await listThroughJob(state, target, completedJobs, input.harvest.name);
+      else await listPages(state, target, options.pageSize, input.harvest, checkpoint);
+      await checkpoint();
+    }
+  }
+  if (!state.stopped) await enrich(state, input.harvest, options.enrichConcurrency, checkpoint);
+
+  const status = finalStatus(state);
+  const progress = progressOf(state, status);
+  const loaded = await finishRun({
+    runId: state.runId,
+    harvest: state.harvestName,
+    startedAt: state.startedAt,
+    status,
+    budgetCredits: state.budget.limit,
+    creditsSpent: state.budget.spent,
+    itemsLanded: progress.itemsLanded,
+    ...(state.stopped ? { error: state.stopped.reason } : {}),
+  });
+  return { ...progress, finishedAt: new Date().toISOString(), landingsLoaded: loaded.landingsLoaded };
+}
+
+async function startRun(input: HarvestInput, workflowId: string): Promise<HarvestState> {
+  const plans = planTargets(input.harvest);
+  const startedAt = new Date().toISOString();
+  const budgetCredits = input.budgetCredits ?? input.harvest.budget.credits;
+  const prepared = await prepareRun({ runId: workflowId, harvest: input.harvest.name, startedAt, budgetCredits, targets: plans });
+  const state: HarvestState = {
+    runId: workflowId,
+    harvestName: input.harvest.name,
+    startedAt,
+    budget: newBudget(budgetCredits),
+    prices: prepared.prices,
+    targets: plans.map((plan) => {
+      const known = prepared.knowledge[plan.key];
+      return {
+        plan,
+        status: 'pending',
+        pages: 0,
+        items: 0,
+        credits: 0,
+        knownIds: known?.knownIds ?? [],
+        ...(known?.firstPageLimit !== undefined ? { nextLimit: known.firstPageLimit } : {}),
+      };
+    }),
+    enrichQueue: [],
+    enrichment: { calls: 0, skipped: 0, failed: 0 },
+  };
+  if (prepared.blocked) state.stopped = { status: 'paused', reason: prepared.blocked };
+  return state;
+}
+
+function priceOf(state: HarvestState, platform: Platform, endpoint: string): number {
+  return state.prices[`${platform}/${endpoint}` as EndpointKey];
+}
+
+/** Pages of one target until it has its items, meets known items, runs out, or the budget does. */
+async function listPages(state: HarvestState, target: TargetState, pageSize: number, harvest: Harvest, checkpoint: () => Promise<void>): Promise<void> {
+  const { plan } = target;
+  const price = priceOf(state, plan.platform, plan.endpoint);
+  const incremental = target.knownIds.length > 0;
+  while (target.status === 'pending' && !state.stopped) {
+    const wanted = plan.maxItems - target.items;
+    if (wanted <= 0) {
+      target.status = 'done';
+      break;
+    }
+    const size = Math.min(pageSize, wanted, target.nextLimit ?? pageSize);
+    const limit = fitLimit(state.budget, price, size);
+    if (limit < 1) {
+      target.status = 'budget_exhausted';
+      break;
+    }
+    const reservation = reserve(state.budget, limit * price);
+    let page: PageSummary;
+    try {
+      page = await fetchPage({
+        runId: state.runId,
+        harvest: harvest.name,
+        target: { key: plan.key, platform: plan.platform, endpoint: plan.endpoint, params: plan.params },
+        page: target.pages + 1,
+        ...(target.cursor ? { cursor: target.cursor } : {}),
+        limit,
+        rankOffset: target.items,
+        stopAtIds: target.knownIds,
+        collectUrls: plan.enrich,
+      });
+    } catch (error) {
+      settle(state.budget, reservation, 0);
+      await recordFailure(state, target, error);
+      break;
+    }
+    settle(state.budget, reservation, page.credits);
+    target.credits += page.credits;
+    if (page.cursorExpired) {
+      // Cursors are short-lived. Start again from the top, and stop at the first item this run
+      // already landed (the newest one, lists being newest first), so no page is bought twice.
+      target.cursor = undefined;
+      target.knownIds = [...target.knownIds, ...(target.firstLandedId ? [target.firstLandedId] : [])];
+      target.nextLimit = pageSize;
+      log.warn('cursor expired; listing again from the top', { target: plan.key });
+      continue;
+    }
+    if (target.pages === 0 && page.firstId) target.firstLandedId = page.firstId;
+    target.pages++;
+    target.items += page.count;
+    for (const url of page.itemUrls) state.enrichQueue.push({ url, platform: plan.platform });
+    target.cursor = page.nextCursor;
+    if (incremental) target.nextLimit = Math.min(pageSize, limit * 2);
+    if (page.reachedKnown || !page.hasMore || !page.nextCursor) target.status = 'done';
+    await checkpoint();
+  }
+}
+
+/** A big pull as one async job: reserve its worst case, start it, wait for it, land its results. */
+async function listThroughJob(state: HarvestState, target: TargetState, completedJobs: Set<string>, harvestName: string): Promise<void> {
+  const { plan } = target;
+  const price = priceOf(state, plan.platform, plan.endpoint);
+  const limit = fitLimit(state.budget, price, Math.min(plan.maxItems, 10_000));
+  if (limit <= 50) {
+    // Too small a budget for a job (jobs take more than 50): page instead, within what is left.
+    target.nextLimit = limit;
+    if (limit < 1) target.status = 'budget_exhausted';
+    return;
+  }
+  const reservation = reserve(state.budget, limit * price);
+  const ref = { key: plan.key, platform: plan.platform, endpoint: plan.endpoint, params: plan.params };
+  try {
+    const { jobId } = await startJob({ runId: state.runId, target: ref, limit, workflowId: workflowInfo().workflowId });
+    target.jobId = jobId;
+    // Woken by the job.completed webhook (a signal); polling backs it up, slower and slower.
+    let pollMs = 2_000;
+    for (;;) {
+      await condition(() => completedJobs.has(jobId), pollMs);
+      const job = await checkJob(jobId);
+      if (job.status === 'failed') {
+        settle(state.budget, reservation, 0);
+        target.status = /insufficient_credits/.test(job.error ?? '') ? 'paused' : 'failed';
+        target.error = { type: 'JobFailed', message: job.error ?? 'the job failed' };
+        if (target.status === 'paused') await stopForCredits(state, `job ${jobId}: ${job.error}`);
+        return;
+      }
+      if (job.status === 'completed') break;
+      pollMs = Math.min(pollMs * 2, 60_000);
+    }
+    const results = await landJobResults({ runId: state.runId, harvest: harvestName, target: ref, jobId, firstPage: target.pages + 1, rankOffset: target.items });
+    settle(state.budget, reservation, results.credits);
+    target.credits += results.credits;
+    target.pages += results.pages;
+    target.items += results.count;
+    target.status = 'done';
+  } catch (error) {
+    settle(state.budget, reservation, 0);
+    await recordFailure(state, target, error);
+  }
+}
+
+/** Enrichment of the items landed this run, a few calls at a time, each reserved first. */
+async function enrich(state: HarvestState, harvest: Harvest, concurrency: number, checkpoint: () => Promise<void>): Promise<void> {
+  const kinds = (Object.keys(ENRICH_ENDPOINTS) as EnrichKind[]).filter((kind) => harvest.enrich[kind]);
+  const commentsPerItem = harvest.enrich.comments === false ? 0 : harvest.enrich.comments.max_per_item;
+  const inFlight = new Set<Promise<void>>();
+  while (state.enrichQueue.length > 0 && !state.stopped) {
+    const { url, platform } = state.enrichQueue[0]!;
+    const isPhotoPost = platform === 'instagram' && url.includes('/p/');
+    const calls: (() => Promise<void>)[] = [];
+    for (const kind of kinds) {
+      // Photo posts have no audio: a transcript or summary would only be refused.
+      if (isPhotoPost && (kind === 'transcript' || kind === 'summary')) continue;
+      calls.push(() => enrichObject(state, harvest.name, platform, ENRICH_ENDPOINTS[kind], url));
+    }
+    if (commentsPerItem > 0) calls.push(() => enrichComments(state, harvest, platform, url, commentsPerItem));
+    for (const call of calls) {
+      while (inFlight.size >= concurrency) await Promise.race(inFlight);
+      const running: Promise<void> = call().finally(() => inFlight.delete(running));
+      inFlight.add(running);
+    }
+    await Promise.all(inFlight);
+    state.enrichQueue.shift();
+    await checkpoint();
+  }
+}
+
+async function enrichObject(state: HarvestState, harvestName: string, platform: Platform, endpoint: 'stats' | 'transcript' | 'summary' | 'download', url: string): Promise<void> {
+  const price = priceOf(state, platform, endpoint);
+  if (fitLimit(state.budget, price, 1) < 1) {
+    state.stopped ??= { status: 'budget_exhausted', reason: `no budget left for ${platform}/${endpoint}` };
+    return;
+  }
+  const reservation = reserve(state.budget, price);
+  try {
+    const result = await fetchObject({ runId: state.runId, harvest: harvestName, platform, endpoint, url });
+    settle(state.budget, reservation, result.credits);
+    state.enrichment.calls++;
+    if (result.skipped) state.enrichment.skipped++;
+  } catch (error) {
+    settle(state.budget, reservation, 0);
+    if (failureType(error) === 'InsufficientCreditsError') await stopForCredits(state, messageOf(error));
+    else state.enrichment.failed++;
+  }
+}
+
+async function enrichComments(state: HarvestState, harvest: Harvest, platform: Platform, url: string, maxItems: number): Promise<void> {
+  const target: TargetState = {
+    plan: { key: `comments:${platform}:${url}`, kind: 'comments', platform, endpoint: 'comments', params: { url }, maxItems, enrich: false },
+    status: 'pending',
+    pages: 0,
+    items: 0,
+    credits: 0,
+    knownIds: [],
+  };
+  await listPages(state, target, 50, harvest, async () => undefined);
+  state.enrichment.calls += target.pages;
+  if (target.status === 'failed') state.enrichment.failed++;
+}
+
+async function recordFailure(state: HarvestState, target: TargetState, error: unknown): Promise<void> {
+  const type = failureType(error);
+  target.error = { type, message: messageOf(error), ...(requestIdOf(error) ? { requestId: requestIdOf(error) } : {}) };
+  if (type === 'InsufficientCreditsError') {
+    target.status = 'paused';
+    await stopForCredits(state, target.error.message);
+  } else {
+    target.status = 'failed';
+    log.warn('target failed', { target: target.plan.key, type, message: target.error.message });
+  }
+}
+
+/** A 402: stop buying, and pause the harvest's schedule, instead of retrying into the wall. */
+async function stopForCredits(state: HarvestState, reason: string): Promise<void> {
+  if (state.stopped) return;
+  state.stopped = { status: 'paused', reason: `insufficient credits: ${reason}` };
+  await pauseSchedule({ harvest: state.harvestName, reason: `insufficient_credits (run ${state.runId})` });
+}
+
+function failureType(error: unknown): string {
+  const cause = error instanceof ActivityFailure ? error.cause : error;
+  return cause instanceof ApplicationFailure ? (cause.type ?? 'ApplicationFailure') : cause instanceof Error ? cause.name : 'Error';
+}
+
+function messageOf(error: unknown): string {
+  const cause = error instanceof ActivityFailure && error.cause ? error.cause : error;
+  return cause instanceof Error ? cause.message : String(cause);
+}
+
+function requestIdOf(error: unknown): string | undefined {
+  const cause = error instanceof ActivityFailure ? error.cause : undefined;
+  if (!(cause instanceof ApplicationFailure)) return undefined;
+  const details = cause.details?.[0] as { requestId?: string | null } | undefined;
+  return details?.requestId ?? undefined;
+}
+
+function finalStatus(state: HarvestState): HarvestStatus {
+  if (state.stopped) return state.stopped.status;
+  if (state.targets.some((target) => target.status === 'budget_exhausted')) return 'budget_exhausted';
+  if (state.targets.length > 0 && state.targets.every((target) => target.status === 'failed')) return 'failed';
+  if (state.targets.some((target) => target.status === 'failed') || state.enrichment.failed > 0) return 'completed_with_errors';
+  return 'completed';
+}
+
+function progressOf(state: HarvestState, status?: HarvestStatus): HarvestProgress {
+  const targets: TargetProgress[] = state.targets.map((target) => ({
+    key: target.plan.key,
+    status: target.status,
+    items: target.items,
+    pages: target.pages,
+    credits: target.credits,
+    wanted: target.plan.maxItems,
+    ...(target.error ? { error: target.error } : {}),
+  }));
+  return {
+    runId: state.runId,
+    harvest: state.harvestName,
+    status: status ?? state.stopped?.status ?? 'running',
+    startedAt: state.startedAt,
+    budget: state.budget.limit,
+    creditsSpent: state.budget.spent,
+    creditsReserved: state.budget.reserved,
+    itemsLanded: targets.reduce((sum, target) => sum + target.items, 0),
+    pagesLanded: targets.reduce((sum, target) => sum + target.pages, 0),
+    targetsDone: state.targets.filter((target) => target.status !== 'pending').length,
+    targets,
+    enrichment: { ...state.enrichment, pending: state.enrichQueue.length },
+    ...(state.stopped ? { reason: state.stopped.reason } : {}),
+  };
+}

@@ -1,0 +1,2 @@
+/** Every workflow the worker runs. */
+export { harvestWorkflow } from './harvest.js';
