@@ -14,7 +14,7 @@ export interface PagePlace {
 }
 
 /** The landing of one billed answer: what the API sent, what it cost, and where it belongs. */
-export function landingOfCall(place: PagePlace, report: CallReport, data: unknown, observedAt: Date): PageLanding {
+export function landingOfCall(place: PagePlace, report: CallReport, data: unknown, observedAt: Date = new Date()): PageLanding {
   return {
     format: 1,
     kind: 'page',

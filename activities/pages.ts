@@ -102,7 +102,7 @@ export function pageActivities({ client, dataDir }: PageActivityDeps) {
             limit: input.limit,
             cursor: input.cursor,
           });
-          const landing = landingOfCall({ ...place, rankOffset: input.rankOffset, nextCursor: result.nextCursor, hasMore: result.hasMore }, result, result.items, new Date());
+          const landing = landingOfCall({ ...place, rankOffset: input.rankOffset, nextCursor: result.nextCursor, hasMore: result.hasMore }, result, result.items);
           writeLanding(dataDir, landing);
           return summarize(landing, input);
         } catch (error) {
@@ -121,7 +121,7 @@ export function pageActivities({ client, dataDir }: PageActivityDeps) {
       return asActivity(async () => {
         try {
           const result = await client.get(input.platform, input.endpoint, { url: input.url });
-          writeLanding(dataDir, landingOfCall({ runId: input.runId, harvest: input.harvest, target, page: 1, params: { url: input.url } }, result, result.data, new Date()));
+          writeLanding(dataDir, landingOfCall({ runId: input.runId, harvest: input.harvest, target, page: 1, params: { url: input.url } }, result, result.data));
           return { credits: result.creditsCharged, requestId: result.requestId };
         } catch (error) {
           // A feature the API has switched off is a fact to record, not a failure: it was not charged.

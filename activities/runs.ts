@@ -4,6 +4,7 @@
  * warehouse). Also pausing a harvest's schedule, when the API says the credits ran out.
  */
 import { existsSync } from 'node:fs';
+import type { SocialApiClient } from '../src/api/client.js';
 import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
 import type { Logger } from '../src/logger.js';
 import { creditsLow } from '../src/webhooks/credit-alerts.js';
@@ -11,6 +12,7 @@ import { sqlString } from '../src/warehouse/duckdb.js';
 import { writeLanding } from '../src/warehouse/landing.js';
 import { loadLandings, warehousePath } from '../src/warehouse/loader.js';
 import { queryWarehouse } from '../src/warehouse/query.js';
+import { asActivity } from './failures.js';
 import type { TargetPlan } from '../workflows/targets.js';
 
 export interface TargetKnowledge {
@@ -47,6 +49,7 @@ export interface FinishRunInput {
 }
 
 export interface RunActivityDeps {
+  client: SocialApiClient;
   dataDir: string;
   pricesFile?: string;
   logger?: Logger;
@@ -57,39 +60,38 @@ export interface RunActivityDeps {
 const KNOWN_IDS = 100;
 
 /**
- * The first page's size: the items expected since the listing was last seen, from the rate the
- * known items were posted at, with a quarter of headroom and one more (the known item that tells
- * the run to stop). Anything posted before the last look would have been seen then.
+ * The first page's size: the items expected since the newest known one was posted, at the rate
+ * the known items were posted, with a quarter of headroom and one more (the known item that tells
+ * the run to stop). Both times are the API's (its posted_at, and its Date header for now).
  */
-function firstPageLimit(postedAt: number[], lastSeenMs: number, nowMs: number): number | undefined {
+function firstPageLimit(postedAt: number[], apiNowMs: number): number | undefined {
   if (postedAt.length < 2) return undefined;
   const newest = Math.max(...postedAt);
   const oldest = Math.min(...postedAt);
   if (newest <= oldest) return undefined;
   const perMs = (postedAt.length - 1) / (newest - oldest);
-  const expected = perMs * Math.max(0, nowMs - Math.max(lastSeenMs, newest));
+  const expected = perMs * Math.max(0, apiNowMs - newest);
   return Math.min(50, Math.max(1, Math.ceil(expected * 1.25) + 1));
 }
 
-async function knowledgeOf(dataDir: string, target: TargetPlan, nowMs: number): Promise<TargetKnowledge> {
+async function knowledgeOf(dataDir: string, target: TargetPlan, apiNowMs: number): Promise<TargetKnowledge> {
   const platform = sqlString(target.platform);
   let sql: string;
   if (target.kind === 'channel') {
     const kind = { 'channel-videos': 'video', 'channel-posts': 'post', 'channel-reels': 'reel' }[target.endpoint as string] ?? 'video';
-    sql = `SELECT item_id AS id, epoch_ms(posted_at) AS t, epoch_ms(last_seen_at) AS seen FROM items WHERE platform = ${platform} AND author_handle = ${sqlString(target.params.handle ?? '')} AND kind = '${kind}' ORDER BY posted_at DESC LIMIT ${KNOWN_IDS}`;
+    sql = `SELECT item_id AS id, epoch_ms(posted_at) AS t FROM items WHERE platform = ${platform} AND author_handle = ${sqlString(target.params.handle ?? '')} AND kind = '${kind}' ORDER BY posted_at DESC LIMIT ${KNOWN_IDS}`;
   } else if (target.kind === 'search') {
     const kind = { search: 'search', 'hashtag-search': 'hashtag', 'reels-search': 'reels' }[target.endpoint as string] ?? 'search';
-    sql = `SELECT h.item_id AS id, epoch_ms(i.posted_at) AS t, epoch_ms(max(h.observed_at)) AS seen FROM search_hits h JOIN items i USING (platform, item_id)
+    sql = `SELECT h.item_id AS id, epoch_ms(i.posted_at) AS t FROM search_hits h JOIN items i USING (platform, item_id)
            WHERE h.platform = ${platform} AND h.query = ${sqlString(target.params.query ?? '')} AND h.kind = '${kind}'
            GROUP BY h.item_id, i.posted_at ORDER BY t DESC LIMIT ${KNOWN_IDS}`;
   } else {
-    sql = `SELECT c.comment_id AS id, epoch_ms(c.posted_at) AS t, epoch_ms(c.last_seen_at) AS seen FROM comments c
+    sql = `SELECT c.comment_id AS id, epoch_ms(c.posted_at) AS t FROM comments c
            WHERE c.platform = ${platform} AND c.item_id = (SELECT item_id FROM items WHERE platform = ${platform} AND url = ${sqlString(target.params.url ?? '')} LIMIT 1)
            ORDER BY c.posted_at DESC LIMIT ${KNOWN_IDS}`;
   }
-  const rows = (await queryWarehouse(dataDir, sql)).rows as { id: string; t: string | number | null; seen: string | number | null }[];
-  const lastSeen = Math.max(0, ...rows.map((row) => Number(row.seen ?? 0)));
-  const limit = firstPageLimit(rows.flatMap((row) => (row.t === null ? [] : [Number(row.t)])), lastSeen, nowMs);
+  const rows = (await queryWarehouse(dataDir, sql)).rows as { id: string; t: string | number | null }[];
+  const limit = firstPageLimit(rows.flatMap((row) => (row.t === null ? [] : [Number(row.t)])), apiNowMs);
   return { knownIds: rows.map((row) => String(row.id)), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };
 }
 
@@ -102,7 +104,9 @@ export function runActivities(deps: RunActivityDeps) {
       writeLanding(deps.dataDir, { format: 1, kind: 'run', run_id: input.runId, harvest: input.harvest, seq: Date.now(), status: 'running', started_at: input.startedAt, budget_credits: input.budgetCredits });
       const knowledge: Record<string, TargetKnowledge> = {};
       if (existsSync(warehousePath(deps.dataDir))) {
-        for (const target of input.targets) knowledge[target.key] = await knowledgeOf(deps.dataDir, target, Date.now());
+        // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
+        const apiNow = (await asActivity(() => deps.client.serverTime())).getTime();
+        for (const target of input.targets) knowledge[target.key] = await knowledgeOf(deps.dataDir, target, apiNow);
       }
       return { prices, knowledge };
     },

@@ -317,6 +317,12 @@ export class SocialApiClient {
     return this.parse(response, envelopeSchema(createdWebhookEndpointSchema)).data;
   }
 
+  /** The API's clock, read from the Date header of a free call (this machine's when it has none). */
+  async serverTime(): Promise<Date> {
+    const date = Date.parse(header((await this.send('GET', '/webhooks', {})).headers, 'date') ?? '');
+    return new Date(Number.isNaN(date) ? Date.now() : date);
+  }
+
   async listWebhooks(): Promise<WebhookEndpoint[]> {
     const response = await this.send('GET', '/webhooks', {});
     return this.parse(response, envelopeSchema(z.array(webhookEndpointSchema))).data;

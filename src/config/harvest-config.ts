@@ -54,9 +54,8 @@ export function parseHarvestConfig(text: string, file: string, env: NodeJS.Proce
   const input = new Reader(doc, file, env, source).read(doc.contents, []);
   const checked = configSchema.safeParse(input);
   if (!checked.success) {
-    const problems = dedupe(checked.error.issues.flatMap((issue) => problemsOf(issue, [], input, source)));
-    // By line; on a line, what is there before what is missing (a typo'd key explains the missing one).
-    problems.sort((a, b) => a.position.line - b.position.line || Number(a.missing) - Number(b.missing) || a.position.col - b.position.col);
+    const problems = placeMissingAfterUnknownKeys(dedupe(checked.error.issues.flatMap((issue) => problemsOf(issue, [], input, source))));
+    problems.sort(byReadingOrder);
     const first = problems[0] as Problem;
     const more = problems.length - 1;
     const suffix = more > 0 ? ` (and ${more} more problem${more === 1 ? '' : 's'})` : '';
@@ -447,6 +446,9 @@ interface Problem {
   position: Position;
   /** The value is absent, so the position is its parent's. */
   missing: boolean;
+  unknownKey?: boolean;
+  /** Where to sort it, when not at its position. */
+  sortPosition?: Position;
 }
 
 function problemsOf(issue: z.core.$ZodIssue, base: Path, input: unknown, source: SourceMap): Problem[] {
@@ -458,11 +460,34 @@ function problemsOf(issue: z.core.$ZodIssue, base: Path, input: unknown, source:
   }
   if (issue.code === 'unrecognized_keys') {
     const keyPath = [...path, issue.keys[0] ?? ''];
-    return [{ path: keyPath, message: issue.message, position: source.positionOf(keyPath), missing: false }];
+    return [{ path: keyPath, message: issue.message, position: source.positionOf(keyPath), missing: false, unknownKey: true }];
   }
   const found = valueAt(input, path);
   const message = !found.present ? `missing: ${issue.message}` : isScalarValue(found.value) ? `${issue.message}, got ${show(found.value)}` : issue.message;
   return [{ path, message, position: source.positionOf(path), missing: !found.present }];
+}
+
+/**
+ * Problems in reading order, except that a missing key comes after the unknown keys of the same
+ * mapping: a typo (`max_item`) explains the missing key (`max_items`), so it is reported first.
+ */
+function byReadingOrder(a: Problem, b: Problem): number {
+  const pa = a.sortPosition ?? a.position;
+  const pb = b.sortPosition ?? b.position;
+  return pa.line - pb.line || Number(a.missing) - Number(b.missing) || pa.col - pb.col;
+}
+
+function placeMissingAfterUnknownKeys(problems: Problem[]): Problem[] {
+  for (const problem of problems) {
+    if (!problem.missing) continue;
+    const parent = formatPath(problem.path.slice(0, -1));
+    for (const other of problems) {
+      if (!other.unknownKey || formatPath(other.path.slice(0, -1)) !== parent) continue;
+      const current = problem.sortPosition ?? problem.position;
+      if (other.position.line > current.line || (other.position.line === current.line && other.position.col > current.col)) problem.sortPosition = other.position;
+    }
+  }
+  return problems;
 }
 
 function valueAt(input: unknown, path: Path): { present: boolean; value?: unknown } {

@@ -248,6 +248,8 @@ class EmulatorServer {
       headers['x-credits-remaining'] = String(context.account.balance);
     }
     if (this.faults.latency_ms > 0) await sleep(this.faults.latency_ms);
+    // The API's own clock is the emulated one: its Date header says what "now" is for the data.
+    headers.date = new Date(this.clock.now()).toUTCString();
     writeReply(res, reply, headers);
   }
 

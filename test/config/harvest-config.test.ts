@@ -393,7 +393,13 @@ describe('harvest fields', () => {
 describe('unknown keys', () => {
   it('reports a typo with its line and the key meant', () => {
     const text = yaml(...HEAD, '    channels:', '      - platform: tiktok', '        handle: someone', '        content: videos', '        max_item: 10');
-    expectProblem(text, { at: 'max_item', path: 'harvests[0].channels[0].max_item', hints: ['unknown key "max_item"', 'did you mean max_items?', 'allowed keys: platform, handle, content, max_items'] });
+    const error = expectProblem(text, {
+      at: 'max_item',
+      path: 'harvests[0].channels[0].max_item',
+      hints: ['unknown key "max_item"', 'did you mean max_items?', 'allowed keys: platform, handle, content, max_items'],
+    });
+    // The missing max_items it causes is counted, not reported first.
+    expect(error.message).toMatch(/\(and 1 more problem\)$/);
   });
 
   it('reports unknown keys at every level', () => {
@@ -466,7 +472,7 @@ describe('environment variables', () => {
 describe('YAML and file errors', () => {
   it('reports invalid YAML with the line from the parser', () => {
     const text = yaml(...HEAD, '    channels:', '      - { platform: tiktok, handle: x, content: videos, max_items: 10', '    searches: []');
-    expectProblem(text, { at: 'searches: []', path: '(document)', hints: ['not valid YAML', 'Flow mapping'] });
+    expectProblem(text, { at: 'searches: []', path: '(document)', hints: ['not valid YAML', 'Flow map', 'end with a }'] });
   });
 
   it('says to quote a value that YAML reads as an alias or a reserved character', () => {

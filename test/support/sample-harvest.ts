@@ -23,7 +23,7 @@ export async function landSampleHarvest(client: SocialApiClient, emulator: TestE
   const expectation: SampleExpectation = { itemIds: new Set(), metricRows: 0, apiCalls: 0, credits: 0, searchHits: 0, comments: 0, landings: 0 };
   const fresh = options.fresh ?? false;
   const land = (target: string, page: number, params: Record<string, string>, result: CallReport, data: unknown, rankOffset?: number) => {
-    writeLanding(dataDir, landingOfCall({ runId, harvest: 'sample', target, page, params, rankOffset }, result, data, new Date()));
+    writeLanding(dataDir, landingOfCall({ runId, harvest: 'sample', target, page, params, rankOffset }, result, data));
     expectation.apiCalls++;
     expectation.credits += result.creditsCharged;
     expectation.landings++;

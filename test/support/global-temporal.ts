@@ -1,0 +1,42 @@
+/**
+ * vitest global setup: one real Temporal dev server (the CLI that `npm run setup` installed,
+ * started through @temporalio/testing) for the whole run. Tests reach it by `inject('temporalAddress')`
+ * and keep apart by task queue and workflow id.
+ */
+import { createServer } from 'node:net';
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { TestProject } from 'vitest/node';
+import { SEARCH_ATTRIBUTES, TEMPORAL_BINARY } from '../../src/temporal/dev-server.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    temporalAddress: string;
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+export default async function setup(project: TestProject) {
+  const port = await freePort();
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: {
+      executable: { type: 'existing-path', path: TEMPORAL_BINARY },
+      ip: '127.0.0.1',
+      port,
+      extraArgs: Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+    },
+  });
+  project.provide('temporalAddress', `127.0.0.1:${port}`);
+  return async () => {
+    await env.teardown();
+  };
+}

@@ -1,0 +1,68 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { inject } from 'vitest';
+import type { SocialApiClient } from '../../src/api/client.js';
+import { loadPriceTable } from '../../src/config/prices.js';
+import { parseHarvestConfig } from '../../src/config/harvest-config.js';
+import type { Harvest } from '../../src/config/harvest-types.js';
+import { bundleWorkflows, createHarvestWorker } from '../../src/temporal/worker.js';
+
+let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
+let runtimeInstalled = false;
+
+/** The workflows, bundled once per test file. */
+export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
+  bundle ??= bundleWorkflows();
+  return bundle;
+}
+
+export async function temporalClient(): Promise<Client> {
+  const connection = await Connection.connect({ address: inject('temporalAddress') });
+  return new Client({ connection });
+}
+
+export interface TestWorker {
+  worker: Worker;
+  taskQueue: string;
+  dataDir: string;
+  stop(): Promise<void>;
+}
+
+/** A real worker on its own task queue, with its own data directory, in this process. */
+export async function startTestWorker(api: SocialApiClient, options: { dataDir?: string; taskQueue?: string; pauseSchedule?: (harvest: string, note: string) => Promise<void> } = {}): Promise<TestWorker> {
+  if (!runtimeInstalled) {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    runtimeInstalled = true;
+  }
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'harvest-'));
+  const taskQueue = options.taskQueue ?? `test-${Math.random().toString(36).slice(2, 10)}`;
+  const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
+  const worker = await createHarvestWorker({
+    connection,
+    namespace: 'default',
+    taskQueue,
+    bundle: await workflowBundle(),
+    deps: { client: api, dataDir, pricesFile: undefined, ...(options.pauseSchedule ? { pauseSchedule: options.pauseSchedule } : {}) },
+  });
+  const running = worker.run();
+  return {
+    worker,
+    taskQueue,
+    dataDir,
+    async stop() {
+      worker.shutdown();
+      await running;
+      await connection.close();
+    },
+  };
+}
+
+/** A harvest written as YAML, checked by the real config loader. */
+export function harvestFrom(yaml: string): Harvest {
+  return parseHarvestConfig(yaml, 'test-harvest.yaml').harvests[0]!;
+}
+
+export const prices = loadPriceTable();

@@ -1,0 +1,236 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Client } from '@temporalio/client';
+import type { SocialApiClient } from '../../src/api/client.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
+import { clientFor } from '../support/client.js';
+import { q, startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { harvestFrom, prices, startTestWorker, temporalClient, type TestWorker } from '../support/temporal.js';
+
+const HARVEST_KEY = 'sk_live_harvest';
+const VERIFY_KEY = 'sk_live_verify';
+let emulator: TestEmulator;
+let temporal: Client;
+let api: SocialApiClient;
+let verify: SocialApiClient;
+let catalog: Awaited<ReturnType<TestEmulator['catalog']>>;
+
+beforeAll(async () => {
+  emulator = await startTestEmulator({ apiKeys: [HARVEST_KEY, VERIFY_KEY], jobStepMs: 50 });
+  temporal = await temporalClient();
+  api = clientFor(emulator, { apiKey: HARVEST_KEY });
+  verify = clientFor(emulator, { apiKey: VERIFY_KEY });
+  catalog = await emulator.catalog();
+});
+afterAll(async () => {
+  await api.close();
+  await verify.close();
+  await temporal.connection.close();
+  await emulator.close();
+});
+
+async function runHarvest(worker: TestWorker, input: HarvestInput, id = `run-${Math.random().toString(36).slice(2)}`): Promise<HarvestSummary> {
+  return (await temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: id, args: [input] })) as HarvestSummary;
+}
+
+async function rows<T = Record<string, unknown>>(dataDir: string, sql: string): Promise<T[]> {
+  return (await queryWarehouse(dataDir, sql)).rows as T[];
+}
+
+/** The first `n` ids of a listing, read with the verification key (its charges are not the harvest's). */
+async function firstIds(platform: 'tiktok' | 'instagram', endpoint: 'channel-videos' | 'channel-reels' | 'search' | 'comments', params: Record<string, string>, n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const page of verify.pages(platform, endpoint, params, { maxItems: n })) ids.push(...page.items.map((item) => item.id));
+  return ids;
+}
+
+async function harvestLedger() {
+  return emulator.ledger(HARVEST_KEY);
+}
+
+describe('the harvest workflow', () => {
+  it('lands exactly the expected items of several targets, and its credits equal the ledger', async () => {
+    const worker = await startTestWorker(api);
+    try {
+      const handle = catalog.tiktok.handles[0]!;
+      const reels = catalog.instagram.handles[1]!;
+      const video = (await verify.page('tiktok', 'channel-videos', { handle: catalog.tiktok.handles[2]!, limit: 30 })).items.find((item) => (item.metrics.comments ?? 0) > 80)!;
+      const harvest = harvestFrom(`
+harvests:
+  - name: several
+    budget: { credits: 100000 }
+    channels:
+      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 120 }
+      - { platform: instagram, handle: ${reels}, content: reels, max_items: 60 }
+    searches:
+      - { platform: tiktok, query: yoga, max_results: 80 }
+    comments:
+      - { url: "${video.url}", max_items: 70 }
+`);
+      const before = (await harvestLedger()).length;
+      const summary = await runHarvest(worker, { harvest });
+      expect(summary.status).toBe('completed');
+      expect(summary.targets.map((target) => [target.key, target.items])).toEqual([
+        [`channel:tiktok:${handle}:videos`, 120],
+        [`channel:instagram:${reels}:reels`, 60],
+        ['search:tiktok:keyword:yoga', 80],
+        [`comments:tiktok:${video.url}`, 70],
+      ]);
+      const dataDir = worker.dataDir;
+      const landedVideos = (await rows<{ item_id: string }>(dataDir, `SELECT item_id FROM items WHERE platform = 'tiktok' AND author_handle = '${handle}' ORDER BY posted_at DESC`)).map((row) => row.item_id);
+      expect(landedVideos).toEqual(await firstIds('tiktok', 'channel-videos', { handle }, 120));
+      const landedReels = (await rows<{ item_id: string }>(dataDir, `SELECT item_id FROM items WHERE platform = 'instagram' ORDER BY posted_at DESC`)).map((row) => row.item_id);
+      expect(landedReels).toEqual(await firstIds('instagram', 'channel-reels', { handle: reels }, 60));
+      const hits = (await rows<{ item_id: string }>(dataDir, `SELECT item_id FROM search_hits ORDER BY rank`)).map((row) => row.item_id);
+      expect(hits).toEqual(await firstIds('tiktok', 'search', { query: 'yoga' }, 80));
+      const comments = (await rows<{ comment_id: string }>(dataDir, `SELECT comment_id FROM comments ORDER BY posted_at DESC, comment_id DESC`)).map((row) => row.comment_id);
+      expect(new Set(comments)).toEqual(new Set(await firstIds('tiktok', 'comments', { url: video.url }, 70)));
+      // Credits: the run's own count, the warehouse's api_calls and the emulator's ledger agree.
+      const ledger = (await harvestLedger()).slice(before);
+      const ledgerCredits = ledger.reduce((sum, row) => sum + row.credits, 0);
+      expect(summary.creditsSpent).toBe(ledgerCredits);
+      const calls = await rows<{ n: string; credits: string }>(dataDir, 'SELECT count(*) AS n, sum(credits) AS credits FROM api_calls');
+      expect(Number(calls[0]!.credits)).toBe(ledgerCredits);
+      expect(Number(calls[0]!.n)).toBe(ledger.length);
+      expect(ledgerCredits).toBe(120 * prices['tiktok/channel-videos'] + 60 * prices['instagram/channel-reels'] + 80 * prices['tiktok/search'] + 70 * prices['tiktok/comments']);
+      const run = await rows<{ status: string; credits_spent: string }>(dataDir, 'SELECT status, credits_spent FROM harvest_runs');
+      expect(run).toEqual([{ status: 'completed', credits_spent: String(ledgerCredits) }]);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('never spends beyond its budget, and stops cleanly as budget_exhausted', async () => {
+    const worker = await startTestWorker(api);
+    try {
+      const harvest = harvestFrom(`
+harvests:
+  - name: capped
+    budget: { credits: 500 }
+    channels:
+      - { platform: tiktok, handle: ${catalog.tiktok.handles[3]}, content: videos, max_items: 400 }
+    enrich: { stats: true }
+`);
+      const before = (await harvestLedger()).length;
+      const summary = await runHarvest(worker, { harvest });
+      expect(summary.status).toBe('budget_exhausted');
+      const spent = (await harvestLedger()).slice(before).reduce((sum, row) => sum + row.credits, 0);
+      expect(spent).toBeLessThanOrEqual(500);
+      expect(summary.creditsSpent).toBe(spent);
+      // The limit of the last page was shrunk to fit: 500 credits buy 166 videos at 3, not 150 or 200.
+      expect(summary.targets[0]!.items).toBe(166);
+      expect(summary.creditsReserved).toBe(0);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('an incremental re-run after the clock moves buys only the new items, plus a small bounded overfetch', async () => {
+    const worker = await startTestWorker(api);
+    try {
+      const handle = catalog.tiktok.handles[5]!;
+      const harvest = harvestFrom(`
+harvests:
+  - name: incremental
+    budget: { credits: 100000 }
+    channels:
+      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 200 }
+`);
+      const first = await runHarvest(worker, { harvest });
+      expect(first.itemsLanded).toBe(200);
+      const newestBefore = (await firstIds('tiktok', 'channel-videos', { handle }, 1))[0]!;
+      await emulator.admin('clock', { advance_seconds: 3 * 86_400 });
+      const listing = await firstIds('tiktok', 'channel-videos', { handle }, 200);
+      const newItems = listing.indexOf(newestBefore);
+      expect(newItems).toBeGreaterThanOrEqual(3);
+      const before = (await harvestLedger()).length;
+      const second = await runHarvest(worker, { harvest });
+      const bought = (await harvestLedger()).slice(before).reduce((sum, row) => sum + row.units, 0);
+      expect(second.status).toBe('completed');
+      expect(bought).toBeGreaterThanOrEqual(newItems);
+      // Overfetch: at most the page that showed the first known item, sized from the posting rate.
+      expect(bought - newItems).toBeLessThanOrEqual(Math.max(5, Math.ceil(newItems * 0.5)));
+      const count = await rows<{ n: string }>(worker.dataDir, `SELECT count(*) AS n FROM items WHERE author_handle = '${handle}'`);
+      expect(Number(count[0]!.n)).toBe(200 + newItems);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('a 404 is recorded against its target with the request id; the other targets still complete', async () => {
+    const worker = await startTestWorker(api);
+    try {
+      const harvest = harvestFrom(`
+harvests:
+  - name: with-a-deleted-video
+    budget: { credits: 10000 }
+    channels:
+      - { platform: instagram, handle: ${catalog.instagram.handles[2]}, content: posts, max_items: 30 }
+    comments:
+      - { url: "https://www.tiktok.com/@${catalog.tiktok.handles[0]}/video/7000000000000999999", max_items: 10 }
+`);
+      const summary = await runHarvest(worker, { harvest });
+      expect(summary.status).toBe('completed_with_errors');
+      expect(summary.targets[0]).toMatchObject({ status: 'done', items: 30 });
+      expect(summary.targets[1]).toMatchObject({ status: 'failed', error: { type: 'NotFoundError' } });
+      expect(summary.targets[1]!.error!.requestId).toMatch(/^req_/);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('a 402 pauses the run and its schedule instead of retrying', async () => {
+    await emulator.admin('keys', { api_key: 'sk_live_nearly_broke', credits: 100 });
+    const broke = clientFor(emulator, { apiKey: 'sk_live_nearly_broke' });
+    const paused: string[] = [];
+    const worker = await startTestWorker(broke, { pauseSchedule: async (harvest, note) => void paused.push(`${harvest}: ${note}`) });
+    try {
+      const harvest = harvestFrom(`
+harvests:
+  - name: over-plan
+    budget: { credits: 100000 }
+    channels:
+      - { platform: tiktok, handle: ${catalog.tiktok.handles[6]}, content: videos, max_items: 200 }
+`);
+      const summary = await runHarvest(worker, { harvest });
+      expect(summary.status).toBe('paused');
+      expect(summary.reason).toMatch(/insufficient/);
+      expect(summary.targets[0]!.status).toBe('paused');
+      expect(paused).toEqual([expect.stringMatching(/^over-plan: insufficient_credits/)]);
+      // 100 credits bought two pages of 20 (60 + ... ) until the third page's worst case did not fit.
+      const spent = (await emulator.ledger('sk_live_nearly_broke')).reduce((sum, row) => sum + row.credits, 0);
+      expect(spent).toBeLessThanOrEqual(100);
+      expect(summary.creditsSpent).toBe(spent);
+    } finally {
+      await worker.stop();
+      await broke.close();
+    }
+  });
+
+  it('enriches landed items: stats, transcripts and downloads (TikTok downloads recorded as skipped)', async () => {
+    const worker = await startTestWorker(api);
+    try {
+      const harvest = harvestFrom(`
+harvests:
+  - name: enriched
+    budget: { credits: 100000 }
+    channels:
+      - { platform: tiktok, handle: ${catalog.tiktok.handles[7]}, content: videos, max_items: 6 }
+    enrich: { stats: true, transcript: true, download: true, comments: { max_per_item: 5 } }
+`);
+      const summary = await runHarvest(worker, { harvest });
+      expect(summary.status).toBe('completed');
+      expect(summary.enrichment).toMatchObject({ skipped: 6, failed: 0, pending: 0 });
+      const dataDir = worker.dataDir;
+      expect(Number((await rows<{ n: string }>(dataDir, 'SELECT count(*) AS n FROM transcripts'))[0]!.n)).toBe(6);
+      expect(Number((await rows<{ n: string }>(dataDir, "SELECT count(*) AS n FROM item_metrics WHERE source_endpoint = 'tiktok/stats'"))[0]!.n)).toBe(6);
+      expect(Number((await rows<{ n: string }>(dataDir, 'SELECT count(*) AS n FROM downloads'))[0]!.n)).toBe(0);
+      const ledgerByEndpoint = new Map<string, number>();
+      for (const row of await harvestLedger()) ledgerByEndpoint.set(row.endpoint, (ledgerByEndpoint.get(row.endpoint) ?? 0) + 1);
+      expect(ledgerByEndpoint.get('tiktok/download')).toBeUndefined();
+      void q;
+    } finally {
+      await worker.stop();
+    }
+  });
+});
