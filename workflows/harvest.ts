@@ -76,8 +76,10 @@ export interface HarvestSummary extends HarvestProgress {
   landingsLoaded: number;
 }
 
+// One call each. A worker killed mid-call is noticed when this runs out, so it is kept short; the
+// client inside gives up retrying well before it (see src/cli/engine-context.ts).
 const { fetchPage, fetchObject } = proxyActivities<HarvestActivities>({
-  startToCloseTimeout: '2 minutes',
+  startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 12 },
 });
 const { prepareRun, finishRun, pauseSchedule, startJob, checkJob } = proxyActivities<HarvestActivities>({

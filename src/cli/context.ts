@@ -1,4 +1,6 @@
 import { SocialApiClient } from '../api/client.js';
+import type { RetryPolicy } from '../api/retry.js';
+import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 import { apiSettingsFromEnv } from '../config/environment.js';
 import { DEFAULT_PRICES_FILE, loadPriceTable } from '../config/prices.js';
 import { createLogger, type Logger } from '../logger.js';
@@ -8,8 +10,13 @@ export function cliLogger(): Logger {
   return createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
 }
 
-export function clientFromEnv(logger: Logger): SocialApiClient {
+export function clientFromEnv(logger: Logger, retry?: Partial<RetryPolicy>): SocialApiClient {
   const settings = apiSettingsFromEnv();
   const prices = loadPriceTable(process.env.HARVESTER_PRICES ?? DEFAULT_PRICES_FILE);
-  return new SocialApiClient({ ...settings, prices, logger });
+  return new SocialApiClient({ ...settings, prices, logger, ...(retry ? { retry } : {}) });
+}
+
+/** The task queue workers poll and runs start on: HARVESTER_TASK_QUEUE, or `harvester`. */
+export function taskQueueFromEnv(): string {
+  return process.env.HARVESTER_TASK_QUEUE || HARVEST_TASK_QUEUE;
 }

@@ -5,7 +5,7 @@ import type { Logger } from '../logger.js';
 import { connectClient, connectWorker, temporalSettingsFromEnv } from '../temporal/connection.js';
 import { pauseHarvestSchedule } from '../temporal/schedules.js';
 import { createHarvestWorker } from '../temporal/worker.js';
-import { clientFromEnv } from './context.js';
+import { clientFromEnv, taskQueueFromEnv } from './context.js';
 
 let runtimeInstalled = false;
 
@@ -21,12 +21,15 @@ function installQuietRuntime(): void {
 export async function startWorkerFromEnv(logger: Logger) {
   installQuietRuntime();
   const settings = temporalSettingsFromEnv();
-  const api = clientFromEnv(logger);
+  // Inside an activity the client retries for 20 s at most: the activity's own timeout is 30 s,
+  // and Temporal retries the activity after that.
+  const api = clientFromEnv(logger, { maxElapsedMs: 20_000 });
   const temporal = await connectClient(settings);
   const connection = await connectWorker(settings);
   const worker = await createHarvestWorker({
     connection,
     namespace: settings.namespace,
+    taskQueue: taskQueueFromEnv(),
     deps: {
       client: api,
       dataDir: dataDirFromEnv(),

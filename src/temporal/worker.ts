@@ -28,5 +28,7 @@ export async function createHarvestWorker(options: HarvestWorkerOptions): Promis
     ...(options.bundle ? { workflowBundle: options.bundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(options.deps),
     maxConcurrentActivityTaskExecutions: 16,
+    // A killed worker's cached workflows move to another worker after this, not the default 10 s.
+    stickyQueueScheduleToStartTimeout: '3 seconds',
   });
 }

@@ -3,8 +3,9 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { createLogger } from '../../logger.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
-import { HARVEST_TASK_QUEUE, progressQuery, type HarvestProgress, type HarvestStatus } from '../../../workflows/definitions.js';
+import { progressQuery, type HarvestProgress, type HarvestStatus } from '../../../workflows/definitions.js';
 import type { HarvestSummary } from '../../../workflows/harvest.js';
+import { taskQueueFromEnv } from '../context.js';
 import { startWorkerFromEnv } from '../engine-context.js';
 import { wholeNumber } from '../options.js';
 
@@ -63,7 +64,7 @@ Examples:
       const workflowId = `run-${name}-${new Date(started).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
       try {
         const handle = await client.workflow.start('harvestWorkflow', {
-          taskQueue: HARVEST_TASK_QUEUE,
+          taskQueue: taskQueueFromEnv(),
           workflowId,
           args: [{ harvest, ...(options.budget ? { budgetCredits: options.budget } : {}) }],
         });

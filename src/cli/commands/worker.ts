@@ -1,5 +1,6 @@
 import { Command } from 'commander';
 import { createLogger } from '../../logger.js';
+import { taskQueueFromEnv } from '../context.js';
 import { startWorkerFromEnv } from '../engine-context.js';
 
 export function workerCommand(): Command {
@@ -18,7 +19,7 @@ Example:
     .action(async () => {
       const logger = createLogger({ name: 'worker' });
       const worker = await startWorkerFromEnv(logger);
-      process.stderr.write('worker: polling task queue "harvester"; Ctrl-C stops it\n');
+      process.stderr.write(`worker: polling task queue "${taskQueueFromEnv()}"; Ctrl-C stops it\n`);
       const stop = () => void worker.shutdown().then(() => process.exit(0));
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
