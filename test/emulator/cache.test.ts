@@ -34,8 +34,8 @@ describe('cache policy', () => {
     const fresh = await emulator.call<Stats>(`${path}&fresh=true`);
     expect(fresh.json.data.metrics.views).toBeGreaterThan(first.json.data.metrics.views);
     // Age-aware: kept a quarter of the content's age at the time it was stored, 15 min to 7 days.
-    // (The emulated clock runs 600 s ahead of the wall clock in the Date header by now.)
-    const emulatedStoredAt = Date.parse(String(fresh.headers.date)) + 600_000;
+    // The API's Date header is its (emulated) clock.
+    const emulatedStoredAt = Date.parse(String(fresh.headers.date));
     const postedAt = Date.parse((fresh.json.data as unknown as { posted_at: string }).posted_at);
     const ttlSeconds = Math.min(7 * 86_400, Math.max(900, (emulatedStoredAt - postedAt) / 4 / 1000));
     await emulator.admin('clock', { advance_seconds: ttlSeconds - 120 });
@@ -89,5 +89,20 @@ describe('cache policy', () => {
     expect((await fetch(second.json.data.media_url)).status).toBe(200);
     const tampered = second.json.data.media_url.slice(0, -1) + (second.json.data.media_url.endsWith('A') ? 'B' : 'A');
     expect((await fetch(tampered)).status).toBe(404);
+  });
+});
+
+describe('the API clock', () => {
+  it("the Date header is the emulated clock, which moves with POST /_emulator/clock", async () => {
+    const emulator = await startTestEmulator();
+    try {
+      const before = Date.parse(String((await emulator.call('/webhooks')).headers.date));
+      expect(Math.abs(before - Date.now())).toBeLessThan(2_000);
+      await emulator.admin('clock', { advance_seconds: 86_400 });
+      const after = Date.parse(String((await emulator.call('/webhooks')).headers.date));
+      expect(after - before).toBeGreaterThanOrEqual(86_400_000 - 1_000);
+    } finally {
+      await emulator.close();
+    }
   });
 });
