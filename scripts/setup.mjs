@@ -21,7 +21,7 @@ const certs = join(tools, 'certs');
  * Python clients the tests use as outside readers of what we produce: tools we did not write.
  * duckdb matches the engine version of @duckdb/node-api.
  */
-const PYTHON_REQUIREMENTS = ['duckdb==1.5.6', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0'];
+const PYTHON_REQUIREMENTS = ['duckdb==1.5.5', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0'];
 const pythonTarget = join(tools, 'python');
 
 function log(message) {

@@ -271,28 +271,34 @@ async function listThroughJob(state: HarvestState, target: TargetState, complete
   }
 }
 
-/** Enrichment of the items landed this run, a few calls at a time, each reserved first. */
+/**
+ * Enrichment of the items landed this run: a chunk of items at a time, their calls run a few at
+ * once, each reserved first. The queue drops a chunk only when all its calls have settled, so the
+ * state carried by continue-as-new never loses or repeats an item.
+ */
 async function enrich(state: HarvestState, harvest: Harvest, concurrency: number, checkpoint: () => Promise<void>): Promise<void> {
   const kinds = (Object.keys(ENRICH_ENDPOINTS) as EnrichKind[]).filter((kind) => harvest.enrich[kind]);
   const commentsPerItem = harvest.enrich.comments === false ? 0 : harvest.enrich.comments.max_per_item;
-  const inFlight = new Set<Promise<void>>();
   while (state.enrichQueue.length > 0 && !state.stopped) {
-    const { url, platform } = state.enrichQueue[0]!;
-    const isPhotoPost = platform === 'instagram' && url.includes('/p/');
+    const chunk = state.enrichQueue.slice(0, concurrency * 4);
     const calls: (() => Promise<void>)[] = [];
-    for (const kind of kinds) {
-      // Photo posts have no audio: a transcript or summary would only be refused.
-      if (isPhotoPost && (kind === 'transcript' || kind === 'summary')) continue;
-      calls.push(() => enrichObject(state, harvest.name, platform, ENRICH_ENDPOINTS[kind], url));
+    for (const { url, platform } of chunk) {
+      const isPhotoPost = platform === 'instagram' && url.includes('/p/');
+      for (const kind of kinds) {
+        // Photo posts have no audio: a transcript or summary would only be refused.
+        if (isPhotoPost && (kind === 'transcript' || kind === 'summary')) continue;
+        calls.push(() => enrichObject(state, harvest.name, platform, ENRICH_ENDPOINTS[kind], url));
+      }
+      if (commentsPerItem > 0) calls.push(() => enrichComments(state, harvest, platform, url, commentsPerItem));
     }
-    if (commentsPerItem > 0) calls.push(() => enrichComments(state, harvest, platform, url, commentsPerItem));
+    const inFlight = new Set<Promise<void>>();
     for (const call of calls) {
       while (inFlight.size >= concurrency) await Promise.race(inFlight);
       const running: Promise<void> = call().finally(() => inFlight.delete(running));
       inFlight.add(running);
     }
     await Promise.all(inFlight);
-    state.enrichQueue.shift();
+    state.enrichQueue.splice(0, chunk.length);
     await checkpoint();
   }
 }

@@ -14,6 +14,8 @@ declare module 'vitest' {
   }
 }
 
+export const SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 300;
+
 async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
@@ -32,7 +34,13 @@ export default async function setup(project: TestProject) {
       executable: { type: 'existing-path', path: TEMPORAL_BINARY },
       ip: '127.0.0.1',
       port,
-      extraArgs: Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+      extraArgs: [
+        ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+        // Temporal suggests continue-as-new far sooner than in production, so the suite's longer
+        // harvests take that path for real (see the continue-as-new test).
+        '--dynamic-config-value',
+        `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`,
+      ],
     },
   });
   project.provide('temporalAddress', `127.0.0.1:${port}`);

@@ -234,3 +234,38 @@ harvests:
     }
   });
 });
+
+describe('a long harvest', () => {
+  it('continues-as-new when Temporal suggests it, carrying its checkpoint, and lands everything once', async () => {
+    const worker = await startTestWorker(api);
+    try {
+      const handle = catalog.instagram.handles[6]!;
+      const harvest = harvestFrom(`
+harvests:
+  - name: long
+    budget: { credits: 100000 }
+    channels:
+      - { platform: instagram, handle: ${handle}, content: posts, max_items: 400 }
+    enrich: { stats: true }
+`);
+      const workflowId = `long-${Date.now()}`;
+      const before = (await harvestLedger()).length;
+      const summary = (await temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId, args: [{ harvest, pageSize: 10 }] })) as HarvestSummary;
+      expect(summary.status).toBe('completed');
+      expect(summary.targets[0]!.items).toBe(400);
+      const runs: string[] = [];
+      for await (const execution of temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(execution.status.name);
+      expect(runs.filter((status) => status === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(1);
+      const items = await queryWarehouse(worker.dataDir, "SELECT count(*) AS n, count(DISTINCT item_id) AS d FROM items");
+      expect(items.rows[0]).toEqual({ n: '400', d: '400' });
+      const stats = await queryWarehouse(worker.dataDir, "SELECT count(*) AS n FROM item_metrics WHERE source_endpoint = 'instagram/stats'");
+      expect(stats.rows[0]).toEqual({ n: '400' });
+      // The budget carried across runs of the chain counts every credit the ledger charged.
+      const spent = (await harvestLedger()).slice(before).reduce((sum, row) => sum + row.credits, 0);
+      expect(summary.creditsSpent).toBe(spent);
+      expect(spent).toBe(400 * prices['instagram/channel-posts'] + 400 * prices['instagram/stats']);
+    } finally {
+      await worker.stop();
+    }
+  }, 120_000);
+});
