@@ -2,6 +2,7 @@
  * The harvest workflow's signals, queries and progress shape: shared by the workflow, the
  * webhook receiver (which signals) and the CLI (which queries).
  */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 
 export type HarvestStatus = 'running' | 'completed' | 'completed_with_errors' | 'budget_exhausted' | 'paused' | 'failed';
@@ -13,6 +14,8 @@ export interface TargetProgress {
   pages: number;
   credits: number;
   wanted: number;
+  /** The checkpoint a resumed listing continues from. */
+  cursor?: string;
   error?: { type: string; message: string; requestId?: string };
 }
 
@@ -38,3 +41,18 @@ export const jobCompletedSignal = defineSignal<[{ jobId: string }]>('jobComplete
 export const progressQuery = defineQuery<HarvestProgress>('progress');
 
 export const HARVEST_TASK_QUEUE = 'harvester';
+
+/**
+ * Search attributes every run sets, so `harvester runs` can filter by harvest and outcome. The
+ * embedded dev server registers them; on another cluster, create them once (docs in README).
+ */
+export const HARVEST_NAME = defineSearchAttributeKey('HarvestName', SearchAttributeType.KEYWORD);
+export const HARVEST_STATUS = defineSearchAttributeKey('HarvestStatus', SearchAttributeType.KEYWORD);
+
+/** What a finished run keeps in its memo, for listings that should not fetch whole results. */
+export interface RunMemo {
+  items: number;
+  credits: number;
+  budget: number;
+  pages: number;
+}

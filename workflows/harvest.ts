@@ -13,6 +13,8 @@ import {
   log,
   proxyActivities,
   setHandler,
+  upsertMemo,
+  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { HarvestActivities } from '../activities/index.js';
@@ -21,7 +23,7 @@ import type { Harvest } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import type { EndpointKey, Platform } from '../src/spec/endpoints.js';
 import { fitLimit, newBudget, reserve, settle, type BudgetState } from './budget.js';
-import { jobCompletedSignal, progressQuery, type HarvestProgress, type HarvestStatus, type TargetProgress } from './definitions.js';
+import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress } from './definitions.js';
 import { planTargets, type TargetPlan } from './targets.js';
 
 export interface HarvestInput {
@@ -74,6 +76,8 @@ export interface HarvestState {
 export interface HarvestSummary extends HarvestProgress {
   finishedAt: string;
   landingsLoaded: number;
+  /** The run's final state: `harvester retry` resumes from it, so nothing landed is bought again. */
+  checkpoint: HarvestState;
 }
 
 // One call each. A worker killed mid-call is noticed when this runs out, so it is kept short; the
@@ -101,6 +105,12 @@ const ENRICH_ENDPOINTS: Record<EnrichKind, 'stats' | 'transcript' | 'summary' | 
 
 export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSummary> {
   const info = workflowInfo();
+  if (!input.resume) {
+    upsertSearchAttributes([
+      { key: HARVEST_NAME, value: input.harvest.name },
+      { key: HARVEST_STATUS, value: 'running' },
+    ]);
+  }
   const state = input.resume ?? (await startRun(input, info.workflowId));
   const completedJobs = new Set<string>();
   setHandler(jobCompletedSignal, ({ jobId }) => void completedJobs.add(jobId));
@@ -133,7 +143,10 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
     itemsLanded: progress.itemsLanded,
     ...(state.stopped ? { error: state.stopped.reason } : {}),
   });
-  return { ...progress, finishedAt: new Date().toISOString(), landingsLoaded: loaded.landingsLoaded };
+  upsertSearchAttributes([{ key: HARVEST_STATUS, value: status }]);
+  const memo: RunMemo = { items: progress.itemsLanded, credits: progress.creditsSpent, budget: progress.budget, pages: progress.pagesLanded };
+  upsertMemo(memo as unknown as Record<string, unknown>);
+  return { ...progress, finishedAt: new Date().toISOString(), landingsLoaded: loaded.landingsLoaded, checkpoint: state };
 }
 
 async function startRun(input: HarvestInput, workflowId: string): Promise<HarvestState> {
@@ -388,6 +401,7 @@ function progressOf(state: HarvestState, status?: HarvestStatus): HarvestProgres
     pages: target.pages,
     credits: target.credits,
     wanted: target.plan.maxItems,
+    ...(target.cursor ? { cursor: target.cursor } : {}),
     ...(target.error ? { error: target.error } : {}),
   }));
   return {

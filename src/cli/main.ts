@@ -4,8 +4,14 @@ import { SocialApiError } from '../api/errors.js';
 import { callCommand } from './commands/call.js';
 import { demoCommand } from './commands/demo.js';
 import { emulatorCommand } from './commands/emulator.js';
+import { planCommand } from './commands/plan.js';
 import { receiverCommand } from './commands/receiver.js';
+import { replayCommand } from './commands/replay.js';
+import { retryCommand } from './commands/retry.js';
 import { runCommand } from './commands/run.js';
+import { runsCommand } from './commands/runs.js';
+import { schedulesCommand } from './commands/schedules.js';
+import { showCommand } from './commands/show.js';
 import { temporalCommand } from './commands/temporal.js';
 import { exportCommand, loadCommand, queryCommand } from './commands/warehouse.js';
 import { webhooksCommand } from './commands/webhooks.js';
@@ -21,8 +27,14 @@ const program = new Command('harvester')
   .addCommand(exportCommand())
   .addCommand(loadCommand())
   .addCommand(queryCommand())
+  .addCommand(planCommand())
   .addCommand(receiverCommand())
+  .addCommand(replayCommand())
+  .addCommand(retryCommand())
   .addCommand(runCommand())
+  .addCommand(runsCommand())
+  .addCommand(schedulesCommand())
+  .addCommand(showCommand())
   .addCommand(temporalCommand())
   .addCommand(webhooksCommand())
   .addCommand(workerCommand());

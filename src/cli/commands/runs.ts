@@ -1,0 +1,32 @@
+import { Command } from 'commander';
+import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
+import { listRuns } from '../run-queries.js';
+import { wholeNumber } from '../options.js';
+
+export function runsCommand(): Command {
+  return new Command('runs')
+    .description('List recent runs with their status, items, credits, start and end')
+    .option('--status <status>', 'only runs that ended so: completed, completed_with_errors, budget_exhausted, paused, failed, running')
+    .option('--name <harvest>', 'only runs of this harvest')
+    .option('--limit <n>', 'how many', wholeNumber(1, 1000), 20)
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExamples:\n  $ harvester runs\n  $ harvester runs --status failed --name creators-daily')
+    .action(async (options: { status?: string; name?: string; limit: number; json?: boolean }) => {
+      const client = await connectClient(temporalSettingsFromEnv());
+      try {
+        const runs = await listRuns(client, options);
+        if (options.json) {
+          process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
+          return;
+        }
+        const rows = [['run', 'harvest', 'status', 'items', 'credits', 'started', 'ended']];
+        for (const run of runs) {
+          rows.push([run.workflowId, run.harvest, run.status, String(run.items ?? ''), run.credits === undefined ? '' : `${run.credits}/${run.budget}`, run.startedAt.slice(0, 19), run.closedAt?.slice(0, 19) ?? '']);
+        }
+        const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
+        for (const row of rows) process.stdout.write(`${row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()}\n`);
+      } finally {
+        await client.connection.close();
+      }
+    });
+}

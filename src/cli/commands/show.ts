@@ -1,0 +1,54 @@
+import { Command } from 'commander';
+import { WorkflowFailedError } from '@temporalio/client';
+import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
+import { progressQuery, type HarvestProgress } from '../../../workflows/definitions.js';
+import type { HarvestSummary } from '../../../workflows/harvest.js';
+
+function describeProgress(progress: HarvestProgress): string {
+  const lines = [
+    `run:      ${progress.runId}`,
+    `harvest:  ${progress.harvest}`,
+    `status:   ${progress.status}${progress.reason ? ` (${progress.reason})` : ''}`,
+    `started:  ${progress.startedAt}`,
+    `credits:  ${progress.creditsSpent} spent, ${progress.creditsReserved} reserved, budget ${progress.budget}`,
+    `items:    ${progress.itemsLanded} in ${progress.pagesLanded} pages`,
+    `enrich:   ${progress.enrichment.calls} calls, ${progress.enrichment.skipped} skipped, ${progress.enrichment.failed} failed, ${progress.enrichment.pending} items pending`,
+    'targets:',
+  ];
+  for (const target of progress.targets) {
+    lines.push(`  ${target.key}`);
+    lines.push(`    ${target.status}: ${target.items}/${target.wanted} items, ${target.pages} pages, ${target.credits} credits; checkpoint: ${target.cursor ? `cursor after page ${target.pages}` : target.pages > 0 ? `page ${target.pages}, listing finished` : 'not started'}`);
+    if (target.error) lines.push(`    error: ${target.error.type}: ${target.error.message}${target.error.requestId ? ` (request ${target.error.requestId})` : ''}`);
+  }
+  return lines.join('\n');
+}
+
+export function showCommand(): Command {
+  return new Command('show')
+    .description('Show one run in detail: targets, checkpoints, and errors with their request ids')
+    .argument('<run>', 'the run id (its workflow id), as `harvester runs` lists it')
+    .option('--json', 'print JSON')
+    .addHelpText('after', '\nExample:\n  $ harvester show run-creators-daily-20261121T060000-ab12')
+    .action(async (runId: string, options: { json?: boolean }) => {
+      const client = await connectClient(temporalSettingsFromEnv());
+      try {
+        const handle = client.workflow.getHandle(runId);
+        const description = await handle.describe();
+        let progress: HarvestProgress;
+        if (description.status.name === 'RUNNING') {
+          progress = await handle.query(progressQuery);
+        } else {
+          try {
+            const { checkpoint: _checkpoint, ...summary } = (await handle.result()) as HarvestSummary;
+            progress = summary;
+          } catch (error) {
+            if (!(error instanceof WorkflowFailedError)) throw error;
+            throw new Error(`run ${runId} ${description.status.name.toLowerCase()}: ${error.cause?.message ?? error.message}`);
+          }
+        }
+        process.stdout.write(options.json ? `${JSON.stringify(progress, null, 2)}\n` : `${describeProgress(progress)}\n`);
+      } finally {
+        await client.connection.close();
+      }
+    });
+}
