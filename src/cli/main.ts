@@ -3,6 +3,7 @@ import { Command, CommanderError } from 'commander';
 import { SocialApiError } from '../api/errors.js';
 import { callCommand } from './commands/call.js';
 import { demoCommand } from './commands/demo.js';
+import { devCommand } from './commands/dev.js';
 import { emulatorCommand } from './commands/emulator.js';
 import { planCommand } from './commands/plan.js';
 import { receiverCommand } from './commands/receiver.js';
@@ -22,6 +23,7 @@ const program = new Command('harvester')
   .showHelpAfterError()
   .exitOverride()
   .addCommand(demoCommand())
+  .addCommand(devCommand())
   .addCommand(callCommand())
   .addCommand(emulatorCommand())
   .addCommand(exportCommand())

@@ -1,70 +1,99 @@
+import { join } from 'node:path';
 import { Command } from 'commander';
-import { request } from 'undici';
-import { startEmulator } from '../../emulator/server.js';
+import { findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
+import { dataDirFromEnv } from '../../config/environment.js';
+import { CONFIG_DIR } from '../../config/project-paths.js';
+import { connectClient } from '../../temporal/connection.js';
+import { warehousePath } from '../../warehouse/loader.js';
+import { queryWarehouse } from '../../warehouse/query.js';
+import { HARVEST_TASK_QUEUE } from '../../../workflows/definitions.js';
+import type { HarvestSummary } from '../../../workflows/harvest.js';
+import { freePort, startStack } from '../stack.js';
+import { watchProgress } from '../run-progress.js';
+import { summaryText } from './run.js';
 
-interface DemoCall {
-  title: string;
-  path: string;
+/** The questions the demo answers from the warehouse once its harvest has landed. */
+const ANALYST_QUESTIONS: { title: string; sql: string }[] = [
+  {
+    title: 'What did the harvest land, per platform and kind?',
+    sql: `SELECT platform, kind, count(*) AS items, count(DISTINCT author_handle) AS accounts FROM items GROUP BY ALL ORDER BY ALL`,
+  },
+  {
+    title: 'Which items are the most viewed?',
+    sql: `SELECT i.platform, i.author_handle, i.item_id, m.views, m.likes FROM items i JOIN latest_item_metrics m USING (platform, item_id)
+          ORDER BY m.views DESC NULLS LAST LIMIT 5`,
+  },
+  {
+    title: 'Where did the credits go?',
+    sql: `SELECT endpoint, count(*) AS calls, sum(units) AS units, sum(credits) AS credits FROM api_calls GROUP BY endpoint ORDER BY credits DESC`,
+  },
+  {
+    title: 'Which search topics ranked which accounts on top?',
+    sql: `SELECT h.platform, h.kind, h.query, i.author_handle AS top_account FROM search_hits h JOIN items i USING (platform, item_id) WHERE h.rank = 1 ORDER BY ALL`,
+  },
+];
+
+function table(rows: Record<string, unknown>[], columns: string[]): string {
+  const cells = [columns, ...rows.map((row) => columns.map((column) => String(row[column] ?? '')))];
+  const widths = columns.map((_, index) => Math.max(...cells.map((row) => row[index]!.length)));
+  return cells.map((row) => `  ${row.map((cell, index) => cell.padEnd(widths[index]!)).join('  ').trimEnd()}`).join('\n');
 }
 
 /**
- * The README's main command. For now it starts the emulator and makes a few priced calls against
- * it over HTTP, showing what each one cost; the harvest engine will turn it into a full demo.
+ * The README's main command: starts the local stack (Temporal, emulator, receiver, worker) on free
+ * ports, runs config/demo.yaml with live progress, answers a few analyst questions from the
+ * warehouse, and says where to look next.
  */
 export function demoCommand(): Command {
   return new Command('demo')
-    .description('Start the emulator and show a few priced calls against it')
-    .addHelpText('after', '\nExample:\n  $ harvester demo')
-    .action(async () => {
-      const emulator = await startEmulator({ port: 0 });
-      const apiKey = emulator.apiKeys[0] as string;
+    .description('Run the demo harvest end to end on the local stack, then answer a few questions from the warehouse')
+    .option('--keep-running', 'leave the stack up afterwards (Ctrl-C stops it), to browse the Temporal UI')
+    .addHelpText('after', '\nUses the emulator: nothing real is spent. Data lands in HARVESTER_DATA_DIR (default ./data).\n\nExample:\n  $ harvester demo')
+    .action(async (options: { keepRunning?: boolean }) => {
+      const dataDir = dataDirFromEnv();
+      const harvest = findHarvest(loadHarvestConfig(join(CONFIG_DIR, 'demo.yaml')), 'demo');
+      process.stdout.write('Starting the local stack: Temporal dev server, API emulator, webhook receiver, worker…\n');
+      const [temporalPort, uiPort, emulatorPort, receiverPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+      const stack = await startStack({ dataDir, emulator: true, persistent: false, temporalPort, uiPort, emulatorPort, receiverPort });
+      const client = await connectClient({ address: stack.temporalAddress, namespace: 'default' });
       try {
-        const catalog = (await (await request(`${emulator.origin}/_emulator/catalog`)).body.json()) as {
-          data: Record<'tiktok' | 'instagram', { handles: string[]; queries: string[] }>;
-        };
-        const handle = catalog.data.tiktok.handles[0] as string;
-        const first = await call(emulator.baseUrl, apiKey, `/tiktok/channel-videos?handle=${handle}&limit=5`);
-        const videoUrl = ((first.json as { data: { url: string }[] }).data[0] as { url: string }).url;
-        const calls: DemoCall[] = [
-          { title: 'TikTok channel profile', path: `/tiktok/channel-stats?handle=${handle}` },
-          { title: 'TikTok video stats', path: `/tiktok/stats?url=${encodeURIComponent(videoUrl)}` },
-          { title: 'TikTok video stats again (cached, same price)', path: `/tiktok/stats?url=${encodeURIComponent(videoUrl)}` },
-          { title: 'TikTok transcript', path: `/tiktok/transcript?url=${encodeURIComponent(videoUrl)}` },
-          { title: 'TikTok comments, 10', path: `/tiktok/comments?url=${encodeURIComponent(videoUrl)}&limit=10` },
-          { title: `Instagram reels search "${catalog.data.instagram.queries[0]}", 20`, path: `/instagram/reels-search?query=${encodeURIComponent(catalog.data.instagram.queries[0] as string)}` },
-          { title: 'TikTok download (unavailable, not charged)', path: `/tiktok/download?url=${encodeURIComponent(videoUrl)}` },
-        ];
-        process.stdout.write(`Emulator at ${emulator.baseUrl}\n\n`);
-        const rows = [['call', 'status', 'items', 'credits', 'balance', 'cache']];
-        rows.push(row(`TikTok @${handle} latest videos, 5`, first));
-        for (const demo of calls) rows.push(row(demo.title, await call(emulator.baseUrl, apiKey, demo.path)));
-        const widths = rows[0]!.map((_, column) => Math.max(...rows.map((cells) => cells[column]!.length)));
-        for (const cells of rows) process.stdout.write(`${cells.map((cell, column) => cell.padEnd(widths[column]!)).join('  ')}\n`);
-        const ledger = (await (await request(`${emulator.origin}/_emulator/ledger`)).body.json()) as { data: { credits: number }[] };
-        const total = ledger.data.reduce((sum, entry) => sum + entry.credits, 0);
-        process.stdout.write(`\nThe emulator's ledger shows ${ledger.data.length} charges, ${total} credits in all. Nothing real was spent.\n`);
-        process.stdout.write('Next: `harvester emulator --help` to run it for your own harvests.\n');
+        const workflowId = `demo-${new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15)}`;
+        process.stdout.write(`Running the "demo" harvest (config/demo.yaml) as ${workflowId}…\n`);
+        const started = Date.now();
+        const handle = await client.workflow.start('harvestWorkflow', { taskQueue: HARVEST_TASK_QUEUE, workflowId, args: [{ harvest }] });
+        const progress = watchProgress(handle);
+        let summary: HarvestSummary;
+        try {
+          summary = (await handle.result()) as HarvestSummary;
+        } finally {
+          await progress.stop();
+        }
+        process.stdout.write(`\n${summaryText(summary, Date.now() - started)}\n`);
+        for (const question of ANALYST_QUESTIONS) {
+          const result = await queryWarehouse(dataDir, question.sql);
+          process.stdout.write(`\n${question.title}\n${table(result.rows, result.columns)}\n`);
+        }
+        process.stdout.write(
+          [
+            '',
+            'Where to look next:',
+            `  warehouse:  ${warehousePath(dataDir)} (open it read-only: duckdb -readonly ${warehousePath(dataDir)})`,
+            '  query:      npx harvester query "SELECT * FROM top_items_per_account WHERE rank_in_account = 1"',
+            '  report:     npx harvester report --out report.html',
+            `  logs:       ${stack.logsDir}`,
+            options.keepRunning ? `  Temporal UI: ${stack.uiUrl} (Ctrl-C stops the stack)` : '  Temporal UI: run `npx harvester dev` (UI on http://127.0.0.1:8233), or `npx harvester demo --keep-running`',
+            '',
+          ].join('\n'),
+        );
+        if (options.keepRunning) {
+          await new Promise<void>((resolve) => {
+            process.once('SIGINT', resolve);
+            process.once('SIGTERM', resolve);
+          });
+        }
       } finally {
-        await emulator.close();
+        await client.connection.close();
+        await stack.stop();
       }
     });
-}
-
-async function call(baseUrl: string, apiKey: string, path: string) {
-  const response = await request(`${baseUrl}${path}`, { headers: { authorization: `Bearer ${apiKey}` } });
-  return { status: response.statusCode, headers: response.headers, json: (await response.body.json()) as Record<string, unknown> };
-}
-
-function row(title: string, result: Awaited<ReturnType<typeof call>>): string[] {
-  const data = result.json.data;
-  const items = Array.isArray(data) ? String(data.length) : result.status < 300 ? '1' : '-';
-  const error = result.json.error as { code: string } | undefined;
-  return [
-    title,
-    error ? `${result.status} ${error.code}` : String(result.status),
-    items,
-    String(result.headers['x-credits-charged']),
-    String(result.headers['x-credits-remaining']),
-    String(result.headers['x-cache'] ?? '-'),
-  ];
 }

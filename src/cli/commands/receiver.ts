@@ -5,6 +5,8 @@ import { dataDirFromEnv } from '../../config/environment.js';
 import { TOOLS_DIR } from '../../config/project-paths.js';
 import { createLogger } from '../../logger.js';
 import { startWebhookReceiver } from '../../webhooks/receiver.js';
+import { temporalWebhookHandler } from '../../webhooks/temporal-bridge.js';
+import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { readSecrets, secretStorePath } from '../../webhooks/secret-store.js';
 import { wholeNumber } from '../options.js';
 
@@ -18,13 +20,16 @@ export function receiverCommand(): Command {
     .addHelpText(
       'after',
       `
-Signing secrets come from the store that \`harvester webhooks register\` writes
+Accepted events are printed as NDJSON and, unless --no-temporal, act on Temporal: job.completed
+signals the run waiting on that job, credits.low pauses the harvest schedules and stops new runs,
+plan.changed resumes them. Signing secrets come from the store that \`harvester webhooks register\` writes
 (<data dir>/webhooks/secrets.json) and from SOCIAL_WEBHOOK_SECRETS (comma-separated whsec_… values).
 
 Example:
   $ harvester receiver --port 8443`,
     )
-    .action(async (options: { host: string; port: number; cert: string; key: string }) => {
+    .option('--no-temporal', 'only print events; do not signal runs or pause schedules through Temporal')
+    .action(async (options: { host: string; port: number; cert: string; key: string; temporal: boolean }) => {
       const logger = createLogger({ name: 'receiver' });
       const dataDir = dataDirFromEnv();
       const secrets = [
@@ -32,6 +37,9 @@ Example:
         ...(process.env.SOCIAL_WEBHOOK_SECRETS ?? '').split(',').map((secret) => secret.trim()).filter(Boolean),
       ];
       if (secrets.length === 0) throw new Error(`no signing secrets: register an endpoint with \`harvester webhooks register\`, or set SOCIAL_WEBHOOK_SECRETS`);
+      // Events also act on Temporal (job.completed wakes its run, credits.low pauses schedules…).
+      const temporal = options.temporal ? await connectClient(temporalSettingsFromEnv()) : undefined;
+      const actOnTemporal = temporal ? temporalWebhookHandler(temporal, dataDir, logger) : undefined;
       const receiver = await startWebhookReceiver({
         host: options.host,
         port: options.port,
@@ -40,12 +48,16 @@ Example:
         secrets,
         journalFile: join(dataDir, 'webhooks', 'journal.jsonl'),
         logger,
-        onEvent: (event, webhookId) => {
+        onEvent: async (event, webhookId) => {
           process.stdout.write(`${JSON.stringify({ webhook_id: webhookId, ...event })}\n`);
+          await actOnTemporal?.(event);
         },
       });
       process.stderr.write(`receiver: listening on https://${options.host}:${receiver.port}/ with ${secrets.length} signing secret(s); Ctrl-C stops it\n`);
-      const stop = () => void receiver.close().then(() => process.exit(0));
+      const stop = () => void receiver.close().then(async () => {
+        await temporal?.connection.close();
+        process.exit(0);
+      });
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
     });

@@ -3,10 +3,11 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { createLogger } from '../../logger.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
-import { progressQuery, type HarvestProgress, type HarvestStatus } from '../../../workflows/definitions.js';
+import type { HarvestStatus } from '../../../workflows/definitions.js';
 import type { HarvestSummary } from '../../../workflows/harvest.js';
 import { taskQueueFromEnv } from '../context.js';
 import { startWorkerFromEnv } from '../engine-context.js';
+import { watchProgress } from '../run-progress.js';
 import { wholeNumber } from '../options.js';
 
 /** Exit codes of `harvester run`, by the run's status. */
@@ -18,10 +19,6 @@ export const RUN_EXIT_CODES: Record<HarvestStatus, number> = {
   paused: 5,
   failed: 6,
 };
-
-function progressLine(progress: HarvestProgress): string {
-  return `${progress.status}: targets ${progress.targetsDone}/${progress.targets.length}, items ${progress.itemsLanded}, pages ${progress.pagesLanded}, credits ${progress.creditsSpent}/${progress.budget}`;
-}
 
 export function summaryText(summary: HarvestSummary, durationMs: number): string {
   const lines = [`run ${summary.runId} of ${summary.harvest}: ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}`];
@@ -69,27 +66,15 @@ Examples:
           args: [{ harvest, ...(options.budget ? { budgetCredits: options.budget } : {}) }],
         });
         process.stderr.write(`started ${workflowId}\n`);
-        let last = '';
-        let query: Promise<void> = Promise.resolve();
-        const timer = setInterval(() => {
-          query = handle
-            .query(progressQuery)
-            .then((progress) => {
-              const line = progressLine(progress);
-              if (line !== last) process.stderr.write(`${line}\n`);
-              last = line;
-            })
-            .catch(() => undefined);
-        }, 1_000);
+        const progress = watchProgress(handle);
         let summary: HarvestSummary;
         try {
           summary = (await handle.result()) as HarvestSummary;
         } finally {
-          clearInterval(timer);
-          // A progress query still in flight must finish before the connection closes.
-          await query;
+          await progress.stop();
         }
-        if (options.json) process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+        const { checkpoint: _checkpoint, ...shown } = summary;
+        if (options.json) process.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
         else process.stdout.write(`${summaryText(summary, Date.now() - started)}\n`);
         process.exitCode = RUN_EXIT_CODES[summary.status];
       } catch (error) {

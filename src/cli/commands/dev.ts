@@ -1,0 +1,52 @@
+import { Command } from 'commander';
+import { dataDirFromEnv } from '../../config/environment.js';
+import { warehousePath } from '../../warehouse/loader.js';
+import { wholeNumber } from '../options.js';
+import { startStack } from '../stack.js';
+
+export function devCommand(): Command {
+  return new Command('dev')
+    .description('Bring up the whole local stack: Temporal dev server, emulator, webhook receiver and a worker')
+    .option('--no-emulator', 'use the API at SOCIAL_API_BASE_URL with SOCIAL_API_KEY instead of the emulator')
+    .option('--temporal-port <port>', 'Temporal gRPC port', wholeNumber(1, 65_535), 7233)
+    .option('--ui-port <port>', 'Temporal web UI port', wholeNumber(1, 65_535), 8233)
+    .option('--emulator-port <port>', 'emulator port', wholeNumber(1, 65_535), 8787)
+    .option('--receiver-port <port>', 'HTTPS webhook receiver port', wholeNumber(1, 65_535), 8443)
+    .addHelpText(
+      'after',
+      `
+Temporal keeps its state in <data dir>/temporal.sqlite; every process logs to <data dir>/logs/.
+Ctrl-C stops everything. In another terminal, with the printed environment:
+  $ harvester run creators-daily --no-local-worker
+
+Example:
+  $ harvester dev`,
+    )
+    .action(async (options: { emulator: boolean; temporalPort: number; uiPort: number; emulatorPort: number; receiverPort: number }) => {
+      const dataDir = dataDirFromEnv();
+      process.stderr.write('dev: starting the Temporal dev server, emulator, receiver and worker…\n');
+      const stack = await startStack({ dataDir, persistent: true, ...options });
+      process.stdout.write(
+        [
+          `Temporal UI:   ${stack.uiUrl}`,
+          `Temporal:      ${stack.temporalAddress}`,
+          `API:           ${stack.apiBaseUrl}${options.emulator ? ' (emulator)' : ''}`,
+          `Webhooks:      ${stack.receiverUrl}`,
+          `Warehouse:     ${warehousePath(dataDir)}`,
+          `Logs:          ${stack.logsDir}`,
+          '',
+          'Environment for other harvester commands:',
+          ...Object.entries(stack.env).filter(([name]) => name !== 'SOCIAL_API_KEY').map(([name, value]) => `  export ${name}=${value}`),
+          options.emulator ? `  export SOCIAL_API_KEY=${stack.apiKey}` : '  (SOCIAL_API_KEY as you set it)',
+          '',
+          'Ctrl-C stops everything.',
+        ].join('\n') + '\n',
+      );
+      await new Promise<void>((resolve) => {
+        process.once('SIGINT', resolve);
+        process.once('SIGTERM', resolve);
+      });
+      process.stderr.write('dev: stopping…\n');
+      await stack.stop();
+    });
+}

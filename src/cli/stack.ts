@@ -1,0 +1,160 @@
+/**
+ * The local stack, as child processes of this one: the Temporal dev server, the emulator (unless
+ * a real API is configured), the HTTPS webhook receiver registered with the API, and a worker.
+ * Each logs to a file under the data directory. `harvester dev` keeps it up; `harvester demo`
+ * brings it up for one run.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { createConnection, createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { SocialApiClient } from '../api/client.js';
+import { loadPriceTable } from '../config/prices.js';
+import { TOOLS_DIR } from '../config/project-paths.js';
+import { TEMPORAL_BINARY, devServerArgs } from '../temporal/dev-server.js';
+import { readSecrets, secretStorePath, writeSecrets } from '../webhooks/secret-store.js';
+
+export interface StackOptions {
+  dataDir: string;
+  /** Serve the emulator; otherwise SOCIAL_API_BASE_URL and SOCIAL_API_KEY name the API. */
+  emulator: boolean;
+  temporalPort: number;
+  /** 0 for no UI. */
+  uiPort: number;
+  emulatorPort: number;
+  receiverPort: number;
+  /** Keep Temporal's state in a SQLite file under the data directory (dev), or in memory (demo). */
+  persistent: boolean;
+}
+
+export interface Stack {
+  temporalAddress: string;
+  uiUrl?: string;
+  apiBaseUrl: string;
+  apiKey: string;
+  receiverUrl: string;
+  logsDir: string;
+  /** The environment a `harvester` command needs to use this stack. */
+  env: Record<string, string>;
+  stop(): Promise<void>;
+}
+
+const CLI = fileURLToPath(new URL('./main.js', import.meta.url));
+const DEV_CA = join(TOOLS_DIR, 'certs', 'ca.pem');
+
+/** A free TCP port on loopback, for the demo, which must not clash with a running `harvester dev`. */
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function waitForPort(port: number, child: ChildProcess, what: string, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${what} exited with code ${child.exitCode}; see its log`);
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = createConnection({ port, host: '127.0.0.1' }, () => {
+        socket.end();
+        resolve(true);
+      });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await sleep(100);
+  }
+  throw new Error(`${what} did not listen on port ${port} within ${timeoutMs / 1000} s; see its log`);
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const logsDir = join(options.dataDir, 'logs');
+  mkdirSync(logsDir, { recursive: true });
+  if (!existsSync(TEMPORAL_BINARY)) throw new Error(`no Temporal CLI at ${TEMPORAL_BINARY}: run \`npm run setup\``);
+  const children: { name: string; child: ChildProcess }[] = [];
+  const launch = (name: string, command: string, args: string[], env: Record<string, string>) => {
+    const log = createWriteStream(join(logsDir, `${name}.log`), { flags: 'a' });
+    const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    child.stdout?.pipe(log);
+    child.stderr?.pipe(log);
+    children.push({ name, child });
+    return child;
+  };
+  const stop = async () => {
+    for (const { child } of [...children].reverse()) {
+      if (child.exitCode !== null || child.signalCode !== null) continue;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);
+    }
+  };
+  try {
+    const temporal = launch(
+      'temporal',
+      TEMPORAL_BINARY,
+      devServerArgs({ port: options.temporalPort, uiPort: options.uiPort || undefined, ...(options.persistent ? { dbFile: join(options.dataDir, 'temporal.sqlite') } : {}) }),
+      {},
+    );
+    await waitForPort(options.temporalPort, temporal, 'the Temporal dev server');
+    const temporalAddress = `127.0.0.1:${options.temporalPort}`;
+
+    let apiBaseUrl = process.env.SOCIAL_API_BASE_URL ?? '';
+    let apiKey = process.env.SOCIAL_API_KEY ?? '';
+    if (options.emulator) {
+      const emulator = launch('emulator', process.execPath, [CLI, 'emulator', '--port', String(options.emulatorPort)], { NODE_EXTRA_CA_CERTS: DEV_CA });
+      await waitForPort(options.emulatorPort, emulator, 'the emulator');
+      apiBaseUrl = `http://127.0.0.1:${options.emulatorPort}/v1`;
+      apiKey = 'sk_live_emulator_42';
+    } else if (!apiBaseUrl || !apiKey) {
+      throw new Error('--no-emulator needs SOCIAL_API_BASE_URL and SOCIAL_API_KEY');
+    }
+    const env: Record<string, string> = {
+      TEMPORAL_ADDRESS: temporalAddress,
+      SOCIAL_API_BASE_URL: apiBaseUrl,
+      SOCIAL_API_KEY: apiKey,
+      HARVESTER_DATA_DIR: options.dataDir,
+      NODE_EXTRA_CA_CERTS: DEV_CA,
+    };
+
+    // The receiver's endpoint, registered once: an endpoint for the same URL whose secret we lack
+    // is replaced, so repeated starts do not pile up endpoints at the API.
+    const receiverUrl = `https://localhost:${options.receiverPort}/`;
+    const api = new SocialApiClient({ baseUrl: apiBaseUrl, apiKey, prices: loadPriceTable() });
+    try {
+      const store = secretStorePath(options.dataDir);
+      const known = readSecrets(store);
+      const registered = (await api.listWebhooks()).filter((endpoint) => endpoint.url === receiverUrl);
+      const usable = registered.find((endpoint) => known.some((entry) => entry.webhook_id === endpoint.webhook_id));
+      if (!usable) {
+        for (const stale of registered) await api.deleteWebhook(stale.webhook_id);
+        const created = await api.createWebhook(receiverUrl, ['job.completed', 'credits.low', 'plan.changed']);
+        writeSecrets(store, [...known.filter((entry) => entry.url !== receiverUrl), { webhook_id: created.webhook_id, url: created.url, secret: created.secret }]);
+      }
+    } finally {
+      await api.close();
+    }
+    const receiver = launch('receiver', process.execPath, [CLI, 'receiver', '--port', String(options.receiverPort)], env);
+    await waitForPort(options.receiverPort, receiver, 'the webhook receiver');
+    launch('worker', process.execPath, [CLI, 'worker'], env);
+
+    return {
+      temporalAddress,
+      ...(options.uiPort ? { uiUrl: `http://127.0.0.1:${options.uiPort}` } : {}),
+      apiBaseUrl,
+      apiKey,
+      receiverUrl,
+      logsDir,
+      env,
+      stop,
+    };
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+}
