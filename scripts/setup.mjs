@@ -142,9 +142,37 @@ function ensurePythonClients() {
   writeFileSync(marker, wanted);
 }
 
+/** Where Debian's chromium package puts the browser the report test renders with. */
+const CHROMIUM = '/usr/bin/chromium';
+
+/**
+ * Headless Chromium, which the report test uses to render `harvester report`'s page: Debian's
+ * package, installed with apt-get when setup runs as root, and left alone once it is there.
+ */
+function ensureChromium() {
+  if (existsSync(CHROMIUM)) return;
+  if (process.getuid?.() !== 0) {
+    log(`${CHROMIUM} is missing and setup is not root: install it (sudo apt-get install chromium), or the report test (test/report) fails`);
+    return;
+  }
+  try {
+    execFileSync('apt-get', ['--version'], { stdio: 'ignore' });
+  } catch {
+    log(`${CHROMIUM} is missing and there is no apt-get here: install Chromium some other way, or the report test (test/report) fails`);
+    return;
+  }
+  log('installing Chromium with apt-get, for the report test');
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
+  execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env });
+  if (!existsSync(CHROMIUM)) throw new Error(`setup: apt-get installed chromium, but ${CHROMIUM} is still missing`);
+  log(`installed ${CHROMIUM}`);
+}
+
 try {
   ensureTemporal();
   ensurePythonClients();
+  ensureChromium();
   await ensureDevCertificate();
 } catch (error) {
   process.stderr.write(`${error.message}\n`);

@@ -51,8 +51,11 @@ export interface TargetState {
   knownIds: string[];
   /** The next page's size on an incremental run, grown from the first page's estimate. */
   nextLimit?: number;
-  /** A job in flight for this target. */
+  /** A job in flight for this target, and the credits reserved for it (carried across continue-as-new). */
   jobId?: string;
+  jobReserved?: number;
+  /** The budget left too little for a job, so the target is paged instead. */
+  paged?: boolean;
   /** The first item this run landed for the target: where a re-listing after an expired cursor stops. */
   firstLandedId?: string;
   error?: { type: string; message: string; requestId?: string };
@@ -120,14 +123,22 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
     if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof harvestWorkflow>({ ...input, resume: state });
   };
 
-  if (!state.stopped) {
-    for (const target of state.targets) {
-      if (target.status !== 'pending' || state.stopped) continue;
-      const useJob = target.knownIds.length === 0 && target.plan.maxItems > input.harvest.job_threshold && target.pages === 0;
-      if (useJob || target.jobId) await listThroughJob(state, target, completedJobs, input.harvest.name);
-      else await listPages(state, target, options.pageSize, input.harvest, checkpoint);
-      await checkpoint();
-    }
+  // Big pulls go through async jobs: all of them are started first, so the API prepares them while
+  // the other targets are paged; then each is awaited and landed.
+  const takesJob = (target: TargetState) =>
+    target.status === 'pending' && target.jobId === undefined && !target.paged && target.knownIds.length === 0 && target.plan.maxItems > input.harvest.job_threshold;
+  for (const target of state.targets) {
+    if (!state.stopped && takesJob(target)) await startTargetJob(state, target);
+  }
+  for (const target of state.targets) {
+    if (state.stopped || target.status !== 'pending' || target.jobId !== undefined) continue;
+    await listPages(state, target, options.pageSize, input.harvest, checkpoint);
+    await checkpoint();
+  }
+  for (const target of state.targets) {
+    if (state.stopped || target.status !== 'pending' || target.jobId === undefined) continue;
+    await finishTargetJob(state, target, completedJobs, input.harvest.name);
+    await checkpoint();
   }
   if (!state.stopped) await enrich(state, input.harvest, options.enrichConcurrency, checkpoint);
 
@@ -206,7 +217,7 @@ async function listPages(state: HarvestState, target: TargetState, pageSize: num
       page = await fetchPage({
         runId: state.runId,
         harvest: harvest.name,
-        target: { key: plan.key, platform: plan.platform, endpoint: plan.endpoint, params: plan.params },
+        target: targetRef(plan),
         page: target.pages + 1,
         ...(target.cursor ? { cursor: target.cursor } : {}),
         limit,
@@ -241,29 +252,43 @@ async function listPages(state: HarvestState, target: TargetState, pageSize: num
   }
 }
 
-/** A big pull as one async job: reserve its worst case, start it, wait for it, land its results. */
-async function listThroughJob(state: HarvestState, target: TargetState, completedJobs: Set<string>, harvestName: string): Promise<void> {
+/** Starts a target's job, its worst case reserved; a budget too small for a job leaves it to paging. */
+async function startTargetJob(state: HarvestState, target: TargetState): Promise<void> {
   const { plan } = target;
   const price = priceOf(state, plan.platform, plan.endpoint);
   const limit = fitLimit(state.budget, price, Math.min(plan.maxItems, 10_000));
   if (limit <= 50) {
-    // Too small a budget for a job (jobs take more than 50): page instead, within what is left.
-    target.nextLimit = limit;
-    if (limit < 1) target.status = 'budget_exhausted';
+    // Jobs take more than 50 items: page instead, within what is left of the budget.
+    target.paged = true;
     return;
   }
   const reservation = reserve(state.budget, limit * price);
-  const ref = { key: plan.key, platform: plan.platform, endpoint: plan.endpoint, params: plan.params };
   try {
-    const { jobId } = await startJob({ runId: state.runId, target: ref, limit, workflowId: workflowInfo().workflowId });
+    const { jobId } = await startJob({ runId: state.runId, target: targetRef(plan), limit, workflowId: workflowInfo().workflowId });
     target.jobId = jobId;
+    target.jobReserved = reservation.credits;
+  } catch (error) {
+    settle(state.budget, reservation, 0);
+    await recordFailure(state, target, error);
+  }
+}
+
+/** Waits for a target's job, lands its results, and settles its reservation with what it cost. */
+async function finishTargetJob(state: HarvestState, target: TargetState, completedJobs: Set<string>, harvestName: string): Promise<void> {
+  const jobId = target.jobId as string;
+  const reservation = { credits: target.jobReserved ?? 0 };
+  const release = (charged: number) => {
+    settle(state.budget, reservation, charged);
+    target.jobReserved = 0;
+  };
+  try {
     // Woken by the job.completed webhook (a signal); polling backs it up, slower and slower.
     let pollMs = 2_000;
     for (;;) {
       await condition(() => completedJobs.has(jobId), pollMs);
       const job = await checkJob(jobId);
       if (job.status === 'failed') {
-        settle(state.budget, reservation, 0);
+        release(0);
         target.status = /insufficient_credits/.test(job.error ?? '') ? 'paused' : 'failed';
         target.error = { type: 'JobFailed', message: job.error ?? 'the job failed' };
         if (target.status === 'paused') await stopForCredits(state, `job ${jobId}: ${job.error}`);
@@ -272,16 +297,20 @@ async function listThroughJob(state: HarvestState, target: TargetState, complete
       if (job.status === 'completed') break;
       pollMs = Math.min(pollMs * 2, 60_000);
     }
-    const results = await landJobResults({ runId: state.runId, harvest: harvestName, target: ref, jobId, firstPage: target.pages + 1, rankOffset: target.items });
-    settle(state.budget, reservation, results.credits);
+    const results = await landJobResults({ runId: state.runId, harvest: harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items });
+    release(results.credits);
     target.credits += results.credits;
     target.pages += results.pages;
     target.items += results.count;
     target.status = 'done';
   } catch (error) {
-    settle(state.budget, reservation, 0);
+    release(0);
     await recordFailure(state, target, error);
   }
+}
+
+function targetRef(plan: TargetPlan) {
+  return { key: plan.key, platform: plan.platform, endpoint: plan.endpoint, params: plan.params };
 }
 
 /**

@@ -8,6 +8,7 @@ import { emulatorCommand } from './commands/emulator.js';
 import { planCommand } from './commands/plan.js';
 import { receiverCommand } from './commands/receiver.js';
 import { replayCommand } from './commands/replay.js';
+import { reportCommand } from './commands/report.js';
 import { retryCommand } from './commands/retry.js';
 import { runCommand } from './commands/run.js';
 import { runsCommand } from './commands/runs.js';
@@ -32,6 +33,7 @@ const program = new Command('harvester')
   .addCommand(planCommand())
   .addCommand(receiverCommand())
   .addCommand(replayCommand())
+  .addCommand(reportCommand())
   .addCommand(retryCommand())
   .addCommand(runCommand())
   .addCommand(runsCommand())

@@ -1,6 +1,7 @@
 import cliProgress from 'cli-progress';
 import type { WorkflowHandle } from '@temporalio/client';
 import { progressQuery, type HarvestProgress } from '../../workflows/definitions.js';
+import type { HarvestSummary } from '../../workflows/harvest.js';
 
 /**
  * Live progress of a run, read from its `progress` query once a second: a progress bar (items
@@ -49,4 +50,20 @@ export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WriteStream
       bar?.stop();
     },
   };
+}
+
+/** Waits for a run's result, showing its progress meanwhile. */
+export async function resultWithProgress(handle: WorkflowHandle): Promise<HarvestSummary> {
+  const progress = watchProgress(handle);
+  try {
+    return (await handle.result()) as HarvestSummary;
+  } finally {
+    await progress.stop();
+  }
+}
+
+/** A summary as commands print it with --json: without the checkpoint, which is for `retry`. */
+export function printableSummary(summary: HarvestSummary): Omit<HarvestSummary, 'checkpoint'> {
+  const { checkpoint: _checkpoint, ...shown } = summary;
+  return shown;
 }

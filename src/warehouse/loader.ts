@@ -10,19 +10,21 @@
  * `warehouse.duckdb` read-only at any time: an open reader keeps the snapshot it opened, the
  * next one sees the new load, and nobody is ever locked out.
  */
-import { copyFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase, sqlString } from './duckdb.js';
-import { listLandings, readLanding } from './landing.js';
+import { landingRoot, listLandings, readLanding } from './landing.js';
 import { emptyRows, normalizeLanding, type StagedRows, type StagedTable } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL } from './schema.js';
 
 export interface LoadOptions {
-  /** Landings merged per transaction; memory is bounded by this, not by the warehouse. */
+  /** Landings merged per transaction, at most; memory is bounded by the batch, not by the warehouse. */
   batchLandings?: number;
+  /** Bytes of landing files per batch, at most (a job's results page is far larger than a list page). */
+  batchBytes?: number;
   logger?: Logger;
   /** How long to wait for another loader that holds the work database. */
   lockWaitMs?: number;
@@ -131,11 +133,9 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     for (const statement of [...TABLES_DDL, ...VIEWS_DDL]) await db.connection.run(statement);
     const loaded = new Set((await db.connection.runAndReadAll('SELECT landing FROM loaded_landings')).getRows().map((row) => String(row[0])));
     const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
-    const batchSize = options.batchLandings ?? 500;
     let rowsLoaded = 0;
     let batches = 0;
-    for (let start = 0; start < pending.length; start += batchSize) {
-      const batch = pending.slice(start, start + batchSize);
+    for (const batch of batchesOf(dataDir, pending, options.batchLandings ?? 500, options.batchBytes ?? 16 << 20)) {
       batches++;
       rowsLoaded += await loadBatch(db.connection, dataDir, batch, () => options.beforeCommit?.(batches));
       options.logger?.info({ batch: batches, landings: batch.length }, 'loaded a batch of landings');
@@ -188,6 +188,25 @@ async function loadBatch(connection: DuckDBConnection, dataDir: string, keys: st
     rmSync(stagingDir, { recursive: true, force: true });
   }
   return landed.reduce((sum, entry) => sum + entry.rows, 0);
+}
+
+/** Consecutive batches of landings, each within both the count and the byte bound (at least one landing). */
+function batchesOf(dataDir: string, keys: string[], maxLandings: number, maxBytes: number): string[][] {
+  const batches: string[][] = [];
+  let current: string[] = [];
+  let bytes = 0;
+  for (const key of keys) {
+    const size = statSync(join(landingRoot(dataDir), ...key.split('/'))).size;
+    if (current.length > 0 && (current.length >= maxLandings || bytes + size > maxBytes)) {
+      batches.push(current);
+      current = [];
+      bytes = 0;
+    }
+    current.push(key);
+    bytes += size;
+  }
+  if (current.length > 0) batches.push(current);
+  return batches;
 }
 
 /** Checkpoints the work database and swaps a copy of it in as the readers' warehouse. */

@@ -3,6 +3,7 @@
  * talk to the emulator over HTTP exactly as any client would.
  */
 import { request } from 'undici';
+import type { LedgerEntry } from '../../src/emulator/billing.js';
 import { startEmulator, type Emulator, type EmulatorOptions } from '../../src/emulator/server.js';
 
 export interface HttpResult<T = unknown> {
@@ -21,15 +22,7 @@ export interface TestEmulator extends Emulator {
   catalog(): Promise<Record<'tiktok' | 'instagram', { handles: string[]; queries: string[] }>>;
 }
 
-export interface LedgerRow {
-  request_id: string;
-  api_key: string;
-  endpoint: string;
-  units: number;
-  credits: number;
-  at: string;
-  job_id?: string;
-}
+export type LedgerRow = LedgerEntry;
 
 export async function http<T>(url: string, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<HttpResult<T>> {
   const headers: Record<string, string> = { ...init.headers };

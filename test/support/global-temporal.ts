@@ -3,9 +3,9 @@
  * started through @temporalio/testing) for the whole run. Tests reach it by `inject('temporalAddress')`
  * and keep apart by task queue and workflow id.
  */
-import { createServer } from 'node:net';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { TestProject } from 'vitest/node';
+import { freePort } from '../../src/cli/stack.js';
 import { SEARCH_ATTRIBUTES, TEMPORAL_BINARY } from '../../src/temporal/dev-server.js';
 
 declare module 'vitest' {
@@ -15,17 +15,6 @@ declare module 'vitest' {
 }
 
 export const SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 300;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 export default async function setup(project: TestProject) {
   const port = await freePort();

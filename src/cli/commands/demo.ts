@@ -7,9 +7,8 @@ import { connectClient } from '../../temporal/connection.js';
 import { warehousePath } from '../../warehouse/loader.js';
 import { queryWarehouse } from '../../warehouse/query.js';
 import { HARVEST_TASK_QUEUE } from '../../../workflows/definitions.js';
-import type { HarvestSummary } from '../../../workflows/harvest.js';
 import { freePort, startStack } from '../stack.js';
-import { watchProgress } from '../run-progress.js';
+import { resultWithProgress } from '../run-progress.js';
 import { summaryText } from './run.js';
 
 /** The questions the demo answers from the warehouse once its harvest has landed. */
@@ -61,13 +60,7 @@ export function demoCommand(): Command {
         process.stdout.write(`Running the "demo" harvest (config/demo.yaml) as ${workflowId}…\n`);
         const started = Date.now();
         const handle = await client.workflow.start('harvestWorkflow', { taskQueue: HARVEST_TASK_QUEUE, workflowId, args: [{ harvest }] });
-        const progress = watchProgress(handle);
-        let summary: HarvestSummary;
-        try {
-          summary = (await handle.result()) as HarvestSummary;
-        } finally {
-          await progress.stop();
-        }
+        const summary = await resultWithProgress(handle);
         process.stdout.write(`\n${summaryText(summary, Date.now() - started)}\n`);
         for (const question of ANALYST_QUESTIONS) {
           const result = await queryWarehouse(dataDir, question.sql);

@@ -5,7 +5,7 @@ import type { HarvestInput, HarvestSummary } from '../../../workflows/harvest.js
 import { createLogger } from '../../logger.js';
 import { taskQueueFromEnv } from '../context.js';
 import { startWorkerFromEnv } from '../engine-context.js';
-import { watchProgress } from '../run-progress.js';
+import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { wholeNumber } from '../options.js';
 import { RUN_EXIT_CODES, summaryText } from './run.js';
 
@@ -39,15 +39,8 @@ export function retryCommand(): Command {
           args: [{ ...startInput, resume: resumableState(previous.checkpoint, budget) }],
         });
         process.stderr.write(`retrying ${runId} as ${retryId} with ${budget} more credits\n`);
-        const progress = watchProgress(handle);
-        let summary: HarvestSummary;
-        try {
-          summary = (await handle.result()) as HarvestSummary;
-        } finally {
-          await progress.stop();
-        }
-        const { checkpoint: _checkpoint, ...shown } = summary;
-        process.stdout.write(options.json ? `${JSON.stringify(shown, null, 2)}\n` : `${summaryText(summary, Date.now() - Date.parse(summary.startedAt))}\n`);
+        const summary = await resultWithProgress(handle);
+        process.stdout.write(options.json ? `${JSON.stringify(printableSummary(summary), null, 2)}\n` : `${summaryText(summary, Date.now() - Date.parse(summary.startedAt))}\n`);
         process.exitCode = RUN_EXIT_CODES[summary.status];
       } finally {
         await worker?.shutdown();

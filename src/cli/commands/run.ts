@@ -7,7 +7,7 @@ import type { HarvestStatus } from '../../../workflows/definitions.js';
 import type { HarvestSummary } from '../../../workflows/harvest.js';
 import { taskQueueFromEnv } from '../context.js';
 import { startWorkerFromEnv } from '../engine-context.js';
-import { watchProgress } from '../run-progress.js';
+import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { wholeNumber } from '../options.js';
 
 /** Exit codes of `harvester run`, by the run's status. */
@@ -66,15 +66,8 @@ Examples:
           args: [{ harvest, ...(options.budget ? { budgetCredits: options.budget } : {}) }],
         });
         process.stderr.write(`started ${workflowId}\n`);
-        const progress = watchProgress(handle);
-        let summary: HarvestSummary;
-        try {
-          summary = (await handle.result()) as HarvestSummary;
-        } finally {
-          await progress.stop();
-        }
-        const { checkpoint: _checkpoint, ...shown } = summary;
-        if (options.json) process.stdout.write(`${JSON.stringify(shown, null, 2)}\n`);
+        const summary = await resultWithProgress(handle);
+        if (options.json) process.stdout.write(`${JSON.stringify(printableSummary(summary), null, 2)}\n`);
         else process.stdout.write(`${summaryText(summary, Date.now() - started)}\n`);
         process.exitCode = RUN_EXIT_CODES[summary.status];
       } catch (error) {

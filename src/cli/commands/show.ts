@@ -3,6 +3,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { progressQuery, type HarvestProgress } from '../../../workflows/definitions.js';
 import type { HarvestSummary } from '../../../workflows/harvest.js';
+import { printableSummary } from '../run-progress.js';
 
 function describeProgress(progress: HarvestProgress): string {
   const lines = [
@@ -39,8 +40,7 @@ export function showCommand(): Command {
           progress = await handle.query(progressQuery);
         } else {
           try {
-            const { checkpoint: _checkpoint, ...summary } = (await handle.result()) as HarvestSummary;
-            progress = summary;
+            progress = printableSummary((await handle.result()) as HarvestSummary);
           } catch (error) {
             if (!(error instanceof WorkflowFailedError)) throw error;
             throw new Error(`run ${runId} ${description.status.name.toLowerCase()}: ${error.cause?.message ?? error.message}`);

@@ -1,0 +1,314 @@
+/**
+ * What the HTML report shows, read from the published warehouse through `queryWarehouse`
+ * (read-only: the report never locks harvests or other readers out). Times are UTC throughout;
+ * "over time" means per UTC day of `api_calls.called_at`.
+ */
+import { warehousePath } from '../warehouse/loader.js';
+import { queryWarehouse } from '../warehouse/query.js';
+
+/** Run statuses the report counts as failures: the run stopped early or lost some targets. */
+export const FAILURE_STATUSES = ['failed', 'completed_with_errors', 'paused', 'budget_exhausted'] as const;
+export type FailureStatus = (typeof FAILURE_STATUSES)[number];
+
+export interface ReportOptions {
+  /** The generation time printed in the header (now by default). */
+  now?: Date;
+  /** Days shown in the credit charts, counted back from the latest day with calls. */
+  maxDays?: number;
+  /** Runs shown in the items-landed chart, the latest ones. */
+  maxRuns?: number;
+  /** Endpoints given their own series; the rest are summed as "other endpoints". */
+  maxEndpoints?: number;
+  /** Items in the fastest-growing list. */
+  topItems?: number;
+  /**
+   * Growth is measured over intervals at least this long, so an item seen twice within one
+   * harvest (seconds apart, same counts) does not hide its growth since the harvest before.
+   */
+  minGrowthHours?: number;
+  /** Failed runs listed, the latest ones. */
+  maxFailures?: number;
+}
+
+export const REPORT_DEFAULTS = { maxDays: 90, maxRuns: 60, maxEndpoints: 8, topItems: 10, minGrowthHours: 0.25, maxFailures: 100 } as const;
+
+export interface ReportTotals {
+  credits: number;
+  apiCalls: number;
+  runs: number;
+  harvests: number;
+  items: number;
+  itemObservations: number;
+  itemsLanded: number;
+  failedRuns: number;
+  /** First and latest billed call, `YYYY-MM-DD HH:MM` UTC, or null without calls. */
+  firstCallAt: string | null;
+  lastCallAt: string | null;
+}
+
+/** Values per day and per series; days are consecutive `YYYY-MM-DD`, gaps filled with 0. */
+export interface DailySeries {
+  days: string[];
+  series: { name: string; values: number[]; total: number }[];
+  /** Days before the first shown that had calls, left out to keep the chart readable. */
+  omittedDays: number;
+  /** Credits on the omitted days. */
+  omittedCredits: number;
+}
+
+export interface RunPoint {
+  runId: string;
+  harvest: string;
+  status: string;
+  /** `YYYY-MM-DD HH:MM` UTC. */
+  startedAt: string;
+  itemsLanded: number;
+  creditsSpent: number;
+}
+
+export interface GrowthItem {
+  platform: string;
+  itemId: string;
+  kind: string | null;
+  authorHandle: string | null;
+  caption: string | null;
+  url: string | null;
+  /** Views gained over the interval, and its length. */
+  viewsGained: number;
+  hours: number;
+  viewsPerHour: number;
+  /** Views at the item's newest observation (latest_item_metrics), and when that was. */
+  latestViews: number | null;
+  observedAt: string;
+}
+
+export interface FailedRun {
+  runId: string;
+  harvest: string;
+  status: string;
+  startedAt: string;
+  finishedAt: string | null;
+  budgetCredits: number | null;
+  creditsSpent: number | null;
+  itemsLanded: number | null;
+  error: string | null;
+}
+
+export interface ReportData {
+  /** ISO 8601. */
+  generatedAt: string;
+  warehousePath: string;
+  totals: ReportTotals;
+  creditsByHarvest: DailySeries;
+  creditsByEndpoint: DailySeries;
+  /** The latest runs, oldest first. */
+  runs: RunPoint[];
+  topGrowth: GrowthItem[];
+  /** Counts for each failure status present, in FAILURE_STATUSES order. */
+  failureCounts: { status: string; runs: number }[];
+  /** The latest failed runs, newest first. */
+  failures: FailedRun[];
+  /** The options the data was gathered with. */
+  settings: Required<Omit<ReportOptions, 'now'>>;
+}
+
+const MINUTE = "'%Y-%m-%d %H:%M'";
+/** A TIMESTAMPTZ as UTC text, whatever the session's time zone. */
+const utc = (column: string, format = MINUTE) => `strftime(timezone('UTC', ${column}), ${format})`;
+const FAILURE_LIST = FAILURE_STATUSES.map((status) => `'${status}'`).join(', ');
+
+function num(value: unknown): number {
+  if (value === null || value === undefined) return 0;
+  const parsed = Number(value);
+  return Number.isFinite(parsed) ? parsed : 0;
+}
+
+function numOrNull(value: unknown): number | null {
+  return value === null || value === undefined ? null : num(value);
+}
+
+function textOrNull(value: unknown): string | null {
+  return value === null || value === undefined ? null : String(value);
+}
+
+/** Consecutive UTC days from `first` to `last`, inclusive. */
+export function dayRange(first: string, last: string): string[] {
+  const days: string[] = [];
+  const end = Date.parse(`${last}T00:00:00Z`);
+  for (let at = Date.parse(`${first}T00:00:00Z`); at <= end; at += 86_400_000) days.push(new Date(at).toISOString().slice(0, 10));
+  return days;
+}
+
+/**
+ * Pivots (day, key, value) rows into dense daily series, the largest series first; past
+ * `maxSeries` the smaller ones are summed into one series named `otherName`.
+ */
+export function dailySeries(rows: { day: string; key: string; value: number }[], options: { maxDays: number; maxSeries?: number; otherName?: string }): DailySeries {
+  if (rows.length === 0) return { days: [], series: [], omittedDays: 0, omittedCredits: 0 };
+  const allDays = dayRange(rows.reduce((min, row) => (row.day < min ? row.day : min), rows[0]!.day), rows.reduce((max, row) => (row.day > max ? row.day : max), rows[0]!.day));
+  const days = allDays.slice(Math.max(0, allDays.length - options.maxDays));
+  const index = new Map(days.map((day, position) => [day, position]));
+  let omittedCredits = 0;
+  const omitted = new Set<string>();
+  const byKey = new Map<string, number[]>();
+  for (const row of rows) {
+    const position = index.get(row.day);
+    if (position === undefined) {
+      omittedCredits += row.value;
+      omitted.add(row.day);
+      continue;
+    }
+    let values = byKey.get(row.key);
+    if (!values) byKey.set(row.key, (values = days.map(() => 0)));
+    values[position]! += row.value;
+  }
+  let series = [...byKey.entries()]
+    .map(([name, values]) => ({ name, values, total: values.reduce((sum, value) => sum + value, 0) }))
+    .sort((a, b) => b.total - a.total || a.name.localeCompare(b.name));
+  if (options.maxSeries !== undefined && series.length > options.maxSeries) {
+    const kept = series.slice(0, options.maxSeries - 1);
+    const rest = series.slice(options.maxSeries - 1);
+    const values = days.map((_, position) => rest.reduce((sum, entry) => sum + entry.values[position]!, 0));
+    series = [...kept, { name: options.otherName ?? 'other', values, total: values.reduce((sum, value) => sum + value, 0) }];
+  }
+  return { days, series, omittedDays: omitted.size, omittedCredits };
+}
+
+async function rows(dataDir: string, sql: string): Promise<Record<string, unknown>[]> {
+  return (await queryWarehouse(dataDir, sql)).rows;
+}
+
+/** Everything the report shows, from the warehouse under `dataDir`. */
+export async function loadReportData(dataDir: string, options: ReportOptions = {}): Promise<ReportData> {
+  const settings = {
+    maxDays: options.maxDays ?? REPORT_DEFAULTS.maxDays,
+    maxRuns: options.maxRuns ?? REPORT_DEFAULTS.maxRuns,
+    maxEndpoints: options.maxEndpoints ?? REPORT_DEFAULTS.maxEndpoints,
+    topItems: options.topItems ?? REPORT_DEFAULTS.topItems,
+    minGrowthHours: options.minGrowthHours ?? REPORT_DEFAULTS.minGrowthHours,
+    maxFailures: options.maxFailures ?? REPORT_DEFAULTS.maxFailures,
+  };
+  for (const [name, value] of Object.entries(settings)) {
+    const valid = name === 'minGrowthHours' ? Number.isFinite(value) && value >= 0 : Number.isInteger(value) && value >= 1;
+    if (!valid) throw new Error(`report option ${name} must be ${name === 'minGrowthHours' ? 'a number of at least 0' : 'a whole number of at least 1'}, not ${value}`);
+  }
+  const generatedAt = (options.now ?? new Date()).toISOString();
+
+  const [totalsRow] = await rows(
+    dataDir,
+    `SELECT
+       (SELECT count(*) FROM api_calls) AS api_calls,
+       (SELECT coalesce(sum(credits), 0) FROM api_calls) AS credits,
+       (SELECT count(*) FROM harvest_runs) AS runs,
+       (SELECT count(DISTINCT harvest) FROM (SELECT harvest FROM harvest_runs UNION ALL SELECT harvest FROM api_calls)) AS harvests,
+       (SELECT count(*) FROM items) AS items,
+       (SELECT count(*) FROM item_metrics) AS item_observations,
+       (SELECT coalesce(sum(items_landed), 0) FROM harvest_runs) AS items_landed,
+       (SELECT count(*) FROM harvest_runs WHERE status IN (${FAILURE_LIST})) AS failed_runs,
+       (SELECT ${utc('min(called_at)')} FROM api_calls) AS first_call,
+       (SELECT ${utc('max(called_at)')} FROM api_calls) AS last_call`,
+  );
+  const totals: ReportTotals = {
+    credits: num(totalsRow?.credits),
+    apiCalls: num(totalsRow?.api_calls),
+    runs: num(totalsRow?.runs),
+    harvests: num(totalsRow?.harvests),
+    items: num(totalsRow?.items),
+    itemObservations: num(totalsRow?.item_observations),
+    itemsLanded: num(totalsRow?.items_landed),
+    failedRuns: num(totalsRow?.failed_runs),
+    firstCallAt: textOrNull(totalsRow?.first_call),
+    lastCallAt: textOrNull(totalsRow?.last_call),
+  };
+
+  // Each call carries its run's harvest; the run's row fills in for a call landed without one.
+  const creditRows = await rows(
+    dataDir,
+    `SELECT ${utc('c.called_at', "'%Y-%m-%d'")} AS day, coalesce(c.harvest, r.harvest, '(no harvest)') AS harvest, c.endpoint, sum(c.credits) AS credits
+     FROM api_calls c LEFT JOIN harvest_runs r USING (run_id)
+     GROUP BY ALL ORDER BY day, harvest, endpoint`,
+  );
+  const creditsByHarvest = dailySeries(
+    creditRows.map((row) => ({ day: String(row.day), key: String(row.harvest), value: num(row.credits) })),
+    { maxDays: settings.maxDays },
+  );
+  const creditsByEndpoint = dailySeries(
+    creditRows.map((row) => ({ day: String(row.day), key: String(row.endpoint), value: num(row.credits) })),
+    { maxDays: settings.maxDays, maxSeries: settings.maxEndpoints, otherName: 'other endpoints' },
+  );
+
+  const runs = (
+    await rows(
+      dataDir,
+      `SELECT run_id, harvest, status, ${utc('started_at')} AS started, items_landed, credits_spent
+       FROM harvest_runs ORDER BY started_at DESC, run_id DESC LIMIT ${settings.maxRuns}`,
+    )
+  )
+    .reverse()
+    .map((row): RunPoint => ({
+      runId: String(row.run_id),
+      harvest: String(row.harvest),
+      status: String(row.status),
+      startedAt: String(row.started),
+      itemsLanded: num(row.items_landed),
+      creditsSpent: num(row.credits_spent),
+    }));
+
+  const topGrowth = (
+    await rows(
+      dataDir,
+      `WITH growth AS (
+         SELECT platform, item_id, views_delta, hours_since_previous, views_delta / hours_since_previous AS views_per_hour
+         FROM item_growth
+         WHERE views_delta IS NOT NULL AND hours_since_previous >= ${Number(settings.minGrowthHours)} AND hours_since_previous > 0
+         QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY observed_at DESC) = 1
+       )
+       SELECT g.platform, g.item_id, g.views_delta, g.hours_since_previous, g.views_per_hour,
+         m.views AS latest_views, ${utc('m.observed_at')} AS observed, i.kind, i.author_handle, i.caption, i.url
+       FROM growth g
+       JOIN latest_item_metrics m USING (platform, item_id)
+       LEFT JOIN items i USING (platform, item_id)
+       WHERE g.views_per_hour > 0
+       ORDER BY g.views_per_hour DESC, g.platform, g.item_id
+       LIMIT ${settings.topItems}`,
+    )
+  ).map((row): GrowthItem => ({
+    platform: String(row.platform),
+    itemId: String(row.item_id),
+    kind: textOrNull(row.kind),
+    authorHandle: textOrNull(row.author_handle),
+    caption: textOrNull(row.caption),
+    url: textOrNull(row.url),
+    viewsGained: num(row.views_delta),
+    hours: num(row.hours_since_previous),
+    viewsPerHour: num(row.views_per_hour),
+    latestViews: numOrNull(row.latest_views),
+    observedAt: String(row.observed),
+  }));
+
+  const countRows = await rows(dataDir, `SELECT status, count(*) AS runs FROM harvest_runs WHERE status IN (${FAILURE_LIST}) GROUP BY status`);
+  const failureCounts = FAILURE_STATUSES.flatMap((status) => {
+    const found = countRows.find((row) => row.status === status);
+    return found ? [{ status, runs: num(found.runs) }] : [];
+  });
+  const failures = (
+    await rows(
+      dataDir,
+      `SELECT run_id, harvest, status, ${utc('started_at')} AS started, ${utc('finished_at')} AS finished, budget_credits, credits_spent, items_landed, error
+       FROM harvest_runs WHERE status IN (${FAILURE_LIST})
+       ORDER BY started_at DESC, run_id LIMIT ${settings.maxFailures}`,
+    )
+  ).map((row): FailedRun => ({
+    runId: String(row.run_id),
+    harvest: String(row.harvest),
+    status: String(row.status),
+    startedAt: String(row.started),
+    finishedAt: textOrNull(row.finished),
+    budgetCredits: numOrNull(row.budget_credits),
+    creditsSpent: numOrNull(row.credits_spent),
+    itemsLanded: numOrNull(row.items_landed),
+    error: textOrNull(row.error),
+  }));
+
+  return { generatedAt, warehousePath: warehousePath(dataDir), totals, creditsByHarvest, creditsByEndpoint, runs, topGrowth, failureCounts, failures, settings };
+}

@@ -1,0 +1,336 @@
+import { execFile } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { reportCommand } from '../../src/cli/commands/report.js';
+import { loadReportData, type ReportData } from '../../src/report/report-data.js';
+import { REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
+import { barChart, escapeXml, formatCompact, horizontalBarChart, lineChart, niceTicks } from '../../src/report/svg-charts.js';
+import { listLandings, readLanding, writeLanding, type Landing, type RunLanding } from '../../src/warehouse/landing.js';
+import { loadLandings } from '../../src/warehouse/loader.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import { clientFor } from '../support/client.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { landSampleHarvest } from '../support/sample-harvest.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const DAY_MS = 86_400_000;
+const HOSTILE_CAPTION = `Sunrise flow <script>alert("caption")</script> & <img src=x onerror=alert(1)> 'yoga'`;
+const HOSTILE_ERROR = `upstream answered 502 <script>alert("error")</script> & gave up after 5 tries`;
+const BOOST = 5_000_000;
+
+/**
+ * Three sample harvests a day apart, as the emulator sees them (its clock advanced a day between
+ * runs) and as the warehouse sees them (each run's landings re-timed to its day), the middle one
+ * under another harvest name; plus runs that failed, paused or ran out of budget.
+ */
+const RUNS = [
+  { runId: 'run-a', harvest: 'sample', daysAgo: 2 },
+  { runId: 'run-b', harvest: 'trending', daysAgo: 1 },
+  { runId: 'run-c', harvest: 'sample', daysAgo: 0 },
+];
+
+let emulator: TestEmulator;
+let dataDir: string;
+let data: ReportData;
+let html: string;
+/** The item given a hostile caption and a burst of views in the last run: the top grower. */
+let boostedItem: string;
+const now = Date.now();
+
+function shift(iso: string | undefined, ms: number): string | undefined {
+  return iso === undefined ? undefined : new Date(Date.parse(iso) - ms).toISOString();
+}
+
+/**
+ * Rewrites a run's landings in place (same keys) before they are loaded: moved to noon UTC of
+ * the day `daysAgo` days before yesterday (so no run straddles midnight), under another harvest.
+ */
+function retime(runId: string, harvest: string, daysAgo: number): Landing[] {
+  const keys = listLandings(dataDir).filter((name) => name.startsWith(`${runId}/`));
+  const original = keys.map((key) => readLanding(dataDir, key));
+  const first = Math.min(...original.flatMap((landing) => (landing.kind === 'page' ? [Date.parse(landing.observed_at)] : [])));
+  const noon = Math.floor(now / DAY_MS) * DAY_MS - (daysAgo + 1) * DAY_MS + DAY_MS / 2;
+  const ms = first - noon;
+  return original.map((landing, index) => {
+    const moved: Landing =
+      landing.kind === 'run'
+        ? { ...landing, harvest, started_at: shift(landing.started_at, ms)!, finished_at: shift(landing.finished_at, ms) }
+        : { ...landing, harvest, observed_at: shift(landing.observed_at, ms)! };
+    expect(writeLanding(dataDir, moved)).toBe(keys[index]);
+    return moved;
+  });
+}
+
+/**
+ * In the last run, one channel video that the run before also saw, and that the last run saw
+ * nowhere else, gets a hostile caption and BOOST more views.
+ */
+function boostOneItem(last: Landing[], previous: Landing[]): string {
+  const pages = (landings: Landing[]) => landings.flatMap((landing) => (landing.kind === 'page' ? [landing] : []));
+  const seen = (landing: Landing, id: string) => JSON.stringify(landing).includes(id);
+  const videos = pages(last).find((landing) => landing.endpoint === 'tiktok/channel-videos' && landing.page === 2)!;
+  const items = videos.data as { id: string; caption?: string; metrics: { views: number } }[];
+  const chosen = items.find(
+    (item) => pages(last).every((landing) => landing === videos || !seen(landing, item.id)) && pages(previous).some((landing) => landing.endpoint === 'tiktok/channel-videos' && seen(landing, item.id)),
+  );
+  expect(chosen, 'a channel video seen in both of the last two runs').toBeDefined();
+  chosen!.caption = HOSTILE_CAPTION;
+  chosen!.metrics.views += BOOST;
+  writeLanding(dataDir, videos);
+  return chosen!.id;
+}
+
+function failedRun(runId: string, harvest: string, status: string, hoursAgo: number, extra: Partial<RunLanding>): RunLanding {
+  const started = new Date(now - hoursAgo * 3_600_000);
+  return { format: 1, kind: 'run', run_id: runId, harvest, seq: 2, status, started_at: started.toISOString(), finished_at: new Date(started.getTime() + 600_000).toISOString(), ...extra };
+}
+
+async function scalar(sql: string): Promise<number> {
+  const result = await queryWarehouse(dataDir, sql);
+  return Number(Object.values(result.rows[0]!)[0]);
+}
+
+/** The markup of one section of the page. */
+function sectionOf(page: string, id: string): string {
+  const match = new RegExp(`<section class="report-section" id="${id}"[\\s\\S]*?</section>`).exec(page);
+  expect(match, `section #${id}`).not.toBeNull();
+  return match![0];
+}
+
+const bars = (markup: string) => [...markup.matchAll(/<rect class="bar"[^>]*data-value="([^"]+)"/g)].map((match) => Number(match[1]));
+const points = (markup: string) => [...markup.matchAll(/<circle class="point"[^>]*data-value="([^"]+)"/g)].map((match) => Number(match[1]));
+const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
+
+beforeAll(async () => {
+  emulator = await startTestEmulator();
+  dataDir = mkdtempSync(join(tmpdir(), 'report-'));
+  const client = clientFor(emulator);
+  try {
+    let previous: Landing[] = [];
+    for (const [index, run] of RUNS.entries()) {
+      if (index > 0) expect((await emulator.admin('clock', { advance_seconds: 86_400 })).status).toBe(200);
+      await landSampleHarvest(client, emulator, dataDir, run.runId, { fresh: index > 0 });
+      const landings = retime(run.runId, run.harvest, run.daysAgo);
+      if (index === RUNS.length - 1) boostedItem = boostOneItem(landings, previous);
+      previous = landings;
+    }
+  } finally {
+    await client.close();
+  }
+  writeLanding(dataDir, failedRun('run-f1', 'trending', 'failed', 30, { error: HOSTILE_ERROR, credits_spent: 40, budget_credits: 500, items_landed: 0 }));
+  writeLanding(dataDir, failedRun('run-f2', 'sample', 'completed_with_errors', 20, { error: '2 targets failed: tiktok/comments answered 404 not_found', credits_spent: 120, budget_credits: 500, items_landed: 12 }));
+  writeLanding(dataDir, failedRun('run-f3', 'trending', 'paused', 10, { error: 'insufficient credits: balance 12, the next call costs 40', credits_spent: 0, items_landed: 0 }));
+  writeLanding(dataDir, failedRun('run-f4', 'sample', 'budget_exhausted', 5, { error: 'no budget left for tiktok/search', credits_spent: 500, budget_credits: 500, items_landed: 25 }));
+  await loadLandings(dataDir);
+  data = await loadReportData(dataDir, { now: new Date(now) });
+  html = renderReport(data);
+}, 120_000);
+afterAll(() => emulator?.close());
+
+describe('harvester report: the HTML page', () => {
+  it('has a header with the generation time, the warehouse path and totals that match the warehouse', async () => {
+    expect(html.startsWith('<!DOCTYPE html>')).toBe(true);
+    expect(html).toContain(`<time datetime="${new Date(now).toISOString()}">`);
+    expect(html).toContain(escapeXml(join(dataDir, 'warehouse.duckdb')));
+    const card = (label: string) => new RegExp(`<span class="value">([^<]+)</span><span class="label">${label}</span>`).exec(html)?.[1]?.replaceAll(',', '');
+    const credits = await scalar('SELECT sum(credits) FROM api_calls');
+    expect(credits).toBeGreaterThan(0);
+    expect(Number(card('Credits spent'))).toBe(credits);
+    expect(Number(card('Billed API calls'))).toBe(await scalar('SELECT count(*) FROM api_calls'));
+    expect(Number(card('Harvest runs'))).toBe(7);
+    expect(Number(card('Harvests'))).toBe(2);
+    expect(Number(card('Items in warehouse'))).toBe(await scalar('SELECT count(*) FROM items'));
+    expect(Number(card('Failed / paused runs'))).toBe(4);
+    for (const { id } of REPORT_SECTIONS) sectionOf(html, id);
+  });
+
+  it('charts credits per harvest per day: a point per day and harvest, summing to the credits of each', async () => {
+    const markup = sectionOf(html, 'credits-by-harvest');
+    expect(markup).toContain('<svg class="chart chart-line"');
+    expect(data.creditsByHarvest.days).toHaveLength(3);
+    expect(data.creditsByHarvest.series.map((entry) => entry.name).sort()).toEqual(['sample', 'trending']);
+    expect(points(markup)).toHaveLength(3 * 2);
+    expect(sum(points(markup))).toBe(await scalar('SELECT sum(credits) FROM api_calls'));
+    const perDay = await queryWarehouse(dataDir, "SELECT strftime(timezone('UTC', called_at), '%Y-%m-%d') AS day, harvest, sum(credits) AS credits FROM api_calls GROUP BY ALL");
+    for (const row of perDay.rows) {
+      expect(markup).toMatch(new RegExp(`<circle class="point"[^>]*data-series="${row.harvest}" data-category="${row.day}" data-value="${row.credits}"`));
+    }
+    // The trending harvest ran only on the middle day: zero on the others, so its line still spans the chart.
+    expect(data.creditsByHarvest.series.find((entry) => entry.name === 'trending')!.values.filter((value) => value > 0)).toHaveLength(1);
+  });
+
+  it('charts credits per endpoint per day: a stacked bar per day and endpoint that was charged', async () => {
+    const ungrouped = renderReport(await loadReportData(dataDir, { now: new Date(now), maxEndpoints: 50 }));
+    const markup = sectionOf(ungrouped, 'credits-by-endpoint');
+    const charged = await scalar("SELECT count(*) FROM (SELECT strftime(timezone('UTC', called_at), '%Y-%m-%d'), endpoint FROM api_calls GROUP BY ALL HAVING sum(credits) > 0)");
+    expect(bars(markup)).toHaveLength(charged);
+    expect(sum(bars(markup))).toBe(await scalar('SELECT sum(credits) FROM api_calls'));
+    // By default the smaller endpoints share one series, and nothing is lost in the grouping.
+    const endpoints = await scalar('SELECT count(DISTINCT endpoint) FROM api_calls');
+    expect(endpoints).toBeGreaterThan(data.settings.maxEndpoints);
+    expect(data.creditsByEndpoint.series).toHaveLength(data.settings.maxEndpoints);
+    expect(data.creditsByEndpoint.series.at(-1)!.name).toBe('other endpoints');
+    expect(sum(bars(sectionOf(html, 'credits-by-endpoint')))).toBe(await scalar('SELECT sum(credits) FROM api_calls'));
+  });
+
+  it('charts items landed per run: a bar per run that landed items, with its count', async () => {
+    const markup = sectionOf(html, 'items-landed');
+    const landed = await queryWarehouse(dataDir, 'SELECT run_id, items_landed FROM harvest_runs WHERE items_landed > 0 ORDER BY started_at');
+    expect(landed.rows).toHaveLength(5);
+    expect(bars(markup)).toEqual(landed.rows.map((row) => Number(row.items_landed)));
+    expect(sum(bars(markup))).toBe(await scalar('SELECT sum(items_landed) FROM harvest_runs'));
+  });
+
+  it('lists the ten fastest-growing items, views per hour as the warehouse has them', async () => {
+    const markup = sectionOf(html, 'top-growth');
+    expect(data.topGrowth).toHaveLength(10);
+    expect(bars(markup)).toHaveLength(10);
+    expect(markup.match(/<tr>\n<td class="num">/g)).toHaveLength(10);
+    const rates = bars(markup);
+    expect([...rates].sort((a, b) => b - a)).toEqual(rates);
+    // The boosted item leads: its views per hour, from the raw observations, are in the first bar.
+    expect(data.topGrowth[0]!.itemId).toBe(boostedItem);
+    const observations = await queryWarehouse(dataDir, `SELECT views, epoch(observed_at) AS at FROM item_metrics WHERE item_id = '${boostedItem}' ORDER BY observed_at`);
+    const last = observations.rows.at(-1)!;
+    const before = observations.rows.filter((row) => Number(last.at) - Number(row.at) >= 3_600).at(-1)!;
+    const expected = (Number(last.views) - Number(before.views)) / ((Number(last.at) - Number(before.at)) / 3_600);
+    expect(Number(last.views) - Number(before.views)).toBeGreaterThanOrEqual(BOOST);
+    expect(rates[0]).toBeCloseTo(expected, 3);
+    // "Views now" comes from latest_item_metrics.
+    for (const item of data.topGrowth) {
+      expect(item.latestViews).toBe(await scalar(`SELECT views FROM latest_item_metrics WHERE platform = '${item.platform}' AND item_id = '${item.itemId}'`));
+    }
+  });
+
+  it('lists failed, paused and budget-exhausted runs with their errors, a bar per status', () => {
+    const markup = sectionOf(html, 'failures');
+    expect(bars(markup)).toEqual([1, 1, 1, 1]);
+    for (const status of ['failed', 'completed with errors', 'paused', 'budget exhausted']) expect(markup).toContain(`data-category="${status}"`);
+    expect(markup.match(/<td class="error">/g)).toHaveLength(4);
+    expect(markup).toContain('insufficient credits: balance 12, the next call costs 40');
+    expect(markup).not.toContain('run-a');
+  });
+
+  it('escapes every stored string: a hostile caption or error makes no tags', () => {
+    expect(html).not.toMatch(/<script/i);
+    expect(html).not.toMatch(/<img/i);
+    expect(html).toContain('Sunrise flow &lt;script&gt;alert(&quot;caption&quot;)&lt;/script&gt; &amp; &lt;img src=x onerror=alert(1)&gt; &#39;yoga&#39;');
+    expect(html).toContain('upstream answered 502 &lt;script&gt;alert(&quot;error&quot;)&lt;/script&gt; &amp; gave up');
+    // The same in SVG text and attributes.
+    const chart = barChart({ title: '<script>t</script>', categories: ['a"b', '<c>'], series: [{ name: "x' onload='alert(1)", values: [1, 2] }] });
+    expect(chart).not.toMatch(/<script|<c>|' onload='/);
+    expect(chart).toContain('data-series="x&#39; onload=&#39;alert(1)"');
+  });
+
+  it('is self-contained: nothing loaded from the network, no scripts', () => {
+    expect(html).not.toMatch(/\b(?:src|href|xlink:href|action|poster|srcset)\s*=\s*["']?\s*(?:https?:)?\/\//i);
+    expect(html).not.toMatch(/url\(|@import/i);
+    for (const [, value] of html.matchAll(/\b(?:src|href)\s*=\s*"([^"]*)"/gi)) expect(value).toMatch(/^(#|data:)/);
+    expect(html).toContain(`content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"`);
+  });
+
+  it('the command writes the page where --out says, and says where; --help has an example', async () => {
+    const out = join(dataDir, 'reports', 'today.html');
+    const previous = process.env.HARVESTER_DATA_DIR;
+    const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      process.env.HARVESTER_DATA_DIR = dataDir;
+      await reportCommand().parseAsync(['--out', out], { from: 'user' });
+      expect(stderr.mock.calls.map((call) => String(call[0])).join('')).toContain(`wrote the report to ${out}`);
+    } finally {
+      stderr.mockRestore();
+      if (previous === undefined) delete process.env.HARVESTER_DATA_DIR;
+      else process.env.HARVESTER_DATA_DIR = previous;
+    }
+    const written = readFileSync(out, 'utf8');
+    for (const { id } of REPORT_SECTIONS) sectionOf(written, id);
+    let help = '';
+    const command = reportCommand().configureOutput({ writeOut: (text) => (help += text) });
+    command.outputHelp();
+    expect(help).toContain('--out <file>');
+    expect(help).toMatch(/\(default:\s+"report\.html"\)/);
+    expect(help).toMatch(/Example:\n\s+\$ harvester report --out/);
+  });
+});
+
+describe('harvester report on an empty warehouse', () => {
+  it('renders every section with a note instead of a chart', async () => {
+    const empty = mkdtempSync(join(tmpdir(), 'report-empty-'));
+    await loadLandings(empty);
+    const page = renderReport(await loadReportData(empty));
+    for (const { id } of REPORT_SECTIONS) expect(sectionOf(page, id)).toContain('<p class="empty">');
+    expect(page).not.toContain('<svg');
+  });
+});
+
+describe('svg charts', () => {
+  it('draw a bar per non-zero value, a point per value, and round ticks', () => {
+    const stacked = barChart({ title: 't', categories: ['d1', 'd2', 'd3'], series: [{ name: 'a', values: [1, 0, 3] }, { name: 'b', values: [2, 2, 0] }] });
+    expect(bars(stacked)).toEqual([1, 2, 2, 3]);
+    expect(points(lineChart({ title: 't', categories: ['d1', 'd2'], series: [{ name: 'a', values: [0, 5] }, { name: 'b', values: [1, 1] }] }))).toEqual([0, 5, 1, 1]);
+    expect(bars(horizontalBarChart({ title: 't', bars: [{ label: 'x', value: 9 }, { label: 'y', value: 0 }] }))).toEqual([9]);
+    expect(niceTicks(87)).toEqual([0, 20, 40, 60, 80, 100]);
+    expect(niceTicks(3, 5, true)).toEqual([0, 1, 2, 3]);
+    expect(niceTicks(0)).toEqual([0, 1]);
+    expect([0, 7, 1_234, 50_000, 100_000, 2_500_000, 0.125].map(formatCompact)).toEqual(['0', '7', '1,234', '50k', '100k', '2.5M', '0.13']);
+    expect(barChart({ title: 'empty', categories: [], series: [] })).toContain('No data');
+  });
+});
+
+function run(file: string, args: string[]): Promise<{ code: number | null; output: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { timeout: 90_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
+      const code = error ? (error as { code?: unknown }).code : 0;
+      resolve({ code: typeof code === 'number' ? code : null, output: `${stdout}\n${stderr}` });
+    });
+  });
+}
+
+/** Headless Chromium screenshots a page; its console, logged to stderr, comes back as lines. */
+async function screenshot(page: string, png: string): Promise<string[]> {
+  const result = await run(CHROMIUM, [
+    '--headless',
+    '--disable-gpu',
+    '--no-sandbox',
+    '--no-first-run',
+    '--no-default-browser-check',
+    '--disable-dev-shm-usage',
+    '--hide-scrollbars',
+    `--user-data-dir=${join(page, '..', `profile-${Date.now()}`)}`,
+    `--screenshot=${png}`,
+    '--window-size=1280,2000',
+    '--enable-logging=stderr',
+    '--v=0',
+    pathToFileURL(page).href,
+  ]);
+  expect(result.code, result.output).toBe(0);
+  return result.output.split('\n').filter((line) => /:CONSOLE[:(]/.test(line) || /Uncaught|console\.error/.test(line));
+}
+
+describe('the report in a browser', () => {
+  it('renders in headless Chromium with no console messages at all', { timeout: 120_000 }, async () => {
+    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`npm run setup\` as root, or apt-get install chromium`).toBe(true);
+    const dir = mkdtempSync(join(tmpdir(), 'report-browser-'));
+    // A control page first, so a quiet console below means a clean page, not a deaf logger.
+    const control = join(dir, 'control.html');
+    writeFileSync(control, '<!DOCTYPE html><title>control</title><script>console.error("control-error"); missingFunction();</script>');
+    const controlLines = await screenshot(control, join(dir, 'control.png'));
+    expect(controlLines.join('\n')).toContain('control-error');
+    expect(controlLines.join('\n')).toContain('Uncaught ReferenceError');
+
+    const page = join(dir, 'report.html');
+    writeFileSync(page, html);
+    const png = join(dir, 'report.png');
+    const lines = await screenshot(page, png);
+    expect(lines).toEqual([]);
+    const bytes = readFileSync(png);
+    expect(bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))).toBe(true);
+    expect(statSync(png).size).toBeGreaterThan(20 * 1024);
+    // Width and height from the IHDR chunk: the window size asked for.
+    expect([bytes.readUInt32BE(16), bytes.readUInt32BE(20)]).toEqual([1280, 2000]);
+    if (process.env.REPORT_SCREENSHOT) writeFileSync(process.env.REPORT_SCREENSHOT, bytes);
+  });
+});
