@@ -24,6 +24,8 @@ import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
  *   stats 30; transcript 30 × 40 = 1200; download 1200; comments 30 × 10 × 3 = 900   target: 3420
  * comments of one tiktok video, 75: 2 pages, 75 × 2 = 150                    target: 150
  * worst case 4080 + 4380 + 3420 + 150 = 12030 credits, in 6 list calls and 780 enrichment calls.
+ * expected: the same, less the enrichment of the 120 videos the job lists (the workflow enriches
+ * only what it pages): 12030 - (360 + 960 + 0 + 2400) = 8310.
  */
 const CONFIG = `harvests:
   - name: plan-small
@@ -80,10 +82,10 @@ describe('harvester plan', () => {
     expect(linesOf(plan)).toEqual({
       [KEYS.tiktok]: [
         ['list', 'tiktok/channel-videos', 1, 120, 360, 360],
-        ['stats', 'tiktok/stats', 120, 120, 360, 360],
-        ['transcript', 'tiktok/transcript', 120, 120, 960, 960],
+        ['stats', 'tiktok/stats', 120, 120, 360, 0],
+        ['transcript', 'tiktok/transcript', 120, 120, 960, 0],
         ['download', 'tiktok/download', 120, 120, 0, 0],
-        ['comments', 'tiktok/comments', 120, 1200, 2400, 2400],
+        ['comments', 'tiktok/comments', 120, 1200, 2400, 0],
       ],
       [KEYS.posts]: [
         ['list', 'instagram/channel-posts', 2, 60, 120, 120],
@@ -101,12 +103,12 @@ describe('harvester plan', () => {
       [KEYS.comments]: [['list', 'tiktok/comments', 2, 75, 150, 150]],
     });
     expect(plan.targets.map((target) => [target.list.mode, target.worstCredits, target.expectedCredits])).toEqual([
-      ['job', 4080, 4080],
+      ['job', 4080, 360],
       ['pages', 4380, 4380],
       ['pages', 3420, 3420],
       ['pages', 150, 150],
     ]);
-    expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 12030, expectedCredits: 12030 });
+    expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 12030, expectedCredits: 8310 });
     expect(plan.budget).toEqual({ credits: 20000, source: 'harvest', harvestCredits: 20000 });
     expect(plan.budgetCoversWorstCase).toBe(true);
     expect(plan.shortfall).toBe(0);
@@ -114,22 +116,24 @@ describe('harvester plan', () => {
   });
 
   it('--budget caps the worst case, and expected shows where the run stops buying', async () => {
-    // Lists in order: 360 + 120 + 90 + 150 = 720, leaving 280 for enrichment. Each tiktok video
-    // then costs 3 + 8 + 0 + 20 = 31: nine of them take 279, and the tenth's stats (3) do not fit.
+    // The job is reserved first (360), then the pages are bought: 120 + 90 + 150, leaving 280 for
+    // enrichment. The instagram posts come first (the job's videos are not enriched), each
+    // 1 (stats) + 40 (download) + 30 (10 comments): three take 213, leaving 67; the fourth gets
+    // stats, its download (26 left) and 8 comments (24), leaving 2; the fifth gets stats (1 left),
+    // and its download (40) does not fit, which ends enrichment: 999 spent.
     const plan = await planJson(['--budget', '1000']);
     expect(plan.budget).toEqual({ credits: 1000, source: 'override', harvestCredits: 20000 });
     expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 1000, expectedCredits: 999 });
     expect(plan.budgetCoversWorstCase).toBe(false);
     expect(plan.shortfall).toBe(11030);
-    const tiktok = plan.targets[0]!;
-    expect([tiktok.list, ...tiktok.enrichment].map((line) => [line.what, line.expected])).toEqual([
-      ['list', { calls: 1, items: 120, credits: 360 }],
-      ['stats', { calls: 9, items: 9, credits: 27 }],
-      ['transcript', { calls: 9, items: 9, credits: 72 }],
-      ['download', { calls: 9, items: 9, credits: 0 }],
-      ['comments', { calls: 9, items: 90, credits: 180 }],
+    const posts = plan.targets[1]!;
+    expect([posts.list, ...posts.enrichment].map((line) => [line.what, line.expected])).toEqual([
+      ['list', { calls: 2, items: 60, credits: 120 }],
+      ['stats', { calls: 5, items: 5, credits: 5 }],
+      ['download', { calls: 4, items: 4, credits: 160 }],
+      ['comments', { calls: 4, items: 38, credits: 114 }],
     ]);
-    expect(plan.targets.map((target) => target.expectedCredits)).toEqual([639, 120, 90, 150]);
+    expect(plan.targets.map((target) => target.expectedCredits)).toEqual([360, 399, 90, 150]);
   });
 
   it('prints an aligned table, the totals and the budget line', async () => {
@@ -143,7 +147,8 @@ describe('harvester plan', () => {
     expect(row(KEYS.tiktok)).toMatch(/ tiktok\/channel-videos +1 job +120 +360 +360$/);
     expect(row(KEYS.posts)).toMatch(/ instagram\/channel-posts +2 pages +60 +120 +120$/);
     expect(row(KEYS.comments)).toMatch(/ tiktok\/comments +2 pages +75 +150 +150$/);
-    expect(lines).toContainEqual(expect.stringMatching(/^ {2}\+ comments +tiktok\/comments +120 pages +1200 +2400 +180$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}\+ comments +tiktok\/comments +120 pages +1200 +2400 +0$/));
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}\+ download +instagram\/download +60 calls +60 +2400 +160$/));
     expect(row('total')).toMatch(/ 786 calls +285 +12030 +999$/);
     // Aligned: every row of the table has the header's width or less, and numbers end in one column.
     const tableRows = lines.slice(lines.indexOf(header), lines.findIndex((line) => line.startsWith('total')) + 1);
@@ -151,7 +156,8 @@ describe('harvester plan', () => {
     expect(result.stdout).toContain('worst case: 12030 credits; capped at the budget: 1000');
     expect(result.stdout).toContain('expected:   999 credits');
     expect(result.stdout).toContain("budget:     1000 credits (--budget; the harvest's own is 20000): does NOT cover the worst case of 12030 (11030 short)");
-    expect(result.stdout).toContain('tiktok downloads are refused by the API and cost nothing');
+    expect(result.stdout).toContain('tiktok downloads are refused by the API (download_unavailable) and cost nothing');
+    expect(result.stdout).toContain('the workflow does not enrich items listed through a job');
 
     const covered = await runCli(['plan', 'plan-small', '--config', configFile]);
     expect(covered.stdout).toContain("budget:     20000 credits (the harvest's): covers the worst case (7970 to spare)");
@@ -220,6 +226,28 @@ describe('the cost arithmetic', () => {
     ]);
     expect(plan.targets[0]!.list.note).toMatch(/at most 10000 items/);
     expect(plan.targets[0]!.enrichment).toEqual([]);
+  });
+
+  it('jobs are reserved before pages are bought, and a job the budget keeps to 50 items is paged', () => {
+    const config = (credits: number) => `    budget: { credits: ${credits} }
+    job_threshold: 100
+    channels:
+      - { platform: tiktok, handle: a, content: videos, max_items: 60 }
+      - { platform: tiktok, handle: b, content: videos, max_items: 120 }
+`;
+    // 400: the job takes 120 × 3 = 360 first; the pages then get 40 / 3 = 13 videos (39).
+    const first = planHarvestCost(harvest(config(400)), prices);
+    expect(first.targets.map((target) => [target.list.mode, target.list.worst.credits, target.list.expected])).toEqual([
+      ['pages', 180, { calls: 1, items: 13, credits: 39 }],
+      ['job', 360, { calls: 1, items: 120, credits: 360 }],
+    ]);
+    // 100: the job would get 33 videos, too few for a job: it is paged after the other target,
+    // which takes 33 of them (99), leaving nothing.
+    const second = planHarvestCost(harvest(config(100)), prices);
+    expect(second.targets.map((target) => target.list.expected)).toEqual([
+      { calls: 1, items: 33, credits: 99 },
+      { calls: 0, items: 0, credits: 0 },
+    ]);
   });
 
   it('comments targets are not enriched; summary skips photo posts but not reels', () => {

@@ -55,9 +55,10 @@ export function planText(plan: CostPlan, sources: { config: string; prices: stri
   const verdict = plan.budgetCoversWorstCase
     ? `covers the worst case (${budget.credits - totals.worstCredits} to spare)`
     : `does NOT cover the worst case of ${totals.worstCredits} (${plan.shortfall} short): the run stops buying when it is spent; the expected column shows where`;
-  const notes = plan.targets.flatMap((target) =>
-    [target.list, ...target.enrichment].flatMap((line) => (line.note ? [`${target.key}, ${line.what === 'list' ? 'list' : line.what} (${line.endpoint}): ${line.note}`] : [])),
-  );
+  const notes = plan.targets.flatMap((target) => [
+    ...(target.note ? [`${target.key}: ${target.note}`] : []),
+    ...[target.list, ...target.enrichment].flatMap((line) => (line.note ? [`${target.key}, ${line.what} (${line.endpoint}): ${line.note}`] : [])),
+  ]);
   return [
     `plan for harvest ${plan.harvest} (config ${sources.config}, prices ${sources.prices})`,
     '',

@@ -2,9 +2,9 @@
  * What one run of a harvest would buy, and what it would cost, worked out from the config and the
  * price table alone: no API call, no warehouse. Pure arithmetic, for `harvester plan`.
  *
- * It follows the harvest workflow (workflows/harvest.ts): targets are planned by planTargets, in
- * config order; a target wanting more than job_threshold items is one async job of at most
- * PAGE_LIMITS.maxJob items (a first run), any other is listed in pages of 50; the items of channel
+ * It follows the harvest workflow (workflows/harvest.ts): targets are planned by planTargets; a
+ * target wanting more than job_threshold items is one async job of at most PAGE_LIMITS.maxJob
+ * items (a first run), any other is listed in pages of 50; the items the run pages from channel
  * and search targets are then enriched item by item (stats, transcript, summary, download, then
  * comments), instagram photo posts skipping transcript and summary (they have no audio).
  *
@@ -12,9 +12,11 @@
  * - worst: every list bought in full and every listed item enriched in full, as if the budget
  *   were endless; the plan's total worst case is that sum capped at the budget.
  * - expected: what a first run is expected to spend. Lists are assumed to hold max_items (so
- *   before the budget bites, expected equals worst), TikTok downloads are refused by the API and
- *   cost nothing, and the budget is spent in the workflow's order: a list buys what still fits,
- *   an object call needs its full price free, and once one does not fit enrichment stops.
+ *   before the budget bites, expected list credits equal worst), TikTok downloads are refused by
+ *   the API and cost nothing, items listed through a job are not enriched (see
+ *   ENRICHES_JOB_ITEMS), and the budget is spent in the workflow's order: jobs are reserved
+ *   first, then pages are bought, then items are enriched; a list buys what still fits, an
+ *   object call needs its full price free, and once one does not fit, enrichment stops.
  */
 import type { Harvest } from '../../config/harvest-types.js';
 import type { PriceTable } from '../../config/prices.js';
@@ -59,6 +61,7 @@ export interface TargetCost {
   enrichment: PlanLine[];
   worstCredits: number;
   expectedCredits: number;
+  note?: string;
 }
 
 export interface CostPlan {
@@ -92,6 +95,13 @@ export interface CostPlanOptions {
 }
 
 const ZERO: Purchase = { calls: 0, items: 0, credits: 0 };
+
+/**
+ * Whether the workflow enriches the items a job lists. It does not today (finishTargetJob in
+ * workflows/harvest.ts lands them without queueing them for enrichment), so expected leaves them
+ * out; worst counts them all the same, as the most a run could ever buy.
+ */
+const ENRICHES_JOB_ITEMS = false;
 
 /** Credits spent so far in the simulated run, against the budget. */
 class Wallet {
@@ -132,28 +142,53 @@ function add(a: Purchase, b: Purchase): Purchase {
   return { calls: a.calls + b.calls, items: a.items + b.items, credits: a.credits + b.credits };
 }
 
-/** One target's listing: the worst case, and what the wallet affords of it. */
-function listLine(target: TargetPlan, harvest: Harvest, prices: PriceTable, pageSize: number, wallet: Wallet): PlanLine {
-  const price = priceOf(prices, target.platform, target.endpoint);
-  const job = target.maxItems > harvest.job_threshold;
-  const wanted = job ? Math.min(target.maxItems, PAGE_LIMITS.maxJob) : target.maxItems;
-  const worst: Purchase = { calls: job ? 1 : pagesFor(wanted, pageSize), items: wanted, credits: wanted * price };
-  // A job is reserved in full up front, pages one at a time; either way the run buys what fits.
-  const bought = wallet.fit(price, wanted);
-  wallet.spent += bought * price;
-  // A job too small for the budget (50 items or fewer) is paged instead.
-  const expectedCalls = job && bought > pageSize ? 1 : pagesFor(bought, pageSize);
-  const line: PlanLine = {
-    what: 'list',
-    endpoint: `${target.platform}/${target.endpoint}`,
-    mode: job ? 'job' : 'pages',
-    unitPrice: price,
-    chargedUnitPrice: price,
-    worst,
-    expected: { calls: expectedCalls, items: bought, credits: bought * price },
-  };
-  if (job && target.maxItems > PAGE_LIMITS.maxJob) line.note = `a job returns at most ${PAGE_LIMITS.maxJob} items; max_items is ${target.maxItems}`;
-  return line;
+interface Listing {
+  line: PlanLine;
+  /** Items the expected run lists in pages: the ones it enriches. */
+  pagedItems: number;
+}
+
+/**
+ * Every target's listing, spent in the workflow's order: first each job target (config order)
+ * reserves what fits of its job, and one that fits 50 items or fewer is paged instead; then the
+ * paged targets buy their pages, in config order.
+ */
+function listings(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pageSize: number, wallet: Wallet): Listing[] {
+  const result = plans.map((target): Listing & { job: boolean; paged: boolean; price: number } => {
+    const price = priceOf(prices, target.platform, target.endpoint);
+    const job = target.maxItems > harvest.job_threshold;
+    const wanted = job ? Math.min(target.maxItems, PAGE_LIMITS.maxJob) : target.maxItems;
+    const line: PlanLine = {
+      what: 'list',
+      endpoint: `${target.platform}/${target.endpoint}`,
+      mode: job ? 'job' : 'pages',
+      unitPrice: price,
+      chargedUnitPrice: price,
+      worst: { calls: job ? 1 : pagesFor(wanted, pageSize), items: wanted, credits: wanted * price },
+      expected: { ...ZERO },
+    };
+    if (job && target.maxItems > PAGE_LIMITS.maxJob) line.note = `a job returns at most ${PAGE_LIMITS.maxJob} items; max_items is ${target.maxItems}`;
+    return { line, pagedItems: 0, job, paged: !job, price };
+  });
+  for (const listing of result) {
+    if (!listing.job) continue;
+    const limit = wallet.fit(listing.price, listing.line.worst.items);
+    if (limit <= pageSize) {
+      // Jobs take more than 50 items: the workflow pages this target instead.
+      listing.paged = true;
+      continue;
+    }
+    wallet.spent += limit * listing.price;
+    listing.line.expected = { calls: 1, items: limit, credits: limit * listing.price };
+  }
+  result.forEach((listing, index) => {
+    if (!listing.paged) return;
+    const bought = wallet.fit(listing.price, (plans[index] as TargetPlan).maxItems);
+    wallet.spent += bought * listing.price;
+    listing.line.expected = { calls: pagesFor(bought, pageSize), items: bought, credits: bought * listing.price };
+    listing.pagedItems = bought;
+  });
+  return result.map(({ line, pagedItems }) => ({ line, pagedItems }));
 }
 
 /** The enrichment of one target's listed items, item by item in the workflow's call order. */
@@ -173,7 +208,6 @@ function enrichmentLines(target: TargetPlan, harvest: Harvest, prices: PriceTabl
         : { calls: worstItems, items: worstItems, credits: worstItems * chargedUnitPrice };
     const line: PlanLine = { what: kind, endpoint: `${platform}/${kind}`, mode: kind === 'comments' ? 'pages' : 'per-item', unitPrice, chargedUnitPrice, worst, expected: { ...ZERO } };
     if (refusedByApi(platform, kind)) line.note = 'refused by the API (download_unavailable): not charged';
-    if (kind === 'comments') line.note = `${perItem} comments per item`;
     return line;
   });
 
@@ -218,16 +252,24 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
   const wallet = new Wallet(budgetCredits);
   const plans = planTargets(harvest);
 
-  // The workflow lists every target first, then enriches what they landed: the same order here.
-  const targets: TargetCost[] = plans.map((plan) => {
-    const list = listLine(plan, harvest, prices, pageSize, wallet);
-    return { key: plan.key, kind: plan.kind, platform: plan.platform, maxItems: plan.maxItems, list, enrichment: [], worstCredits: 0, expectedCredits: 0 };
-  });
-  targets.forEach((target, index) => {
-    target.enrichment = enrichmentLines(plans[index] as TargetPlan, harvest, prices, pageSize, target.list.worst.items, target.list.expected.items, wallet);
-    const lines = [target.list, ...target.enrichment];
-    target.worstCredits = lines.reduce((sum, line) => sum + line.worst.credits, 0);
-    target.expectedCredits = lines.reduce((sum, line) => sum + line.expected.credits, 0);
+  // The workflow lists every target first, then enriches what it paged: the same order here.
+  const listed = listings(plans, harvest, prices, pageSize, wallet);
+  const targets: TargetCost[] = plans.map((plan, index) => {
+    const { line: list, pagedItems } = listed[index] as Listing;
+    const enrichment = enrichmentLines(plan, harvest, prices, pageSize, list.worst.items, ENRICHES_JOB_ITEMS ? list.expected.items : pagedItems, wallet);
+    const lines = [list, ...enrichment];
+    const notEnriched = !ENRICHES_JOB_ITEMS && list.mode === 'job' && enrichment.length > 0;
+    return {
+      key: plan.key,
+      kind: plan.kind,
+      platform: plan.platform,
+      maxItems: plan.maxItems,
+      list,
+      enrichment,
+      worstCredits: lines.reduce((sum, line) => sum + line.worst.credits, 0),
+      expectedCredits: lines.reduce((sum, line) => sum + line.expected.credits, 0),
+      ...(notEnriched ? { note: 'the workflow does not enrich items listed through a job: their enrichment counts in worst, not in expected' } : {}),
+    };
   });
 
   const lines = targets.flatMap((target) => [target.list, ...target.enrichment]);
@@ -256,8 +298,9 @@ function assumptionsOf(harvest: Harvest, pageSize: number): string[] {
   return [
     'a first run: every list holds max_items (the plan reads neither the API nor the warehouse; a later run stops at items it has seen before and usually buys less)',
     `targets above job_threshold (${harvest.job_threshold}) are one async job of at most ${PAGE_LIMITS.maxJob} items; the others are pages of ${pageSize}`,
-    'every item a channel or search lists is enriched; comments enrichment finds max_per_item comments on every item',
-    'instagram photo posts (channel content posts) get no transcript or summary; tiktok downloads are refused by the API and cost nothing',
-    "expected spends the budget in the run's order (targets in config order, then enrichment item by item) and stops buying where the next call's worst case no longer fits",
+    'worst enriches every item a channel or search lists; expected only those listed in pages (the workflow does not enrich what a job lists)',
+    'comments enrichment finds max_per_item comments on every item; instagram photo posts (channel content posts) get no transcript or summary',
+    'tiktok downloads are refused by the API (download_unavailable) and cost nothing',
+    "expected spends the budget in the run's order (jobs reserved first, then pages in config order, then enrichment item by item) and stops buying where the next call's worst case no longer fits",
   ];
 }
