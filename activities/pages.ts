@@ -114,6 +114,13 @@ export function pageActivities({ client, dataDir }: PageActivityDeps) {
       });
     },
 
+    /** The URLs of the items a landed page holds (a job's results page), for enrichment. */
+    async landedItemUrls(input: { runId: string; target: string; page: number }): Promise<string[]> {
+      const landing = findLanding(dataDir, pageLandingKey(input.runId, input.target, input.page));
+      const items = landing?.kind === 'page' && Array.isArray(landing.data) ? (landing.data as { url?: string }[]) : [];
+      return items.flatMap((item) => (item.url ? [item.url] : []));
+    },
+
     async fetchObject(input: FetchObjectInput): Promise<ObjectSummary> {
       const target = `item:${input.platform}:${input.endpoint}:${input.url}`;
       const existing = findLanding(dataDir, pageLandingKey(input.runId, target, 1));

@@ -63,6 +63,8 @@ export interface TargetState {
 
 export type EnrichKind = 'stats' | 'transcript' | 'summary' | 'download';
 
+export type EnrichEntry = { platform: Platform; url: string } | { platform: Platform; landed: { target: string; page: number } };
+
 export interface HarvestState {
   runId: string;
   harvestName: string;
@@ -70,8 +72,12 @@ export interface HarvestState {
   budget: BudgetState;
   prices: PriceTable;
   targets: TargetState[];
-  /** URLs of items landed this run that still need enriching. */
-  enrichQueue: { url: string; platform: Platform }[];
+  /**
+   * Items landed this run that still need enriching: their URLs, or a job's landed results page,
+   * read (by an activity) only when enrichment reaches it, so job pulls never put thousands of
+   * URLs into the workflow's state at once.
+   */
+  enrichQueue: EnrichEntry[];
   enrichment: { calls: number; skipped: number; failed: number };
   stopped?: { status: HarvestStatus; reason: string };
 }
@@ -85,7 +91,7 @@ export interface HarvestSummary extends HarvestProgress {
 
 // One call each. A worker killed mid-call is noticed when this runs out, so it is kept short; the
 // client inside gives up retrying well before it (see src/cli/engine-context.ts).
-const { fetchPage, fetchObject } = proxyActivities<HarvestActivities>({
+const { fetchPage, fetchObject, landedItemUrls } = proxyActivities<HarvestActivities>({
   startToCloseTimeout: '30 seconds',
   retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 12 },
 });
@@ -299,6 +305,11 @@ async function finishTargetJob(state: HarvestState, target: TargetState, complet
     }
     const results = await landJobResults({ runId: state.runId, harvest: harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items });
     release(results.credits);
+    if (target.plan.enrich) {
+      for (let page = target.pages + 1; page <= target.pages + results.pages; page++) {
+        state.enrichQueue.push({ platform: target.plan.platform, landed: { target: target.plan.key, page } });
+      }
+    }
     target.credits += results.credits;
     target.pages += results.pages;
     target.items += results.count;
@@ -322,7 +333,17 @@ async function enrich(state: HarvestState, harvest: Harvest, concurrency: number
   const kinds = (Object.keys(ENRICH_ENDPOINTS) as EnrichKind[]).filter((kind) => harvest.enrich[kind]);
   const commentsPerItem = harvest.enrich.comments === false ? 0 : harvest.enrich.comments.max_per_item;
   while (state.enrichQueue.length > 0 && !state.stopped) {
-    const chunk = state.enrichQueue.slice(0, concurrency * 4);
+    const next = state.enrichQueue[0]!;
+    if ('landed' in next) {
+      const urls = await landedItemUrls({ runId: state.runId, ...next.landed });
+      state.enrichQueue.splice(0, 1, ...urls.map((url) => ({ platform: next.platform, url })));
+      continue;
+    }
+    const chunk: { platform: Platform; url: string }[] = [];
+    for (const entry of state.enrichQueue) {
+      if (!('url' in entry) || chunk.length >= concurrency * 4) break;
+      chunk.push(entry);
+    }
     const calls: (() => Promise<void>)[] = [];
     for (const { url, platform } of chunk) {
       const isPhotoPost = platform === 'instagram' && url.includes('/p/');

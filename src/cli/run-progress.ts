@@ -13,26 +13,34 @@ export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WriteStream
     ? new cliProgress.SingleBar(
         {
           stream,
-          format: ' {bar} {percentage}% | targets {targets} | items {value}/{total} | pages {pages} | credits {credits}/{budget} | ETA {eta_formatted}',
+          format: ' {bar} {percentage}% | targets {targets} | items {value}/{total} | pages {pages} | credits {credits}/{budget} | {phase}',
           hideCursor: true,
-          etaBuffer: 20,
         },
         cliProgress.Presets.shades_classic,
       )
     : undefined;
   let started = false;
   let lastLine = '';
+  const startedAt = Date.now();
+  /** Listing: an ETA from the item rate so far. Enrichment (the bar is full by then): what is left. */
+  const phase = (progress: HarvestProgress, wanted: number): string => {
+    if (progress.itemsLanded < wanted) {
+      const perMs = progress.itemsLanded / Math.max(1, Date.now() - startedAt);
+      return perMs > 0 ? `ETA ${Math.ceil((wanted - progress.itemsLanded) / perMs / 1000)}s` : 'ETA …';
+    }
+    return progress.enrichment.pending > 0 ? `enriching, ${progress.enrichment.pending} items left` : 'finishing';
+  };
   let inFlight: Promise<void> = Promise.resolve();
   const show = (progress: HarvestProgress) => {
     const wanted = progress.targets.reduce((sum, target) => sum + target.wanted, 0);
-    const payload = { targets: `${progress.targetsDone}/${progress.targets.length}`, pages: progress.pagesLanded, credits: progress.creditsSpent, budget: progress.budget };
+    const payload = { targets: `${progress.targetsDone}/${progress.targets.length}`, pages: progress.pagesLanded, credits: progress.creditsSpent, budget: progress.budget, phase: phase(progress, wanted) };
     if (bar) {
       if (!started) bar.start(wanted, progress.itemsLanded, payload);
       else bar.update(progress.itemsLanded, payload);
       started = true;
       return;
     }
-    const line = `${progress.status}: targets ${payload.targets}, items ${progress.itemsLanded}/${wanted}, pages ${payload.pages}, credits ${payload.credits}/${payload.budget}`;
+    const line = `${progress.status}: targets ${payload.targets}, items ${progress.itemsLanded}/${wanted}, pages ${payload.pages}, credits ${payload.credits}/${payload.budget}, ${payload.phase}`;
     if (line !== lastLine) stream.write(`${line}\n`);
     lastLine = line;
   };

@@ -4,7 +4,7 @@
  * back, prices may differ) lifts that: schedules paused for low credits resume, and the next run
  * reads the price table afresh.
  */
-import type { Client } from '@temporalio/client';
+import { ScheduleNotFoundError, type Client, type ScheduleHandle } from '@temporalio/client';
 import type { Logger } from '../logger.js';
 import type { WebhookPayload } from '../spec/resources.js';
 import { harvestScheduleIds } from '../temporal/schedules.js';
@@ -28,17 +28,26 @@ export function temporalWebhookHandler(client: Client, dataDir: string, logger?:
     }
     if (event.type === 'credits.low') {
       markCreditsLow(dataDir, { remaining_credits: Number(event.data.remaining_credits), plan: String(event.data.plan ?? '') });
-      for (const id of await harvestScheduleIds(client)) {
-        const handle = client.schedule.getHandle(id);
+      await forEachSchedule(client, async (handle) => {
         if (!(await handle.describe()).state.paused) await handle.pause(CREDITS_LOW_NOTE);
-      }
+      });
       return;
     }
     clearCreditsLow(dataDir);
-    for (const id of await harvestScheduleIds(client)) {
-      const handle = client.schedule.getHandle(id);
+    await forEachSchedule(client, async (handle) => {
       const described = await handle.describe();
       if (described.state.paused && described.state.note === CREDITS_LOW_NOTE) await handle.unpause('resumed: plan.changed');
-    }
+    });
   };
+}
+
+/** Acts on every harvest schedule; one deleted meanwhile is skipped, not allowed to stop the rest. */
+async function forEachSchedule(client: Client, act: (handle: ScheduleHandle) => Promise<void>): Promise<void> {
+  for (const id of await harvestScheduleIds(client)) {
+    try {
+      await act(client.schedule.getHandle(id));
+    } catch (error) {
+      if (!(error instanceof ScheduleNotFoundError)) throw error;
+    }
+  }
 }

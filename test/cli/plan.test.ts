@@ -82,10 +82,10 @@ describe('harvester plan', () => {
     expect(linesOf(plan)).toEqual({
       [KEYS.tiktok]: [
         ['list', 'tiktok/channel-videos', 1, 120, 360, 360],
-        ['stats', 'tiktok/stats', 120, 120, 360, 0],
-        ['transcript', 'tiktok/transcript', 120, 120, 960, 0],
+        ['stats', 'tiktok/stats', 120, 120, 360, 360],
+        ['transcript', 'tiktok/transcript', 120, 120, 960, 960],
         ['download', 'tiktok/download', 120, 120, 0, 0],
-        ['comments', 'tiktok/comments', 120, 1200, 2400, 0],
+        ['comments', 'tiktok/comments', 120, 1200, 2400, 2400],
       ],
       [KEYS.posts]: [
         ['list', 'instagram/channel-posts', 2, 60, 120, 120],
@@ -103,12 +103,12 @@ describe('harvester plan', () => {
       [KEYS.comments]: [['list', 'tiktok/comments', 2, 75, 150, 150]],
     });
     expect(plan.targets.map((target) => [target.list.mode, target.worstCredits, target.expectedCredits])).toEqual([
-      ['job', 4080, 360],
+      ['job', 4080, 4080],
       ['pages', 4380, 4380],
       ['pages', 3420, 3420],
       ['pages', 150, 150],
     ]);
-    expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 12030, expectedCredits: 8310 });
+    expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 12030, expectedCredits: 12030 });
     expect(plan.budget).toEqual({ credits: 20000, source: 'harvest', harvestCredits: 20000 });
     expect(plan.budgetCoversWorstCase).toBe(true);
     expect(plan.shortfall).toBe(0);
@@ -117,7 +117,7 @@ describe('harvester plan', () => {
 
   it('--budget caps the worst case, and expected shows where the run stops buying', async () => {
     // The job is reserved first (360), then the pages are bought: 120 + 90 + 150, leaving 280 for
-    // enrichment. The instagram posts come first (the job's videos are not enriched), each
+    // enrichment. The instagram posts come first (a job's items are enriched after paged ones), each
     // 1 (stats) + 40 (download) + 30 (10 comments): three take 213, leaving 67; the fourth gets
     // stats, its download (26 left) and 8 comments (24), leaving 2; the fifth gets stats (1 left),
     // and its download (40) does not fit, which ends enrichment: 999 spent.
@@ -157,7 +157,7 @@ describe('harvester plan', () => {
     expect(result.stdout).toContain('expected:   999 credits');
     expect(result.stdout).toContain("budget:     1000 credits (--budget; the harvest's own is 20000): does NOT cover the worst case of 12030 (11030 short)");
     expect(result.stdout).toContain('tiktok downloads are refused by the API (download_unavailable) and cost nothing');
-    expect(result.stdout).toContain('the workflow does not enrich items listed through a job');
+    expect(result.stdout).not.toContain('does not enrich');
 
     const covered = await runCli(['plan', 'plan-small', '--config', configFile]);
     expect(covered.stdout).toContain("budget:     20000 credits (the harvest's): covers the worst case (7970 to spare)");

@@ -102,6 +102,35 @@ describe('big pulls through async jobs', () => {
   });
 });
 
+describe('enrichment of a job pull', () => {
+  it("enriches the items a job listed, reading their URLs from the job's landed pages", async () => {
+    await emulator.admin('keys', { api_key: 'sk_live_jobs_enriched', credits: 100_000 });
+    const api = clientFor(emulator, { apiKey: 'sk_live_jobs_enriched' });
+    const worker = await startTestWorker(api);
+    cleanups.push(async () => {
+      await worker.stop();
+      await api.close();
+    });
+    const harvest = harvestFrom(`
+harvests:
+  - name: big-pull-enriched
+    budget: { credits: 100000 }
+    job_threshold: 100
+    channels:
+      - { platform: instagram, handle: ${(await emulator.catalog()).instagram.handles[7]}, content: posts, max_items: 150 }
+    enrich: { stats: true }
+`);
+    const summary = (await temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: `jobs-enriched-${Date.now()}`, args: [{ harvest }] })) as HarvestSummary;
+    expect(summary.status).toBe('completed');
+    expect(summary.enrichment).toMatchObject({ calls: 150, failed: 0, pending: 0 });
+    const stats = await queryWarehouse(worker.dataDir, "SELECT count(DISTINCT item_id) AS n FROM item_metrics WHERE source_endpoint = 'instagram/stats'");
+    expect(stats.rows[0]).toEqual({ n: '150' });
+    const ledger = await emulator.ledger('sk_live_jobs_enriched');
+    expect(ledger.filter((row) => row.endpoint === 'instagram/stats').length).toBe(150);
+    expect(summary.creditsSpent).toBe(150 * prices['instagram/channel-posts'] + 150 * prices['instagram/stats']);
+  });
+});
+
 describe('credits.low and plan.changed', () => {
   it('credits.low pauses the schedules and stops new runs; plan.changed resumes them', async () => {
     const apiKey = 'sk_live_running_low';

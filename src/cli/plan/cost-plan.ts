@@ -13,8 +13,7 @@
  *   were endless; the plan's total worst case is that sum capped at the budget.
  * - expected: what a first run is expected to spend. Lists are assumed to hold max_items (so
  *   before the budget bites, expected list credits equal worst), TikTok downloads are refused by
- *   the API and cost nothing, items listed through a job are not enriched (see
- *   ENRICHES_JOB_ITEMS), and the budget is spent in the workflow's order: jobs are reserved
+ *   the API and cost nothing, and the budget is spent in the workflow's order: jobs are reserved
  *   first, then pages are bought, then items are enriched; a list buys what still fits, an
  *   object call needs its full price free, and once one does not fit, enrichment stops.
  */
@@ -96,13 +95,6 @@ export interface CostPlanOptions {
 
 const ZERO: Purchase = { calls: 0, items: 0, credits: 0 };
 
-/**
- * Whether the workflow enriches the items a job lists. It does not today (finishTargetJob in
- * workflows/harvest.ts lands them without queueing them for enrichment), so expected leaves them
- * out; worst counts them all the same, as the most a run could ever buy.
- */
-const ENRICHES_JOB_ITEMS = false;
-
 /** Credits spent so far in the simulated run, against the budget. */
 class Wallet {
   spent = 0;
@@ -144,8 +136,8 @@ function add(a: Purchase, b: Purchase): Purchase {
 
 interface Listing {
   line: PlanLine;
-  /** Items the expected run lists in pages: the ones it enriches. */
-  pagedItems: number;
+  /** Listed through a job: the workflow enriches these items after every paged target's. */
+  byJob: boolean;
 }
 
 /**
@@ -168,7 +160,7 @@ function listings(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pag
       expected: { ...ZERO },
     };
     if (job && target.maxItems > PAGE_LIMITS.maxJob) line.note = `a job returns at most ${PAGE_LIMITS.maxJob} items; max_items is ${target.maxItems}`;
-    return { line, pagedItems: 0, job, paged: !job, price };
+    return { line, byJob: job, job, paged: !job, price };
   });
   for (const listing of result) {
     if (!listing.job) continue;
@@ -176,6 +168,7 @@ function listings(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pag
     if (limit <= pageSize) {
       // Jobs take more than 50 items: the workflow pages this target instead.
       listing.paged = true;
+      listing.byJob = false;
       continue;
     }
     wallet.spent += limit * listing.price;
@@ -186,9 +179,8 @@ function listings(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pag
     const bought = wallet.fit(listing.price, (plans[index] as TargetPlan).maxItems);
     wallet.spent += bought * listing.price;
     listing.line.expected = { calls: pagesFor(bought, pageSize), items: bought, credits: bought * listing.price };
-    listing.pagedItems = bought;
   });
-  return result.map(({ line, pagedItems }) => ({ line, pagedItems }));
+  return result.map(({ line, byJob }) => ({ line, byJob }));
 }
 
 /** The enrichment of one target's listed items, item by item in the workflow's call order. */
@@ -252,13 +244,20 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
   const wallet = new Wallet(budgetCredits);
   const plans = planTargets(harvest);
 
-  // The workflow lists every target first, then enriches what it paged: the same order here.
+  // The workflow lists every target first, then enriches: the items of paged targets as they were
+  // listed, then those of job targets as their results landed. The same order here.
   const listed = listings(plans, harvest, prices, pageSize, wallet);
+  const enrichments: PlanLine[][] = [];
+  for (const byJob of [false, true]) {
+    plans.forEach((plan, index) => {
+      const { line: list, byJob: listedByJob } = listed[index] as Listing;
+      if (listedByJob === byJob) enrichments[index] = enrichmentLines(plan, harvest, prices, pageSize, list.worst.items, list.expected.items, wallet);
+    });
+  }
   const targets: TargetCost[] = plans.map((plan, index) => {
-    const { line: list, pagedItems } = listed[index] as Listing;
-    const enrichment = enrichmentLines(plan, harvest, prices, pageSize, list.worst.items, ENRICHES_JOB_ITEMS ? list.expected.items : pagedItems, wallet);
+    const list = (listed[index] as Listing).line;
+    const enrichment = enrichments[index] ?? [];
     const lines = [list, ...enrichment];
-    const notEnriched = !ENRICHES_JOB_ITEMS && list.mode === 'job' && enrichment.length > 0;
     return {
       key: plan.key,
       kind: plan.kind,
@@ -268,7 +267,6 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
       enrichment,
       worstCredits: lines.reduce((sum, line) => sum + line.worst.credits, 0),
       expectedCredits: lines.reduce((sum, line) => sum + line.expected.credits, 0),
-      ...(notEnriched ? { note: 'the workflow does not enrich items listed through a job: their enrichment counts in worst, not in expected' } : {}),
     };
   });
 
@@ -298,7 +296,7 @@ function assumptionsOf(harvest: Harvest, pageSize: number): string[] {
   return [
     'a first run: every list holds max_items (the plan reads neither the API nor the warehouse; a later run stops at items it has seen before and usually buys less)',
     `targets above job_threshold (${harvest.job_threshold}) are one async job of at most ${PAGE_LIMITS.maxJob} items; the others are pages of ${pageSize}`,
-    'worst enriches every item a channel or search lists; expected only those listed in pages (the workflow does not enrich what a job lists)',
+    'enrichment follows listing: first the items of paged targets, then those a job listed; expected stops where the budget does',
     'comments enrichment finds max_per_item comments on every item; instagram photo posts (channel content posts) get no transcript or summary',
     'tiktok downloads are refused by the API (download_unavailable) and cost nothing',
     "expected spends the budget in the run's order (jobs reserved first, then pages in config order, then enrichment item by item) and stops buying where the next call's worst case no longer fits",
