@@ -114,12 +114,11 @@ const ENRICH_ENDPOINTS: Record<EnrichKind, 'stats' | 'transcript' | 'summary' | 
 
 export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSummary> {
   const info = workflowInfo();
-  if (!input.resume) {
-    upsertSearchAttributes([
-      { key: HARVEST_NAME, value: input.harvest.name },
-      { key: HARVEST_STATUS, value: 'running' },
-    ]);
-  }
+  // Every execution says what it is, including a retry resumed from a checkpoint.
+  upsertSearchAttributes([
+    { key: HARVEST_NAME, value: input.harvest.name },
+    { key: HARVEST_STATUS, value: 'running' },
+  ]);
   const state = input.resume ?? (await startRun(input, info.workflowId));
   const completedJobs = new Set<string>();
   setHandler(jobCompletedSignal, ({ jobId }) => void completedJobs.add(jobId));

@@ -10,7 +10,7 @@ import { clientFromEnv, taskQueueFromEnv } from './context.js';
 let runtimeInstalled = false;
 
 /** Temporal's own worker logs go to stderr at WARN and above (LOG_LEVEL=debug shows more). */
-function installQuietRuntime(): void {
+export function installQuietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.LOG_LEVEL ?? 'warn').toUpperCase() as LogLevel;

@@ -4,6 +4,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { WORKFLOWS_PATH } from '../../temporal/worker.js';
+import { installQuietRuntime } from '../engine-context.js';
 
 export function replayCommand(): Command {
   return new Command('replay')
@@ -21,6 +22,7 @@ Examples:
     )
     .action(async (workflowId: string | undefined, options: { history?: string }) => {
       if (!workflowId === !options.history) throw new Error('give a workflow id or --history FILE (one of them)');
+      installQuietRuntime();
       if (options.history) {
         const history = historyFromJSON(JSON.parse(readFileSync(options.history, 'utf8')));
         await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, options.history);
