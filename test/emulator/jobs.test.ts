@@ -7,18 +7,8 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { loadPriceTable } from '../../src/config/prices.js';
 import { q, startTestEmulator, waitFor, type HttpResult, type TestEmulator } from '../support/emulator.js';
 import { devCa, startHttpsReceiver, type TestReceiver } from '../support/https-receiver.js';
+import type { JobRecord } from '../../src/emulator/jobs.js';
 
-interface JobRecord {
-  job_id: string;
-  status: 'queued' | 'running' | 'completed' | 'failed';
-  endpoint: string;
-  params: Record<string, string>;
-  created_at: string;
-  item_count: number | null;
-  credits_charged: number;
-  completed_at: string | null;
-  error: { code: string; message: string } | null;
-}
 
 interface PageMeta {
   count: number;

@@ -9,6 +9,7 @@ import { queryWarehouse } from '../../warehouse/query.js';
 import { HARVEST_TASK_QUEUE } from '../../../workflows/definitions.js';
 import { freePort, startStack } from '../stack.js';
 import { resultWithProgress } from '../run-progress.js';
+import { textTable } from '../text-table.js';
 import { summaryText } from './run.js';
 
 /** The questions the demo answers from the warehouse once its harvest has landed. */
@@ -31,12 +32,6 @@ const ANALYST_QUESTIONS: { title: string; sql: string }[] = [
     sql: `SELECT h.platform, h.kind, h.query, i.author_handle AS top_account FROM search_hits h JOIN items i USING (platform, item_id) WHERE h.rank = 1 ORDER BY ALL`,
   },
 ];
-
-function table(rows: Record<string, unknown>[], columns: string[]): string {
-  const cells = [columns, ...rows.map((row) => columns.map((column) => String(row[column] ?? '')))];
-  const widths = columns.map((_, index) => Math.max(...cells.map((row) => row[index]!.length)));
-  return cells.map((row) => `  ${row.map((cell, index) => cell.padEnd(widths[index]!)).join('  ').trimEnd()}`).join('\n');
-}
 
 /**
  * The README's main command: starts the local stack (Temporal, emulator, receiver, worker) on free
@@ -64,7 +59,8 @@ export function demoCommand(): Command {
         process.stdout.write(`\n${summaryText(summary, Date.now() - started)}\n`);
         for (const question of ANALYST_QUESTIONS) {
           const result = await queryWarehouse(dataDir, question.sql);
-          process.stdout.write(`\n${question.title}\n${table(result.rows, result.columns)}\n`);
+          const cells = result.rows.map((row) => result.columns.map((column) => String(row[column] ?? '')));
+          process.stdout.write(`\n${question.title}\n${textTable(result.columns, cells, { rule: false, indent: '  ' })}\n`);
         }
         process.stdout.write(
           [

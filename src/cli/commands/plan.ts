@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { DEFAULT_PRICES_FILE, loadPriceTable } from '../../config/prices.js';
 import { wholeNumber } from '../options.js';
+import { textTable } from '../text-table.js';
 import { planHarvestCost, type CostPlan, type PlanLine } from '../plan/cost-plan.js';
 
 const ENRICHMENT_LABEL: Record<PlanLine['what'], string> = {
@@ -23,17 +24,6 @@ function callsCell(line: PlanLine): string {
   return count(line.worst.calls, 'call');
 }
 
-/** Columns padded to their widest cell; numbers (and call counts) aligned right. */
-function alignedTable(header: string[], rows: string[][], rightAligned: boolean[]): string {
-  const widths = header.map((title, index) => Math.max(title.length, ...rows.map((row) => (row[index] ?? '').length)));
-  const line = (cells: string[]) =>
-    cells
-      .map((cell, index) => (rightAligned[index] ? cell.padStart(widths[index] as number) : cell.padEnd(widths[index] as number)))
-      .join('  ')
-      .trimEnd();
-  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
-}
-
 export function planText(plan: CostPlan, sources: { config: string; prices: string }): string {
   const rows: string[][] = [];
   for (const target of plan.targets) {
@@ -44,10 +34,10 @@ export function planText(plan: CostPlan, sources: { config: string; prices: stri
     }
   }
   const totals = plan.totals;
-  const table = alignedTable(
+  const table = textTable(
     ['target', 'endpoint', 'calls', 'items', 'worst credits', 'expected credits'],
     [...rows, ['total', '', count(totals.calls, 'call'), String(totals.listedItems), String(totals.worstCredits), String(totals.expectedCredits)]],
-    [false, false, true, true, true, true],
+    { rightAligned: [false, false, true, true, true, true] },
   );
 
   const budget = plan.budget;

@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { listRuns } from '../run-queries.js';
 import { wholeNumber } from '../options.js';
+import { textTable } from '../text-table.js';
 
 export function runsCommand(): Command {
   return new Command('runs')
@@ -19,12 +20,8 @@ export function runsCommand(): Command {
           process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
           return;
         }
-        const rows = [['run', 'harvest', 'status', 'items', 'credits', 'started', 'ended']];
-        for (const run of runs) {
-          rows.push([run.workflowId, run.harvest, run.status, String(run.items ?? ''), run.credits === undefined ? '' : `${run.credits}/${run.budget}`, run.startedAt.slice(0, 19), run.closedAt?.slice(0, 19) ?? '']);
-        }
-        const widths = rows[0]!.map((_, column) => Math.max(...rows.map((row) => row[column]!.length)));
-        for (const row of rows) process.stdout.write(`${row.map((cell, column) => cell.padEnd(widths[column]!)).join('  ').trimEnd()}\n`);
+        const rows = runs.map((run) => [run.workflowId, run.harvest, run.status, String(run.items ?? ''), run.credits === undefined ? '' : `${run.credits}/${run.budget}`, run.startedAt.slice(0, 19), run.closedAt?.slice(0, 19) ?? '']);
+        process.stdout.write(`${textTable(['run', 'harvest', 'status', 'items', 'credits', 'started', 'ended'], rows, { rule: false })}\n`);
       } finally {
         await client.connection.close();
       }

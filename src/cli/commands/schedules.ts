@@ -18,6 +18,7 @@ import {
 import { creditsLow } from '../../webhooks/credit-alerts.js';
 import { taskQueueFromEnv } from '../context.js';
 import { UsageError } from '../options.js';
+import { textTable } from '../text-table.js';
 
 const PAUSE_NOTE = 'paused by hand (harvester schedules pause)';
 const RESUME_NOTE = 'resumed by hand (harvester schedules resume)';
@@ -104,9 +105,7 @@ function listText(views: HarvestScheduleView[]): string {
       view.taskQueue,
     ];
   });
-  const widths = header.map((title, index) => Math.max(title.length, ...rows.map((row) => (row[index] as string).length)));
-  const line = (cells: string[]) => cells.map((cell, index) => cell.padEnd(widths[index] as number)).join('  ').trimEnd();
-  return [line(header), line(widths.map((width) => '-'.repeat(width))), ...rows.map(line)].join('\n');
+  return textTable(header, rows);
 }
 
 const configOption = ['--config <file>', 'harvest config', DEFAULT_HARVESTS_FILE] as const;

@@ -1,18 +1,11 @@
 import { Command, Option } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { csvLine } from '../../text/csv.js';
+import { textTable } from '../text-table.js';
 import { exportParquet } from '../../warehouse/export.js';
 import { loadLandings, warehousePath } from '../../warehouse/loader.js';
 import { queryWarehouse } from '../../warehouse/query.js';
 import { cliLogger } from '../context.js';
-
-/** A plain text table: a header, a rule, and padded columns. */
-function textTable(columns: string[], rows: Record<string, unknown>[]): string {
-  const cells = rows.map((row) => columns.map((column) => (row[column] === null || row[column] === undefined ? '' : String(row[column]))));
-  const widths = columns.map((column, index) => Math.min(60, Math.max(column.length, ...cells.map((row) => row[index]!.length))));
-  const line = (values: string[]) => values.map((value, index) => value.slice(0, 60).padEnd(widths[index]!)).join('  ').trimEnd();
-  return [line(columns), line(widths.map((width) => '-'.repeat(width))), ...cells.map(line)].join('\n');
-}
 
 export function queryCommand(): Command {
   return new Command('query')
@@ -32,7 +25,7 @@ Examples:
       const result = await queryWarehouse(dataDirFromEnv(), sql);
       if (options.format === 'json') process.stdout.write(`${JSON.stringify(result.rows, null, 2)}\n`);
       else if (options.format === 'csv') process.stdout.write(`${[result.columns, ...result.rows.map((row) => result.columns.map((column) => row[column]))].map(csvLine).join('\r\n')}\r\n`);
-      else process.stdout.write(`${textTable(result.columns, result.rows)}\n(${result.rows.length} row${result.rows.length === 1 ? '' : 's'})\n`);
+      else process.stdout.write(`${textTable(result.columns, result.rows.map((row) => result.columns.map((column) => (row[column] === null || row[column] === undefined ? '' : String(row[column])))), { maxCellWidth: 60 })}\n(${result.rows.length} row${result.rows.length === 1 ? '' : 's'})\n`);
     });
 }
 
