@@ -59,22 +59,27 @@ export interface ListItem {
 export type ObjectEndpoint = keyof ObjectData;
 export type ListEndpoint = keyof ListItem;
 
-const OBJECT_SCHEMAS: Record<ObjectEndpoint, z.ZodType> = {
-  transcript: transcriptSchema,
-  summary: summarySchema,
-  stats: statsSchema,
-  'channel-stats': channelProfileSchema,
-  download: downloadSchema,
+// Envelope schemas are built once: building a zod schema costs more than checking an answer.
+const OBJECT_ENVELOPES: Record<ObjectEndpoint, z.ZodType> = {
+  transcript: envelopeSchema(transcriptSchema),
+  summary: envelopeSchema(summarySchema),
+  stats: envelopeSchema(statsSchema),
+  'channel-stats': envelopeSchema(channelProfileSchema),
+  download: envelopeSchema(downloadSchema),
 };
-const LIST_SCHEMAS: Record<ListEndpoint, z.ZodType> = {
-  comments: commentSchema,
-  'channel-videos': channelItemSchema,
-  'channel-posts': channelItemSchema,
-  'channel-reels': channelItemSchema,
-  search: searchResultSchema,
-  'hashtag-search': searchResultSchema,
-  'reels-search': searchResultSchema,
+const LIST_ENVELOPES: Record<ListEndpoint, z.ZodType> = {
+  comments: listEnvelopeSchema(commentSchema),
+  'channel-videos': listEnvelopeSchema(channelItemSchema),
+  'channel-posts': listEnvelopeSchema(channelItemSchema),
+  'channel-reels': listEnvelopeSchema(channelItemSchema),
+  search: listEnvelopeSchema(searchResultSchema),
+  'hashtag-search': listEnvelopeSchema(searchResultSchema),
+  'reels-search': listEnvelopeSchema(searchResultSchema),
 };
+const JOB_ENVELOPE = envelopeSchema(jobSchema);
+const JOB_RESULTS_ENVELOPE = listEnvelopeSchema(z.record(z.string(), z.unknown()));
+const CREATED_WEBHOOK_ENVELOPE = envelopeSchema(createdWebhookEndpointSchema);
+const WEBHOOKS_ENVELOPE = envelopeSchema(z.array(webhookEndpointSchema));
 
 /** What identifies the subject of a call: `url`, `handle` or `query`, as the endpoint takes. */
 export interface ContentParams {
@@ -164,7 +169,6 @@ export class SocialApiClient {
   private readonly pool: Pool;
   private readonly basePath: string;
   private readonly retry: RetryPolicy;
-  private readonly timeouts: { headersMs: number; bodyMs: number };
   private readonly platformPaths: Record<Platform, string>;
 
   constructor(private readonly options: ClientOptions) {
@@ -173,10 +177,11 @@ export class SocialApiClient {
     this.pool = new Pool(base.origin, {
       connections: options.connections ?? 16,
       connectTimeout: options.timeouts?.connectMs ?? 10_000,
+      headersTimeout: options.timeouts?.headersMs ?? 60_000,
+      bodyTimeout: options.timeouts?.bodyMs ?? 60_000,
       keepAliveTimeout: 30_000,
     });
     this.retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
-    this.timeouts = { headersMs: options.timeouts?.headersMs ?? 60_000, bodyMs: options.timeouts?.bodyMs ?? 60_000 };
     this.platformPaths = { tiktok: 'tiktok', instagram: 'instagram', ...options.platformPaths };
   }
 
@@ -194,7 +199,7 @@ export class SocialApiClient {
   async get<E extends ObjectEndpoint>(platform: Platform, endpoint: E, params: ContentParams): Promise<ObjectResult<ObjectData[E]>> {
     const spec = this.spec(platform, endpoint, 'object');
     const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params));
-    const body = this.parse(response, envelopeSchema(OBJECT_SCHEMAS[endpoint]), spec) as { data: unknown; request_id: string };
+    const body = this.parse(response, OBJECT_ENVELOPES[endpoint], spec) as { data: unknown; request_id: string };
     return { ...this.report(spec, response, body.request_id, 1), data: body.data as ObjectData[E] };
   }
 
@@ -205,7 +210,7 @@ export class SocialApiClient {
       throw localError(`a page holds at most ${PAGE_LIMITS.maxSynchronous} items (got limit ${params.limit}); use startJob for larger pulls`, 'limit');
     }
     const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params));
-    const body = this.parse(response, listEnvelopeSchema(LIST_SCHEMAS[endpoint]), spec);
+    const body = this.parse(response, LIST_ENVELOPES[endpoint], spec) as z.infer<ReturnType<typeof listEnvelopeSchema>>;
     return {
       ...this.report(spec, response, body.request_id, body.data.length),
       items: body.data as ListItem[E][],
@@ -264,13 +269,13 @@ export class SocialApiClient {
     }
     const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params));
     if (response.status !== 202) throw this.unexpected(response, `expected 202 with a job for limit ${params.limit}`);
-    const body = this.parse(response, envelopeSchema(jobSchema), spec);
+    const body = this.parse(response, JOB_ENVELOPE, spec) as { data: Job; request_id: string };
     return { job: body.data, requestId: body.request_id };
   }
 
   async getJob(jobId: string): Promise<Job> {
     const response = await this.send('GET', `/jobs/${encodeURIComponent(jobId)}`, {});
-    return this.parse(response, envelopeSchema(jobSchema)).data;
+    return (this.parse(response, JOB_ENVELOPE) as { data: Job }).data;
   }
 
   /**
@@ -302,7 +307,7 @@ export class SocialApiClient {
     const limit = Math.min(options.pageSize ?? PAGE_LIMITS.jobResultsMax, PAGE_LIMITS.jobResultsMax);
     for (;;) {
       const response = await this.send('GET', `/jobs/${encodeURIComponent(jobId)}/results`, { limit: String(limit), ...(cursor ? { cursor } : {}) });
-      const body = this.parse(response, listEnvelopeSchema(z.record(z.string(), z.unknown())));
+      const body = this.parse(response, JOB_RESULTS_ENVELOPE);
       const nextCursor = body.meta.has_more ? body.meta.cursor : undefined;
       yield { items: body.data, meta: body.meta, nextCursor, requestId: body.request_id };
       if (!nextCursor) return;
@@ -314,7 +319,7 @@ export class SocialApiClient {
 
   async createWebhook(url: string, events: WebhookEvent[]): Promise<CreatedWebhookEndpoint> {
     const response = await this.send('POST', '/webhooks', {}, JSON.stringify({ url, events }));
-    return this.parse(response, envelopeSchema(createdWebhookEndpointSchema)).data;
+    return (this.parse(response, CREATED_WEBHOOK_ENVELOPE) as { data: CreatedWebhookEndpoint }).data;
   }
 
   /** The API's clock, read from the Date header of a free call (this machine's when it has none). */
@@ -325,7 +330,7 @@ export class SocialApiClient {
 
   async listWebhooks(): Promise<WebhookEndpoint[]> {
     const response = await this.send('GET', '/webhooks', {});
-    return this.parse(response, envelopeSchema(z.array(webhookEndpointSchema))).data;
+    return (this.parse(response, WEBHOOKS_ENVELOPE) as { data: WebhookEndpoint[] }).data;
   }
 
   async deleteWebhook(webhookId: string): Promise<void> {
@@ -365,7 +370,7 @@ export class SocialApiClient {
       async () => {
         let response: RawResponse;
         try {
-          const answer = await this.pool.request({ method, path: fullPath, headers, body, headersTimeout: this.timeouts.headersMs, bodyTimeout: this.timeouts.bodyMs });
+          const answer = await this.pool.request({ method, path: fullPath, headers, body });
           response = { status: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
         } catch (error) {
           const code = (error as { code?: string }).code ?? 'network_error';
