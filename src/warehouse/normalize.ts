@@ -85,10 +85,10 @@ export function normalizeLanding(landing: Landing, rows: StagedRows): number {
   const items = Array.isArray(landing.data) ? (landing.data as Json[]) : [];
   const object = Array.isArray(landing.data) ? {} : ((landing.data ?? {}) as Json);
   if (name in LIST_KIND) {
-    for (const item of items) addChannelItem(rows, context, item, LIST_KIND[name] as ItemKind, landing.params.handle ?? null);
+    for (const item of items) addListedItem(rows, context, item, LIST_KIND[name] as ItemKind, landing.params.handle ?? null);
   } else if (name in SEARCH_KIND) {
     items.forEach((item, index) => {
-      addSearchResult(rows, context, item, platform === 'tiktok' ? 'video' : 'reel');
+      addListedItem(rows, context, item, platform === 'tiktok' ? 'video' : 'reel', text((item.author as Json | undefined)?.handle));
       rows.search_hits.push({
         platform,
         query: landing.params.query ?? '',
@@ -179,28 +179,15 @@ interface Context {
   fromCache: boolean | null;
 }
 
-function addChannelItem(rows: StagedRows, context: Context, item: Json, kind: ItemKind, handle: string | null): void {
+/** An item of a channel list or a search: its row in `items` and its observation in `item_metrics`. */
+function addListedItem(rows: StagedRows, context: Context, item: Json, kind: ItemKind, authorHandle: string | null): void {
   rows.items.push({
     platform: context.platform,
     item_id: String(item.id),
     kind,
     url: text(item.url),
     caption: text(item.caption),
-    author_handle: handle,
-    posted_at: text(item.posted_at),
-    seen_at: context.observedAt,
-  });
-  addMetrics(rows, context, String(item.id), (item.metrics ?? {}) as Json);
-}
-
-function addSearchResult(rows: StagedRows, context: Context, item: Json, kind: ItemKind): void {
-  rows.items.push({
-    platform: context.platform,
-    item_id: String(item.id),
-    kind,
-    url: text(item.url),
-    caption: text(item.caption),
-    author_handle: text((item.author as Json | undefined)?.handle),
+    author_handle: authorHandle,
     posted_at: text(item.posted_at),
     seen_at: context.observedAt,
   });
