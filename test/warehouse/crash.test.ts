@@ -78,3 +78,24 @@ describe('a crash loses nothing that was paid for and loads nothing twice', () =
     await expectExactlyOnce(dataDir, expected);
   });
 });
+
+describe('several processes on one machine', () => {
+  it('two loaders started at once both finish, and every landing is loaded exactly once', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'two-loaders-'));
+    const first = await sampleIn(dataDir, 'run-one');
+    const second = await sampleIn(dataDir, 'run-two');
+    const script = join(dataDir, 'load.mjs');
+    writeFileSync(script, `import { loadLandings } from ${JSON.stringify(join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'loader.js'))};\nawait loadLandings(process.argv[2], { batchLandings: 2 });`);
+    const run = () =>
+      new Promise<number | null>((resolve) => {
+        const child = spawn(process.execPath, [script, dataDir], { stdio: 'inherit' });
+        child.once('exit', (code) => resolve(code));
+      });
+    // The second waits for DuckDB's lock on the work database, then finds nothing left to load.
+    expect(await Promise.all([run(), run()])).toEqual([0, 0]);
+    const rows = async (sql: string) => Number(Object.values((await queryWarehouse(dataDir, sql)).rows[0]!)[0]);
+    expect(await rows('SELECT count(*) FROM loaded_landings')).toBe(first.landings + second.landings);
+    expect(await rows('SELECT count(*) FROM item_metrics')).toBe(first.metricRows + second.metricRows);
+    expect(await rows('SELECT count(*) FROM api_calls')).toBe(first.apiCalls + second.apiCalls);
+  });
+});
