@@ -3,7 +3,7 @@
  * The client's overhead: the same endpoint (a cached tiktok/stats call) called N times in a row,
  * once through SocialApiClient (validation, typed errors, retries, credit checks) and once through
  * a bare undici Pool loop that only parses the JSON, against one emulator process. The client may
- * be at most 10% slower. Rounds alternate, so drift on the machine hits both alike.
+ * be at most 10% slower. Rounds alternate which path goes first, so drift on the machine hits both alike.
  *
  *   npm run build && node bench/client-overhead.mjs        (BENCH_CALLS=3000, BENCH_ROUNDS=5)
  */
@@ -54,8 +54,14 @@ await time(viaClient); // warm both paths and the emulator's cache
 const bareTimes = [];
 const clientTimes = [];
 for (let round = 0; round < ROUNDS; round++) {
-  bareTimes.push(await time(bare));
-  clientTimes.push(await time(viaClient));
+  // Which path goes first alternates, so neither always runs after the other's garbage.
+  if (round % 2 === 0) {
+    bareTimes.push(await time(bare));
+    clientTimes.push(await time(viaClient));
+  } else {
+    clientTimes.push(await time(viaClient));
+    bareTimes.push(await time(bare));
+  }
 }
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const bareMs = median(bareTimes);
