@@ -49,11 +49,14 @@ interface ResultsProgress {
 
 export function jobActivities({ client, dataDir }: { client: SocialApiClient; dataDir: string }) {
   return {
-    /** Starts the target's job, or returns the one a previous attempt of this run started. */
+    /**
+     * Starts the target's job, or returns the one an earlier attempt of this run started, unless
+     * that one failed (a retried run then gets a new job).
+     */
     async startJob(input: StartJobInput): Promise<{ jobId: string }> {
-      const started = findJobOfTarget(dataDir, input.runId, input.target.key);
-      if (started) return { jobId: started.jobId };
       return asActivity(async () => {
+        const started = findJobOfTarget(dataDir, input.runId, input.target.key);
+        if (started && (await client.getJob(started.jobId)).status !== 'failed') return { jobId: started.jobId };
         const { job, requestId } = await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit });
         registerJob(dataDir, { jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key });
         return { jobId: job.job_id };

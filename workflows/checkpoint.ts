@@ -4,15 +4,30 @@
  * the budget gets room for this attempt. The run id stays the same, so every page already landed
  * is found on disk and not bought again.
  */
-import type { HarvestState } from './harvest.js';
+import type { HarvestState, TargetState } from './harvest.js';
 
 export const RETRYABLE_STATUSES = ['failed', 'completed_with_errors', 'budget_exhausted', 'paused'] as const;
 
+function resumedTarget(target: TargetState): TargetState {
+  if (target.status === 'done') return target;
+  // A job still in flight (the run stopped while it ran) is awaited again, its reservation kept; a
+  // job that failed is forgotten, so the retry starts a new one.
+  const jobFailed = target.jobId !== undefined && (target.status === 'failed' || target.status === 'paused');
+  return {
+    ...target,
+    status: 'pending',
+    error: undefined,
+    ...(jobFailed ? { jobId: undefined, jobReserved: undefined } : {}),
+  };
+}
+
 export function resumableState(checkpoint: HarvestState, extraCredits: number): HarvestState {
+  const targets = checkpoint.targets.map(resumedTarget);
+  const reserved = targets.reduce((sum, target) => sum + (target.jobId !== undefined ? (target.jobReserved ?? 0) : 0), 0);
   return {
     ...checkpoint,
-    budget: { limit: checkpoint.budget.spent + extraCredits, spent: checkpoint.budget.spent, reserved: 0 },
-    targets: checkpoint.targets.map((target) => (target.status === 'done' ? target : { ...target, status: 'pending', error: undefined })),
+    budget: { limit: checkpoint.budget.spent + reserved + extraCredits, spent: checkpoint.budget.spent, reserved },
+    targets,
     stopped: undefined,
   };
 }
