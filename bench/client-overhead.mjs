@@ -7,8 +7,8 @@
  *
  *   npm run build && node bench/client-overhead.mjs        (BENCH_CALLS=3000, BENCH_ROUNDS=5)
  */
-import { spawn } from 'node:child_process';
 import { Pool } from 'undici';
+import { startEmulatorProcess } from './emulator-process.mjs';
 
 const dist = new URL('../dist/', import.meta.url).pathname;
 const { SocialApiClient } = await import(`${dist}src/api/client.js`);
@@ -17,16 +17,7 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const KEY = 'sk_live_bench_client';
 
-const emulator = spawn(process.execPath, [`${dist}src/cli/main.js`, 'emulator', '--port', '0', '--rate-limit', '1000000000', '--credits', '1000000000000', '--api-key', KEY], { stdio: ['ignore', 'pipe', 'inherit'] });
-const baseUrl = await new Promise((resolve) => {
-  let out = '';
-  emulator.stdout.on('data', (chunk) => {
-    out += chunk;
-    const match = /SOCIAL_API_BASE_URL=(\S+)/.exec(out);
-    if (match) resolve(match[1]);
-  });
-});
-const origin = new URL(baseUrl).origin;
+const { child: emulator, baseUrl, origin } = await startEmulatorProcess(['--rate-limit', '1000000000', '--credits', '1000000000000', '--api-key', KEY]);
 const catalog = (await (await fetch(`${origin}/_emulator/catalog`)).json()).data;
 const videos = await (await fetch(`${baseUrl}/tiktok/channel-videos?handle=${catalog.tiktok.handles[0]}&limit=1`, { headers: { authorization: `Bearer ${KEY}` } })).json();
 const url = videos.data[0].url;

@@ -26,13 +26,14 @@
  * Only 127.0.0.1 is contacted. The exit code is 0 whether targets are met or missed; it is 1 only
  * when the benchmark itself could not run (build missing, a server not starting, a broken warm-up).
  */
-import { fork, spawn } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { request as httpRequest, createServer } from 'node:http';
 import { availableParallelism } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
+import { startEmulatorProcess } from './emulator-process.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const cliMain = join(root, 'dist', 'src', 'cli', 'main.js');
@@ -105,7 +106,7 @@ async function main() {
         `node ${process.version}, ${availableParallelism()} CPUs, autocannon ${autocannonVersion}\n`,
     );
 
-    const emulator = await startEmulatorProcess(children);
+    const emulator = await startBenchEmulator(children);
     const plan = await prepare(emulator.origin, settings.pages);
     const baseline = await startBaselineProcess(children, { '/stats': plan.stats, '/list': plan.list });
 
@@ -194,42 +195,23 @@ async function main() {
   }
 }
 
-/** Starts `harvester emulator` on a free port and reads its base URL from stdout. */
-function startEmulatorProcess(children) {
-  const args = [
-    cliMain, 'emulator',
-    '--host', HOST,
-    '--port', '0',
+/** The emulator for this benchmark, started through the benchmarks' shared helper. */
+async function startBenchEmulator(children) {
+  const started = startEmulatorProcess([
     '--rate-limit', '1000000000',
     '--api-key', API_KEY,
     // Enough credits that a long run never meets a 402 (a 50-item page costs 150).
     '--credits', String(Number.MAX_SAFE_INTEGER),
     // Cursors gathered before the runs must outlive them, whatever BENCH_SECONDS is.
     '--cursor-ttl', '86400',
-  ];
-  const child = spawn(process.execPath, args, { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
-  children.push(child);
-  let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk) => {
-    stderr += chunk;
-  });
-  return new Promise((resolve, reject) => {
-    let stdout = '';
-    const timer = setTimeout(() => reject(new BenchError(`the emulator did not print SOCIAL_API_BASE_URL within 20 s; stderr: ${stderr}`)), 20_000);
-    child.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      reject(new BenchError(`the emulator exited early (code ${code}, signal ${signal}); stderr: ${stderr}`));
-    });
-    child.stdout.setEncoding('utf8').on('data', (chunk) => {
-      stdout += chunk;
-      const match = /^SOCIAL_API_BASE_URL=(\S+)$/m.exec(stdout);
-      if (!match) return;
-      clearTimeout(timer);
-      const base = new URL(match[1]);
-      if (base.hostname !== HOST) reject(new BenchError(`the emulator listens on ${base.hostname}, not ${HOST}`));
-      else resolve({ origin: base.origin });
-    });
-  });
+  ]);
+  try {
+    const emulator = await started;
+    children.push(emulator.child);
+    return emulator;
+  } catch (error) {
+    throw new BenchError(error.message);
+  }
 }
 
 /** Forks this file as a bare node:http server answering the given bodies by path. */

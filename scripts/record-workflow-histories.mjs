@@ -12,7 +12,6 @@ import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { execFileSync } from 'node:child_process';
-import { createServer } from 'node:net';
 
 const dist = new URL('../dist/', import.meta.url).pathname;
 const { startEmulator } = await import(join(dist, 'src/emulator/server.js'));
@@ -21,16 +20,12 @@ const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-config.js'));
 const { createHarvestWorker } = await import(join(dist, 'src/temporal/worker.js'));
 const { TEMPORAL_BINARY, SEARCH_ATTRIBUTES } = await import(join(dist, 'src/temporal/dev-server.js'));
+const { freePort } = await import(join(dist, 'src/cli/stack.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const out = new URL('../test/workflows/histories/', import.meta.url).pathname;
 const emulator = await startEmulator({ port: 0, seed: 42, jobStepMs: 50 });
-const port = await new Promise((resolve) => {
-  const server = createServer().listen(0, '127.0.0.1', () => {
-    const { port: free } = server.address();
-    server.close(() => resolve(free));
-  });
-});
+const port = await freePort();
 const env = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: 'existing-path', path: TEMPORAL_BINARY }, ip: '127.0.0.1', port, extraArgs: Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]) } });
 const api = new SocialApiClient({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKeys[0], prices: loadPriceTable() });
 const catalog = (await (await fetch(`${emulator.origin}/_emulator/catalog`)).json()).data;
