@@ -7,6 +7,11 @@ export const TEMPORAL_BINARY = join(TOOLS_DIR, 'temporal');
 /** Search attributes the harvester sets on runs, registered with the dev server at start. */
 export const SEARCH_ATTRIBUTES = { HarvestName: 'Keyword', HarvestStatus: 'Keyword' } as const;
 
+/** The dev server's flags that register SEARCH_ATTRIBUTES (also for @temporalio/testing's `extraArgs`). */
+export function searchAttributeArgs(): string[] {
+  return Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]);
+}
+
 export function devServerArgs(options: { port: number; uiPort?: number; dbFile?: string; ip?: string }): string[] {
   return [
     'server',
@@ -17,7 +22,7 @@ export function devServerArgs(options: { port: number; uiPort?: number; dbFile?:
     String(options.port),
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
-    ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+    ...searchAttributeArgs(),
     '--log-level',
     'warn',
   ];

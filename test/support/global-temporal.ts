@@ -6,7 +6,7 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { TestProject } from 'vitest/node';
 import { freePort } from '../../src/cli/stack.js';
-import { SEARCH_ATTRIBUTES, TEMPORAL_BINARY } from '../../src/temporal/dev-server.js';
+import { TEMPORAL_BINARY, searchAttributeArgs } from '../../src/temporal/dev-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -24,7 +24,7 @@ export default async function setup(project: TestProject) {
       ip: '127.0.0.1',
       port,
       extraArgs: [
-        ...Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]),
+        ...searchAttributeArgs(),
         // Temporal suggests continue-as-new far sooner than in production, so the suite's longer
         // harvests take that path for real (see the continue-as-new test).
         '--dynamic-config-value',

@@ -5,7 +5,6 @@ import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { SocialApiClient } from '../../src/api/client.js';
-import { loadPriceTable } from '../../src/config/prices.js';
 import { parseHarvestConfig } from '../../src/config/harvest-config.js';
 import type { Harvest } from '../../src/config/harvest-types.js';
 import { bundleWorkflows, createHarvestWorker } from '../../src/temporal/worker.js';
@@ -65,4 +64,5 @@ export function harvestFrom(yaml: string): Harvest {
   return parseHarvestConfig(yaml, 'test-harvest.yaml').harvests[0]!;
 }
 
-export const prices = loadPriceTable();
+/** The price table, as the client support module loads it. */
+export { prices } from './client.js';
