@@ -10,11 +10,25 @@ export interface ContentRef {
   kind: ItemKind;
 }
 
+/**
+ * One pattern per platform, in a syntax both JavaScript and DuckDB's RE2 accept, so the loader's
+ * SQL reads item ids with the very same rule. Group 1 is the path word that gives the kind, group 2
+ * the item id.
+ */
+export const CONTENT_URL_PATTERNS: Record<Platform, string> = {
+  tiktok: '^https://(?:www\\.)?tiktok\\.com/@[A-Za-z0-9_.]+/(video)/([0-9]+)',
+  instagram: '^https://(?:www\\.)?instagram\\.com/(reel|reels|p)/([A-Za-z0-9_-]+)',
+};
+
+/** The item kind each path word of a content URL means. */
+export const CONTENT_URL_KINDS: Record<string, ItemKind> = { video: 'video', p: 'post', reel: 'reel', reels: 'reel' };
+
+const CONTENT_URL_REGEXPS = {
+  tiktok: new RegExp(CONTENT_URL_PATTERNS.tiktok),
+  instagram: new RegExp(CONTENT_URL_PATTERNS.instagram),
+};
+
 export function parseContentUrl(platform: Platform, url: string): ContentRef | undefined {
-  if (platform === 'tiktok') {
-    const match = /^https:\/\/(?:www\.)?tiktok\.com\/@[A-Za-z0-9_.]+\/video\/(\d+)/.exec(url);
-    return match ? { platform, itemId: match[1] as string, kind: 'video' } : undefined;
-  }
-  const match = /^https:\/\/(?:www\.)?instagram\.com\/(reel|reels|p)\/([A-Za-z0-9_-]+)/.exec(url);
-  return match ? { platform, itemId: match[2] as string, kind: match[1] === 'p' ? 'post' : 'reel' } : undefined;
+  const match = CONTENT_URL_REGEXPS[platform].exec(url);
+  return match ? { platform, itemId: match[2] as string, kind: CONTENT_URL_KINDS[match[1] as string] as ItemKind } : undefined;
 }

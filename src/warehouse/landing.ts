@@ -79,8 +79,28 @@ export function pageLandingKey(runId: string, target: string, page: number): str
 
 /** The landing's path relative to the landing root: its identity in `loaded_landings`. */
 export function landingKey(landing: Landing): string {
-  if (landing.kind === 'run') return [pathSegment(landing.run_id), '_run', `status-${String(landing.seq).padStart(6, '0')}.json`].join('/');
+  if (landing.kind === 'run') return [pathSegment(landing.run_id), RUN_FOLDER, `status-${String(landing.seq).padStart(6, '0')}.json`].join('/');
   return pageLandingKey(landing.run_id, landing.target, landing.page);
+}
+
+/**
+ * Run statuses sit in this folder of their run. No target's folder is named so: target keys hold a
+ * `:` (`channel:tiktok:…`), which `pathSegment` replaces and marks with a hash.
+ */
+const RUN_FOLDER = '_run';
+
+export function isRunLandingKey(key: string): boolean {
+  return key.split('/')[1] === RUN_FOLDER;
+}
+
+/**
+ * A landing's text. A page's `data` is always its last member: the loader tells list pages from
+ * resource pages by the bytes that end the file, without parsing it.
+ */
+function landingText(landing: Landing): string {
+  if (landing.kind === 'run') return JSON.stringify(landing);
+  const { data, ...rest } = landing;
+  return JSON.stringify({ ...rest, data });
 }
 
 /** Writes a landing durably and returns its key. */
@@ -92,7 +112,7 @@ export function writeLanding(dataDir: string, landing: Landing): string {
   const temporary = join(directory, `.${randomBytes(6).toString('hex')}.tmp`);
   const fd = openSync(temporary, 'w');
   try {
-    writeSync(fd, JSON.stringify(landing));
+    writeSync(fd, landingText(landing));
     fsyncSync(fd);
   } finally {
     closeSync(fd);

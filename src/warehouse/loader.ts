@@ -10,14 +10,15 @@
  * `warehouse.duckdb` read-only at any time: an open reader keeps the snapshot it opened, the
  * next one sees the new load, and nobody is ever locked out.
  */
-import { copyFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase, sqlString } from './duckdb.js';
-import { landingRoot, listLandings, readLanding } from './landing.js';
-import { emptyRows, normalizeLanding, type StagedRows, type StagedTable } from './normalize.js';
+import { landingRoot, listLandings } from './landing.js';
+import { LANDING_SHAPES, writeLoadPackage } from './load-package.js';
+import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readRawSql, type StagedTable } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL } from './schema.js';
 
 export interface LoadOptions {
@@ -33,6 +34,13 @@ export interface LoadOptions {
   /** Called after each committed batch: a crash here must lose nothing. */
   afterBatch?: (batch: number) => void | Promise<void>;
 }
+
+/**
+ * A batch is one transaction. Large batches load fastest: from about 120k rows (one DuckDB row
+ * group) a table's new rows are written straight to the database file instead of twice (log, then
+ * checkpoint). Memory grows with the batch (its package is read whole), never with the warehouse.
+ */
+export const DEFAULT_BATCH = { landings: 5000, bytes: 64 << 20 };
 
 export interface LoadResult {
   landingsLoaded: number;
@@ -50,32 +58,20 @@ export function workDatabasePath(dataDir: string): string {
   return join(dataDir, '.loader', 'work.duckdb');
 }
 
-/** Column types of each staged table, for DuckDB's JSON reader. */
-const STAGE_COLUMNS: Record<StagedTable, Record<string, string>> = {
-  accounts: { platform: 'VARCHAR', handle: 'VARCHAR', name: 'VARCHAR', bio: 'VARCHAR', verified: 'BOOLEAN', followers: 'BIGINT', following: 'BIGINT', posts: 'BIGINT', seen_at: 'TIMESTAMPTZ' },
-  account_metrics: { platform: 'VARCHAR', handle: 'VARCHAR', observed_at: 'TIMESTAMPTZ', followers: 'BIGINT', following: 'BIGINT', posts: 'BIGINT', from_cache: 'BOOLEAN', request_id: 'VARCHAR', run_id: 'VARCHAR' },
-  items: { platform: 'VARCHAR', item_id: 'VARCHAR', kind: 'VARCHAR', url: 'VARCHAR', caption: 'VARCHAR', author_handle: 'VARCHAR', posted_at: 'TIMESTAMPTZ', seen_at: 'TIMESTAMPTZ' },
-  item_metrics: { platform: 'VARCHAR', item_id: 'VARCHAR', observed_at: 'TIMESTAMPTZ', views: 'BIGINT', likes: 'BIGINT', comments: 'BIGINT', shares: 'BIGINT', from_cache: 'BOOLEAN', source_endpoint: 'VARCHAR', request_id: 'VARCHAR', run_id: 'VARCHAR' },
-  comments: { platform: 'VARCHAR', comment_id: 'VARCHAR', item_id: 'VARCHAR', text: 'VARCHAR', author_handle: 'VARCHAR', likes: 'BIGINT', posted_at: 'TIMESTAMPTZ', seen_at: 'TIMESTAMPTZ' },
-  search_hits: { platform: 'VARCHAR', query: 'VARCHAR', kind: 'VARCHAR', rank: 'INTEGER', item_id: 'VARCHAR', observed_at: 'TIMESTAMPTZ', request_id: 'VARCHAR', run_id: 'VARCHAR' },
-  transcripts: { platform: 'VARCHAR', item_id: 'VARCHAR', language: 'VARCHAR', source: 'VARCHAR', text: 'VARCHAR', fetched_at: 'TIMESTAMPTZ', request_id: 'VARCHAR' },
-  transcript_segments: { platform: 'VARCHAR', item_id: 'VARCHAR', seq: 'INTEGER', start_seconds: 'DOUBLE', end_seconds: 'DOUBLE', text: 'VARCHAR' },
-  summaries: { platform: 'VARCHAR', item_id: 'VARCHAR', language: 'VARCHAR', summary: 'VARCHAR', fetched_at: 'TIMESTAMPTZ', request_id: 'VARCHAR' },
-  downloads: { platform: 'VARCHAR', item_id: 'VARCHAR', media_url: 'VARCHAR', mime_type: 'VARCHAR', expires_at: 'TIMESTAMPTZ', observed_at: 'TIMESTAMPTZ', request_id: 'VARCHAR' },
-  api_calls: { request_id: 'VARCHAR', run_id: 'VARCHAR', harvest: 'VARCHAR', target: 'VARCHAR', endpoint: 'VARCHAR', params: 'JSON', units: 'BIGINT', credits: 'BIGINT', cache_status: 'VARCHAR', job_id: 'VARCHAR', called_at: 'TIMESTAMPTZ' },
-  harvest_runs: { run_id: 'VARCHAR', harvest: 'VARCHAR', status: 'VARCHAR', seq: 'BIGINT', started_at: 'TIMESTAMPTZ', finished_at: 'TIMESTAMPTZ', budget_credits: 'BIGINT', credits_spent: 'BIGINT', items_landed: 'BIGINT', error: 'VARCHAR' },
-};
-
 /** For upserts: take the newer observation's value, falling back to what is known. */
 function newer(table: string, column: string, seenColumn = 'last_seen_at'): string {
-  return `${column} = CASE WHEN excluded.${seenColumn} >= ${table}.${seenColumn} THEN coalesce(excluded.${column}, ${table}.${column}) ELSE coalesce(${table}.${column}, excluded.${column}) END`;
+  return `${column} = CASE WHEN s.${seenColumn} >= ${table}.${seenColumn} THEN coalesce(s.${column}, ${table}.${column}) ELSE coalesce(${table}.${column}, s.${column}) END`;
 }
-const seenRange = (table: string) =>
-  `first_seen_at = least(${table}.first_seen_at, excluded.first_seen_at), last_seen_at = greatest(${table}.last_seen_at, excluded.last_seen_at)`;
+const seenRange = (table: string) => `first_seen_at = least(${table}.first_seen_at, s.first_seen_at), last_seen_at = greatest(${table}.last_seen_at, s.last_seen_at)`;
 /** The latest non-null value of a column within a batch. */
-const latest = (column: string, order = 'seen_at') => `arg_max(${column}, ${order}) FILTER (WHERE ${column} IS NOT NULL)`;
-/** One row per key within the batch, so an upsert never meets the same key twice. */
+const latest = (column: string, order = 'seen_at') => `arg_max(${column}, ${order}) FILTER (WHERE ${column} IS NOT NULL) AS ${column}`;
+/** One row per key within the batch, so a merge never meets the same key twice. */
 const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${keys}) = 1`;
+/** Latest state: rows of `source` (one per key) update the row with their key, or are inserted. */
+const upsert = (table: string, keys: string[], source: string, updates: string) =>
+  `MERGE INTO ${table} USING (${source}) AS s ON ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}
+   WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`;
+const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EXCLUDE (_landing) FROM stage_${table}`;
 
 /**
  * How each staged table merges into its warehouse table: latest state is upserted (newer
@@ -83,43 +79,65 @@ const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${
  */
 const MERGES: Record<StagedTable, string[]> = {
   accounts: [
-    `INSERT INTO accounts SELECT platform, handle, ${latest('name')}, ${latest('bio')}, ${latest('verified')}, ${latest('followers')}, ${latest('following')}, ${latest('posts')}, min(seen_at), max(seen_at)
-     FROM stage_accounts GROUP BY platform, handle
-     ON CONFLICT (platform, handle) DO UPDATE SET ${['name', 'bio', 'verified', 'followers', 'following', 'posts'].map((column) => newer('accounts', column)).join(', ')}, ${seenRange('accounts')}`,
+    upsert(
+      'accounts',
+      ['platform', 'handle'],
+      `SELECT platform, handle, ${['name', 'bio', 'verified', 'followers', 'following', 'posts'].map((column) => latest(column)).join(', ')}, min(seen_at) AS first_seen_at, max(seen_at) AS last_seen_at
+       FROM stage_accounts GROUP BY platform, handle`,
+      `${['name', 'bio', 'verified', 'followers', 'following', 'posts'].map((column) => newer('accounts', column)).join(', ')}, ${seenRange('accounts')}`,
+    ),
   ],
-  account_metrics: ['INSERT INTO account_metrics SELECT * FROM stage_account_metrics'],
+  account_metrics: [append('account_metrics')],
   items: [
-    `INSERT INTO items SELECT platform, item_id, any_value(kind), ${latest('url')}, ${latest('caption')}, ${latest('author_handle')}, ${latest('posted_at')}, min(seen_at), max(seen_at)
-     FROM stage_items GROUP BY platform, item_id
-     ON CONFLICT (platform, item_id) DO UPDATE SET ${['url', 'caption', 'author_handle', 'posted_at'].map((column) => newer('items', column)).join(', ')}, ${seenRange('items')}`,
+    upsert(
+      'items',
+      ['platform', 'item_id'],
+      `SELECT platform, item_id, any_value(kind) AS kind, ${['url', 'caption', 'author_handle', 'posted_at'].map((column) => latest(column)).join(', ')}, min(seen_at) AS first_seen_at, max(seen_at) AS last_seen_at
+       FROM stage_items GROUP BY platform, item_id`,
+      `${['url', 'caption', 'author_handle', 'posted_at'].map((column) => newer('items', column)).join(', ')}, ${seenRange('items')}`,
+    ),
   ],
-  item_metrics: ['INSERT INTO item_metrics SELECT * FROM stage_item_metrics'],
+  item_metrics: [append('item_metrics')],
   comments: [
-    `INSERT INTO comments SELECT platform, comment_id, any_value(item_id), ${latest('text')}, ${latest('author_handle')}, ${latest('likes')}, ${latest('posted_at')}, min(seen_at), max(seen_at)
-     FROM stage_comments GROUP BY platform, comment_id
-     ON CONFLICT (platform, comment_id) DO UPDATE SET ${['text', 'author_handle', 'likes', 'posted_at'].map((column) => newer('comments', column)).join(', ')}, ${seenRange('comments')}`,
+    upsert(
+      'comments',
+      ['platform', 'comment_id'],
+      `SELECT platform, comment_id, any_value(item_id) AS item_id, ${['text', 'author_handle', 'likes', 'posted_at'].map((column) => latest(column)).join(', ')}, min(seen_at) AS first_seen_at, max(seen_at) AS last_seen_at
+       FROM stage_comments GROUP BY platform, comment_id`,
+      `${['text', 'author_handle', 'likes', 'posted_at'].map((column) => newer('comments', column)).join(', ')}, ${seenRange('comments')}`,
+    ),
   ],
-  search_hits: ['INSERT INTO search_hits SELECT * FROM stage_search_hits'],
+  search_hits: [append('search_hits')],
   transcripts: [
-    `INSERT INTO transcripts SELECT * FROM stage_transcripts QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1
-     ON CONFLICT (platform, item_id) DO UPDATE SET ${['language', 'source', 'text', 'request_id'].map((column) => newer('transcripts', column, 'fetched_at')).join(', ')}, fetched_at = greatest(transcripts.fetched_at, excluded.fetched_at)`,
+    upsert(
+      'transcripts',
+      ['platform', 'item_id'],
+      'SELECT * EXCLUDE (_landing) FROM stage_transcripts QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
+      `${['language', 'source', 'text', 'request_id'].map((column) => newer('transcripts', column, 'fetched_at')).join(', ')}, fetched_at = greatest(transcripts.fetched_at, s.fetched_at)`,
+    ),
   ],
   transcript_segments: [
     // A transcript's segments are replaced whole, so a shorter new transcript leaves no stale tail.
     `DELETE FROM transcript_segments WHERE (platform, item_id) IN (SELECT DISTINCT platform, item_id FROM stage_transcript_segments)`,
-    `INSERT INTO transcript_segments SELECT * FROM stage_transcript_segments ${distinctBy('platform, item_id, seq')}`,
+    `INSERT INTO transcript_segments BY NAME SELECT * EXCLUDE (_landing) FROM stage_transcript_segments ${distinctBy('platform, item_id, seq')}`,
   ],
   summaries: [
-    `INSERT INTO summaries SELECT * FROM stage_summaries QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1
-     ON CONFLICT (platform, item_id) DO UPDATE SET ${['language', 'summary', 'request_id'].map((column) => newer('summaries', column, 'fetched_at')).join(', ')}, fetched_at = greatest(summaries.fetched_at, excluded.fetched_at)`,
+    upsert(
+      'summaries',
+      ['platform', 'item_id'],
+      'SELECT * EXCLUDE (_landing) FROM stage_summaries QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
+      `${['language', 'summary', 'request_id'].map((column) => newer('summaries', column, 'fetched_at')).join(', ')}, fetched_at = greatest(summaries.fetched_at, s.fetched_at)`,
+    ),
   ],
-  downloads: ['INSERT INTO downloads SELECT * FROM stage_downloads'],
-  api_calls: ['INSERT INTO api_calls SELECT * FROM stage_api_calls'],
+  downloads: [append('downloads')],
+  api_calls: [append('api_calls')],
   harvest_runs: [
-    `INSERT INTO harvest_runs SELECT run_id, harvest, status, started_at, finished_at, budget_credits, credits_spent, items_landed, error
-     FROM stage_harvest_runs QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) = 1
-     ON CONFLICT (run_id) DO UPDATE SET status = excluded.status, finished_at = excluded.finished_at, budget_credits = excluded.budget_credits,
-       credits_spent = excluded.credits_spent, items_landed = excluded.items_landed, error = excluded.error`,
+    upsert(
+      'harvest_runs',
+      ['run_id'],
+      `SELECT * EXCLUDE (_landing, seq) FROM stage_harvest_runs QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) = 1`,
+      'status = s.status, finished_at = s.finished_at, budget_credits = s.budget_credits, credits_spent = s.credits_spent, items_landed = s.items_landed, error = s.error',
+    ),
   ],
 };
 
@@ -135,7 +153,7 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
     let rowsLoaded = 0;
     let batches = 0;
-    for (const batch of batchesOf(dataDir, pending, options.batchLandings ?? 500, options.batchBytes ?? 16 << 20)) {
+    for (const batch of batchesOf(dataDir, pending, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes)) {
       batches++;
       rowsLoaded += await loadBatch(db.connection, dataDir, batch, () => options.beforeCommit?.(batches));
       options.logger?.info({ batch: batches, landings: batch.length }, 'loaded a batch of landings');
@@ -150,44 +168,47 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
 }
 
 async function loadBatch(connection: DuckDBConnection, dataDir: string, keys: string[], beforeCommit: () => void | Promise<void>): Promise<number> {
-  const rows: StagedRows = emptyRows();
-  const landed: { key: string; runId: string; rows: number }[] = [];
-  for (const key of keys) {
-    const landing = readLanding(dataDir, key);
-    landed.push({ key, runId: landing.run_id, rows: normalizeLanding(landing, rows) });
-  }
-  const stagingDir = join(dataDir, '.loader', 'staging');
-  rmSync(stagingDir, { recursive: true, force: true });
-  mkdirSync(stagingDir, { recursive: true });
-  const tables = (Object.keys(rows) as StagedTable[]).filter((table) => rows[table].length > 0);
-  for (const table of tables) {
-    // NDJSON, read back by DuckDB's JSON reader: parsing in C++ is what makes loads fast.
-    writeFileSync(join(stagingDir, `${table}.jsonl`), `${rows[table].map((row) => JSON.stringify(row)).join('\n')}\n`);
-  }
-  const landingsFile = join(stagingDir, 'loaded_landings.jsonl');
-  writeFileSync(landingsFile, `${landed.map((entry) => JSON.stringify({ landing: entry.key, run_id: entry.runId, rows: entry.rows })).join('\n')}\n`);
+  const packageDir = join(dataDir, '.loader', 'package');
+  const loadPackage = writeLoadPackage(dataDir, keys, packageDir);
   await connection.run('BEGIN TRANSACTION');
   try {
-    for (const table of tables) {
-      const columns = Object.entries(STAGE_COLUMNS[table]).map(([name, type]) => `${name}: '${type}'`).join(', ');
-      await connection.run(
-        `CREATE OR REPLACE TEMP TABLE stage_${table} AS SELECT * FROM read_json(${sqlString(join(stagingDir, `${table}.jsonl`))}, format = 'newline_delimited', columns = {${columns}})`,
-      );
-      for (const statement of MERGES[table]) await connection.run(statement);
-      await connection.run(`DROP TABLE stage_${table}`);
+    try {
+      for (const shape of LANDING_SHAPES) await connection.run(readRawSql(shape, loadPackage.files[shape]));
+    } catch (error) {
+      throw unreadableLanding(dataDir, keys, error as Error);
     }
-    await connection.run(
-      `INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM read_json(${sqlString(landingsFile)}, format = 'newline_delimited', columns = {landing: 'VARCHAR', run_id: 'VARCHAR', rows: 'BIGINT'})`,
-    );
+    for (const statement of STAGE_SQL) await connection.run(statement);
+    const problem = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson()[0];
+    if (problem) throw new Error(`landing ${join(landingRoot(dataDir), String(problem._landing))} (${String(problem.endpoint)}) cannot be loaded: ${String(problem.problem)}`);
+    for (const table of STAGED_TABLES) for (const statement of MERGES[table]) await connection.run(statement);
+    await connection.run(`CREATE OR REPLACE TEMP TABLE landing_rows AS ${LANDING_ROWS_SQL}`);
+    await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
+    const rows = Number((await connection.runAndReadAll('SELECT coalesce(sum(rows), 0) FROM landing_rows')).getRows()[0]?.[0] ?? 0);
     await beforeCommit();
     await connection.run('COMMIT');
+    return rows;
   } catch (error) {
     await connection.run('ROLLBACK');
     throw error;
   } finally {
-    rmSync(stagingDir, { recursive: true, force: true });
+    rmSync(packageDir, { recursive: true, force: true });
   }
-  return landed.reduce((sum, entry) => sum + entry.rows, 0);
+}
+
+/**
+ * DuckDB failed to read the package: names the landing at fault when one is not valid JSON (the
+ * package's line numbers mean nothing to a user), else reports DuckDB's error for the batch.
+ */
+function unreadableLanding(dataDir: string, keys: string[], error: Error): Error {
+  for (const key of keys) {
+    const file = join(landingRoot(dataDir), ...key.split('/'));
+    try {
+      JSON.parse(readFileSync(file, 'utf8'));
+    } catch (parseError) {
+      return new Error(`landing ${file} cannot be read: ${(parseError as Error).message}`, { cause: error });
+    }
+  }
+  return new Error(`landings ${keys[0]} to ${keys.at(-1)} (${keys.length}) cannot be loaded: ${error.message}`, { cause: error });
 }
 
 /** Consecutive batches of landings, each within both the count and the byte bound (at least one landing). */

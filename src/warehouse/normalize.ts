@@ -1,229 +1,187 @@
 /**
- * The normalize stage: a landing (one page, as the API sent it) becomes rows of the warehouse
- * tables. Pure functions of the landing, so loading the same landing twice gives the same rows.
+ * The normalize stage, in SQL: a load package's landings (pages as the API sent them, and run
+ * statuses) become one staged relation per warehouse table, `stage_<table>`, each row carrying the
+ * `_landing` it came from. DuckDB reads and reshapes the pages itself; the merge into the
+ * warehouse tables is the loader's. Pure functions of the landings, so loading the same landing
+ * twice gives the same rows.
  */
-import { parseContentUrl } from '../spec/content-urls.js';
-import type { ItemKind, Platform } from '../spec/endpoints.js';
-import type { Landing, PageLanding } from './landing.js';
+import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../spec/content-urls.js';
+import { PLATFORMS } from '../spec/endpoints.js';
+import { sqlString } from './duckdb.js';
+import type { LandingShape } from './load-package.js';
 
 /** Tables the loader stages rows for; `seen_at` becomes first/last_seen_at when merged. */
-export interface StagedRows {
-  accounts: { platform: string; handle: string; name: string | null; bio: string | null; verified: boolean | null; followers: number | null; following: number | null; posts: number | null; seen_at: string }[];
-  account_metrics: { platform: string; handle: string; observed_at: string; followers: number | null; following: number | null; posts: number | null; from_cache: boolean | null; request_id: string; run_id: string }[];
-  items: { platform: string; item_id: string; kind: string; url: string | null; caption: string | null; author_handle: string | null; posted_at: string | null; seen_at: string }[];
-  item_metrics: { platform: string; item_id: string; observed_at: string; views: number | null; likes: number | null; comments: number | null; shares: number | null; from_cache: boolean | null; source_endpoint: string; request_id: string; run_id: string }[];
-  comments: { platform: string; comment_id: string; item_id: string; text: string | null; author_handle: string | null; likes: number | null; posted_at: string | null; seen_at: string }[];
-  search_hits: { platform: string; query: string; kind: string; rank: number; item_id: string; observed_at: string; request_id: string; run_id: string }[];
-  transcripts: { platform: string; item_id: string; language: string | null; source: string | null; text: string | null; fetched_at: string; request_id: string }[];
-  transcript_segments: { platform: string; item_id: string; seq: number; start_seconds: number | null; end_seconds: number | null; text: string | null }[];
-  summaries: { platform: string; item_id: string; language: string | null; summary: string | null; fetched_at: string; request_id: string }[];
-  downloads: { platform: string; item_id: string; media_url: string | null; mime_type: string | null; expires_at: string | null; observed_at: string; request_id: string }[];
-  api_calls: { request_id: string; run_id: string; harvest: string; target: string; endpoint: string; params: string; units: number; credits: number; cache_status: string | null; job_id: string | null; called_at: string }[];
-  harvest_runs: { run_id: string; harvest: string; status: string; seq: number; started_at: string; finished_at: string | null; budget_credits: number | null; credits_spent: number | null; items_landed: number | null; error: string | null }[];
+export const STAGED_TABLES = [
+  'accounts',
+  'account_metrics',
+  'items',
+  'item_metrics',
+  'comments',
+  'search_hits',
+  'transcripts',
+  'transcript_segments',
+  'summaries',
+  'downloads',
+  'api_calls',
+  'harvest_runs',
+] as const;
+export type StagedTable = (typeof STAGED_TABLES)[number];
+
+const PAGE_COLUMNS = {
+  _landing: 'VARCHAR',
+  run_id: 'VARCHAR',
+  harvest: 'VARCHAR',
+  target: 'VARCHAR',
+  endpoint: 'VARCHAR',
+  params: 'JSON',
+  request_id: 'VARCHAR',
+  observed_at: 'TIMESTAMPTZ',
+  call: 'STRUCT(request_id VARCHAR, units BIGINT, credits BIGINT, cache VARCHAR, job_id VARCHAR)',
+  rank_offset: 'BIGINT',
+};
+const METRICS = 'STRUCT(views BIGINT, likes BIGINT, comments BIGINT, shares BIGINT, followers BIGINT, following BIGINT, posts BIGINT)';
+
+/**
+ * The columns each shape is read with. A page's `data` is typed as the union of the fields of
+ * the resources of that shape (members a resource lacks read as NULL, unknown members are ignored).
+ */
+const RAW_COLUMNS: Record<LandingShape, Record<string, string>> = {
+  list: {
+    ...PAGE_COLUMNS,
+    data: `STRUCT(id VARCHAR, url VARCHAR, caption VARCHAR, text VARCHAR, likes BIGINT, posted_at TIMESTAMPTZ, author STRUCT(handle VARCHAR), metrics ${METRICS})[]`,
+  },
+  object: {
+    ...PAGE_COLUMNS,
+    data: `STRUCT(entity_id VARCHAR, url VARCHAR, handle VARCHAR, name VARCHAR, bio VARCHAR, verified BOOLEAN, author STRUCT(handle VARCHAR), posted_at TIMESTAMPTZ,
+      metrics ${METRICS}, language VARCHAR, source VARCHAR, text VARCHAR, summary VARCHAR, segments STRUCT(start DOUBLE, "end" DOUBLE, text VARCHAR)[],
+      media_url VARCHAR, mime_type VARCHAR, expires_at TIMESTAMPTZ)`,
+  },
+  run: {
+    _landing: 'VARCHAR',
+    run_id: 'VARCHAR',
+    harvest: 'VARCHAR',
+    status: 'VARCHAR',
+    seq: 'BIGINT',
+    started_at: 'TIMESTAMPTZ',
+    finished_at: 'TIMESTAMPTZ',
+    budget_credits: 'BIGINT',
+    credits_spent: 'BIGINT',
+    items_landed: 'BIGINT',
+    error: 'VARCHAR',
+  },
+};
+
+/** Reads one shape's file of a load package into the temp table `raw_<shape>`. */
+export function readRawSql(shape: LandingShape, file: string): string {
+  const columns = Object.entries(RAW_COLUMNS[shape]).map(([name, type]) => `${name}: ${sqlString(type)}`).join(', ');
+  return `CREATE OR REPLACE TEMP TABLE raw_${shape} AS SELECT * FROM read_json(${sqlString(file)}, format = 'newline_delimited', columns = {${columns}})`;
 }
 
-export type StagedTable = keyof StagedRows;
+const LIST_KINDS: Record<string, string> = { 'channel-videos': 'video', 'channel-posts': 'post', 'channel-reels': 'reel' };
+const SEARCH_KINDS: Record<string, string> = { search: 'search', 'hashtag-search': 'hashtag', 'reels-search': 'reels' };
+const LIST_ENDPOINTS = [...Object.keys(LIST_KINDS), ...Object.keys(SEARCH_KINDS), 'comments'];
+const OBJECT_ENDPOINTS = ['channel-stats', 'stats', 'transcript', 'summary', 'download'];
+/** Endpoints whose subject is the content URL in `params.url`. */
+const URL_ENDPOINTS = ['comments', 'stats', 'transcript', 'summary', 'download'];
 
-export function emptyRows(): StagedRows {
-  return {
-    accounts: [],
-    account_metrics: [],
-    items: [],
-    item_metrics: [],
-    comments: [],
-    search_hits: [],
-    transcripts: [],
-    transcript_segments: [],
-    summaries: [],
-    downloads: [],
-    api_calls: [],
-    harvest_runs: [],
-  };
+const inList = (values: string[]) => values.map(sqlString).join(', ');
+const caseOf = (expression: string, cases: Record<string, string>, otherwise = 'NULL') =>
+  `CASE ${expression} ${Object.entries(cases).map(([when, then]) => `WHEN ${sqlString(when)} THEN ${then}`).join(' ')} ELSE ${otherwise} END`;
+
+/** A part of the content URL's match (1: the path word that gives the kind, 2: the item id); '' when it is none. */
+function contentUrlPart(url: string, group: 1 | 2): string {
+  return `coalesce(${caseOf('platform', Object.fromEntries(PLATFORMS.map((platform) => [platform, `regexp_extract(${url}, ${sqlString(CONTENT_URL_PATTERNS[platform])}, ${group})`])))}, '')`;
 }
 
-type Json = Record<string, unknown>;
+/** Columns every page gets: its platform and endpoint name, whether it came from the cache, and its subject. */
+const pageView = (shape: 'list' | 'object') => `CREATE OR REPLACE TEMP VIEW pages_${shape} AS
+  SELECT *, ${contentUrlPart("params->>'url'", 2)} AS subject_id, ${caseOf(contentUrlPart("params->>'url'", 1), Object.fromEntries(Object.entries(CONTENT_URL_KINDS).map(([word, kind]) => [word, sqlString(kind)])))} AS subject_kind
+  FROM (SELECT *, split_part(endpoint, '/', 1) AS platform, split_part(endpoint, '/', 2) AS name,
+    CASE WHEN call.cache IS NULL THEN NULL ELSE call.cache = 'HIT' END AS from_cache FROM raw_${shape})`;
 
-const SEARCH_KIND: Record<string, string> = { search: 'search', 'hashtag-search': 'hashtag', 'reels-search': 'reels' };
-const LIST_KIND: Record<string, ItemKind> = { 'channel-videos': 'video', 'channel-posts': 'post', 'channel-reels': 'reel' };
+/** Builds `stage_<table>` for every staged table from the `raw_<shape>` tables of a batch. */
+export const STAGE_SQL = [
+  pageView('list'),
+  pageView('object'),
+  // The items of list pages, unnested once (they feed items, item_metrics, search_hits and comments).
+  `CREATE OR REPLACE TEMP TABLE listed AS
+    SELECT _landing, platform, name, endpoint, run_id, request_id, observed_at, from_cache, params->>'query' AS query, params->>'handle' AS handle,
+      subject_id, coalesce(rank_offset, 0) AS rank_offset, unnest(data) AS item, generate_subscripts(data, 1) AS position
+    FROM pages_list`,
+  `CREATE OR REPLACE TEMP VIEW stage_items AS
+    SELECT _landing, platform, item.id AS item_id, ${caseOf('name', Object.fromEntries(Object.entries(LIST_KINDS).map(([name, kind]) => [name, sqlString(kind)])), "CASE platform WHEN 'tiktok' THEN 'video' ELSE 'reel' END")} AS kind,
+      item.url AS url, item.caption AS caption, CASE WHEN name IN (${inList(Object.keys(LIST_KINDS))}) THEN handle ELSE item.author.handle END AS author_handle,
+      item.posted_at AS posted_at, observed_at AS seen_at
+    FROM listed WHERE name <> 'comments'
+    UNION ALL
+    SELECT _landing, platform, coalesce(data.entity_id, subject_id), subject_kind, data.url, NULL, data.author.handle, data.posted_at, observed_at
+    FROM pages_object WHERE name = 'stats'`,
+  `CREATE OR REPLACE TEMP VIEW stage_item_metrics AS
+    SELECT _landing, platform, item.id AS item_id, observed_at, item.metrics.views AS views, item.metrics.likes AS likes, item.metrics.comments AS comments,
+      item.metrics.shares AS shares, from_cache, endpoint AS source_endpoint, request_id, run_id
+    FROM listed WHERE name <> 'comments'
+    UNION ALL
+    SELECT _landing, platform, coalesce(data.entity_id, subject_id), observed_at, data.metrics.views, data.metrics.likes, data.metrics.comments, data.metrics.shares,
+      from_cache, endpoint, request_id, run_id
+    FROM pages_object WHERE name = 'stats'`,
+  `CREATE OR REPLACE TEMP VIEW stage_search_hits AS
+    SELECT _landing, platform, coalesce(query, '') AS query, ${caseOf('name', Object.fromEntries(Object.entries(SEARCH_KINDS).map(([name, kind]) => [name, sqlString(kind)])))} AS kind,
+      (rank_offset + position)::INTEGER AS rank, item.id AS item_id, observed_at, request_id, run_id
+    FROM listed WHERE name IN (${inList(Object.keys(SEARCH_KINDS))})`,
+  `CREATE OR REPLACE TEMP VIEW stage_comments AS
+    SELECT _landing, platform, item.id AS comment_id, subject_id AS item_id, item.text AS text, item.author.handle AS author_handle, item.likes AS likes,
+      item.posted_at AS posted_at, observed_at AS seen_at
+    FROM listed WHERE name = 'comments'`,
+  `CREATE OR REPLACE TEMP VIEW stage_accounts AS
+    SELECT _landing, platform, data.handle AS handle, data.name AS name, data.bio AS bio, data.verified AS verified, data.metrics.followers AS followers,
+      data.metrics.following AS following, data.metrics.posts AS posts, observed_at AS seen_at
+    FROM pages_object WHERE name = 'channel-stats'`,
+  `CREATE OR REPLACE TEMP VIEW stage_account_metrics AS
+    SELECT _landing, platform, data.handle AS handle, observed_at, data.metrics.followers AS followers, data.metrics.following AS following,
+      data.metrics.posts AS posts, from_cache, request_id, run_id
+    FROM pages_object WHERE name = 'channel-stats'`,
+  `CREATE OR REPLACE TEMP VIEW stage_transcripts AS
+    SELECT _landing, platform, subject_id AS item_id, data.language AS language, data.source AS source, data.text AS text, observed_at AS fetched_at, request_id
+    FROM pages_object WHERE name = 'transcript'`,
+  `CREATE OR REPLACE TEMP VIEW stage_transcript_segments AS
+    SELECT _landing, platform, item_id, (position - 1)::INTEGER AS seq, segment.start AS start_seconds, segment."end" AS end_seconds, segment.text AS text
+    FROM (SELECT _landing, platform, subject_id AS item_id, unnest(data.segments) AS segment, generate_subscripts(data.segments, 1) AS position
+      FROM pages_object WHERE name = 'transcript')`,
+  `CREATE OR REPLACE TEMP VIEW stage_summaries AS
+    SELECT _landing, platform, subject_id AS item_id, data.language AS language, data.summary AS summary, observed_at AS fetched_at, request_id
+    FROM pages_object WHERE name = 'summary'`,
+  `CREATE OR REPLACE TEMP VIEW stage_downloads AS
+    SELECT _landing, platform, subject_id AS item_id, data.media_url AS media_url, data.mime_type AS mime_type, data.expires_at AS expires_at, observed_at, request_id
+    FROM pages_object WHERE name = 'download'`,
+  `CREATE OR REPLACE TEMP VIEW stage_api_calls AS
+    SELECT _landing, call.request_id AS request_id, run_id, harvest, target, endpoint, params, call.units AS units, call.credits AS credits,
+      call.cache AS cache_status, call.job_id AS job_id, observed_at AS called_at
+    FROM (SELECT _landing, call, run_id, harvest, target, endpoint, params, observed_at FROM raw_list
+      UNION ALL SELECT _landing, call, run_id, harvest, target, endpoint, params, observed_at FROM raw_object)
+    WHERE call IS NOT NULL`,
+  `CREATE OR REPLACE TEMP VIEW stage_harvest_runs AS
+    SELECT _landing, run_id, harvest, status, seq, started_at, finished_at, budget_credits, credits_spent, items_landed, error FROM raw_run`,
+];
 
-/** Adds the landing's rows to `rows`; returns how many rows it added. */
-export function normalizeLanding(landing: Landing, rows: StagedRows): number {
-  if (landing.kind === 'run') {
-    rows.harvest_runs.push({
-      run_id: landing.run_id,
-      harvest: landing.harvest,
-      status: landing.status,
-      seq: landing.seq,
-      started_at: landing.started_at,
-      finished_at: landing.finished_at ?? null,
-      budget_credits: landing.budget_credits ?? null,
-      credits_spent: landing.credits_spent ?? null,
-      items_landed: landing.items_landed ?? null,
-      error: landing.error ?? null,
-    });
-    return 1;
-  }
-  const before = countRows(rows);
-  const [platformText, name] = landing.endpoint.split('/') as [string, string];
-  const platform = platformText as Platform;
-  const context = { landing, platform, observedAt: landing.observed_at, fromCache: landing.call?.cache === undefined ? null : landing.call.cache === 'HIT' };
-  if (landing.call) {
-    rows.api_calls.push({
-      request_id: landing.call.request_id,
-      run_id: landing.run_id,
-      harvest: landing.harvest,
-      target: landing.target,
-      endpoint: landing.endpoint,
-      params: JSON.stringify(landing.params),
-      units: landing.call.units,
-      credits: landing.call.credits,
-      cache_status: landing.call.cache ?? null,
-      job_id: landing.call.job_id ?? null,
-      called_at: landing.observed_at,
-    });
-  }
-  const items = Array.isArray(landing.data) ? (landing.data as Json[]) : [];
-  const object = Array.isArray(landing.data) ? {} : ((landing.data ?? {}) as Json);
-  if (name in LIST_KIND) {
-    for (const item of items) addListedItem(rows, context, item, LIST_KIND[name] as ItemKind, landing.params.handle ?? null);
-  } else if (name in SEARCH_KIND) {
-    items.forEach((item, index) => {
-      addListedItem(rows, context, item, platform === 'tiktok' ? 'video' : 'reel', text((item.author as Json | undefined)?.handle));
-      rows.search_hits.push({
-        platform,
-        query: landing.params.query ?? '',
-        kind: SEARCH_KIND[name] as string,
-        rank: (landing.rank_offset ?? 0) + index + 1,
-        item_id: String(item.id),
-        observed_at: context.observedAt,
-        request_id: landing.request_id,
-        run_id: landing.run_id,
-      });
-    });
-  } else if (name === 'comments') {
-    const ref = contentRef(platform, landing);
-    for (const comment of items) {
-      rows.comments.push({
-        platform,
-        comment_id: String(comment.id),
-        item_id: ref.itemId,
-        text: text(comment.text),
-        author_handle: text((comment.author as Json | undefined)?.handle),
-        likes: number(comment.likes),
-        posted_at: text(comment.posted_at),
-        seen_at: context.observedAt,
-      });
-    }
-  } else if (name === 'channel-stats') {
-    const metrics = (object.metrics ?? {}) as Json;
-    const handle = String(object.handle);
-    rows.accounts.push({
-      platform,
-      handle,
-      name: text(object.name),
-      bio: text(object.bio),
-      verified: typeof object.verified === 'boolean' ? object.verified : null,
-      followers: number(metrics.followers),
-      following: number(metrics.following),
-      posts: number(metrics.posts),
-      seen_at: context.observedAt,
-    });
-    rows.account_metrics.push({
-      platform,
-      handle,
-      observed_at: context.observedAt,
-      followers: number(metrics.followers),
-      following: number(metrics.following),
-      posts: number(metrics.posts),
-      from_cache: context.fromCache,
-      request_id: landing.request_id,
-      run_id: landing.run_id,
-    });
-  } else if (name === 'stats') {
-    const ref = contentRef(platform, landing);
-    const metrics = (object.metrics ?? {}) as Json;
-    rows.items.push({
-      platform,
-      item_id: String(object.entity_id ?? ref.itemId),
-      kind: ref.kind,
-      url: text(object.url),
-      caption: null,
-      author_handle: text((object.author as Json | undefined)?.handle),
-      posted_at: text(object.posted_at),
-      seen_at: context.observedAt,
-    });
-    addMetrics(rows, context, String(object.entity_id ?? ref.itemId), metrics);
-  } else if (name === 'transcript') {
-    const ref = contentRef(platform, landing);
-    rows.transcripts.push({ platform, item_id: ref.itemId, language: text(object.language), source: text(object.source), text: text(object.text), fetched_at: context.observedAt, request_id: landing.request_id });
-    const segments = Array.isArray(object.segments) ? (object.segments as Json[]) : [];
-    segments.forEach((segment, seq) => {
-      rows.transcript_segments.push({ platform, item_id: ref.itemId, seq, start_seconds: number(segment.start), end_seconds: number(segment.end), text: text(segment.text) });
-    });
-  } else if (name === 'summary') {
-    const ref = contentRef(platform, landing);
-    rows.summaries.push({ platform, item_id: ref.itemId, language: text(object.language), summary: text(object.summary), fetched_at: context.observedAt, request_id: landing.request_id });
-  } else if (name === 'download') {
-    const ref = contentRef(platform, landing);
-    rows.downloads.push({ platform, item_id: ref.itemId, media_url: text(object.media_url), mime_type: text(object.mime_type), expires_at: text(object.expires_at), observed_at: context.observedAt, request_id: landing.request_id });
-  } else {
-    throw new Error(`landing of ${landing.endpoint}: no normalizer for this endpoint`);
-  }
-  return countRows(rows) - before;
-}
+/**
+ * Finds a landing of the batch that cannot be normalized: an endpoint with no normalizer for its
+ * shape, or a content URL in `params.url` that is none. One row (landing, endpoint, problem) or none.
+ */
+export const CHECK_SQL = `
+  SELECT _landing, endpoint, 'no normalizer for a page of this endpoint with a list of items' AS problem FROM pages_list
+    WHERE platform NOT IN (${inList([...PLATFORMS])}) OR name NOT IN (${inList(LIST_ENDPOINTS)})
+  UNION ALL
+  SELECT _landing, endpoint, 'no normalizer for a page of this endpoint with one resource' FROM pages_object
+    WHERE platform NOT IN (${inList([...PLATFORMS])}) OR name NOT IN (${inList(OBJECT_ENDPOINTS)})
+  UNION ALL
+  SELECT _landing, endpoint, 'params.url ' || coalesce(to_json(params->>'url')::VARCHAR, '(missing)') || ' is not a ' || platform || ' content URL'
+    FROM (SELECT _landing, endpoint, params, platform, name, subject_id FROM pages_list UNION ALL SELECT _landing, endpoint, params, platform, name, subject_id FROM pages_object)
+    WHERE name IN (${inList(URL_ENDPOINTS)}) AND subject_id = ''
+  LIMIT 1`;
 
-interface Context {
-  landing: PageLanding;
-  platform: Platform;
-  observedAt: string;
-  fromCache: boolean | null;
-}
-
-/** An item of a channel list or a search: its row in `items` and its observation in `item_metrics`. */
-function addListedItem(rows: StagedRows, context: Context, item: Json, kind: ItemKind, authorHandle: string | null): void {
-  rows.items.push({
-    platform: context.platform,
-    item_id: String(item.id),
-    kind,
-    url: text(item.url),
-    caption: text(item.caption),
-    author_handle: authorHandle,
-    posted_at: text(item.posted_at),
-    seen_at: context.observedAt,
-  });
-  addMetrics(rows, context, String(item.id), (item.metrics ?? {}) as Json);
-}
-
-function addMetrics(rows: StagedRows, context: Context, itemId: string, metrics: Json): void {
-  rows.item_metrics.push({
-    platform: context.platform,
-    item_id: itemId,
-    observed_at: context.observedAt,
-    views: number(metrics.views),
-    likes: number(metrics.likes),
-    comments: number(metrics.comments),
-    shares: number(metrics.shares),
-    from_cache: context.fromCache,
-    source_endpoint: context.landing.endpoint,
-    request_id: context.landing.request_id,
-    run_id: context.landing.run_id,
-  });
-}
-
-function contentRef(platform: Platform, landing: PageLanding) {
-  const ref = parseContentUrl(platform, landing.params.url ?? '');
-  if (!ref) throw new Error(`landing of ${landing.endpoint}: params.url ${JSON.stringify(landing.params.url)} is not a ${platform} content URL`);
-  return ref;
-}
-
-function text(value: unknown): string | null {
-  return typeof value === 'string' ? value : null;
-}
-
-function number(value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) ? value : null;
-}
-
-function countRows(rows: StagedRows): number {
-  return Object.values(rows).reduce((sum, list: unknown[]) => sum + list.length, 0);
-}
+/** Every landing of the batch with the rows it contributed (its key, run and row count). */
+export const LANDING_ROWS_SQL = `
+  SELECT landings._landing AS landing, landings.run_id, coalesce(staged.rows, 0) AS rows
+  FROM (SELECT _landing, run_id FROM raw_list UNION ALL SELECT _landing, run_id FROM raw_object UNION ALL SELECT _landing, run_id FROM raw_run) AS landings
+  LEFT JOIN (SELECT _landing, count(*) AS rows FROM (${STAGED_TABLES.map((table) => `SELECT _landing FROM stage_${table}`).join(' UNION ALL ')}) GROUP BY _landing) AS staged
+  USING (_landing)`;

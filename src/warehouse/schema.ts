@@ -3,17 +3,20 @@
  * `comments`, and history as one row per observation in `account_metrics` and `item_metrics`.
  * docs/data-dictionary.md documents every column; a test holds the two together.
  *
- * Append-only tables (observations, search hits, downloads, api_calls) carry no primary key: each
- * landing is loaded exactly once (`loaded_landings` is written in the same transaction), so their
- * rows cannot repeat, and an index on them would cost most of a load's time for no guarantee.
+ * Only `loaded_landings` has a primary key: it is the exactly-once record, one row per landing.
+ * Data tables have none. Append-only tables (observations, search hits, downloads, api_calls)
+ * cannot repeat a row, since each landing is loaded once, in the same transaction as its
+ * `loaded_landings` row. Latest-state tables keep one row per natural key because the loader is
+ * their only writer (DuckDB's file lock admits one at a time) and merges each batch, grouped by key,
+ * with MERGE INTO. A primary key's index would cost about 40 % of a load and grow in memory with
+ * the warehouse (measured with bench/warehouse-load.mjs).
  */
 
 export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS accounts (
     platform VARCHAR NOT NULL, handle VARCHAR NOT NULL, name VARCHAR, bio VARCHAR, verified BOOLEAN,
     followers BIGINT, following BIGINT, posts BIGINT,
-    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (platform, handle))`,
+    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS account_metrics (
     platform VARCHAR NOT NULL, handle VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL,
     followers BIGINT, following BIGINT, posts BIGINT, from_cache BOOLEAN,
@@ -21,8 +24,7 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS items (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, url VARCHAR, caption VARCHAR,
     author_handle VARCHAR, posted_at TIMESTAMPTZ,
-    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (platform, item_id))`,
+    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS item_metrics (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL,
     views BIGINT, likes BIGINT, comments BIGINT, shares BIGINT, from_cache BOOLEAN,
@@ -30,23 +32,19 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS comments (
     platform VARCHAR NOT NULL, comment_id VARCHAR NOT NULL, item_id VARCHAR NOT NULL, text VARCHAR,
     author_handle VARCHAR, likes BIGINT, posted_at TIMESTAMPTZ,
-    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (platform, comment_id))`,
+    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS search_hits (
     platform VARCHAR NOT NULL, query VARCHAR NOT NULL, kind VARCHAR NOT NULL, rank INTEGER NOT NULL,
     item_id VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS transcripts (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, language VARCHAR, source VARCHAR, text VARCHAR,
-    fetched_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL,
-    PRIMARY KEY (platform, item_id))`,
+    fetched_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS transcript_segments (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, seq INTEGER NOT NULL,
-    start_seconds DOUBLE, end_seconds DOUBLE, text VARCHAR,
-    PRIMARY KEY (platform, item_id, seq))`,
+    start_seconds DOUBLE, end_seconds DOUBLE, text VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS summaries (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, language VARCHAR, summary VARCHAR,
-    fetched_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL,
-    PRIMARY KEY (platform, item_id))`,
+    fetched_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS downloads (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, media_url VARCHAR, mime_type VARCHAR,
     expires_at TIMESTAMPTZ, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL)`,
@@ -57,8 +55,7 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS harvest_runs (
     run_id VARCHAR NOT NULL, harvest VARCHAR NOT NULL, status VARCHAR NOT NULL,
     started_at TIMESTAMPTZ NOT NULL, finished_at TIMESTAMPTZ, budget_credits BIGINT, credits_spent BIGINT,
-    items_landed BIGINT, error VARCHAR,
-    PRIMARY KEY (run_id))`,
+    items_landed BIGINT, error VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS loaded_landings (
     landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, rows BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (landing))`,
