@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
-import { closeDatabase, openDatabase, sqlString } from './duckdb.js';
+import { closeDatabase, openDatabase } from './duckdb.js';
 import { landingRoot, listLandings } from './landing.js';
 import { LANDING_SHAPES, writeLoadPackage } from './load-package.js';
 import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readRawSql, type StagedTable } from './normalize.js';
