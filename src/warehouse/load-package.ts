@@ -5,7 +5,7 @@
  * JavaScript was most of a load's time. Each landing goes into the package file of its shape, with
  * its key added as `_landing`, so every row read stays traceable to the file it came from.
  */
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { isRunLandingKey, landingRoot } from './landing.js';
 
@@ -25,23 +25,82 @@ export interface LoadPackage {
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACKET = 0x5d;
 const CLOSE_BRACE = 0x7d;
-const NEWLINE = Buffer.from('\n');
+const NEWLINE = 0x0a;
+
+/**
+ * Appends to a file through one reused buffer. Written by hand because a batch moves tens of MB
+ * through here: reading each landing into a fresh Buffer and concatenating them touched so much new
+ * memory that page faults alone cost a tenth of a load.
+ */
+class BufferedFile {
+  private readonly fd: number;
+  private buffer = Buffer.allocUnsafe(4 << 20);
+  private used = 0;
+
+  constructor(path: string) {
+    this.fd = openSync(path, 'w');
+  }
+
+  /** Room for `bytes` more bytes, flushing (and growing for a landing larger than the buffer) as needed. */
+  reserve(bytes: number): { buffer: Buffer; offset: number } {
+    if (this.used + bytes > this.buffer.length) this.flush();
+    if (bytes > this.buffer.length) this.buffer = Buffer.allocUnsafe(bytes);
+    return { buffer: this.buffer, offset: this.used };
+  }
+
+  commit(bytes: number): void {
+    this.used += bytes;
+  }
+
+  close(): void {
+    this.flush();
+    closeSync(this.fd);
+  }
+
+  private flush(): void {
+    let written = 0;
+    while (written < this.used) written += writeSync(this.fd, this.buffer, written, this.used - written);
+    this.used = 0;
+  }
+}
 
 /** Writes the package of a batch into `directory` (replacing what was there). */
 export function writeLoadPackage(dataDir: string, keys: string[], directory: string): LoadPackage {
   rmSync(directory, { recursive: true, force: true });
   mkdirSync(directory, { recursive: true });
-  const parts: Record<LandingShape, Buffer[]> = { list: [], object: [], run: [] };
-  for (const key of keys) {
-    const file = join(landingRoot(dataDir), ...key.split('/'));
-    const bytes = readFileSync(file);
-    if (bytes[0] !== OPEN_BRACE) throw new Error(`landing ${file} cannot be read: it does not hold a JSON object`);
-    parts[shapeOf(key, bytes, file)].push(Buffer.from(`{"_landing":${JSON.stringify(key)},`), bytes.subarray(1), NEWLINE);
-  }
-  const files = {} as Record<LandingShape, string>;
-  for (const shape of LANDING_SHAPES) {
-    files[shape] = join(directory, `${shape}.jsonl`);
-    writeFileSync(files[shape], Buffer.concat(parts[shape]));
+  const files = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, join(directory, `${shape}.jsonl`)])) as Record<LandingShape, string>;
+  const outputs = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, new BufferedFile(files[shape])])) as Record<LandingShape, BufferedFile>;
+  let landing = Buffer.allocUnsafe(1 << 20);
+  try {
+    for (const key of keys) {
+      const file = join(landingRoot(dataDir), ...key.split('/'));
+      const fd = openSync(file, 'r');
+      let size: number;
+      try {
+        size = fstatSync(fd).size;
+        if (size > landing.length) landing = Buffer.allocUnsafe(size);
+        let read = 0;
+        while (read < size) {
+          const got = readSync(fd, landing, read, size - read, read);
+          if (got === 0) break;
+          read += got;
+        }
+        size = read;
+      } finally {
+        closeSync(fd);
+      }
+      if (landing[0] !== OPEN_BRACE) throw new Error(`landing ${file} cannot be read: it does not hold a JSON object`);
+      // The landing's members follow its key: `{"_landing":"<key>",` then the file without its `{`.
+      const header = `{"_landing":${JSON.stringify(key)},`;
+      const output = outputs[shapeOf(key, landing.subarray(0, size), file)];
+      const { buffer, offset } = output.reserve(Buffer.byteLength(header) + size);
+      let end = offset + buffer.write(header, offset);
+      end += landing.copy(buffer, end, 1, size);
+      buffer[end++] = NEWLINE;
+      output.commit(end - offset);
+    }
+  } finally {
+    for (const output of Object.values(outputs)) output.close();
   }
   return { files, keys };
 }

@@ -17,8 +17,8 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase } from './duckdb.js';
 import { landingRoot, listLandings } from './landing.js';
-import { LANDING_SHAPES, writeLoadPackage } from './load-package.js';
-import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readRawSql, type StagedTable } from './normalize.js';
+import { writeLoadPackage } from './load-package.js';
+import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readPackageSql, type StagedTable } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL } from './schema.js';
 
 export interface LoadOptions {
@@ -65,12 +65,27 @@ function newer(table: string, column: string, seenColumn = 'last_seen_at'): stri
 const seenRange = (table: string) => `first_seen_at = least(${table}.first_seen_at, s.first_seen_at), last_seen_at = greatest(${table}.last_seen_at, s.last_seen_at)`;
 /** The latest non-null value of a column within a batch. */
 const latest = (column: string, order = 'seen_at') => `arg_max(${column}, ${order}) FILTER (WHERE ${column} IS NOT NULL) AS ${column}`;
+/**
+ * One row per key of a staged latest-state table, as MERGE needs: each column's latest non-null
+ * value in the batch, and when the key was first and last seen. Keys seen once in the batch (nearly
+ * all of them) skip the aggregation, which costs more than the merge itself for string columns.
+ */
+function onePerKey(stage: string, keys: string[], anyColumns: string[], latestColumns: string[]): string {
+  const keyList = keys.join(', ');
+  return `WITH repeated AS (SELECT ${keyList} FROM ${stage} GROUP BY ${keyList} HAVING count(*) > 1)
+    SELECT ${[...keys, ...anyColumns, ...latestColumns].join(', ')}, seen_at AS first_seen_at, seen_at AS last_seen_at FROM ${stage} ANTI JOIN repeated USING (${keyList})
+    UNION ALL
+    SELECT ${[keyList, ...anyColumns.map((column) => `any_value(${column}) AS ${column}`), ...latestColumns.map((column) => latest(column))].join(', ')},
+      min(seen_at) AS first_seen_at, max(seen_at) AS last_seen_at
+    FROM ${stage} SEMI JOIN repeated USING (${keyList}) GROUP BY ${keyList}`;
+}
 /** One row per key within the batch, so a merge never meets the same key twice. */
 const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${keys}) = 1`;
 /** Latest state: rows of `source` (one per key) update the row with their key, or are inserted. */
-const upsert = (table: string, keys: string[], source: string, updates: string) =>
+const upsert = (table: string, keys: string[], source: string, updates: string) => [
   `MERGE INTO ${table} USING (${source}) AS s ON ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}
-   WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`;
+   WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`,
+];
 const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EXCLUDE (_landing) FROM stage_${table}`;
 
 /**
@@ -78,67 +93,52 @@ const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EX
  * observations win), history is appended.
  */
 const MERGES: Record<StagedTable, string[]> = {
-  accounts: [
-    upsert(
-      'accounts',
-      ['platform', 'handle'],
-      `SELECT platform, handle, ${['name', 'bio', 'verified', 'followers', 'following', 'posts'].map((column) => latest(column)).join(', ')}, min(seen_at) AS first_seen_at, max(seen_at) AS last_seen_at
-       FROM stage_accounts GROUP BY platform, handle`,
-      `${['name', 'bio', 'verified', 'followers', 'following', 'posts'].map((column) => newer('accounts', column)).join(', ')}, ${seenRange('accounts')}`,
-    ),
-  ],
+  accounts: upsert(
+    'accounts',
+    ['platform', 'handle'],
+    onePerKey('stage_accounts', ['platform', 'handle'], [], ['name', 'bio', 'verified', 'followers', 'following', 'posts']),
+    `${['name', 'bio', 'verified', 'followers', 'following', 'posts'].map((column) => newer('accounts', column)).join(', ')}, ${seenRange('accounts')}`,
+  ),
   account_metrics: [append('account_metrics')],
-  items: [
-    upsert(
-      'items',
-      ['platform', 'item_id'],
-      `SELECT platform, item_id, any_value(kind) AS kind, ${['url', 'caption', 'author_handle', 'posted_at'].map((column) => latest(column)).join(', ')}, min(seen_at) AS first_seen_at, max(seen_at) AS last_seen_at
-       FROM stage_items GROUP BY platform, item_id`,
-      `${['url', 'caption', 'author_handle', 'posted_at'].map((column) => newer('items', column)).join(', ')}, ${seenRange('items')}`,
-    ),
-  ],
+  items: upsert(
+    'items',
+    ['platform', 'item_id'],
+    onePerKey('stage_items', ['platform', 'item_id'], ['kind'], ['url', 'caption', 'author_handle', 'posted_at']),
+    `${['url', 'caption', 'author_handle', 'posted_at'].map((column) => newer('items', column)).join(', ')}, ${seenRange('items')}`,
+  ),
   item_metrics: [append('item_metrics')],
-  comments: [
-    upsert(
-      'comments',
-      ['platform', 'comment_id'],
-      `SELECT platform, comment_id, any_value(item_id) AS item_id, ${['text', 'author_handle', 'likes', 'posted_at'].map((column) => latest(column)).join(', ')}, min(seen_at) AS first_seen_at, max(seen_at) AS last_seen_at
-       FROM stage_comments GROUP BY platform, comment_id`,
-      `${['text', 'author_handle', 'likes', 'posted_at'].map((column) => newer('comments', column)).join(', ')}, ${seenRange('comments')}`,
-    ),
-  ],
+  comments: upsert(
+    'comments',
+    ['platform', 'comment_id'],
+    onePerKey('stage_comments', ['platform', 'comment_id'], ['item_id'], ['text', 'author_handle', 'likes', 'posted_at']),
+    `${['text', 'author_handle', 'likes', 'posted_at'].map((column) => newer('comments', column)).join(', ')}, ${seenRange('comments')}`,
+  ),
   search_hits: [append('search_hits')],
-  transcripts: [
-    upsert(
-      'transcripts',
-      ['platform', 'item_id'],
-      'SELECT * EXCLUDE (_landing) FROM stage_transcripts QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
-      `${['language', 'source', 'text', 'request_id'].map((column) => newer('transcripts', column, 'fetched_at')).join(', ')}, fetched_at = greatest(transcripts.fetched_at, s.fetched_at)`,
-    ),
-  ],
+  transcripts: upsert(
+    'transcripts',
+    ['platform', 'item_id'],
+    'SELECT * EXCLUDE (_landing) FROM stage_transcripts QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
+    `${['language', 'source', 'text', 'request_id'].map((column) => newer('transcripts', column, 'fetched_at')).join(', ')}, fetched_at = greatest(transcripts.fetched_at, s.fetched_at)`,
+  ),
   transcript_segments: [
     // A transcript's segments are replaced whole, so a shorter new transcript leaves no stale tail.
     `DELETE FROM transcript_segments WHERE (platform, item_id) IN (SELECT DISTINCT platform, item_id FROM stage_transcript_segments)`,
     `INSERT INTO transcript_segments BY NAME SELECT * EXCLUDE (_landing) FROM stage_transcript_segments ${distinctBy('platform, item_id, seq')}`,
   ],
-  summaries: [
-    upsert(
-      'summaries',
-      ['platform', 'item_id'],
-      'SELECT * EXCLUDE (_landing) FROM stage_summaries QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
-      `${['language', 'summary', 'request_id'].map((column) => newer('summaries', column, 'fetched_at')).join(', ')}, fetched_at = greatest(summaries.fetched_at, s.fetched_at)`,
-    ),
-  ],
+  summaries: upsert(
+    'summaries',
+    ['platform', 'item_id'],
+    'SELECT * EXCLUDE (_landing) FROM stage_summaries QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
+    `${['language', 'summary', 'request_id'].map((column) => newer('summaries', column, 'fetched_at')).join(', ')}, fetched_at = greatest(summaries.fetched_at, s.fetched_at)`,
+  ),
   downloads: [append('downloads')],
   api_calls: [append('api_calls')],
-  harvest_runs: [
-    upsert(
-      'harvest_runs',
-      ['run_id'],
-      `SELECT * EXCLUDE (_landing, seq) FROM stage_harvest_runs QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) = 1`,
-      'status = s.status, finished_at = s.finished_at, budget_credits = s.budget_credits, credits_spent = s.credits_spent, items_landed = s.items_landed, error = s.error',
-    ),
-  ],
+  harvest_runs: upsert(
+    'harvest_runs',
+    ['run_id'],
+    `SELECT * EXCLUDE (_landing, seq) FROM stage_harvest_runs QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) = 1`,
+    'status = s.status, finished_at = s.finished_at, budget_credits = s.budget_credits, credits_spent = s.credits_spent, items_landed = s.items_landed, error = s.error',
+  ),
 };
 
 /** Loads every landing not loaded yet, then publishes the warehouse for readers. */
@@ -173,7 +173,7 @@ async function loadBatch(connection: DuckDBConnection, dataDir: string, keys: st
   await connection.run('BEGIN TRANSACTION');
   try {
     try {
-      for (const shape of LANDING_SHAPES) await connection.run(readRawSql(shape, loadPackage.files[shape]));
+      for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
     } catch (error) {
       throw unreadableLanding(dataDir, keys, error as Error);
     }
@@ -211,21 +211,35 @@ function unreadableLanding(dataDir: string, keys: string[], error: Error): Error
   return new Error(`landings ${keys[0]} to ${keys.at(-1)} (${keys.length}) cannot be loaded: ${error.message}`, { cause: error });
 }
 
-/** Consecutive batches of landings, each within both the count and the byte bound (at least one landing). */
+/**
+ * Consecutive batches of landings, each within both the count and the byte bound (at least one
+ * landing), and as even as those bounds allow: a small last batch would fall under DuckDB's row
+ * group size and have its rows written twice (log, then checkpoint).
+ */
 function batchesOf(dataDir: string, keys: string[], maxLandings: number, maxBytes: number): string[][] {
+  const sizes = keys.map((key) => statSync(join(landingRoot(dataDir), ...key.split('/'))).size);
+  const totalBytes = sizes.reduce((sum, size) => sum + size, 0);
+  const count = Math.max(1, Math.ceil(keys.length / maxLandings), Math.ceil(totalBytes / maxBytes));
   const batches: string[][] = [];
   let current: string[] = [];
   let bytes = 0;
-  for (const key of keys) {
-    const size = statSync(join(landingRoot(dataDir), ...key.split('/'))).size;
-    if (current.length > 0 && (current.length >= maxLandings || bytes + size > maxBytes)) {
+  let landingsBefore = 0;
+  let bytesBefore = 0;
+  keys.forEach((key, index) => {
+    const size = sizes[index] as number;
+    // Batch b ends where the first b + 1 shares of all landings (by count or by bytes) end.
+    const share = (batches.length + 1) / count;
+    const full = landingsBefore + current.length >= keys.length * share || bytesBefore + bytes >= totalBytes * share;
+    if (current.length > 0 && (full || current.length >= maxLandings || bytes + size > maxBytes)) {
       batches.push(current);
+      landingsBefore += current.length;
+      bytesBefore += bytes;
       current = [];
       bytes = 0;
     }
     current.push(key);
     bytes += size;
-  }
+  });
   if (current.length > 0) batches.push(current);
   return batches;
 }

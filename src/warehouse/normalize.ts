@@ -39,21 +39,23 @@ const PAGE_COLUMNS = {
   call: 'STRUCT(request_id VARCHAR, units BIGINT, credits BIGINT, cache VARCHAR, job_id VARCHAR)',
   rank_offset: 'BIGINT',
 };
-const METRICS = 'STRUCT(views BIGINT, likes BIGINT, comments BIGINT, shares BIGINT, followers BIGINT, following BIGINT, posts BIGINT)';
+const ITEM_METRICS = 'views BIGINT, likes BIGINT, comments BIGINT, shares BIGINT';
+const ACCOUNT_METRICS = 'followers BIGINT, following BIGINT, posts BIGINT';
 
 /**
  * The columns each shape is read with. A page's `data` is typed as the union of the fields of
- * the resources of that shape (members a resource lacks read as NULL, unknown members are ignored).
+ * the resources of that shape (members a resource lacks read as NULL, unknown members are ignored):
+ * every field typed here costs time for each item read.
  */
 const RAW_COLUMNS: Record<LandingShape, Record<string, string>> = {
   list: {
     ...PAGE_COLUMNS,
-    data: `STRUCT(id VARCHAR, url VARCHAR, caption VARCHAR, text VARCHAR, likes BIGINT, posted_at TIMESTAMPTZ, author STRUCT(handle VARCHAR), metrics ${METRICS})[]`,
+    data: `STRUCT(id VARCHAR, url VARCHAR, caption VARCHAR, text VARCHAR, likes BIGINT, posted_at TIMESTAMPTZ, author STRUCT(handle VARCHAR), metrics STRUCT(${ITEM_METRICS}))[]`,
   },
   object: {
     ...PAGE_COLUMNS,
     data: `STRUCT(entity_id VARCHAR, url VARCHAR, handle VARCHAR, name VARCHAR, bio VARCHAR, verified BOOLEAN, author STRUCT(handle VARCHAR), posted_at TIMESTAMPTZ,
-      metrics ${METRICS}, language VARCHAR, source VARCHAR, text VARCHAR, summary VARCHAR, segments STRUCT(start DOUBLE, "end" DOUBLE, text VARCHAR)[],
+      metrics STRUCT(${ITEM_METRICS}, ${ACCOUNT_METRICS}), language VARCHAR, source VARCHAR, text VARCHAR, summary VARCHAR, segments STRUCT(start DOUBLE, "end" DOUBLE, text VARCHAR)[],
       media_url VARCHAR, mime_type VARCHAR, expires_at TIMESTAMPTZ)`,
   },
   run: {
@@ -71,10 +73,13 @@ const RAW_COLUMNS: Record<LandingShape, Record<string, string>> = {
   },
 };
 
-/** Reads one shape's file of a load package into the temp table `raw_<shape>`. */
-export function readRawSql(shape: LandingShape, file: string): string {
-  const columns = Object.entries(RAW_COLUMNS[shape]).map(([name, type]) => `${name}: ${sqlString(type)}`).join(', ');
-  return `CREATE OR REPLACE TEMP TABLE raw_${shape} AS SELECT * FROM read_json(${sqlString(file)}, format = 'newline_delimited', columns = {${columns}})`;
+/** DuckDB's reader of one shape's package file; without `data` when only the pages themselves are wanted. */
+function readJson(file: string, shape: LandingShape, withData = true): string {
+  const columns = Object.entries(RAW_COLUMNS[shape])
+    .filter(([name]) => withData || name !== 'data')
+    .map(([name, type]) => `${name}: ${sqlString(type)}`)
+    .join(', ');
+  return `read_json(${sqlString(file)}, format = 'newline_delimited', columns = {${columns}})`;
 }
 
 const LIST_KINDS: Record<string, string> = { 'channel-videos': 'video', 'channel-posts': 'post', 'channel-reels': 'reel' };
@@ -93,21 +98,33 @@ function contentUrlPart(url: string, group: 1 | 2): string {
   return `coalesce(${caseOf('platform', Object.fromEntries(PLATFORMS.map((platform) => [platform, `regexp_extract(${url}, ${sqlString(CONTENT_URL_PATTERNS[platform])}, ${group})`])))}, '')`;
 }
 
-/** Columns every page gets: its platform and endpoint name, whether it came from the cache, and its subject. */
-const pageView = (shape: 'list' | 'object') => `CREATE OR REPLACE TEMP VIEW pages_${shape} AS
+/** Pages of `source` with the columns every page gets: platform and endpoint name, whether it came from the cache, and its subject. */
+const withPageColumns = (source: string) => `
   SELECT *, ${contentUrlPart("params->>'url'", 2)} AS subject_id, ${caseOf(contentUrlPart("params->>'url'", 1), Object.fromEntries(Object.entries(CONTENT_URL_KINDS).map(([word, kind]) => [word, sqlString(kind)])))} AS subject_kind
   FROM (SELECT *, split_part(endpoint, '/', 1) AS platform, split_part(endpoint, '/', 2) AS name,
-    CASE WHEN call.cache IS NULL THEN NULL ELSE call.cache = 'HIT' END AS from_cache FROM raw_${shape})`;
+    CASE WHEN call.cache IS NULL THEN NULL ELSE call.cache = 'HIT' END AS from_cache FROM ${source})`;
 
-/** Builds `stage_<table>` for every staged table from the `raw_<shape>` tables of a batch. */
+/**
+ * Reads a load package: the pages of each shape into `raw_<shape>`, and the items of list pages,
+ * unnested as they are read, into `listed` (they feed items, item_metrics, search_hits and
+ * comments). Unnesting while reading spares keeping every page's item list a second time.
+ */
+export function readPackageSql(files: Record<LandingShape, string>): string[] {
+  return [
+    `CREATE OR REPLACE TEMP TABLE raw_list AS SELECT * FROM ${readJson(files.list, 'list', false)}`,
+    `CREATE OR REPLACE TEMP TABLE raw_object AS SELECT * FROM ${readJson(files.object, 'object')}`,
+    `CREATE OR REPLACE TEMP TABLE raw_run AS SELECT * FROM ${readJson(files.run, 'run')}`,
+    `CREATE OR REPLACE TEMP TABLE listed AS
+      SELECT _landing, platform, name, endpoint, run_id, request_id, observed_at, from_cache, params->>'query' AS query, params->>'handle' AS handle,
+        subject_id, coalesce(rank_offset, 0) AS rank_offset, unnest(data) AS item, generate_subscripts(data, 1) AS position
+      FROM (${withPageColumns(readJson(files.list, 'list'))})`,
+  ];
+}
+
+/** Builds `stage_<table>` for every staged table from what `readPackageSql` read. */
 export const STAGE_SQL = [
-  pageView('list'),
-  pageView('object'),
-  // The items of list pages, unnested once (they feed items, item_metrics, search_hits and comments).
-  `CREATE OR REPLACE TEMP TABLE listed AS
-    SELECT _landing, platform, name, endpoint, run_id, request_id, observed_at, from_cache, params->>'query' AS query, params->>'handle' AS handle,
-      subject_id, coalesce(rank_offset, 0) AS rank_offset, unnest(data) AS item, generate_subscripts(data, 1) AS position
-    FROM pages_list`,
+  `CREATE OR REPLACE TEMP VIEW pages_list AS ${withPageColumns('raw_list')}`,
+  `CREATE OR REPLACE TEMP VIEW pages_object AS ${withPageColumns('raw_object')}`,
   `CREATE OR REPLACE TEMP VIEW stage_items AS
     SELECT _landing, platform, item.id AS item_id, ${caseOf('name', Object.fromEntries(Object.entries(LIST_KINDS).map(([name, kind]) => [name, sqlString(kind)])), "CASE platform WHEN 'tiktok' THEN 'video' ELSE 'reel' END")} AS kind,
       item.url AS url, item.caption AS caption, CASE WHEN name IN (${inList(Object.keys(LIST_KINDS))}) THEN handle ELSE item.author.handle END AS author_handle,
