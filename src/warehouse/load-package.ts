@@ -117,5 +117,10 @@ function shapeOf(key: string, bytes: Buffer, file: string): LandingShape {
   const last = bytes[end - 1];
   if (last === CLOSE_BRACKET) return 'list';
   if (last === CLOSE_BRACE) return 'object';
+  try {
+    JSON.parse(bytes.toString('utf8'));
+  } catch (error) {
+    throw new Error(`landing ${file} cannot be read: ${(error as Error).message}`);
+  }
   throw new Error(`landing ${file} cannot be loaded: its data is neither a list nor an object`);
 }

@@ -1,9 +1,10 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeLanding, listLandings, readLanding } from '../../src/warehouse/landing.js';
-import { loadLandings } from '../../src/warehouse/loader.js';
+import { writeLanding, listLandings, readLanding, type PageLanding } from '../../src/warehouse/landing.js';
+import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
+import { loadLandings, workDatabasePath } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -57,6 +58,31 @@ describe('loading landings into the warehouse', () => {
     for (const call of calls.rows) expect(ledger.find((row) => row.request_id === call.request_id)?.credits).toBe(Number(call.credits));
   });
 
+  it('maps each field of the API resources to its column', async () => {
+    // The video with stats was also listed in the same batch: its caption comes from the list
+    // (stats carry none), its metrics from both, and its first and last sighting span both.
+    const [video] = (await queryWarehouse(dataDir, "SELECT item_id FROM item_metrics WHERE source_endpoint = 'tiktok/stats'")).rows;
+    const item = (await queryWarehouse(dataDir, `SELECT kind, url, caption, author_handle, posted_at IS NOT NULL AS posted FROM items WHERE item_id = '${String(video!.item_id)}'`)).rows[0]!;
+    expect(item.kind).toBe('video');
+    expect(String(item.url)).toContain(`/video/${String(video!.item_id)}`);
+    expect(item.caption).toEqual(expect.any(String));
+    expect(item.author_handle).toEqual(expect.any(String));
+    expect(item.posted).toBe(true);
+    expect(await count(dataDir, `SELECT count(*) FROM item_metrics WHERE item_id = '${String(video!.item_id)}' AND views IS NOT NULL`)).toBe(2);
+    expect(await count(dataDir, `SELECT count(*) FROM comments WHERE item_id <> '${String(video!.item_id)}' OR text IS NULL OR author_handle IS NULL`)).toBe(0);
+    expect(await count(dataDir, "SELECT count(*) FROM items WHERE platform = 'instagram' AND kind <> 'reel'")).toBe(0);
+    expect(await count(dataDir, 'SELECT count(*) FROM accounts WHERE followers IS NULL OR name IS NULL OR verified IS NULL')).toBe(0);
+    expect(await count(dataDir, 'SELECT min(seq) FROM transcript_segments')).toBe(0);
+    expect(await count(dataDir, 'SELECT max(seq) + 1 - count(*) FROM transcript_segments')).toBe(0);
+    expect(await count(dataDir, 'SELECT count(*) FROM transcripts WHERE text IS NULL OR language IS NULL')).toBe(0);
+    expect(await count(dataDir, 'SELECT count(*) FROM summaries WHERE summary IS NULL')).toBe(0);
+    expect(await count(dataDir, "SELECT count(*) FROM downloads WHERE platform = 'instagram' AND media_url IS NOT NULL AND expires_at IS NOT NULL")).toBe(1);
+    expect(await count(dataDir, "SELECT count(*) FROM api_calls WHERE endpoint = 'tiktok/channel-videos' AND (params->>'handle') IS NULL")).toBe(0);
+    expect(await count(dataDir, "SELECT count(*) FROM search_hits WHERE query <> 'yoga' OR kind <> 'search'")).toBe(0);
+    // Every landing records the rows it contributed, and together they are every row loaded.
+    expect(await count(dataDir, 'SELECT count(*) FROM loaded_landings WHERE rows = 0')).toBe(0);
+  });
+
   it('loading again loads nothing and changes nothing', async () => {
     const again = await loadLandings(dataDir);
     expect(again.landingsLoaded).toBe(0);
@@ -70,6 +96,62 @@ describe('loading landings into the warehouse', () => {
     expect(listLandings(dataDir).length).toBe(expected.landings);
     expect((await loadLandings(dataDir)).landingsLoaded).toBe(0);
     expect(await count(dataDir, 'SELECT count(*) FROM item_metrics')).toBe(expected.metricRows);
+  });
+});
+
+describe('landings the loader cannot load', () => {
+  let dataDir: string;
+  let expected: SampleExpectation;
+
+  beforeAll(async () => {
+    dataDir = mkdtempSync(join(tmpdir(), 'warehouse-bad-'));
+    const client = clientFor(emulator);
+    expected = await landSampleHarvest(client, emulator, dataDir, 'run-bad');
+    await client.close();
+  });
+
+  async function expectNothingLoaded(error: RegExp, file: string) {
+    await expect(loadLandings(dataDir)).rejects.toThrow(error);
+    await expect(loadLandings(dataDir)).rejects.toThrow(file);
+    // The whole batch was rolled back: nothing is marked loaded, so nothing is lost.
+    const work = await openDatabase(workDatabasePath(dataDir), { readOnly: true });
+    try {
+      expect((await work.connection.runAndReadAll('SELECT count(*) FROM loaded_landings')).getRows()[0]![0]).toBe(0n);
+    } finally {
+      closeDatabase(work);
+    }
+  }
+
+  it('a landing that is not JSON is named, and its batch is not loaded', async () => {
+    const bad = join(dataDir, 'landing', 'run-bad', 'broken', 'page-000001.json');
+    mkdirSync(dirname(bad), { recursive: true });
+    writeFileSync(bad, '{"format":1,"kind":"page","data":[');
+    await expectNothingLoaded(/cannot be read/, bad);
+    rmSync(bad);
+  });
+
+  it('a page of an endpoint with no normalizer, or without a content URL, is named with its endpoint', async () => {
+    const key = listLandings(dataDir).find((name) => name.includes('stats'))!;
+    const landing = readLanding(dataDir, key) as PageLanding;
+    const file = join(dataDir, 'landing', ...key.split('/'));
+    writeFileSync(file, JSON.stringify({ ...landing, endpoint: 'tiktok/unknown-endpoint' }));
+    await expectNothingLoaded(/tiktok\/unknown-endpoint.*no normalizer/, file);
+    writeFileSync(file, JSON.stringify({ ...landing, params: { url: 'https://example.com/not-a-video' } }));
+    await expectNothingLoaded(/params\.url "https:\/\/example\.com\/not-a-video" is not a tiktok content URL/, file);
+    writeLanding(dataDir, landing);
+    expect((await loadLandings(dataDir)).landingsLoaded).toBe(expected.landings);
+  });
+
+  it('a landing written with its data first still loads: writeLanding puts data last', async () => {
+    const key = listLandings(dataDir).find((name) => name.includes('videos'))!;
+    const { data, ...rest } = readLanding(dataDir, key) as PageLanding;
+    const reordered = { data, ...rest } as PageLanding;
+    writeLanding(dataDir, { ...reordered, run_id: 'run-reordered' });
+    const text = readFileSync(join(dataDir, 'landing', ...key.replace('run-bad', 'run-reordered').split('/')), 'utf8');
+    expect(text.endsWith(`"data":${JSON.stringify(data)}}`)).toBe(true);
+    const result = await loadLandings(dataDir);
+    expect(result.landingsLoaded).toBe(1);
+    expect(result.rowsLoaded).toBe(2 * (data as unknown[]).length + 1);
   });
 });
 
