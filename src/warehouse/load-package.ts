@@ -7,6 +7,7 @@
  */
 import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
+import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { isRunLandingKey, landingRoot } from './landing.js';
 
 /**
@@ -64,15 +65,23 @@ class BufferedFile {
   }
 }
 
-/** Writes the package of a batch into `directory` (replacing what was there). */
-export function writeLoadPackage(dataDir: string, keys: string[], directory: string): LoadPackage {
+/** Landings copied between two yields to the event loop. */
+const LANDINGS_PER_TURN = 100;
+
+/**
+ * Writes the package of a batch into `directory` (replacing what was there). It yields to the
+ * event loop every few landings, so the loader can write the next batch's package while DuckDB
+ * loads the current one: the reads here and DuckDB's work then share the cores.
+ */
+export async function writeLoadPackage(dataDir: string, keys: string[], directory: string): Promise<LoadPackage> {
   rmSync(directory, { recursive: true, force: true });
   mkdirSync(directory, { recursive: true });
   const files = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, join(directory, `${shape}.jsonl`)])) as Record<LandingShape, string>;
   const outputs = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, new BufferedFile(files[shape])])) as Record<LandingShape, BufferedFile>;
   let landing = Buffer.allocUnsafe(1 << 20);
   try {
-    for (const key of keys) {
+    for (const [index, key] of keys.entries()) {
+      if (index % LANDINGS_PER_TURN === LANDINGS_PER_TURN - 1) await setImmediatePromise();
       const file = join(landingRoot(dataDir), ...key.split('/'));
       const fd = openSync(file, 'r');
       let size: number;

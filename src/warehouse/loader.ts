@@ -17,7 +17,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase } from './duckdb.js';
 import { landingRoot, listLandings } from './landing.js';
-import { writeLoadPackage } from './load-package.js';
+import { writeLoadPackage, type LoadPackage } from './load-package.js';
 import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readPackageSql, type StagedTable } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL } from './schema.js';
 
@@ -153,11 +153,22 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
     let rowsLoaded = 0;
     let batches = 0;
-    for (const batch of batchesOf(dataDir, pending, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes)) {
-      batches++;
-      rowsLoaded += await loadBatch(db.connection, dataDir, batch, () => options.beforeCommit?.(batches));
-      options.logger?.info({ batch: batches, landings: batch.length }, 'loaded a batch of landings');
-      await options.afterBatch?.(batches);
+    const plan = batchesOf(dataDir, pending, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
+    // Each batch's package is written while the batch before it loads (two package folders take turns).
+    const packageOf = (index: number) => guarded(writeLoadPackage(dataDir, plan[index] as string[], packageDir(dataDir, index % 2)));
+    let nextPackage = plan.length > 0 ? packageOf(0) : undefined;
+    try {
+      for (const [index, batch] of plan.entries()) {
+        const loadPackage = await (nextPackage as Promise<LoadPackage>);
+        nextPackage = index + 1 < plan.length ? packageOf(index + 1) : undefined;
+        batches++;
+        rowsLoaded += await loadBatch(db.connection, dataDir, loadPackage, () => options.beforeCommit?.(batches));
+        options.logger?.info({ batch: batches, landings: batch.length }, 'loaded a batch of landings');
+        await options.afterBatch?.(batches);
+      }
+    } finally {
+      await nextPackage?.catch(() => undefined);
+      for (const turn of [0, 1]) rmSync(packageDir(dataDir, turn), { recursive: true, force: true });
     }
     const published = pending.length > 0 || !existsSync(warehousePath(dataDir));
     if (published) await publish(db.connection, workPath, warehousePath(dataDir));
@@ -167,9 +178,18 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
   }
 }
 
-async function loadBatch(connection: DuckDBConnection, dataDir: string, keys: string[], beforeCommit: () => void | Promise<void>): Promise<number> {
-  const packageDir = join(dataDir, '.loader', 'package');
-  const loadPackage = writeLoadPackage(dataDir, keys, packageDir);
+function packageDir(dataDir: string, turn: number): string {
+  return join(dataDir, '.loader', `package-${turn}`);
+}
+
+/** A promise whose rejection is handled where it is awaited, not reported as unhandled while it waits. */
+function guarded<T>(promise: Promise<T>): Promise<T> {
+  promise.catch(() => undefined);
+  return promise;
+}
+
+async function loadBatch(connection: DuckDBConnection, dataDir: string, loadPackage: LoadPackage, beforeCommit: () => void | Promise<void>): Promise<number> {
+  const keys = loadPackage.keys;
   await connection.run('BEGIN TRANSACTION');
   try {
     try {
@@ -190,8 +210,6 @@ async function loadBatch(connection: DuckDBConnection, dataDir: string, keys: st
   } catch (error) {
     await connection.run('ROLLBACK');
     throw error;
-  } finally {
-    rmSync(packageDir, { recursive: true, force: true });
   }
 }
 
