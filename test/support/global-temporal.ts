@@ -4,6 +4,7 @@
  * and keep apart by task queue and workflow id.
  */
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import pRetry from 'p-retry';
 import type { TestProject } from 'vitest/node';
 import { freePort } from '../../src/cli/stack.js';
 import { TEMPORAL_BINARY, searchAttributeArgs } from '../../src/temporal/dev-server.js';
@@ -17,21 +18,29 @@ declare module 'vitest' {
 export const SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS = 300;
 
 export default async function setup(project: TestProject) {
-  const port = await freePort();
-  const env = await TestWorkflowEnvironment.createLocal({
-    server: {
-      executable: { type: 'existing-path', path: TEMPORAL_BINARY },
-      ip: '127.0.0.1',
-      port,
-      extraArgs: [
-        ...searchAttributeArgs(),
-        // Temporal suggests continue-as-new far sooner than in production, so the suite's longer
-        // harvests take that path for real (see the continue-as-new test).
-        '--dynamic-config-value',
-        `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`,
-      ],
+  let port = 0;
+  // @temporalio/testing gives the server a fixed 5 s to answer; on a busy 2-core machine it once
+  // did not, so a start that timed out is tried again, on a new port.
+  const env = await pRetry(
+    async () => {
+      port = await freePort();
+      return TestWorkflowEnvironment.createLocal({
+        server: {
+          executable: { type: 'existing-path', path: TEMPORAL_BINARY },
+          ip: '127.0.0.1',
+          port,
+          extraArgs: [
+            ...searchAttributeArgs(),
+            // Temporal suggests continue-as-new far sooner than in production, so the suite's longer
+            // harvests take that path for real (see the continue-as-new test).
+            '--dynamic-config-value',
+            `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`,
+          ],
+        },
+      });
     },
-  });
+    { retries: 2, minTimeout: 1000, shouldRetry: ({ error }) => /did not start within/.test(error.message) },
+  );
   project.provide('temporalAddress', `127.0.0.1:${port}`);
   return async () => {
     await env.teardown();
