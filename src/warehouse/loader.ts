@@ -86,6 +86,17 @@ const upsert = (table: string, keys: string[], source: string, updates: string) 
   `MERGE INTO ${table} USING (${source}) AS s ON ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}
    WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`,
 ];
+/**
+ * A latest-state table seen over time (accounts, items, comments): each key's newest non-null
+ * values win, and its first and last sightings widen. `fixedColumns` never change for a key.
+ */
+const latestState = (table: StagedTable, keys: string[], fixedColumns: string[], latestColumns: string[]) =>
+  upsert(
+    table,
+    keys,
+    onePerKey(`stage_${table}`, keys, fixedColumns, latestColumns),
+    `${latestColumns.map((column) => newer(table, column)).join(', ')}, ${seenRange(table)}`,
+  );
 const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EXCLUDE (_landing) FROM stage_${table}`;
 
 /**
@@ -93,26 +104,11 @@ const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EX
  * observations win), history is appended.
  */
 const MERGES: Record<StagedTable, string[]> = {
-  accounts: upsert(
-    'accounts',
-    ['platform', 'handle'],
-    onePerKey('stage_accounts', ['platform', 'handle'], [], ['name', 'bio', 'verified', 'followers', 'following', 'posts']),
-    `${['name', 'bio', 'verified', 'followers', 'following', 'posts'].map((column) => newer('accounts', column)).join(', ')}, ${seenRange('accounts')}`,
-  ),
+  accounts: latestState('accounts', ['platform', 'handle'], [], ['name', 'bio', 'verified', 'followers', 'following', 'posts']),
   account_metrics: [append('account_metrics')],
-  items: upsert(
-    'items',
-    ['platform', 'item_id'],
-    onePerKey('stage_items', ['platform', 'item_id'], ['kind'], ['url', 'caption', 'author_handle', 'posted_at']),
-    `${['url', 'caption', 'author_handle', 'posted_at'].map((column) => newer('items', column)).join(', ')}, ${seenRange('items')}`,
-  ),
+  items: latestState('items', ['platform', 'item_id'], ['kind'], ['url', 'caption', 'author_handle', 'posted_at']),
   item_metrics: [append('item_metrics')],
-  comments: upsert(
-    'comments',
-    ['platform', 'comment_id'],
-    onePerKey('stage_comments', ['platform', 'comment_id'], ['item_id'], ['text', 'author_handle', 'likes', 'posted_at']),
-    `${['text', 'author_handle', 'likes', 'posted_at'].map((column) => newer('comments', column)).join(', ')}, ${seenRange('comments')}`,
-  ),
+  comments: latestState('comments', ['platform', 'comment_id'], ['item_id'], ['text', 'author_handle', 'likes', 'posted_at']),
   search_hits: [append('search_hits')],
   transcripts: upsert(
     'transcripts',

@@ -9,23 +9,11 @@ import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../spec/content-urls.js
 import { PLATFORMS } from '../spec/endpoints.js';
 import { sqlString } from './duckdb.js';
 import type { LandingShape } from './load-package.js';
+import { WAREHOUSE_TABLES, type WarehouseTable } from './schema.js';
 
-/** Tables the loader stages rows for; `seen_at` becomes first/last_seen_at when merged. */
-export const STAGED_TABLES = [
-  'accounts',
-  'account_metrics',
-  'items',
-  'item_metrics',
-  'comments',
-  'search_hits',
-  'transcripts',
-  'transcript_segments',
-  'summaries',
-  'downloads',
-  'api_calls',
-  'harvest_runs',
-] as const;
-export type StagedTable = (typeof STAGED_TABLES)[number];
+/** Tables the loader stages rows for: every data table (`loaded_landings` is the loader's own record). */
+export type StagedTable = Exclude<WarehouseTable, 'loaded_landings'>;
+export const STAGED_TABLES = WAREHOUSE_TABLES.filter((table): table is StagedTable => table !== 'loaded_landings');
 
 const PAGE_COLUMNS = {
   _landing: 'VARCHAR',

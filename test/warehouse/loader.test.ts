@@ -21,15 +21,21 @@ async function count(dataDir: string, sql: string): Promise<number> {
   return Number(Object.values(result.rows[0]!)[0]);
 }
 
+/** A new data directory holding the sample harvest's landings, and what loading them must give. */
+async function landedSample(runId: string): Promise<{ dataDir: string; expected: SampleExpectation }> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'warehouse-'));
+  const client = clientFor(emulator);
+  const expected = await landSampleHarvest(client, emulator, dataDir, runId);
+  await client.close();
+  return { dataDir, expected };
+}
+
 describe('loading landings into the warehouse', () => {
   let dataDir: string;
   let expected: SampleExpectation;
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'warehouse-'));
-    const client = clientFor(emulator);
-    expected = await landSampleHarvest(client, emulator, dataDir, 'run-1');
-    await client.close();
+    ({ dataDir, expected } = await landedSample('run-1'));
   });
 
   it('loads every landing once, into the documented tables', async () => {
@@ -104,10 +110,7 @@ describe('landings the loader cannot load', () => {
   let expected: SampleExpectation;
 
   beforeAll(async () => {
-    dataDir = mkdtempSync(join(tmpdir(), 'warehouse-bad-'));
-    const client = clientFor(emulator);
-    expected = await landSampleHarvest(client, emulator, dataDir, 'run-bad');
-    await client.close();
+    ({ dataDir, expected } = await landedSample('run-bad'));
   });
 
   async function expectNothingLoaded(error: RegExp, file: string) {
