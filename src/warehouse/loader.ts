@@ -38,7 +38,7 @@ export interface LoadOptions {
 /**
  * A batch is one transaction. Large batches load fastest: from about 120k rows (one DuckDB row
  * group) a table's new rows are written straight to the database file instead of twice (log, then
- * checkpoint). Memory grows with the batch (its package is read whole), never with the warehouse.
+ * checkpoint). Memory grows with the batch (DuckDB reads its package whole), never with the warehouse.
  */
 export const DEFAULT_BATCH = { landings: 5000, bytes: 64 << 20 };
 
