@@ -63,6 +63,11 @@ export function landingRoot(dataDir: string): string {
   return join(dataDir, 'landing');
 }
 
+/** The file a landing key names. */
+export function landingFile(dataDir: string, key: string): string {
+  return join(landingRoot(dataDir), ...key.split('/'));
+}
+
 /** A path segment made only of safe characters, plus a short hash so distinct keys stay distinct. */
 export function pathSegment(key: string): string {
   const safe = key.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 80);
@@ -106,7 +111,7 @@ function landingText(landing: Landing): string {
 /** Writes a landing durably and returns its key. */
 export function writeLanding(dataDir: string, landing: Landing): string {
   const key = landingKey(landing);
-  const file = join(landingRoot(dataDir), ...key.split('/'));
+  const file = landingFile(dataDir, key);
   const directory = dirname(file);
   mkdirSync(directory, { recursive: true });
   const temporary = join(directory, `.${randomBytes(6).toString('hex')}.tmp`);
@@ -124,11 +129,11 @@ export function writeLanding(dataDir: string, landing: Landing): string {
 
 /** The landing at a key, or undefined when nothing has been landed there. */
 export function findLanding(dataDir: string, key: string): Landing | undefined {
-  return existsSync(join(landingRoot(dataDir), ...key.split('/'))) ? readLanding(dataDir, key) : undefined;
+  return existsSync(landingFile(dataDir, key)) ? readLanding(dataDir, key) : undefined;
 }
 
 export function readLanding(dataDir: string, key: string): Landing {
-  const file = join(landingRoot(dataDir), ...key.split('/'));
+  const file = landingFile(dataDir, key);
   try {
     return JSON.parse(readFileSync(file, 'utf8')) as Landing;
   } catch (error) {

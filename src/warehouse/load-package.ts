@@ -8,14 +8,14 @@
 import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
-import { isRunLandingKey, landingRoot } from './landing.js';
+import { isRunLandingKey, landingFile, readLanding } from './landing.js';
 
 /**
  * What a landing holds, which decides the column types DuckDB reads it with: a page whose data is
  * a list of items, a page whose data is one resource, or a run's status.
  */
 export type LandingShape = 'list' | 'object' | 'run';
-export const LANDING_SHAPES: readonly LandingShape[] = ['list', 'object', 'run'];
+const LANDING_SHAPES: readonly LandingShape[] = ['list', 'object', 'run'];
 
 export interface LoadPackage {
   /** One NDJSON file per shape (empty when the batch has no landing of that shape). */
@@ -82,8 +82,7 @@ export async function writeLoadPackage(dataDir: string, keys: string[], director
   try {
     for (const [index, key] of keys.entries()) {
       if (index % LANDINGS_PER_TURN === LANDINGS_PER_TURN - 1) await setImmediatePromise();
-      const file = join(landingRoot(dataDir), ...key.split('/'));
-      const fd = openSync(file, 'r');
+      const fd = openSync(landingFile(dataDir, key), 'r');
       let size: number;
       try {
         size = fstatSync(fd).size;
@@ -98,10 +97,12 @@ export async function writeLoadPackage(dataDir: string, keys: string[], director
       } finally {
         closeSync(fd);
       }
-      if (landing[0] !== OPEN_BRACE) throw new Error(`landing ${file} cannot be read: it does not hold a JSON object`);
+      if (size === 0 || landing[0] !== OPEN_BRACE) throw unloadable(dataDir, key, 'it does not hold a JSON object');
       // The landing's members follow its key: `{"_landing":"<key>",` then the file without its `{`.
       const header = `{"_landing":${JSON.stringify(key)},`;
-      const output = outputs[shapeOf(key, landing.subarray(0, size), file)];
+      const shape = shapeOf(key, landing.subarray(0, size));
+      if (!shape) throw unloadable(dataDir, key, 'its data is neither a list nor an object');
+      const output = outputs[shape];
       const { buffer, offset } = output.reserve(Buffer.byteLength(header) + size);
       let end = offset + buffer.write(header, offset);
       end += landing.copy(buffer, end, 1, size);
@@ -117,19 +118,24 @@ export async function writeLoadPackage(dataDir: string, keys: string[], director
 /**
  * A page landing's shape, read from its last bytes: `writeLanding` always writes `data` as the
  * last member, so the byte before the closing brace ends the data value, `]` for a list and `}`
- * for a resource.
+ * for a resource. Undefined when the bytes end otherwise.
  */
-function shapeOf(key: string, bytes: Buffer, file: string): LandingShape {
+function shapeOf(key: string, bytes: Buffer): LandingShape | undefined {
   if (isRunLandingKey(key)) return 'run';
   let end = bytes.length - 1;
   while (end > 0 && bytes[end] !== CLOSE_BRACE) end--;
   const last = bytes[end - 1];
   if (last === CLOSE_BRACKET) return 'list';
   if (last === CLOSE_BRACE) return 'object';
+  return undefined;
+}
+
+/** Why a landing cannot be packaged: `readLanding`'s error when the file is not JSON, else `problem`. */
+function unloadable(dataDir: string, key: string, problem: string): Error {
   try {
-    JSON.parse(bytes.toString('utf8'));
+    readLanding(dataDir, key);
   } catch (error) {
-    throw new Error(`landing ${file} cannot be read: ${(error as Error).message}`);
+    return error as Error;
   }
-  throw new Error(`landing ${file} cannot be loaded: its data is neither a list nor an object`);
+  return new Error(`landing ${landingFile(dataDir, key)} cannot be loaded: ${problem}`);
 }

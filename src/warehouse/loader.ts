@@ -10,13 +10,13 @@
  * `warehouse.duckdb` read-only at any time: an open reader keeps the snapshot it opened, the
  * next one sees the new load, and nobody is ever locked out.
  */
-import { copyFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { copyFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase } from './duckdb.js';
-import { landingRoot, listLandings } from './landing.js';
+import { landingFile, listLandings, readLanding } from './landing.js';
 import { writeLoadPackage, type LoadPackage } from './load-package.js';
 import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readPackageSql, type StagedTable } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL } from './schema.js';
@@ -195,7 +195,7 @@ async function loadBatch(connection: DuckDBConnection, dataDir: string, loadPack
     }
     for (const statement of STAGE_SQL) await connection.run(statement);
     const problem = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson()[0];
-    if (problem) throw new Error(`landing ${join(landingRoot(dataDir), String(problem._landing))} (${String(problem.endpoint)}) cannot be loaded: ${String(problem.problem)}`);
+    if (problem) throw new Error(`landing ${landingFile(dataDir, String(problem._landing))} (${String(problem.endpoint)}) cannot be loaded: ${String(problem.problem)}`);
     for (const table of STAGED_TABLES) for (const statement of MERGES[table]) await connection.run(statement);
     await connection.run(`CREATE OR REPLACE TEMP TABLE landing_rows AS ${LANDING_ROWS_SQL}`);
     await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
@@ -214,13 +214,10 @@ async function loadBatch(connection: DuckDBConnection, dataDir: string, loadPack
  * package's line numbers mean nothing to a user), else reports DuckDB's error for the batch.
  */
 function unreadableLanding(dataDir: string, keys: string[], error: Error): Error {
-  for (const key of keys) {
-    const file = join(landingRoot(dataDir), ...key.split('/'));
-    try {
-      JSON.parse(readFileSync(file, 'utf8'));
-    } catch (parseError) {
-      return new Error(`landing ${file} cannot be read: ${(parseError as Error).message}`, { cause: error });
-    }
+  try {
+    for (const key of keys) readLanding(dataDir, key);
+  } catch (landingError) {
+    return new Error((landingError as Error).message, { cause: error });
   }
   return new Error(`landings ${keys[0]} to ${keys.at(-1)} (${keys.length}) cannot be loaded: ${error.message}`, { cause: error });
 }
@@ -231,7 +228,7 @@ function unreadableLanding(dataDir: string, keys: string[], error: Error): Error
  * group size and have its rows written twice (log, then checkpoint).
  */
 function batchesOf(dataDir: string, keys: string[], maxLandings: number, maxBytes: number): string[][] {
-  const sizes = keys.map((key) => statSync(join(landingRoot(dataDir), ...key.split('/'))).size);
+  const sizes = keys.map((key) => statSync(landingFile(dataDir, key)).size);
   const totalBytes = sizes.reduce((sum, size) => sum + size, 0);
   const count = Math.max(1, Math.ceil(keys.length / maxLandings), Math.ceil(totalBytes / maxBytes));
   const batches: string[][] = [];
