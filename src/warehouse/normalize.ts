@@ -6,7 +6,7 @@
  * twice gives the same rows.
  */
 import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../spec/content-urls.js';
-import { PLATFORMS } from '../spec/endpoints.js';
+import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../spec/endpoints.js';
 import { sqlString } from './duckdb.js';
 import type { LandingShape } from './load-package.js';
 import { WAREHOUSE_TABLES, type WarehouseTable } from './schema.js';
@@ -70,12 +70,16 @@ function readJson(file: string, shape: LandingShape, withData = true): string {
   return `read_json(${sqlString(file)}, format = 'newline_delimited', columns = {${columns}})`;
 }
 
-const LIST_KINDS: Record<string, string> = { 'channel-videos': 'video', 'channel-posts': 'post', 'channel-reels': 'reel' };
+/** Endpoint names (of either platform) the catalog describes so. */
+const endpointNames = (test: (spec: EndpointSpec) => boolean) => [...new Set(ENDPOINTS.filter(test).map((spec) => spec.name))];
+/** Channel lists, with the kind of item each lists (the API's meta.item). */
+const LIST_KINDS = Object.fromEntries(ENDPOINTS.filter((spec) => spec.shape === 'list' && spec.param === 'handle').map((spec) => [spec.name, spec.item as string]));
+/** Searches, with the kind the warehouse records for their hits. */
 const SEARCH_KINDS: Record<string, string> = { search: 'search', 'hashtag-search': 'hashtag', 'reels-search': 'reels' };
-const LIST_ENDPOINTS = [...Object.keys(LIST_KINDS), ...Object.keys(SEARCH_KINDS), 'comments'];
-const OBJECT_ENDPOINTS = ['channel-stats', 'stats', 'transcript', 'summary', 'download'];
+const LIST_ENDPOINTS = endpointNames((spec) => spec.shape === 'list');
+const OBJECT_ENDPOINTS = endpointNames((spec) => spec.shape === 'object');
 /** Endpoints whose subject is the content URL in `params.url`. */
-const URL_ENDPOINTS = ['comments', 'stats', 'transcript', 'summary', 'download'];
+const URL_ENDPOINTS = endpointNames((spec) => spec.param === 'url');
 
 const inList = (values: string[]) => values.map(sqlString).join(', ');
 const caseOf = (expression: string, cases: Record<string, string>, otherwise = 'NULL') =>
