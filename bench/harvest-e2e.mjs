@@ -22,7 +22,7 @@ const CLI = join(dist, 'src', 'cli', 'main.js');
 const { SocialApiClient } = await import(join(dist, 'src/api/client.js'));
 const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-config.js'));
-const { TEMPORAL_BINARY, searchAttributeArgs } = await import(join(dist, 'src/temporal/dev-server.js'));
+const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
 const { freePort } = await import(join(dist, 'src/cli/stack.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
@@ -54,7 +54,7 @@ await baselineClient.close();
 
 const port = await freePort();
 const env = await TestWorkflowEnvironment.createLocal({
-  server: { executable: { type: 'existing-path', path: TEMPORAL_BINARY }, ip: '127.0.0.1', port, extraArgs: searchAttributeArgs() },
+  server: ephemeralServerOptions(port),
 });
 const dataDir = mkdtempSync(join(tmpdir(), 'bench-harvest-'));
 const worker = child(['worker'], { TEMPORAL_ADDRESS: `127.0.0.1:${port}`, HARVESTER_TASK_QUEUE: 'bench', HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: baseUrl, SOCIAL_API_KEY: 'sk_live_bench_harvest' });

@@ -19,14 +19,14 @@ const { SocialApiClient } = await import(join(dist, 'src/api/client.js'));
 const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-config.js'));
 const { createHarvestWorker } = await import(join(dist, 'src/temporal/worker.js'));
-const { TEMPORAL_BINARY, searchAttributeArgs } = await import(join(dist, 'src/temporal/dev-server.js'));
+const { TEMPORAL_BINARY, ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
 const { freePort } = await import(join(dist, 'src/cli/stack.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const out = new URL('../test/workflows/histories/', import.meta.url).pathname;
 const emulator = await startEmulator({ port: 0, seed: 42, jobStepMs: 50 });
 const port = await freePort();
-const env = await TestWorkflowEnvironment.createLocal({ server: { executable: { type: 'existing-path', path: TEMPORAL_BINARY }, ip: '127.0.0.1', port, extraArgs: searchAttributeArgs() } });
+const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralServerOptions(port) });
 const api = new SocialApiClient({ baseUrl: emulator.baseUrl, apiKey: emulator.apiKeys[0], prices: loadPriceTable() });
 const catalog = (await (await fetch(`${emulator.origin}/_emulator/catalog`)).json()).data;
 const harvests = parseHarvestConfig(

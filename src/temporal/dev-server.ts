@@ -12,6 +12,15 @@ export function searchAttributeArgs(): string[] {
   return Object.entries(SEARCH_ATTRIBUTES).flatMap(([name, type]) => ['--search-attribute', `${name}=${type}`]);
 }
 
+/**
+ * The `server` options of @temporalio/testing's `createLocal` for the installed CLI (its own
+ * download cannot work here) on loopback, with the search attributes registered: how the tests,
+ * the benchmarks and the history recorder start their dev server.
+ */
+export function ephemeralServerOptions(port: number, extraArgs: string[] = []) {
+  return { executable: { type: 'existing-path' as const, path: TEMPORAL_BINARY }, ip: '127.0.0.1', port, extraArgs: [...searchAttributeArgs(), ...extraArgs] };
+}
+
 export function devServerArgs(options: { port: number; uiPort?: number; dbFile?: string; ip?: string }): string[] {
   return [
     'server',

@@ -7,7 +7,7 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import pRetry from 'p-retry';
 import type { TestProject } from 'vitest/node';
 import { freePort } from '../../src/cli/stack.js';
-import { TEMPORAL_BINARY, searchAttributeArgs } from '../../src/temporal/dev-server.js';
+import { ephemeralServerOptions } from '../../src/temporal/dev-server.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -25,18 +25,9 @@ export default async function setup(project: TestProject) {
     async () => {
       port = await freePort();
       return TestWorkflowEnvironment.createLocal({
-        server: {
-          executable: { type: 'existing-path', path: TEMPORAL_BINARY },
-          ip: '127.0.0.1',
-          port,
-          extraArgs: [
-            ...searchAttributeArgs(),
-            // Temporal suggests continue-as-new far sooner than in production, so the suite's longer
-            // harvests take that path for real (see the continue-as-new test).
-            '--dynamic-config-value',
-            `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`,
-          ],
-        },
+        // Temporal suggests continue-as-new far sooner than in production, so the suite's longer
+        // harvests take that path for real (see the continue-as-new test).
+        server: ephemeralServerOptions(port, ['--dynamic-config-value', `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`]),
       });
     },
     { retries: 2, minTimeout: 1000, shouldRetry: ({ error }) => /did not start within/.test(error.message) },
