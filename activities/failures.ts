@@ -1,12 +1,21 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { RateLimitedError, SocialApiError } from '../src/api/errors.js';
 
+const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT']);
+
 /**
  * API errors as Temporal failures: transient ones (network, 5xx, 429) retry with backoff, and a
  * 429's Retry-After becomes the next retry delay; everything else (400, 401, 402, 404) is
  * non-retryable, so a deleted video is recorded as a fact instead of retried into a crash.
  */
 export function asActivityFailure(error: unknown): unknown {
+  const code = (error as NodeJS.ErrnoException | undefined)?.code;
+  if (code !== undefined && UNWRITABLE.has(code)) {
+    // Retrying cannot make a read-only or full disk writable, and each retry would buy its page
+    // again: the run stops at once, saying which path.
+    const path = (error as NodeJS.ErrnoException).path;
+    return ApplicationFailure.create({ type: 'DataDirNotWritable', message: `the data directory cannot be written (${code}${path ? ` at ${path}` : ''})`, nonRetryable: true });
+  }
   if (!(error instanceof SocialApiError)) return error;
   return ApplicationFailure.create({
     type: error.name,

@@ -1,8 +1,9 @@
 import type { SocialApiClient } from '../src/api/client.js';
 import type { Logger } from '../src/logger.js';
 import { jobActivities } from './jobs.js';
-import { pageActivities } from './pages.js';
+import { landedEnrichmentActivities } from './landed-enrichment.js';
 import { runActivities } from './runs.js';
+import { targetWorkActivities } from './target-work.js';
 
 export interface ActivityDeps {
   client: SocialApiClient;
@@ -15,7 +16,8 @@ export interface ActivityDeps {
 /** Every activity the harvest workflow calls, bound to one client and one data directory. */
 export function createActivities(deps: ActivityDeps) {
   return {
-    ...pageActivities(deps),
+    ...targetWorkActivities(deps),
+    ...landedEnrichmentActivities(deps),
     ...jobActivities(deps),
     ...runActivities(deps),
   };

@@ -5,11 +5,17 @@
  */
 import { Context } from '@temporalio/activity';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
-import { endpointKey } from '../src/spec/endpoints.js';
+import { endpointKey, type EndpointName, type Platform } from '../src/spec/endpoints.js';
 import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../src/warehouse/landing.js';
 import { findJob, findJobOfTarget, registerJob } from '../src/webhooks/job-registry.js';
 import { asActivity } from './failures.js';
-import type { TargetRef } from './pages.js';
+
+export interface TargetRef {
+  key: string;
+  platform: Platform;
+  endpoint: EndpointName;
+  params: Record<string, string>;
+}
 
 export interface StartJobInput {
   runId: string;

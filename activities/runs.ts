@@ -4,12 +4,14 @@
  * warehouse). Also pausing a harvest's schedule, when the API says the credits ran out.
  */
 import { existsSync } from 'node:fs';
+import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
 import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
 import type { Logger } from '../src/logger.js';
 import { creditsLow } from '../src/webhooks/credit-alerts.js';
 import { sqlString } from '../src/warehouse/duckdb.js';
 import { writeLanding } from '../src/warehouse/landing.js';
+import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.js';
 import { loadLandings, warehousePath } from '../src/warehouse/loader.js';
 import { queryWarehouse } from '../src/warehouse/query.js';
 import { asActivity } from './failures.js';
@@ -106,7 +108,11 @@ export function runActivities(deps: RunActivityDeps) {
       if (existsSync(warehousePath(deps.dataDir))) {
         // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
         const apiNow = (await asActivity(() => deps.client.serverTime())).getTime();
-        for (const target of input.targets) knowledge[target.key] = await knowledgeOf(deps.dataDir, target, apiNow);
+        for (const target of input.targets) {
+          // Only after a complete listing may a run stop at known items; after one that stopped
+          // short, it lists again to max_items, filling the gap the earlier run left.
+          if (coversListing(readCoverage(deps.dataDir, target.key), target.maxItems)) knowledge[target.key] = await knowledgeOf(deps.dataDir, target, apiNow);
+        }
       }
       return { prices, knowledge };
     },
@@ -126,8 +132,15 @@ export function runActivities(deps: RunActivityDeps) {
         items_landed: input.itemsLanded,
         ...(input.error ? { error: input.error } : {}),
       });
-      const result = await loadLandings(deps.dataDir, { logger: deps.logger });
-      return { landingsLoaded: result.landingsLoaded, rowsLoaded: result.rowsLoaded };
+      // The load may take minutes: heartbeats let a killed worker's load move on within seconds.
+      const context = Context.current();
+      const heartbeat = setInterval(() => context.heartbeat(), 5_000);
+      try {
+        const result = await loadLandings(deps.dataDir, { logger: deps.logger });
+        return { landingsLoaded: result.landingsLoaded, rowsLoaded: result.rowsLoaded };
+      } finally {
+        clearInterval(heartbeat);
+      }
     },
 
     async pauseSchedule(input: { harvest: string; reason: string }): Promise<void> {

@@ -1,8 +1,8 @@
 /**
  * Turning a finished run's final state into the state a retry resumes from: the targets that did
- * not finish (failed, out of budget, paused for credits) are pending again from their cursors, and
- * the budget gets room for this attempt. The run id stays the same, so every page already landed
- * is found on disk and not bought again.
+ * not finish (failed, out of budget, paused for credits) are pending again from their positions,
+ * and the budget gets room for this attempt. The run id stays the same, so every page already
+ * landed is found on disk and not bought again.
  */
 import type { HarvestState, TargetState } from './harvest.js';
 

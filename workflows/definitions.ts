@@ -32,6 +32,11 @@ export interface HarvestProgress {
   targetsDone: number;
   targets: TargetProgress[];
   enrichment: { calls: number; skipped: number; failed: number; pending: number };
+  /**
+   * Calls begun by a worker that died before their answers were landed: perhaps charged, so their
+   * worst case is in creditsSpent, while api_calls has only what was landed.
+   */
+  callsLost: number;
   reason?: string;
 }
 

@@ -1,9 +1,10 @@
 /**
- * The `harvest` workflow: one run of one harvest. It lists each target page by page (or through an
- * async job for big pulls), reserving every call's worst case against the run's budget first and
- * settling it with what was charged; it keeps each target's cursor as its checkpoint; it enriches
- * what it landed; and it continues-as-new when Temporal suggests, carrying its state along.
- * Deterministic orchestration only: every side effect is an activity.
+ * The `harvest` workflow: one run of one harvest. Each target's pages are listed (and their items
+ * enriched) by one long activity, several targets at once; big pulls go through async jobs. Every
+ * activity is granted credits out of the run's budget before it starts and settles the grant with
+ * what it spent, so work in flight at once never spends beyond the budget. The workflow keeps each
+ * target's position (cursor, page, items) as its checkpoint, and continues-as-new when Temporal
+ * suggests it, once no activity is in flight. Deterministic orchestration only.
  */
 import {
   ActivityFailure,
@@ -18,12 +19,12 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { HarvestActivities } from '../activities/index.js';
-import type { PageSummary } from '../activities/pages.js';
+import type { ListingPosition, TargetWorkResult } from '../activities/target-work.js';
 import type { Harvest } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
-import type { EndpointKey, Platform } from '../src/spec/endpoints.js';
-import { fitLimit, newBudget, reserve, settle, type BudgetState } from './budget.js';
+import { availableCredits, newBudget, reserve, settle, type BudgetState } from './budget.js';
 import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress } from './definitions.js';
+import { grant, itemEnrichmentWorst, jobItems, listsPhotoPosts, priceOf, takesJob, targetWorst } from './rules.js';
 import { planTargets, type TargetPlan } from './targets.js';
 
 export interface HarvestInput {
@@ -34,8 +35,10 @@ export interface HarvestInput {
   resume?: HarvestState;
   /** Page size of listing calls; 50, the API's synchronous maximum, unless a test says otherwise. */
   pageSize?: number;
-  /** Enrichment calls in flight at once. */
-  enrichConcurrency?: number;
+  /** Targets listed at once and enrichment calls in flight; the harvest's `concurrency` unless set. */
+  concurrency?: { targets?: number; calls?: number };
+  /** Continue-as-new once the history holds this many events, besides when Temporal suggests it (tests). */
+  historyLimit?: number;
 }
 
 export type TargetStatus = 'pending' | 'done' | 'failed' | 'budget_exhausted' | 'paused';
@@ -44,26 +47,21 @@ export interface TargetState {
   plan: TargetPlan;
   status: TargetStatus;
   /** The checkpoint: where the listing resumes. */
-  cursor?: string;
+  position: ListingPosition;
   pages: number;
   items: number;
   credits: number;
+  /** Items the warehouse has from an earlier complete listing: an incremental run stops at the first. */
   knownIds: string[];
-  /** The next page's size on an incremental run, grown from the first page's estimate. */
-  nextLimit?: number;
   /** A job in flight for this target, and the credits reserved for it (carried across continue-as-new). */
   jobId?: string;
   jobReserved?: number;
   /** The budget left too little for a job, so the target is paged instead. */
   paged?: boolean;
-  /** The first item this run landed for the target: where a re-listing after an expired cursor stops. */
-  firstLandedId?: string;
+  /** A job's landed results pages whose items still need enriching. */
+  unenrichedPages?: { from: number; to: number };
   error?: { type: string; message: string; requestId?: string };
 }
-
-export type EnrichKind = 'stats' | 'transcript' | 'summary' | 'download';
-
-export type EnrichEntry = { platform: Platform; url: string } | { platform: Platform; landed: { target: string; page: number } };
 
 export interface HarvestState {
   runId: string;
@@ -72,13 +70,10 @@ export interface HarvestState {
   budget: BudgetState;
   prices: PriceTable;
   targets: TargetState[];
-  /**
-   * Items landed this run that still need enriching: their URLs, or a job's landed results page,
-   * read (by an activity) only when enrichment reaches it, so job pulls never put thousands of
-   * URLs into the workflow's state at once.
-   */
-  enrichQueue: EnrichEntry[];
-  enrichment: { calls: number; skipped: number; failed: number };
+  enrichment: { calls: number; skipped: number; failed: number; unenriched: number };
+  callsLost: number;
+  /** Numbers the run's pieces of work: each activity's journal is its own. */
+  nextWork: number;
   stopped?: { status: HarvestStatus; reason: string };
 }
 
@@ -89,28 +84,24 @@ export interface HarvestSummary extends HarvestProgress {
   checkpoint: HarvestState;
 }
 
-// One call each. A worker killed mid-call is noticed when this runs out, so it is kept short; the
-// client inside gives up retrying well before it (see src/cli/engine-context.ts).
-const { fetchPage, fetchObject, landedItemUrls } = proxyActivities<HarvestActivities>({
-  startToCloseTimeout: '30 seconds',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 12 },
-});
-const { prepareRun, finishRun, pauseSchedule, startJob, checkJob } = proxyActivities<HarvestActivities>({
-  startToCloseTimeout: '5 minutes',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 12 },
-});
-const { landJobResults } = proxyActivities<HarvestActivities>({
-  startToCloseTimeout: '30 minutes',
-  heartbeatTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 12 },
-});
+const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
 
-const ENRICH_ENDPOINTS: Record<EnrichKind, 'stats' | 'transcript' | 'summary' | 'download'> = {
-  stats: 'stats',
-  transcript: 'transcript',
-  summary: 'summary',
-  download: 'download',
-};
+// A target's whole listing, or a job's enrichment, in one activity that heartbeats after each
+// page: a killed worker's work moves to another within the heartbeat timeout, resuming there.
+const { harvestTarget, enrichLanded, landJobResults } = proxyActivities<HarvestActivities>({
+  startToCloseTimeout: '24 hours',
+  heartbeatTimeout: '20 seconds',
+  retry: { ...RETRY, maximumAttempts: 8 },
+});
+const { prepareRun, pauseSchedule, startJob, checkJob, workSpent } = proxyActivities<HarvestActivities>({
+  startToCloseTimeout: '1 minute',
+  retry: { ...RETRY, maximumAttempts: 8 },
+});
+const { finishRun } = proxyActivities<HarvestActivities>({
+  startToCloseTimeout: '2 hours',
+  heartbeatTimeout: '30 seconds',
+  retry: { ...RETRY, maximumAttempts: 8 },
+});
 
 export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSummary> {
   const info = workflowInfo();
@@ -123,29 +114,24 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
   const completedJobs = new Set<string>();
   setHandler(jobCompletedSignal, ({ jobId }) => void completedJobs.add(jobId));
   setHandler(progressQuery, () => progressOf(state));
-  const options = { pageSize: input.pageSize ?? 50, enrichConcurrency: input.enrichConcurrency ?? 4 };
-  const checkpoint = async () => {
-    if (workflowInfo().continueAsNewSuggested) await continueAsNew<typeof harvestWorkflow>({ ...input, resume: state });
+  const run: RunContext = {
+    state,
+    harvest: input.harvest,
+    pageSize: input.pageSize ?? 50,
+    targets: input.concurrency?.targets ?? input.harvest.concurrency.targets,
+    calls: input.concurrency?.calls ?? input.harvest.concurrency.calls,
+    completedJobs,
   };
 
   // Big pulls go through async jobs: all of them are started first, so the API prepares them while
-  // the other targets are paged; then each is awaited and landed.
-  const takesJob = (target: TargetState) =>
-    target.status === 'pending' && target.jobId === undefined && !target.paged && target.knownIds.length === 0 && target.plan.maxItems > input.harvest.job_threshold;
+  // the other targets are listed.
   for (const target of state.targets) {
-    if (!state.stopped && takesJob(target)) await startTargetJob(state, target);
+    if (!state.stopped && target.status === 'pending' && target.jobId === undefined && !target.paged && takesJob(target.plan, input.harvest.job_threshold, target.knownIds.length > 0)) {
+      await startTargetJob(run, target);
+    }
   }
-  for (const target of state.targets) {
-    if (state.stopped || target.status !== 'pending' || target.jobId !== undefined) continue;
-    await listPages(state, target, options.pageSize, input.harvest, checkpoint);
-    await checkpoint();
-  }
-  for (const target of state.targets) {
-    if (state.stopped || target.status !== 'pending' || target.jobId === undefined) continue;
-    await finishTargetJob(state, target, completedJobs, input.harvest.name);
-    await checkpoint();
-  }
-  if (!state.stopped) await enrich(state, input.harvest, options.enrichConcurrency, checkpoint);
+  const drained = await runWork(run, () => workflowInfo().continueAsNewSuggested || (input.historyLimit !== undefined && workflowInfo().historyLength > input.historyLimit));
+  if (drained === 'continue') await continueAsNew<typeof harvestWorkflow>({ ...input, resume: state });
 
   const status = finalStatus(state);
   const progress = progressOf(state, status);
@@ -165,103 +151,116 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
   return { ...progress, finishedAt: new Date().toISOString(), landingsLoaded: loaded.landingsLoaded, checkpoint: state };
 }
 
-async function startRun(input: HarvestInput, workflowId: string): Promise<HarvestState> {
-  const plans = planTargets(input.harvest);
-  const startedAt = new Date().toISOString();
-  const budgetCredits = input.budgetCredits ?? input.harvest.budget.credits;
-  const prepared = await prepareRun({ runId: workflowId, harvest: input.harvest.name, startedAt, budgetCredits, targets: plans });
-  const state: HarvestState = {
-    runId: workflowId,
-    harvestName: input.harvest.name,
-    startedAt,
-    budget: newBudget(budgetCredits),
-    prices: prepared.prices,
-    targets: plans.map((plan) => {
-      const known = prepared.knowledge[plan.key];
-      return {
-        plan,
-        status: 'pending',
-        pages: 0,
-        items: 0,
-        credits: 0,
-        knownIds: known?.knownIds ?? [],
-        ...(known?.firstPageLimit !== undefined ? { nextLimit: known.firstPageLimit } : {}),
-      };
-    }),
-    enrichQueue: [],
-    enrichment: { calls: 0, skipped: 0, failed: 0 },
+interface RunContext {
+  state: HarvestState;
+  harvest: Harvest;
+  pageSize: number;
+  targets: number;
+  calls: number;
+  completedJobs: Set<string>;
+}
+
+/**
+ * Runs the run's work with up to `targets` listings in flight, each job awaited and its items
+ * enriched, until nothing is left to do, or until `drain()` says the history should continue as
+ * new: then it starts nothing more and waits for what is in flight.
+ */
+async function runWork(run: RunContext, drain: () => boolean): Promise<'done' | 'continue'> {
+  const { state } = run;
+  const inFlight = new Map<TargetState, Promise<void>>();
+  const launch = (target: TargetState, work: () => Promise<void>) => {
+    const running = work().finally(() => inFlight.delete(target));
+    inFlight.set(target, running);
   };
-  if (prepared.blocked) state.stopped = { status: 'paused', reason: prepared.blocked };
-  return state;
-}
-
-function priceOf(state: HarvestState, platform: Platform, endpoint: string): number {
-  return state.prices[`${platform}/${endpoint}` as EndpointKey];
-}
-
-/** Pages of one target until it has its items, meets known items, runs out, or the budget does. */
-async function listPages(state: HarvestState, target: TargetState, pageSize: number, harvest: Harvest, checkpoint: () => Promise<void>): Promise<void> {
-  const { plan } = target;
-  const price = priceOf(state, plan.platform, plan.endpoint);
-  const incremental = target.knownIds.length > 0;
-  while (target.status === 'pending' && !state.stopped) {
-    const wanted = plan.maxItems - target.items;
-    if (wanted <= 0) {
-      target.status = 'done';
-      break;
+  for (;;) {
+    if (drain()) {
+      await Promise.all(inFlight.values());
+      return state.targets.some((target) => target.status === 'pending' || target.unenrichedPages) && !state.stopped ? 'continue' : 'done';
     }
-    const size = Math.min(pageSize, wanted, target.nextLimit ?? pageSize);
-    const limit = fitLimit(state.budget, price, size);
-    if (limit < 1) {
-      target.status = 'budget_exhausted';
-      break;
+    let listing = [...inFlight.keys()].filter((target) => target.jobId === undefined).length;
+    for (const target of state.targets) {
+      if (state.stopped || inFlight.has(target)) continue;
+      if (target.jobId !== undefined && target.status === 'pending') launch(target, () => finishTargetJob(run, target));
+      else if (target.unenrichedPages && availableCredits(state.budget) > 0) launch(target, () => enrichJobPages(run, target));
+      else if (target.status === 'pending' && target.jobId === undefined && listing < run.targets && availableCredits(state.budget) >= perItemWorst(run, target)) {
+        listing++;
+        launch(target, () => listTarget(run, target));
+      }
     }
-    const reservation = reserve(state.budget, limit * price);
-    let page: PageSummary;
-    try {
-      page = await fetchPage({
-        runId: state.runId,
-        harvest: harvest.name,
-        target: targetRef(plan),
-        page: target.pages + 1,
-        ...(target.cursor ? { cursor: target.cursor } : {}),
-        limit,
-        rankOffset: target.items,
-        stopAtIds: target.knownIds,
-        collectUrls: plan.enrich,
-      });
-    } catch (error) {
-      settle(state.budget, reservation, 0);
-      await recordFailure(state, target, error);
-      break;
-    }
-    settle(state.budget, reservation, page.credits);
-    target.credits += page.credits;
-    if (page.cursorExpired) {
-      // Cursors are short-lived. Start again from the top, and stop at the first item this run
-      // already landed (the newest one, lists being newest first), so no page is bought twice.
-      target.cursor = undefined;
-      target.knownIds = [...target.knownIds, ...(target.firstLandedId ? [target.firstLandedId] : [])];
-      target.nextLimit = pageSize;
-      log.warn('cursor expired; listing again from the top', { target: plan.key });
-      continue;
-    }
-    if (target.pages === 0 && page.firstId) target.firstLandedId = page.firstId;
-    target.pages++;
-    target.items += page.count;
-    for (const url of page.itemUrls) state.enrichQueue.push({ url, platform: plan.platform });
-    target.cursor = page.nextCursor;
-    if (incremental) target.nextLimit = Math.min(pageSize, limit * 2);
-    if (page.reachedKnown || !page.hasMore || !page.nextCursor) target.status = 'done';
-    await checkpoint();
+    if (inFlight.size === 0) break;
+    await Promise.race(inFlight.values());
   }
+  // Nothing in flight and nothing could start: what is still pending found no budget left.
+  for (const target of state.targets) {
+    if (target.status === 'pending') target.status = state.stopped ? target.status : 'budget_exhausted';
+    if (target.unenrichedPages && !state.stopped) state.stopped = { status: 'budget_exhausted', reason: `no budget left to enrich the items ${target.plan.key} listed` };
+  }
+  return 'done';
+}
+
+/** What one more item of a target costs at worst: its listing, and its enrichment when it has one. */
+function perItemWorst(run: RunContext, target: TargetState): number {
+  return targetWorst(run.state.prices, target.plan, run.harvest.enrich, 1);
+}
+
+function nextWorkId(state: HarvestState, what: string): string {
+  return `w${state.nextWork++}:${what}`;
+}
+
+/** One piece of a target's listing: granted what its remaining items may cost, settled with what it spent. */
+async function listTarget(run: RunContext, target: TargetState): Promise<void> {
+  const { state } = run;
+  const { plan } = target;
+  const credits = grant(availableCredits(state.budget), targetWorst(state.prices, plan, run.harvest.enrich, plan.maxItems - target.items));
+  const reservation = reserve(state.budget, credits);
+  const workId = nextWorkId(state, plan.key);
+  let result: TargetWorkResult;
+  try {
+    result = await harvestTarget({
+      runId: state.runId,
+      harvest: state.harvestName,
+      target: plan,
+      workId,
+      grant: credits,
+      prices: state.prices,
+      enrich: run.harvest.enrich,
+      pageSize: run.pageSize,
+      calls: run.calls,
+      from: target.position,
+      stopAtIds: target.knownIds,
+    });
+  } catch (error) {
+    const spent = await workSpent({ runId: state.runId, workId });
+    settle(state.budget, reservation, spent.credits);
+    target.credits += spent.credits;
+    state.callsLost += spent.lostCalls;
+    await recordFailure(state, target, error);
+    return;
+  }
+  settle(state.budget, reservation, result.credits);
+  target.credits += result.credits;
+  target.position = result.position;
+  target.pages += result.pagesLanded;
+  target.items = result.position.items;
+  state.callsLost += result.lostCalls;
+  addTally(state, result.enrichment);
+  if (result.status === 'done') target.status = 'done';
+  else if (result.status === 'failed' || result.status === 'paused') await recordStop(state, target, result.status, result.error!);
+  // grant_spent: the target stays pending, and goes on when the budget has room for another item.
+}
+
+function addTally(state: HarvestState, tally: { calls: number; skipped: number; failed: number }): void {
+  state.enrichment.calls += tally.calls;
+  state.enrichment.skipped += tally.skipped;
+  state.enrichment.failed += tally.failed;
 }
 
 /** Starts a target's job, its worst case reserved; a budget too small for a job leaves it to paging. */
-async function startTargetJob(state: HarvestState, target: TargetState): Promise<void> {
+async function startTargetJob(run: RunContext, target: TargetState): Promise<void> {
+  const { state } = run;
   const { plan } = target;
-  const price = priceOf(state, plan.platform, plan.endpoint);
-  const limit = fitLimit(state.budget, price, Math.min(plan.maxItems, 10_000));
+  const price = priceOf(state.prices, plan.platform, plan.endpoint);
+  const limit = Math.max(0, Math.min(jobItems(plan), Math.floor(availableCredits(state.budget) / price)));
   if (limit <= 50) {
     // Jobs take more than 50 items: page instead, within what is left of the budget.
     target.paged = true;
@@ -279,7 +278,8 @@ async function startTargetJob(state: HarvestState, target: TargetState): Promise
 }
 
 /** Waits for a target's job, lands its results, and settles its reservation with what it cost. */
-async function finishTargetJob(state: HarvestState, target: TargetState, completedJobs: Set<string>, harvestName: string): Promise<void> {
+async function finishTargetJob(run: RunContext, target: TargetState): Promise<void> {
+  const { state } = run;
   const jobId = target.jobId as string;
   const reservation = { credits: target.jobReserved ?? 0 };
   const release = (charged: number) => {
@@ -290,25 +290,20 @@ async function finishTargetJob(state: HarvestState, target: TargetState, complet
     // Woken by the job.completed webhook (a signal); polling backs it up, slower and slower.
     let pollMs = 2_000;
     for (;;) {
-      await condition(() => completedJobs.has(jobId), pollMs);
+      await condition(() => run.completedJobs.has(jobId), pollMs);
       const job = await checkJob(jobId);
       if (job.status === 'failed') {
         release(0);
-        target.status = /insufficient_credits/.test(job.error ?? '') ? 'paused' : 'failed';
-        target.error = { type: 'JobFailed', message: job.error ?? 'the job failed' };
-        if (target.status === 'paused') await stopForCredits(state, `job ${jobId}: ${job.error}`);
+        const paused = /insufficient_credits/.test(job.error ?? '');
+        await recordStop(state, target, paused ? 'paused' : 'failed', { type: 'JobFailed', message: `job ${jobId}: ${job.error ?? 'the job failed'}` });
         return;
       }
       if (job.status === 'completed') break;
       pollMs = Math.min(pollMs * 2, 60_000);
     }
-    const results = await landJobResults({ runId: state.runId, harvest: harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items });
+    const results = await landJobResults({ runId: state.runId, harvest: state.harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items });
     release(results.credits);
-    if (target.plan.enrich) {
-      for (let page = target.pages + 1; page <= target.pages + results.pages; page++) {
-        state.enrichQueue.push({ platform: target.plan.platform, landed: { target: target.plan.key, page } });
-      }
-    }
+    if (target.plan.enrich && results.pages > 0) target.unenrichedPages = { from: target.pages + 1, to: target.pages + results.pages };
     target.credits += results.credits;
     target.pages += results.pages;
     target.items += results.count;
@@ -319,95 +314,107 @@ async function finishTargetJob(state: HarvestState, target: TargetState, complet
   }
 }
 
+/** Enriches the items of a job's landed pages, in one activity granted their worst case. */
+async function enrichJobPages(run: RunContext, target: TargetState): Promise<void> {
+  const { state } = run;
+  const pages = target.unenrichedPages!;
+  const credits = grant(availableCredits(state.budget), target.items * itemEnrichmentWorst(state.prices, target.plan.platform, run.harvest.enrich, listsPhotoPosts(target.plan)));
+  const reservation = reserve(state.budget, credits);
+  const workId = nextWorkId(state, `enrich:${target.plan.key}`);
+  try {
+    const result = await enrichLanded({
+      runId: state.runId,
+      harvest: state.harvestName,
+      workId,
+      grant: credits,
+      prices: state.prices,
+      enrich: run.harvest.enrich,
+      calls: run.calls,
+      platform: target.plan.platform,
+      target: target.plan.key,
+      fromPage: pages.from,
+      toPage: pages.to,
+    });
+    settle(state.budget, reservation, result.credits);
+    target.credits += result.credits;
+    state.callsLost += result.lostCalls;
+    addTally(state, result.enrichment);
+    state.enrichment.unenriched += result.unenriched;
+    target.unenrichedPages = undefined;
+    if (result.stop) await recordStop(state, target, result.stop.status, result.stop.error);
+    else if (result.unenriched > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unenriched} items ${target.plan.key} listed were not enriched: the budget ran out` };
+  } catch (error) {
+    const spent = await workSpent({ runId: state.runId, workId });
+    settle(state.budget, reservation, spent.credits);
+    target.credits += spent.credits;
+    state.callsLost += spent.lostCalls;
+    target.unenrichedPages = undefined;
+    state.enrichment.failed++;
+    await recordFailure(state, target, error);
+  }
+}
+
 function targetRef(plan: TargetPlan) {
   return { key: plan.key, platform: plan.platform, endpoint: plan.endpoint, params: plan.params };
 }
 
-/**
- * Enrichment of the items landed this run: a chunk of items at a time, their calls run a few at
- * once, each reserved first. The queue drops a chunk only when all its calls have settled, so the
- * state carried by continue-as-new never loses or repeats an item.
- */
-async function enrich(state: HarvestState, harvest: Harvest, concurrency: number, checkpoint: () => Promise<void>): Promise<void> {
-  const kinds = (Object.keys(ENRICH_ENDPOINTS) as EnrichKind[]).filter((kind) => harvest.enrich[kind]);
-  const commentsPerItem = harvest.enrich.comments === false ? 0 : harvest.enrich.comments.max_per_item;
-  while (state.enrichQueue.length > 0 && !state.stopped) {
-    const next = state.enrichQueue[0]!;
-    if ('landed' in next) {
-      const urls = await landedItemUrls({ runId: state.runId, ...next.landed });
-      state.enrichQueue.splice(0, 1, ...urls.map((url) => ({ platform: next.platform, url })));
-      continue;
-    }
-    const chunk: { platform: Platform; url: string }[] = [];
-    for (const entry of state.enrichQueue) {
-      if (!('url' in entry) || chunk.length >= concurrency * 4) break;
-      chunk.push(entry);
-    }
-    const calls: (() => Promise<void>)[] = [];
-    for (const { url, platform } of chunk) {
-      const isPhotoPost = platform === 'instagram' && url.includes('/p/');
-      for (const kind of kinds) {
-        // Photo posts have no audio: a transcript or summary would only be refused.
-        if (isPhotoPost && (kind === 'transcript' || kind === 'summary')) continue;
-        calls.push(() => enrichObject(state, harvest.name, platform, ENRICH_ENDPOINTS[kind], url));
-      }
-      if (commentsPerItem > 0) calls.push(() => enrichComments(state, harvest, platform, url, commentsPerItem));
-    }
-    const inFlight = new Set<Promise<void>>();
-    for (const call of calls) {
-      while (inFlight.size >= concurrency) await Promise.race(inFlight);
-      const running: Promise<void> = call().finally(() => inFlight.delete(running));
-      inFlight.add(running);
-    }
-    await Promise.all(inFlight);
-    state.enrichQueue.splice(0, chunk.length);
-    await checkpoint();
-  }
-}
-
-async function enrichObject(state: HarvestState, harvestName: string, platform: Platform, endpoint: 'stats' | 'transcript' | 'summary' | 'download', url: string): Promise<void> {
-  const price = priceOf(state, platform, endpoint);
-  if (fitLimit(state.budget, price, 1) < 1) {
-    state.stopped ??= { status: 'budget_exhausted', reason: `no budget left for ${platform}/${endpoint}` };
-    return;
-  }
-  const reservation = reserve(state.budget, price);
-  try {
-    const result = await fetchObject({ runId: state.runId, harvest: harvestName, platform, endpoint, url });
-    settle(state.budget, reservation, result.credits);
-    state.enrichment.calls++;
-    if (result.skipped) state.enrichment.skipped++;
-  } catch (error) {
-    settle(state.budget, reservation, 0);
-    if (failureType(error) === 'InsufficientCreditsError') await stopForCredits(state, messageOf(error));
-    else state.enrichment.failed++;
-  }
-}
-
-async function enrichComments(state: HarvestState, harvest: Harvest, platform: Platform, url: string, maxItems: number): Promise<void> {
-  const target: TargetState = {
-    plan: { key: `comments:${platform}:${url}`, kind: 'comments', platform, endpoint: 'comments', params: { url }, maxItems, enrich: false },
-    status: 'pending',
-    pages: 0,
-    items: 0,
-    credits: 0,
-    knownIds: [],
+async function startRun(input: HarvestInput, workflowId: string): Promise<HarvestState> {
+  const plans = planTargets(input.harvest);
+  const startedAt = new Date().toISOString();
+  const budgetCredits = input.budgetCredits ?? input.harvest.budget.credits;
+  const prepared = await prepareRun({ runId: workflowId, harvest: input.harvest.name, startedAt, budgetCredits, targets: plans });
+  const state: HarvestState = {
+    runId: workflowId,
+    harvestName: input.harvest.name,
+    startedAt,
+    budget: newBudget(budgetCredits),
+    prices: prepared.prices,
+    targets: plans.map((plan) => {
+      const known = prepared.knowledge[plan.key];
+      return {
+        plan,
+        status: 'pending',
+        position: { page: 1, items: 0, offset: 0, relists: 0, ...(known?.firstPageLimit !== undefined ? { nextLimit: known.firstPageLimit } : {}) },
+        pages: 0,
+        items: 0,
+        credits: 0,
+        knownIds: known?.knownIds ?? [],
+      };
+    }),
+    enrichment: { calls: 0, skipped: 0, failed: 0, unenriched: 0 },
+    callsLost: 0,
+    nextWork: 1,
   };
-  await listPages(state, target, 50, harvest, async () => undefined);
-  state.enrichment.calls += target.pages;
-  if (target.status === 'failed') state.enrichment.failed++;
+  if (prepared.blocked) state.stopped = { status: 'paused', reason: prepared.blocked };
+  return state;
 }
 
+/** A target's activity failed for good: its error is recorded, and errors no target can get past stop the run. */
 async function recordFailure(state: HarvestState, target: TargetState, error: unknown): Promise<void> {
   const type = failureType(error);
-  target.error = { type, message: messageOf(error), ...(requestIdOf(error) ? { requestId: requestIdOf(error) } : {}) };
-  if (type === 'InsufficientCreditsError') {
-    target.status = 'paused';
-    await stopForCredits(state, target.error.message);
-  } else {
-    target.status = 'failed';
-    log.warn('target failed', { target: target.plan.key, type, message: target.error.message });
+  await recordStop(state, target, type === 'InsufficientCreditsError' ? 'paused' : 'failed', { type, message: messageOf(error), ...(requestIdOf(error) ? { requestId: requestIdOf(error) } : {}) });
+}
+
+/**
+ * Errors that no other target can get past end the run at once, with one line that says why:
+ * a refused key (401), a data directory that cannot be written, an API that cannot be reached.
+ */
+const RUN_STOPPING_ERRORS: Record<string, string> = {
+  AuthenticationError: 'the API refused the key',
+  DataDirNotWritable: 'the data directory cannot be written',
+  NetworkError: 'the API cannot be reached',
+};
+
+async function recordStop(state: HarvestState, target: TargetState, status: 'paused' | 'failed', error: NonNullable<TargetState['error']>): Promise<void> {
+  target.error = error;
+  target.status = status;
+  if (status === 'paused') {
+    await stopForCredits(state, error.message);
+    return;
   }
+  log.warn('target failed', { target: target.plan.key, type: error.type, message: error.message });
+  const why = RUN_STOPPING_ERRORS[error.type];
+  if (why) state.stopped ??= { status: 'failed', reason: `${why}: ${error.message}` };
 }
 
 /** A 402: stop buying, and pause the harvest's schedule, instead of retrying into the wall. */
@@ -450,7 +457,7 @@ function progressOf(state: HarvestState, status?: HarvestStatus): HarvestProgres
     pages: target.pages,
     credits: target.credits,
     wanted: target.plan.maxItems,
-    ...(target.cursor ? { cursor: target.cursor } : {}),
+    ...(target.position.cursor ? { cursor: target.position.cursor } : {}),
     ...(target.error ? { error: target.error } : {}),
   }));
   return {
@@ -465,7 +472,8 @@ function progressOf(state: HarvestState, status?: HarvestStatus): HarvestProgres
     pagesLanded: targets.reduce((sum, target) => sum + target.pages, 0),
     targetsDone: state.targets.filter((target) => target.status !== 'pending').length,
     targets,
-    enrichment: { ...state.enrichment, pending: state.enrichQueue.length },
+    enrichment: { calls: state.enrichment.calls, skipped: state.enrichment.skipped, failed: state.enrichment.failed + state.enrichment.unenriched, pending: state.targets.filter((target) => target.unenrichedPages).length },
+    callsLost: state.callsLost,
     ...(state.stopped ? { reason: state.stopped.reason } : {}),
   };
 }

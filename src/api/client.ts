@@ -38,6 +38,7 @@ import {
 } from '../spec/resources.js';
 import { InvalidRequestError, NetworkError, ResponseValidationError, SocialApiError, errorFromResponse } from './errors.js';
 import type { JobCompletions } from './job-completions.js';
+import { RateGate } from './rate-gate.js';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
 
 export interface ObjectData {
@@ -171,6 +172,7 @@ export class SocialApiClient {
   private readonly retry: RetryPolicy;
   private readonly platformPaths: Record<Platform, string>;
   private readonly headers: Record<string, string>;
+  private readonly rateGate = new RateGate();
 
   constructor(private readonly options: ClientOptions) {
     const base = new URL(options.baseUrl);
@@ -374,6 +376,8 @@ export class SocialApiClient {
     return withRetries(
       async () => {
         let response: RawResponse;
+        const gate = this.rateGate.closed();
+        if (gate) await gate;
         try {
           const answer = await this.pool.request({ method, path: fullPath, headers, body });
           response = { status: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
@@ -381,6 +385,7 @@ export class SocialApiClient {
           const code = (error as { code?: string }).code ?? 'network_error';
           throw new NetworkError(`${method} ${path}: ${code}: ${(error as Error).message}`, { code: 'network_error', cause: error });
         }
+        this.rateGate.observe(response.status, response.headers);
         if (response.status >= 400) throw errorFromResponse(response.status, response.text, response.headers);
         return response;
       },

@@ -7,6 +7,7 @@ import { PAGE_LIMITS, PLATFORMS, type Platform } from '../spec/endpoints.js';
 import { ConfigError } from './config-error.js';
 import type { CommentTarget, Enrichment, Harvest, HarvestConfig, SearchTarget } from './harvest-types.js';
 import { CONFIG_DIR } from './project-paths.js';
+import { DEFAULT_CONCURRENCY } from '../../workflows/rules.js';
 
 /**
  * The harvest config loader: YAML read with positions, `${VAR}` taken from the environment, then
@@ -26,6 +27,8 @@ export const DEFAULT_JOB_THRESHOLD = 500;
 export const MIN_JOB_THRESHOLD = PAGE_LIMITS.maxSynchronous + 1;
 /** What `enrich: { comments: true }` means. */
 export const DEFAULT_COMMENTS_PER_ITEM = 20;
+/** More in flight than this only queues at the API's rate limit. */
+export const MAX_CONCURRENCY = 256;
 
 export function loadHarvestConfig(file: string, env: NodeJS.ProcessEnv = process.env): HarvestConfig {
   let text: string;
@@ -358,6 +361,14 @@ const enrichSchema = mapping(
   'a mapping of stats, comments, transcript, summary, download',
 );
 
+const concurrencySchema = mapping(
+  {
+    targets: z.preprocess(nullAsMissing, wholeNumber(1, MAX_CONCURRENCY, ' of targets listed at once').default(DEFAULT_CONCURRENCY.targets)),
+    calls: z.preprocess(nullAsMissing, wholeNumber(1, MAX_CONCURRENCY, ' of enrichment calls in flight').default(DEFAULT_CONCURRENCY.calls)),
+  },
+  'a mapping of targets and calls: { targets: 8, calls: 16 }',
+);
+
 /** Five fields of digits, names and * , - / ? (a basic check; the scheduler has the last word). */
 const CRON_FIELD = /^[0-9A-Za-z*,/?-]+$/;
 
@@ -412,6 +423,7 @@ const harvestSchema = mapping(
       nullAsMissing,
       wholeNumber(MIN_JOB_THRESHOLD, Number.MAX_SAFE_INTEGER, ` (a limit above ${PAGE_LIMITS.maxSynchronous} always makes an async job)`).default(DEFAULT_JOB_THRESHOLD),
     ),
+    concurrency: z.preprocess(nullAsMissing, concurrencySchema.default(() => ({ ...DEFAULT_CONCURRENCY }))),
   },
   'a harvest: { name, budget, channels, searches, comments, ... }',
 ).check((ctx) => {

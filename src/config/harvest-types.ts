@@ -49,6 +49,8 @@ export interface Harvest {
   enrich: Enrichment;
   /** Targets wanting more items than this are fetched with an async job (default 500). */
   job_threshold: number;
+  /** Targets listed at once, and enrichment calls in flight, per run (defaults 8 and 16). */
+  concurrency: { targets: number; calls: number };
 }
 
 export interface HarvestConfig {

@@ -27,7 +27,9 @@ export async function createHarvestWorker(options: HarvestWorkerOptions): Promis
     taskQueue: options.taskQueue ?? HARVEST_TASK_QUEUE,
     ...(options.bundle ? { workflowBundle: options.bundle } : { workflowsPath: WORKFLOWS_PATH }),
     activities: createActivities(options.deps),
-    maxConcurrentActivityTaskExecutions: 16,
+    // Activities mostly wait on the API: a target's listing, or a job's enrichment with the run's
+    // calls in flight inside it. Runs bound their own concurrency (harvest `concurrency`).
+    maxConcurrentActivityTaskExecutions: 64,
     // A killed worker's cached workflows move to another worker after this, not the default 10 s.
     stickyQueueScheduleToStartTimeout: '3 seconds',
   });

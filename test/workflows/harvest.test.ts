@@ -117,8 +117,11 @@ harvests:
       const spent = (await harvestLedger()).slice(before).reduce((sum, row) => sum + row.credits, 0);
       expect(spent).toBeLessThanOrEqual(500);
       expect(summary.creditsSpent).toBe(spent);
-      // The limit of the last page was shrunk to fit: 500 credits buy 166 videos at 3, not 150 or 200.
-      expect(summary.targets[0]!.items).toBe(166);
+      // Items are listed only while their enrichment fits too, and the last page's limit is
+      // shrunk to fit: 500 credits buy 83 videos at 3 plus their stats at 3, every one enriched.
+      expect(summary.targets[0]!.items).toBe(83);
+      expect(summary.enrichment).toMatchObject({ calls: 83, failed: 0 });
+      expect(spent).toBe(83 * (prices['tiktok/channel-videos'] + prices['tiktok/stats']));
       expect(summary.creditsReserved).toBe(0);
     } finally {
       await worker.stop();
@@ -236,23 +239,26 @@ harvests:
 });
 
 describe('a long harvest', () => {
-  it('continues-as-new when Temporal suggests it, carrying its checkpoint, and lands everything once', async () => {
+  it('continues-as-new when its history grows long, carrying its checkpoint, and lands everything once', async () => {
     const worker = await startTestWorker(api);
     try {
-      const handle = catalog.instagram.handles[6]!;
       const harvest = harvestFrom(`
 harvests:
   - name: long
     budget: { credits: 100000 }
+    concurrency: { targets: 1 }
     channels:
-      - { platform: instagram, handle: ${handle}, content: posts, max_items: 400 }
+      - { platform: instagram, handle: ${catalog.instagram.handles[6]}, content: posts, max_items: 200 }
+      - { platform: instagram, handle: ${catalog.instagram.handles[7]}, content: posts, max_items: 200 }
     enrich: { stats: true }
 `);
       const workflowId = `long-${Date.now()}`;
       const before = (await harvestLedger()).length;
-      const summary = (await temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId, args: [{ harvest, pageSize: 10 }] })) as HarvestSummary;
+      // One target at a time, and a new execution once the history passes 10 events: the chain
+      // continues as new between the two targets, with the first one's work in its checkpoint.
+      const summary = (await temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId, args: [{ harvest, pageSize: 10, historyLimit: 10 }] })) as HarvestSummary;
       expect(summary.status).toBe('completed');
-      expect(summary.targets[0]!.items).toBe(400);
+      expect(summary.targets.map((target) => target.items)).toEqual([200, 200]);
       const runs: string[] = [];
       for await (const execution of temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) runs.push(execution.status.name);
       expect(runs.filter((status) => status === 'CONTINUED_AS_NEW').length).toBeGreaterThanOrEqual(1);

@@ -40,6 +40,8 @@ export function runCommand(): Command {
     .argument('<name>', 'harvest name from the config')
     .option('--config <file>', 'harvest config', DEFAULT_HARVESTS_FILE)
     .option('--budget <credits>', "this run's credit cap, instead of the harvest's", wholeNumber(1))
+    .option('--targets <n>', "targets listed at once (the harvest's concurrency.targets, default 8)", wholeNumber(1, 256))
+    .option('--calls <n>', "enrichment calls in flight (the harvest's concurrency.calls, default 16)", wholeNumber(1, 256))
     .option('--no-local-worker', 'rely on running `harvester worker` processes instead of one in this process')
     .option('--json', 'print the final summary as JSON')
     .addHelpText(
@@ -52,7 +54,7 @@ Examples:
   $ harvester run creators-daily
   $ harvester run creators-daily --budget 500 --json`,
     )
-    .action(async (name: string, options: { config: string; budget?: number; localWorker: boolean; json?: boolean }) => {
+    .action(async (name: string, options: { config: string; budget?: number; targets?: number; calls?: number; localWorker: boolean; json?: boolean }) => {
       const harvest = findHarvest(loadHarvestConfig(options.config), name);
       const logger = createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' });
       const client = await connectClient(temporalSettingsFromEnv());
@@ -63,7 +65,7 @@ Examples:
         const handle = await client.workflow.start('harvestWorkflow', {
           taskQueue: taskQueueFromEnv(),
           workflowId,
-          args: [{ harvest, ...(options.budget ? { budgetCredits: options.budget } : {}) }],
+          args: [{ harvest, ...(options.budget ? { budgetCredits: options.budget } : {}), concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) } }],
         });
         process.stderr.write(`started ${workflowId}\n`);
         const summary = await resultWithProgress(handle);

@@ -1,0 +1,197 @@
+/**
+ * Enrichment of listed items: their object calls (stats, transcript, summary, download) and their
+ * comments, many in flight at once, each journaled before it is sent and landed before it is
+ * settled. A call this work already settled (an earlier attempt) is not made again; a call another
+ * target of the run already landed is a duplicate, neither bought nor counted again.
+ */
+import type { LimitFunction } from 'p-limit';
+import type { ObjectEndpoint, SocialApiClient } from '../src/api/client.js';
+import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, SocialApiError } from '../src/api/errors.js';
+import type { Enrichment } from '../src/config/harvest-types.js';
+import type { PriceTable } from '../src/config/prices.js';
+import type { Platform } from '../src/spec/endpoints.js';
+import type { CallJournal } from '../src/warehouse/call-journal.js';
+import { findLanding, pageLandingKey, writeLanding } from '../src/warehouse/landing.js';
+import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../workflows/rules.js';
+import { landingOfCall } from './page-landing.js';
+import type { WorkBudget } from './work-budget.js';
+
+export interface EnrichmentTally {
+  calls: number;
+  skipped: number;
+  failed: number;
+}
+
+/** Why a piece of work stopped buying before its end: the API refused the key or the balance. */
+export interface WorkStop {
+  status: 'paused' | 'failed';
+  error: { type: string; message: string; requestId?: string };
+}
+
+export interface ItemEnricherDeps {
+  client: SocialApiClient;
+  dataDir: string;
+  runId: string;
+  harvest: string;
+  journal: CallJournal;
+  budget: WorkBudget;
+  /** The run's calls in flight in this worker. */
+  limit: LimitFunction;
+  enrich: Enrichment;
+  prices: PriceTable;
+}
+
+/** Comments pages hold at most this many (the API's synchronous maximum). */
+const COMMENTS_PAGE = 50;
+
+export class ItemEnricher {
+  readonly tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
+  stop: WorkStop | undefined;
+
+  constructor(private readonly deps: ItemEnricherDeps) {}
+
+  /** The worst case of enriching the item at this URL: hold it in the budget before listing it. */
+  worstOf(platform: Platform, url: string): number {
+    return itemEnrichmentWorst(this.deps.prices, platform, this.deps.enrich, isPhotoPostUrl(url));
+  }
+
+  /**
+   * Enriches items whose worst cases the caller holds in the budget (worstOf each), and releases
+   * what their calls did not take.
+   */
+  async enrich(platform: Platform, urls: readonly string[]): Promise<void> {
+    // Every call settles before this returns, failed or not: none may still be writing to the
+    // journal once the activity has given up.
+    const outcomes = await Promise.allSettled(urls.map((url) => this.enrichItem(platform, url)));
+    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  /** Records a refusal that ends the work's buying (402, 401); false for any other error. */
+  stopFor(error: SocialApiError): boolean {
+    this.stop ??= workStopOf(error);
+    return workStopOf(error) !== undefined;
+  }
+
+  private async enrichItem(platform: Platform, url: string): Promise<void> {
+    const held = this.worstOf(platform, url);
+    const { limit, enrich } = this.deps;
+    const calls = objectEnrichments(enrich, isPhotoPostUrl(url)).map((endpoint) => limit(() => this.objectCall(platform, endpoint, url)));
+    const comments = commentsPerItem(enrich);
+    if (comments > 0) calls.push(limit(() => this.comments(platform, url, comments)));
+    const outcomes = await Promise.allSettled(calls);
+    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+    if (failed) throw failed.reason;
+    const taken = outcomes.reduce((sum, outcome) => sum + (outcome.status === 'fulfilled' ? outcome.value : 0), 0);
+    this.deps.budget.release(held - taken);
+  }
+
+  /**
+   * Settles a landing found at `key` that this work began (its journal has the intent), or tells
+   * that another target of the run landed it. Returns whether the key is already landed.
+   */
+  private landedAlready(key: string): { landed: boolean; ours: boolean; credits: number } {
+    const { journal, dataDir } = this.deps;
+    if (journal.isSettled(key)) return { landed: true, ours: true, credits: 0 };
+    const landing = findLanding(dataDir, key);
+    if (!landing || landing.kind !== 'page') return { landed: false, ours: false, credits: 0 };
+    const ours = journal.hasOpenIntent(key);
+    if (ours) journal.settle(key, landing.call?.credits ?? 0);
+    return { landed: true, ours, credits: landing.call?.credits ?? 0 };
+  }
+
+  /** One object call; returns the credits it took out of the held budget (its worst case, once sent). */
+  private async objectCall(platform: Platform, endpoint: ObjectEndpoint, url: string): Promise<number> {
+    const { client, dataDir, runId, harvest, journal, budget, prices } = this.deps;
+    const key = pageLandingKey(runId, `item:${platform}:${endpoint}:${url}`, 1);
+    const found = this.landedAlready(key);
+    if (found.landed) {
+      if (found.ours) this.tally.calls++;
+      return 0;
+    }
+    if (this.stop) return 0;
+    const worst = priceOf(prices, platform, endpoint);
+    budget.release(worst);
+    journal.intend(key, worst);
+    try {
+      const result = await client.get(platform, endpoint, { url });
+      writeLanding(dataDir, landingOfCall({ runId, harvest, target: `item:${platform}:${endpoint}:${url}`, page: 1, params: { url } }, result, result.data));
+      journal.settle(key, result.creditsCharged);
+      this.tally.calls++;
+    } catch (error) {
+      if (!this.refused(key, error)) throw error;
+      // A feature the API has switched off is a fact to record, not a failure: it was not charged.
+      if (error instanceof FeatureUnavailableError) {
+        this.tally.calls++;
+        this.tally.skipped++;
+      }
+    }
+    return worst;
+  }
+
+  /** The comments of one item, page by page up to `maxItems`; returns the credits taken from the held budget. */
+  private async comments(platform: Platform, url: string, maxItems: number): Promise<number> {
+    const { client, dataDir, runId, harvest, journal, budget, prices } = this.deps;
+    const target = `comments:${platform}:${url}`;
+    const price = priceOf(prices, platform, 'comments');
+    let taken = 0;
+    let cursor: string | undefined;
+    let got = 0;
+    for (let page = 1; got < maxItems && !this.stop; page++) {
+      const key = pageLandingKey(runId, target, page);
+      const found = this.landedAlready(key);
+      if (found.landed) {
+        if (!found.ours && page === 1) return taken;
+        const landing = findLanding(dataDir, key);
+        if (landing?.kind !== 'page') return taken;
+        if (found.ours) this.tally.calls++;
+        got += Array.isArray(landing.data) ? landing.data.length : 0;
+        cursor = landing.next_cursor;
+        if (!cursor) return taken;
+        continue;
+      }
+      const limit = Math.min(COMMENTS_PAGE, maxItems - got);
+      const worst = limit * price;
+      budget.release(worst);
+      taken += worst;
+      journal.intend(key, worst);
+      try {
+        const result = await client.page(platform, 'comments', { url, limit, cursor });
+        writeLanding(dataDir, landingOfCall({ runId, harvest, target, page, params: { url }, nextCursor: result.nextCursor, hasMore: result.hasMore }, result, result.items));
+        journal.settle(key, result.creditsCharged);
+        this.tally.calls++;
+        got += result.items.length;
+        cursor = result.nextCursor;
+        if (!cursor) return taken;
+      } catch (error) {
+        if (!this.refused(key, error)) throw error;
+        return taken;
+      }
+    }
+    return taken;
+  }
+
+  /**
+   * A call the API refused without charging: its intent is cancelled, and it counts as failed (a
+   * deleted item, an expired comments cursor) unless it ends the work (402, 401) or the feature is
+   * off. Returns false for errors worth retrying (the activity is retried; the intent stays open,
+   * counted at its worst, since a dropped connection may have been charged).
+   */
+  private refused(key: string, error: unknown): boolean {
+    if (!(error instanceof SocialApiError) || error.retryable) return false;
+    this.deps.journal.cancel(key);
+    if (!(error instanceof FeatureUnavailableError) && !this.stopFor(error)) this.tally.failed++;
+    return true;
+  }
+}
+
+/** The refusals that end a piece of work's buying: 402 pauses the run, 401 fails it. */
+export function workStopOf(error: SocialApiError): WorkStop | undefined {
+  if (error instanceof InsufficientCreditsError) return { status: 'paused', error: describe(error) };
+  if (error instanceof AuthenticationError) return { status: 'failed', error: describe(error) };
+  return undefined;
+}
+
+export function describe(error: SocialApiError): WorkStop['error'] {
+  return { type: error.name, message: error.message, ...(error.requestId ? { requestId: error.requestId } : {}) };
+}

@@ -1,0 +1,123 @@
+/**
+ * Enrichment of the items a job listed, read from its landed results pages a page at a time (so
+ * thousands of URLs never pass through the workflow), with many calls in flight. Heartbeats the
+ * next page once a page's items are enriched; a retry resumes there, and calls it already landed
+ * are read back, not bought again.
+ */
+import { Context } from '@temporalio/activity';
+import type { SocialApiClient } from '../src/api/client.js';
+import type { Enrichment } from '../src/config/harvest-types.js';
+import type { PriceTable } from '../src/config/prices.js';
+import type { Platform } from '../src/spec/endpoints.js';
+import { CallJournal } from '../src/warehouse/call-journal.js';
+import { findLanding, pageLandingKey } from '../src/warehouse/landing.js';
+import { asActivityFailure } from './failures.js';
+import { ItemEnricher, type EnrichmentTally, type WorkStop } from './item-enricher.js';
+import { withRunCallLimit } from './run-call-limits.js';
+import { WorkBudget } from './work-budget.js';
+
+export interface EnrichLandedInput {
+  runId: string;
+  harvest: string;
+  workId: string;
+  grant: number;
+  prices: PriceTable;
+  enrich: Enrichment;
+  calls: number;
+  platform: Platform;
+  /** The target whose landed pages `fromPage` to `toPage` (inclusive) hold the items. */
+  target: string;
+  fromPage: number;
+  toPage: number;
+}
+
+export interface WorkSpent {
+  credits: number;
+  lostCalls: number;
+}
+
+export interface EnrichLandedResult extends WorkSpent {
+  items: number;
+  /** Items left unenriched because the grant ran out. */
+  unenriched: number;
+  enrichment: EnrichmentTally;
+  stop?: WorkStop;
+}
+
+interface Progress {
+  page: number;
+  items: number;
+  unenriched: number;
+  enrichment: EnrichmentTally;
+}
+
+export function landedEnrichmentActivities({ client, dataDir }: { client: SocialApiClient; dataDir: string }) {
+  return {
+    async enrichLanded(input: EnrichLandedInput): Promise<EnrichLandedResult> {
+      const context = Context.current();
+      const journal = CallJournal.load(dataDir, input.runId, input.workId);
+      const budget = new WorkBudget(input.grant, journal);
+      const progress: Progress = (context.info.heartbeatDetails as Progress | undefined) ?? { page: input.fromPage, items: 0, unenriched: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } };
+      let durable = structuredClone(progress);
+      const heartbeat = setInterval(() => context.heartbeat(durable), 2_000);
+      try {
+        return await withRunCallLimit(input.runId, input.calls, async (limit) => {
+          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices });
+          Object.assign(enricher.tally, progress.enrichment);
+          for (; progress.page <= input.toPage && !enricher.stop; progress.page++) {
+            const landing = findLanding(dataDir, pageLandingKey(input.runId, input.target, progress.page));
+            const items = landing?.kind === 'page' && Array.isArray(landing.data) ? (landing.data as { url?: string }[]) : [];
+            const urls: string[] = [];
+            for (const item of items) {
+              if (!item.url) continue;
+              const worst = enricher.worstOf(input.platform, item.url);
+              if (worst > budget.free()) {
+                progress.unenriched++;
+                continue;
+              }
+              budget.hold(worst);
+              urls.push(item.url);
+            }
+            await enricher.enrich(input.platform, urls);
+            progress.items += urls.length;
+            progress.enrichment = { ...enricher.tally };
+            durable = { ...structuredClone(progress), page: progress.page + 1 };
+            context.heartbeat(durable);
+          }
+          const totals = journal.totals();
+          return {
+            credits: totals.credits,
+            lostCalls: totals.lostCalls,
+            items: progress.items,
+            unenriched: progress.unenriched,
+            enrichment: { ...enricher.tally },
+            ...(enricher.stop ? { stop: enricher.stop } : {}),
+          };
+        });
+      } catch (failure) {
+        throw asActivityFailure(failure);
+      } finally {
+        clearInterval(heartbeat);
+        journal.close();
+      }
+    },
+
+    /**
+     * What a piece of work spent, from its journal, for settling its grant when its activity
+     * failed for good: landed calls at their charge, calls begun and never landed at their worst.
+     */
+    async workSpent(input: { runId: string; workId: string }): Promise<WorkSpent> {
+      const journal = CallJournal.load(dataDir, input.runId, input.workId);
+      try {
+        for (const key of journal.openKeys()) {
+          const landing = findLanding(dataDir, key);
+          if (landing?.kind === 'page') journal.settle(key, landing.call?.credits ?? 0);
+        }
+        const totals = journal.totals();
+        return { credits: totals.credits, lostCalls: totals.lostCalls };
+      } finally {
+        journal.close();
+      }
+    },
+  };
+}

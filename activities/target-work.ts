@@ -1,0 +1,265 @@
+/**
+ * One target's work in one long activity: its pages are listed one after another (cursors are
+ * sequential), each landed durably and journaled, and each page's new items are enriched with
+ * many calls in flight while the next page is listed. After a page is landed and enriched, the
+ * activity heartbeats its position (cursor, page, items), so a retry resumes there: pages and
+ * calls landed since are read back from disk, not bought again, and at most the calls in flight at
+ * a crash are paid twice. The work never spends beyond the credits the workflow granted it.
+ * Page data never leaves the activity: it returns counts, the position and what it spent.
+ */
+import { Context } from '@temporalio/activity';
+import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
+import { CursorExpiredError, SocialApiError } from '../src/api/errors.js';
+import type { Enrichment } from '../src/config/harvest-types.js';
+import type { PriceTable } from '../src/config/prices.js';
+import type { Logger } from '../src/logger.js';
+import { CallJournal } from '../src/warehouse/call-journal.js';
+import { findLanding, pageLandingKey, writeLanding } from '../src/warehouse/landing.js';
+import { writeCoverage } from '../src/warehouse/listing-coverage.js';
+import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../workflows/rules.js';
+import type { TargetPlan } from '../workflows/targets.js';
+import { asActivityFailure } from './failures.js';
+import { describe, ItemEnricher, workStopOf, type EnrichmentTally, type WorkStop } from './item-enricher.js';
+import { landingOfCall } from './page-landing.js';
+import { withRunCallLimit } from './run-call-limits.js';
+import { WorkBudget } from './work-budget.js';
+
+/** Where a target's listing stands: where the next page comes from, and what the run has of it. */
+export interface ListingPosition {
+  /** Number of the next page to land (1-based, per target and run). */
+  page: number;
+  cursor?: string;
+  /** Distinct items the run has landed for the target. */
+  items: number;
+  /** Items listed in the current pass from the top of the list (search ranks count from here). */
+  offset: number;
+  /** The next page's size on an incremental run, grown from the first page's estimate. */
+  nextLimit?: number;
+  /** Times the listing started again from the top after its cursor expired or was refused. */
+  relists: number;
+}
+
+export interface TargetWorkInput {
+  runId: string;
+  harvest: string;
+  target: TargetPlan;
+  /** Names this piece of work and its journal; unique per run (the target and its first page). */
+  workId: string;
+  /** Credits it may spend, granted out of the run's budget. */
+  grant: number;
+  prices: PriceTable;
+  enrich: Enrichment;
+  pageSize: number;
+  /** Enrichment calls in flight for the run, in this worker. */
+  calls: number;
+  from: ListingPosition;
+  /** Items the warehouse already has (an incremental run after a complete listing): stop at the first. */
+  stopAtIds: string[];
+}
+
+export type TargetWorkStatus = 'done' | 'grant_spent' | 'failed' | 'paused';
+
+export interface TargetWorkResult {
+  status: TargetWorkStatus;
+  /** Why the listing is done: it has max_items, the list ended, or it reached known items. */
+  ended?: 'max_items' | 'list_end' | 'known';
+  position: ListingPosition;
+  pagesLanded: number;
+  itemsLanded: number;
+  /** Credits this work committed (from its journal), lost calls' worst cases included. */
+  credits: number;
+  lostCalls: number;
+  enrichment: EnrichmentTally;
+  error?: WorkStop['error'];
+}
+
+interface Progress {
+  position: ListingPosition;
+  pagesLanded: number;
+  itemsLanded: number;
+  enrichment: EnrichmentTally;
+}
+
+export interface TargetWorkDeps {
+  client: SocialApiClient;
+  dataDir: string;
+  logger?: Logger;
+}
+
+/** A cursor that keeps expiring before the next page is fetched would re-buy the list forever. */
+const MAX_RELISTS = 3;
+
+/** Heartbeats go out at least this often while a page or its enrichment is in flight. */
+const HEARTBEAT_EVERY_MS = 2_000;
+
+type ListedItem = { id: string; url?: string };
+
+/** Ids of the items a run landed for a target, in its pages before `page`. */
+function landedIds(dataDir: string, runId: string, targetKey: string, page: number): Set<string> {
+  const ids = new Set<string>();
+  for (let number = 1; number < page; number++) {
+    const landing = findLanding(dataDir, pageLandingKey(runId, targetKey, number));
+    if (landing?.kind === 'page' && Array.isArray(landing.data)) for (const item of landing.data as ListedItem[]) ids.add(item.id);
+  }
+  return ids;
+}
+
+export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps) {
+  return {
+    async harvestTarget(input: TargetWorkInput): Promise<TargetWorkResult> {
+      const { runId, target } = input;
+      const context = Context.current();
+      const journal = CallJournal.load(dataDir, runId, input.workId);
+      const budget = new WorkBudget(input.grant, journal);
+      const resumed = context.info.heartbeatDetails as Progress | undefined;
+      const progress: Progress = resumed ?? { position: { ...input.from }, pagesLanded: 0, itemsLanded: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } };
+      const position = progress.position;
+      // What a retry resumes from: a page counts only once it is landed and its items enriched.
+      let durable: Progress = structuredClone(progress);
+      const heartbeat = setInterval(() => context.heartbeat(durable), HEARTBEAT_EVERY_MS);
+      let enriching: Promise<void> = Promise.resolve();
+      try {
+        return await withRunCallLimit(runId, input.calls, async (callLimit) => {
+          const enricher = target.enrich
+            ? new ItemEnricher({ client, dataDir, runId, harvest: input.harvest, journal, budget, limit: callLimit, enrich: input.enrich, prices: input.prices })
+            : undefined;
+          const tally = enricher?.tally ?? { calls: 0, skipped: 0, failed: 0 };
+          Object.assign(tally, progress.enrichment);
+          const seen = landedIds(dataDir, runId, target.key, position.page);
+          const known = new Set(input.stopAtIds);
+          const listPrice = priceOf(input.prices, target.platform, target.endpoint);
+          const enrichWorst = enricher ? itemEnrichmentWorst(input.prices, target.platform, input.enrich, listsPhotoPosts(target)) : 0;
+          let pending: Omit<Progress, 'enrichment'> | undefined;
+          let stop: WorkStop | undefined;
+          let ended: TargetWorkResult['ended'];
+
+          while (!enricher?.stop) {
+            const wanted = target.maxItems - position.items;
+            if (wanted <= 0) {
+              ended = 'max_items';
+              break;
+            }
+            const key = pageLandingKey(runId, target.key, position.page);
+            let page: { items: ListedItem[]; nextCursor?: string; hasMore: boolean };
+            /** Credits held for the enrichment of this page's items. */
+            let held: number;
+            const landed = findLanding(dataDir, key);
+            if (landed?.kind === 'page') {
+              // Landed by an attempt that died before its heartbeat: read back, not bought again.
+              if (journal.hasOpenIntent(key)) journal.settle(key, landed.call?.credits ?? 0);
+              const items = (Array.isArray(landed.data) ? landed.data : []) as ListedItem[];
+              page = { items, hasMore: landed.has_more ?? false, ...(landed.next_cursor ? { nextCursor: landed.next_cursor } : {}) };
+              held = Math.min(items.length * enrichWorst, Math.max(0, budget.free()));
+            } else {
+              const size = Math.min(input.pageSize, wanted, position.nextLimit ?? input.pageSize);
+              const limit = Math.min(size, Math.floor(budget.free() / (listPrice + enrichWorst)));
+              if (limit < 1) break;
+              held = limit * enrichWorst;
+              budget.hold(held);
+              journal.intend(key, limit * listPrice);
+              try {
+                const result = await client.page(target.platform, target.endpoint as ListEndpoint, { ...target.params, limit, cursor: position.cursor });
+                const place = { runId, harvest: input.harvest, target: target.key, page: position.page, params: target.params, rankOffset: position.offset, nextCursor: result.nextCursor, hasMore: result.hasMore };
+                writeLanding(dataDir, landingOfCall(place, result, result.items));
+                journal.settle(key, result.creditsCharged);
+                page = { items: result.items as ListedItem[], hasMore: result.hasMore, ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}) };
+                if (input.stopAtIds.length > 0) position.nextLimit = Math.min(input.pageSize, limit * 2);
+              } catch (failure) {
+                budget.release(held);
+                if (!(failure instanceof SocialApiError) || failure.retryable) throw failure;
+                journal.cancel(key);
+                if (failure instanceof CursorExpiredError || failure.code === 'invalid_cursor') {
+                  if (position.relists >= MAX_RELISTS) {
+                    stop = { status: 'failed', error: { ...describe(failure), message: `${failure.message} (the list was started again ${MAX_RELISTS} times, and each time the cursor was refused before the next page)` } };
+                    break;
+                  }
+                  // Cursors are short-lived, and one may be refused outright. Start again from the
+                  // top: the items this run already has are recognised, not counted twice.
+                  position.relists++;
+                  position.cursor = undefined;
+                  position.offset = 0;
+                  position.nextLimit = input.pageSize;
+                  logger?.warn({ target: target.key, code: failure.code, relists: position.relists }, 'cursor refused; listing again from the top');
+                  continue;
+                }
+                stop = workStopOf(failure) ?? { status: 'failed', error: describe(failure) };
+                break;
+              }
+            }
+
+            const fresh: ListedItem[] = [];
+            let reachedKnown = false;
+            for (const item of page.items) {
+              if (known.has(item.id)) {
+                reachedKnown = true;
+                break;
+              }
+              if (seen.has(item.id)) continue;
+              seen.add(item.id);
+              if (position.items + fresh.length < target.maxItems) fresh.push(item);
+            }
+            position.page++;
+            position.items += fresh.length;
+            position.offset += page.items.length;
+            position.cursor = page.nextCursor;
+            progress.pagesLanded++;
+            progress.itemsLanded += fresh.length;
+
+            // Enrich the new items whose worst cases the page's hold covers (all of them, unless
+            // a crash's lost calls ate into the grant), and give back the rest of the hold.
+            const urls: string[] = [];
+            let needed = 0;
+            for (const item of fresh) {
+              if (!enricher || !item.url) continue;
+              const worst = enricher.worstOf(target.platform, item.url);
+              if (needed + worst > held) {
+                tally.failed++;
+                continue;
+              }
+              needed += worst;
+              urls.push(item.url);
+            }
+            budget.release(held - needed);
+            const snapshot = structuredClone({ position, pagesLanded: progress.pagesLanded, itemsLanded: progress.itemsLanded });
+            // The previous page's enrichment ran while this page was listed: once it is done, the
+            // position after that page is durable.
+            await enriching;
+            if (pending) durable = { ...pending, enrichment: { ...tally } };
+            context.heartbeat(durable);
+            pending = snapshot;
+            enriching = enricher && urls.length > 0 ? enricher.enrich(target.platform, urls) : Promise.resolve();
+
+            if (reachedKnown) ended = 'known';
+            else if (!page.hasMore || !page.nextCursor) ended = 'list_end';
+            else if (position.items >= target.maxItems) ended = 'max_items';
+            if (ended) break;
+          }
+          await enriching;
+          stop ??= enricher?.stop;
+          const status: TargetWorkStatus = stop ? stop.status : ended ? 'done' : 'grant_spent';
+          writeCoverage(dataDir, target.key, { complete: ended !== undefined, max_items: target.maxItems, run_id: runId, at: new Date().toISOString() });
+          const totals = journal.totals();
+          return {
+            status,
+            ...(ended ? { ended } : {}),
+            position,
+            pagesLanded: progress.pagesLanded,
+            itemsLanded: progress.itemsLanded,
+            credits: totals.credits,
+            lostCalls: totals.lostCalls,
+            enrichment: { ...tally },
+            ...(stop ? { error: stop.error } : {}),
+          };
+        });
+      } catch (failure) {
+        throw asActivityFailure(failure);
+      } finally {
+        // A page's enrichment may still be in flight when the listing failed: it must finish
+        // before the journal closes (its own error, if any, is the lesser one).
+        await enriching.catch(() => undefined);
+        clearInterval(heartbeat);
+        journal.close();
+      }
+    },
+  };
+}

@@ -1,0 +1,134 @@
+/**
+ * The journal of one piece of work's billed calls (one activity's work: a target's listing and
+ * enrichment from a given page, or the enrichment of a job's landed pages). Before a call, its
+ * worst case is appended as an intent; once its answer is landed, what it was charged. A worker
+ * killed at any moment therefore leaves a journal that says what the work spent: settled calls at
+ * their charge, and calls that were in flight (perhaps charged, never landed) at their worst case.
+ * A retried activity replays it, so it never spends beyond the work's grant, and the workflow
+ * settles a failed activity's grant from it.
+ *
+ * Lines are appended with one write each and not fsynced: a killed process loses nothing the
+ * kernel has accepted, and a machine crash loses the landings' parent directory entries first.
+ */
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { pathSegment } from './landing.js';
+
+export interface JournalTotals {
+  /** Settled charges plus the worst case of calls that were in flight when an attempt died. */
+  credits: number;
+  settledCalls: number;
+  /** Calls begun by an earlier attempt and never landed: maybe charged, so counted at their worst. */
+  lostCalls: number;
+  lostCredits: number;
+}
+
+type JournalLine = { intent: string; worst: number } | { settled: string; credits: number } | { cancelled: string };
+
+export function journalFile(dataDir: string, runId: string, workId: string): string {
+  return join(dataDir, 'journal', pathSegment(runId), `${pathSegment(workId)}.ndjson`);
+}
+
+export class CallJournal {
+  /** Worst cases of intents not yet matched by a settlement, per landing key (a key may be retried). */
+  private readonly open = new Map<string, number[]>();
+  private readonly settledKeys = new Set<string>();
+  private settledCredits = 0;
+  private settledCalls = 0;
+  private openCredits = 0;
+  private fd: number | undefined;
+
+  private constructor(private readonly file: string) {}
+
+  /** The journal of a piece of work, replayed from disk when an earlier attempt wrote one. */
+  static load(dataDir: string, runId: string, workId: string): CallJournal {
+    const journal = new CallJournal(journalFile(dataDir, runId, workId));
+    if (existsSync(journal.file)) {
+      for (const text of readFileSync(journal.file, 'utf8').split('\n')) {
+        // A line cut short by a kill is the last one, and only ever an intent whose call never
+        // started: skipping it is exact.
+        if (text === '') continue;
+        let line: JournalLine;
+        try {
+          line = JSON.parse(text) as JournalLine;
+        } catch {
+          continue;
+        }
+        journal.apply(line);
+      }
+    }
+    return journal;
+  }
+
+  /** Whether this work already landed and settled the call at this landing key. */
+  isSettled(key: string): boolean {
+    return this.settledKeys.has(key);
+  }
+
+  /** Whether this work began a call at this key that it has not settled: the landing, if any, is its own. */
+  hasOpenIntent(key: string): boolean {
+    return (this.open.get(key)?.length ?? 0) > 0;
+  }
+
+  /** Keys of calls begun and not settled. */
+  openKeys(): string[] {
+    return [...this.open].filter(([, worsts]) => worsts.length > 0).map(([key]) => key);
+  }
+
+  intend(key: string, worst: number): void {
+    this.append({ intent: key, worst });
+  }
+
+  settle(key: string, credits: number): void {
+    this.append({ settled: key, credits });
+  }
+
+  /** Drops an intent whose call was refused before the API could charge it (nothing was sent, or a 4xx). */
+  cancel(key: string): void {
+    this.append({ cancelled: key });
+  }
+
+  /**
+   * What the work has committed: settled charges, plus the worst case of every call begun and not
+   * settled (in flight now, or lost by an earlier attempt). Held against the work's grant.
+   */
+  committed(): number {
+    return this.settledCredits + this.openCredits;
+  }
+
+  /** The journal's account; called between calls, when the open intents are the lost ones. */
+  totals(): JournalTotals {
+    let lostCalls = 0;
+    for (const worsts of this.open.values()) lostCalls += worsts.length;
+    return { credits: this.committed(), settledCalls: this.settledCalls, lostCalls, lostCredits: this.openCredits };
+  }
+
+  close(): void {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
+  }
+
+  private apply(line: JournalLine): void {
+    if ('intent' in line) {
+      const worsts = this.open.get(line.intent) ?? [];
+      worsts.push(line.worst);
+      this.open.set(line.intent, worsts);
+      this.openCredits += line.worst;
+      return;
+    }
+    this.openCredits -= this.open.get('cancelled' in line ? line.cancelled : line.settled)?.shift() ?? 0;
+    if ('cancelled' in line) return;
+    this.settledCredits += line.credits;
+    this.settledCalls++;
+    this.settledKeys.add(line.settled);
+  }
+
+  private append(line: JournalLine): void {
+    if (this.fd === undefined) {
+      mkdirSync(dirname(this.file), { recursive: true });
+      this.fd = openSync(this.file, 'a');
+    }
+    writeSync(this.fd, `${JSON.stringify(line)}\n`);
+    this.apply(line);
+  }
+}

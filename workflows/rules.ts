@@ -1,0 +1,80 @@
+/**
+ * The harvest rules, in one pure module: how a target is bought (pages or one async job), which
+ * calls each listed item gets, what each costs at worst, and how a run's budget is granted to the
+ * work in flight. The workflow runs by these rules and `harvester plan` forecasts by them, so the
+ * forecast and the run cannot disagree.
+ */
+import type { Enrichment } from '../src/config/harvest-types.js';
+import type { PriceTable } from '../src/config/prices.js';
+import { PAGE_LIMITS, type EndpointKey, type Platform } from '../src/spec/endpoints.js';
+import type { TargetPlan } from './targets.js';
+
+/** The object endpoints an item can be enriched with, in the order their calls are made. */
+export const OBJECT_ENRICHMENTS = ['stats', 'transcript', 'summary', 'download'] as const;
+export type ObjectEnrichment = (typeof OBJECT_ENRICHMENTS)[number];
+
+/** Calls in flight, unless the harvest or the command line says otherwise. */
+export const DEFAULT_CONCURRENCY = { targets: 8, calls: 16 } as const;
+
+export function priceOf(prices: PriceTable, platform: Platform, endpoint: string): number {
+  return prices[`${platform}/${endpoint}` as EndpointKey];
+}
+
+/**
+ * Whether a target is bought as one async job: only a first listing (an incremental one stops at
+ * known items, which a job cannot do) of more than `job_threshold` items, and only while the
+ * budget fits more than a page of it (a job takes more than 50 items).
+ */
+export function takesJob(target: TargetPlan, jobThreshold: number, incremental: boolean): boolean {
+  return !incremental && target.maxItems > jobThreshold;
+}
+
+/** Items one job of this target asks for: a job returns at most PAGE_LIMITS.maxJob. */
+export function jobItems(target: TargetPlan): number {
+  return Math.min(target.maxItems, PAGE_LIMITS.maxJob);
+}
+
+/** Instagram photo posts (`/p/` URLs; a channel's `posts`) have no audio: no transcript, no summary. */
+export function isPhotoPostUrl(url: string): boolean {
+  return url.includes('instagram.com/p/');
+}
+
+/** Whether a target's items are photo posts, for a forecast that has no URLs yet. */
+export function listsPhotoPosts(target: TargetPlan): boolean {
+  return target.platform === 'instagram' && target.endpoint === 'channel-posts';
+}
+
+/** The object calls one listed item gets. */
+export function objectEnrichments(enrich: Enrichment, photoPost: boolean): ObjectEnrichment[] {
+  return OBJECT_ENRICHMENTS.filter((kind) => enrich[kind] && !(photoPost && (kind === 'transcript' || kind === 'summary')));
+}
+
+export function commentsPerItem(enrich: Enrichment): number {
+  return enrich.comments === false ? 0 : enrich.comments.max_per_item;
+}
+
+/** TikTok downloads are switched off by the API (download_unavailable) and never charged. */
+export function refusedByApi(platform: Platform, endpoint: string): boolean {
+  return platform === 'tiktok' && endpoint === 'download';
+}
+
+/** The worst case of enriching one item: every object call at its price, and a full comments list. */
+export function itemEnrichmentWorst(prices: PriceTable, platform: Platform, enrich: Enrichment, photoPost: boolean): number {
+  const objects = objectEnrichments(enrich, photoPost).reduce((sum, kind) => sum + priceOf(prices, platform, kind), 0);
+  return objects + commentsPerItem(enrich) * priceOf(prices, platform, 'comments');
+}
+
+/** The worst case of listing `items` more items of a target, and enriching them when it enriches. */
+export function targetWorst(prices: PriceTable, target: TargetPlan, enrich: Enrichment, items: number): number {
+  const perItem = priceOf(prices, target.platform, target.endpoint) + (target.enrich ? itemEnrichmentWorst(prices, target.platform, enrich, listsPhotoPosts(target)) : 0);
+  return Math.max(0, items) * perItem;
+}
+
+/**
+ * How much of the budget a piece of work is granted: its worst case, or all that is free when
+ * less is. The grant is held against the budget until the work returns and settles it with what
+ * it spent, so work in flight at once can never together spend beyond the budget.
+ */
+export function grant(free: number, worst: number): number {
+  return Math.max(0, Math.min(free, worst));
+}
