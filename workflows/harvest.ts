@@ -178,11 +178,15 @@ async function runWork(run: RunContext, drain: () => boolean): Promise<'done' | 
       return state.targets.some((target) => target.status === 'pending' || target.unenrichedPages) && !state.stopped ? 'continue' : 'done';
     }
     let listing = [...inFlight.keys()].filter((target) => target.jobId === undefined).length;
+    // A short budget goes to the paged targets first, in config order, then to the items jobs
+    // listed (the order `harvester plan` forecasts); with room for everything, all run at once.
+    const listingsLeft = listing > 0 || state.targets.some((target) => target.status === 'pending' && target.jobId === undefined);
     for (const target of state.targets) {
       if (state.stopped || inFlight.has(target)) continue;
       if (target.jobId !== undefined && target.status === 'pending') launch(target, () => finishTargetJob(run, target));
-      else if (target.unenrichedPages && availableCredits(state.budget) > 0) launch(target, () => enrichJobPages(run, target));
-      else if (target.status === 'pending' && target.jobId === undefined && listing < run.targets && availableCredits(state.budget) >= perItemWorst(run, target)) {
+      else if (target.unenrichedPages && availableCredits(state.budget) > 0 && (!listingsLeft || availableCredits(state.budget) >= jobEnrichmentWorst(run, target))) {
+        launch(target, () => enrichJobPages(run, target));
+      } else if (target.status === 'pending' && target.jobId === undefined && listing < run.targets && availableCredits(state.budget) >= perItemWorst(run, target)) {
         listing++;
         launch(target, () => listTarget(run, target));
       }
@@ -314,11 +318,15 @@ async function finishTargetJob(run: RunContext, target: TargetState): Promise<vo
   }
 }
 
+function jobEnrichmentWorst(run: RunContext, target: TargetState): number {
+  return target.items * itemEnrichmentWorst(run.state.prices, target.plan.platform, run.harvest.enrich, listsPhotoPosts(target.plan));
+}
+
 /** Enriches the items of a job's landed pages, in one activity granted their worst case. */
 async function enrichJobPages(run: RunContext, target: TargetState): Promise<void> {
   const { state } = run;
   const pages = target.unenrichedPages!;
-  const credits = grant(availableCredits(state.budget), target.items * itemEnrichmentWorst(state.prices, target.plan.platform, run.harvest.enrich, listsPhotoPosts(target.plan)));
+  const credits = grant(availableCredits(state.budget), jobEnrichmentWorst(run, target));
   const reservation = reserve(state.budget, credits);
   const workId = nextWorkId(state, `enrich:${target.plan.key}`);
   try {

@@ -116,24 +116,24 @@ describe('harvester plan', () => {
   });
 
   it('--budget caps the worst case, and expected shows where the run stops buying', async () => {
-    // The job is reserved first (360), then the pages are bought: 120 + 90 + 150, leaving 280 for
-    // enrichment. The instagram posts come first (a job's items are enriched after paged ones), each
-    // 1 (stats) + 40 (download) + 30 (10 comments): three take 213, leaving 67; the fourth gets
-    // stats, its download (26 left) and 8 comments (24), leaving 2; the fifth gets stats (1 left),
-    // and its download (40) does not fit, which ends enrichment: 999 spent.
+    // The job is reserved first (360), leaving 640. The paged targets then buy in config order,
+    // an item at a time while its worst case (listing and enrichment) fits: each instagram post is
+    // 2 + 1 (stats) + 40 (download) + 30 (10 comments) = 73, so 8 posts take 584, leaving 56; a
+    // reel (3 + 1 + 40 + 40 + 30 = 114) does not fit; the comments target (2 each, no enrichment)
+    // buys 28 with the 56. Nothing is left for the items the job listed: 1000 spent.
     const plan = await planJson(['--budget', '1000']);
     expect(plan.budget).toEqual({ credits: 1000, source: 'override', harvestCredits: 20000 });
-    expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 1000, expectedCredits: 999 });
+    expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 1000, expectedCredits: 1000 });
     expect(plan.budgetCoversWorstCase).toBe(false);
     expect(plan.shortfall).toBe(11030);
     const posts = plan.targets[1]!;
     expect([posts.list, ...posts.enrichment].map((line) => [line.what, line.expected])).toEqual([
-      ['list', { calls: 2, items: 60, credits: 120 }],
-      ['stats', { calls: 5, items: 5, credits: 5 }],
-      ['download', { calls: 4, items: 4, credits: 160 }],
-      ['comments', { calls: 4, items: 38, credits: 114 }],
+      ['list', { calls: 1, items: 8, credits: 16 }],
+      ['stats', { calls: 8, items: 8, credits: 8 }],
+      ['download', { calls: 8, items: 8, credits: 320 }],
+      ['comments', { calls: 8, items: 80, credits: 240 }],
     ]);
-    expect(plan.targets.map((target) => target.expectedCredits)).toEqual([360, 399, 90, 150]);
+    expect(plan.targets.map((target) => target.expectedCredits)).toEqual([360, 584, 0, 56]);
   });
 
   it('prints an aligned table, the totals and the budget line', async () => {
@@ -145,16 +145,16 @@ describe('harvester plan', () => {
     expect(header).toMatch(/^target\s+endpoint\s+calls\s+items\s+worst credits\s+expected credits$/);
     const row = (key: string) => lines.find((line) => line.startsWith(`${key} `));
     expect(row(KEYS.tiktok)).toMatch(/ tiktok\/channel-videos +1 job +120 +360 +360$/);
-    expect(row(KEYS.posts)).toMatch(/ instagram\/channel-posts +2 pages +60 +120 +120$/);
-    expect(row(KEYS.comments)).toMatch(/ tiktok\/comments +2 pages +75 +150 +150$/);
+    expect(row(KEYS.posts)).toMatch(/ instagram\/channel-posts +2 pages +60 +120 +16$/);
+    expect(row(KEYS.comments)).toMatch(/ tiktok\/comments +2 pages +75 +150 +56$/);
     expect(lines).toContainEqual(expect.stringMatching(/^ {2}\+ comments +tiktok\/comments +120 pages +1200 +2400 +0$/));
-    expect(lines).toContainEqual(expect.stringMatching(/^ {2}\+ download +instagram\/download +60 calls +60 +2400 +160$/));
-    expect(row('total')).toMatch(/ 786 calls +285 +12030 +999$/);
+    expect(lines).toContainEqual(expect.stringMatching(/^ {2}\+ download +instagram\/download +60 calls +60 +2400 +320$/));
+    expect(row('total')).toMatch(/ 786 calls +285 +12030 +1000$/);
     // Aligned: every row of the table has the header's width or less, and numbers end in one column.
     const tableRows = lines.slice(lines.indexOf(header), lines.findIndex((line) => line.startsWith('total')) + 1);
     expect(new Set(tableRows.slice(2).map((line) => line.length))).toEqual(new Set([header.length]));
     expect(result.stdout).toContain('worst case: 12030 credits; capped at the budget: 1000');
-    expect(result.stdout).toContain('expected:   999 credits');
+    expect(result.stdout).toContain('expected:   1000 credits');
     expect(result.stdout).toContain("budget:     1000 credits (--budget; the harvest's own is 20000): does NOT cover the worst case of 12030 (11030 short)");
     expect(result.stdout).toContain('tiktok downloads are refused by the API (download_unavailable) and cost nothing');
     expect(result.stdout).not.toContain('does not enrich');
