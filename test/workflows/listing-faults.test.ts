@@ -1,0 +1,124 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Client } from '@temporalio/client';
+import type { SocialApiClient } from '../../src/api/client.js';
+import { listLandings } from '../../src/warehouse/landing.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import { resumableState } from '../../workflows/checkpoint.js';
+import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
+import { clientFor } from '../support/client.js';
+import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
+import { harvestFrom, prices, startTestWorker, temporalClient, type TestWorker } from '../support/temporal.js';
+
+const HARVEST_KEY = 'sk_live_listing_faults';
+const VERIFY_KEY = 'sk_live_listing_faults_verify';
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+async function setup(options: { latencyMs?: number; cursorTtlSeconds?: number } = {}) {
+  const emulator = await startTestEmulator({ apiKeys: [HARVEST_KEY, VERIFY_KEY], ...options });
+  const temporal = await temporalClient();
+  const api = clientFor(emulator, { apiKey: HARVEST_KEY });
+  const verify = clientFor(emulator, { apiKey: VERIFY_KEY });
+  const worker = await startTestWorker(api);
+  cleanups.push(
+    () => emulator.close(),
+    () => temporal.connection.close(),
+    () => api.close(),
+    () => verify.close(),
+    () => worker.stop(),
+  );
+  return { emulator, temporal, verify, worker, catalog: await emulator.catalog() };
+}
+
+async function firstIds(verify: SocialApiClient, handle: string, n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const page of verify.pages('tiktok', 'channel-videos', { handle }, { maxItems: n })) ids.push(...page.items.map((item) => item.id));
+  return ids;
+}
+
+async function landedIds(worker: TestWorker, handle: string): Promise<string[]> {
+  return (await queryWarehouse(worker.dataDir, `SELECT item_id FROM items WHERE author_handle = '${handle}' ORDER BY posted_at DESC`)).rows.map((row) => String(row.item_id));
+}
+
+function execute(temporal: Client, worker: TestWorker, input: HarvestInput, id = `faults-${Math.random().toString(36).slice(2)}`): Promise<HarvestSummary> {
+  return temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: id, args: [input] }) as Promise<HarvestSummary>;
+}
+
+const channel = (handle: string, maxItems: number, budget = 100_000) =>
+  harvestFrom(`
+harvests:
+  - name: faults
+    budget: { credits: ${budget} }
+    job_threshold: 10000
+    channels:
+      - { platform: tiktok, handle: ${handle}, content: videos, max_items: ${maxItems} }
+`);
+
+describe('listings that lose their cursor', () => {
+  it('a cursor that expires mid-listing: the list is walked again from the top, and the run still lands its 450 items', async () => {
+    const { emulator, temporal, verify, worker, catalog } = await setup({ latencyMs: 150 });
+    const handle = catalog.tiktok.handles[4]!;
+    const running = execute(temporal, worker, { harvest: channel(handle, 450) });
+    await waitFor(() => (listLandings(worker.dataDir).length >= 3 ? true : undefined), 30_000, 'three pages landed');
+    // An hour passes on the API's clock: the cursor in hand expires, and new videos are posted.
+    await emulator.admin('clock', { advance_seconds: 3600 });
+    const summary = await running;
+    expect(summary.status).toBe('completed');
+    expect(summary.targets[0]).toMatchObject({ status: 'done', items: 450 });
+    // The run has the newest 450 items of the list as it now stands: nothing lost, nothing twice.
+    expect(await landedIds(worker, handle)).toEqual(await firstIds(verify, handle, 450));
+    const ledger = await emulator.ledger(HARVEST_KEY);
+    expect(summary.creditsSpent).toBe(ledger.reduce((sum, row) => sum + row.credits, 0));
+    expect(summary.creditsSpent).toBeLessThanOrEqual(100_000);
+  }, 120_000);
+
+  it('cursors that always expire before the next page: the shortfall is reported, never "completed"', async () => {
+    const { temporal, worker, catalog } = await setup({ latencyMs: 1_100, cursorTtlSeconds: 1 });
+    const summary = await execute(temporal, worker, { harvest: channel(catalog.tiktok.handles[5]!, 200) });
+    expect(summary.status).not.toMatch(/^completed$/);
+    expect(summary.targets[0]).toMatchObject({ status: 'failed', items: 50, error: { type: 'CursorExpiredError' } });
+    expect(summary.targets[0]!.error!.message).toMatch(/started again 3 times/);
+  }, 120_000);
+
+  it('a dead cursor in the checkpoint: `harvester retry` walks the list again instead of replaying it', async () => {
+    const { emulator, temporal, verify, worker, catalog } = await setup();
+    const handle = catalog.tiktok.handles[6]!;
+    const first = await execute(temporal, worker, { harvest: channel(handle, 300, 300) });
+    expect(first.status).toBe('budget_exhausted');
+    expect(first.targets[0]!.items).toBe(100);
+    // The checkpoint's cursor no longer works (as after the API restarted): invalid_cursor.
+    const checkpoint = structuredClone(first.checkpoint);
+    checkpoint.targets[0]!.position.cursor = 'not-a-cursor-any-more';
+    const retried = await execute(temporal, worker, { harvest: channel(handle, 300, 300), resume: resumableState(checkpoint, 2_000) }, first.runId);
+    expect(retried.status).toBe('completed');
+    expect(retried.targets[0]).toMatchObject({ status: 'done', items: 300 });
+    expect(await landedIds(worker, handle)).toEqual(await firstIds(verify, handle, 300));
+    // The first 100 were bought twice (the walk back past them), and the ledger says so.
+    const ledger = await emulator.ledger(HARVEST_KEY);
+    expect(ledger.reduce((sum, row) => sum + row.credits, 0)).toBe(retried.creditsSpent);
+    expect(retried.creditsSpent).toBe((300 + 100) * prices['tiktok/channel-videos']);
+  }, 120_000);
+});
+
+describe('a run that stopped short', () => {
+  it('leaves a gap the next run fills: it lists to max_items again instead of stopping at the first known item', async () => {
+    const { emulator, temporal, verify, worker, catalog } = await setup();
+    const handle = catalog.tiktok.handles[7]!;
+    const first = await execute(temporal, worker, { harvest: channel(handle, 450, 1_000) });
+    expect(first.status).toBe('budget_exhausted');
+    expect(first.targets[0]!.items).toBe(333);
+    await emulator.admin('clock', { advance_seconds: 6 * 3600 });
+    const second = await execute(temporal, worker, { harvest: channel(handle, 450) });
+    expect(second.status).toBe('completed');
+    expect(second.targets[0]).toMatchObject({ status: 'done', items: 450 });
+    const landed = await landedIds(worker, handle);
+    expect(landed.slice(0, 450)).toEqual(await firstIds(verify, handle, 450));
+    // Once the listing was complete, the next run is incremental again: it stops at known items.
+    await emulator.admin('clock', { advance_seconds: 6 * 3600 });
+    const third = await execute(temporal, worker, { harvest: channel(handle, 450) });
+    expect(third.status).toBe('completed');
+    expect(third.targets[0]!.items).toBeLessThan(50);
+  }, 120_000);
+});
