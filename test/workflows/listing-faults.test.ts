@@ -6,7 +6,7 @@ import { queryWarehouse } from '../../src/warehouse/query.js';
 import { resumableState } from '../../workflows/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
-import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
+import { startTestEmulator, waitFor } from '../support/emulator.js';
 import { harvestFrom, prices, startTestWorker, temporalClient, type TestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_listing_faults';
