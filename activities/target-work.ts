@@ -150,6 +150,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
               const items = (Array.isArray(landed.data) ? landed.data : []) as ListedItem[];
               page = { items, hasMore: landed.has_more ?? false, ...(landed.next_cursor ? { nextCursor: landed.next_cursor } : {}) };
               held = Math.min(items.length * enrichWorst, Math.max(0, budget.free()));
+              budget.hold(held);
             } else {
               const size = Math.min(input.pageSize, wanted, position.nextLimit ?? input.pageSize);
               const limit = Math.min(size, Math.floor(budget.free() / (listPrice + enrichWorst)));

@@ -90,7 +90,7 @@ const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInter
 // page: a killed worker's work moves to another within the heartbeat timeout, resuming there.
 const { harvestTarget, enrichLanded, landJobResults } = proxyActivities<HarvestActivities>({
   startToCloseTimeout: '24 hours',
-  heartbeatTimeout: '20 seconds',
+  heartbeatTimeout: '10 seconds',
   retry: { ...RETRY, maximumAttempts: 8 },
 });
 const { prepareRun, pauseSchedule, startJob, checkJob, workSpent } = proxyActivities<HarvestActivities>({

@@ -15,7 +15,7 @@ let emulator: TestEmulator;
 let temporal: Client;
 beforeAll(async () => {
   // Some latency per call, so the kill lands mid-harvest and mid-call.
-  emulator = await startTestEmulator({ apiKeys: ['sk_live_crash'], latencyMs: 60 });
+  emulator = await startTestEmulator({ apiKeys: ['sk_live_crash', 'sk_live_crash_budget'], latencyMs: 60 });
   temporal = await temporalClient();
 });
 afterAll(async () => {
@@ -76,4 +76,61 @@ harvests:
       await new Promise((resolve) => second.once('exit', resolve));
     }
   }, 120_000);
+
+  it('a budget holds across two kills with many calls in flight, and every credit charged is in the run\'s figures', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'crash-budget-'));
+    const taskQueue = `crash-budget-${Date.now()}`;
+    const env = {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      HARVESTER_TASK_QUEUE: taskQueue,
+      HARVESTER_DATA_DIR: dataDir,
+      SOCIAL_API_BASE_URL: emulator.baseUrl,
+      SOCIAL_API_KEY: 'sk_live_crash_budget',
+    };
+    const catalog = await emulator.catalog();
+    const budget = 2_500;
+    const harvest = harvestFrom(`
+harvests:
+  - name: crash-budget
+    budget: { credits: ${budget} }
+    concurrency: { targets: 3, calls: 16 }
+    channels:
+      - { platform: tiktok, handle: ${catalog.tiktok.handles[9]}, content: videos, max_items: 300 }
+      - { platform: tiktok, handle: ${catalog.tiktok.handles[11]}, content: videos, max_items: 300 }
+      - { platform: instagram, handle: ${catalog.instagram.handles[9]}, content: reels, max_items: 300 }
+    enrich: { stats: true, comments: { max_per_item: 5 } }
+`);
+    let worker = startWorkerProcess(env);
+    const run = await temporal.workflow.start('harvestWorkflow', { taskQueue, workflowId: `crash-budget-${Date.now()}`, args: [{ harvest, pageSize: 20 }] });
+    try {
+      for (const landed of [40, 120]) {
+        await waitFor(() => (listLandings(dataDir).length >= landed ? true : undefined), 60_000, `${landed} landings`);
+        const exited = new Promise((resolve) => worker.once('exit', (_code, signal) => resolve(signal)));
+        worker.kill('SIGKILL');
+        expect(await exited).toBe('SIGKILL');
+        worker = startWorkerProcess(env);
+      }
+      const summary = (await run.result()) as HarvestSummary;
+      const ledger = await emulator.ledger('sk_live_crash_budget');
+      const charged = ledger.reduce((sum, row) => sum + row.credits, 0);
+      // The API never charged beyond the budget, and the run's figures hold every credit it did
+      // charge: calls a kill cut off are counted at their worst case.
+      expect(charged).toBeLessThanOrEqual(budget);
+      expect(summary.creditsSpent).toBeLessThanOrEqual(budget);
+      expect(summary.creditsSpent).toBeGreaterThanOrEqual(charged);
+      expect(summary.status).toBe('budget_exhausted');
+      const landed = new Set((await queryWarehouse(dataDir, 'SELECT request_id FROM api_calls')).rows.map((row) => row.request_id));
+      const paidNotLanded = ledger.filter((row) => !landed.has(row.request_id));
+      // At most the calls in flight at each kill are paid again: 3 pages and 16 calls, twice.
+      expect(paidNotLanded.length).toBeLessThanOrEqual(summary.callsLost);
+      expect(summary.callsLost).toBeLessThanOrEqual(2 * (3 + 16));
+      const items = await queryWarehouse(dataDir, 'SELECT count(*) AS n, count(DISTINCT (platform, item_id)) AS d FROM items');
+      expect(items.rows[0]!.n).toBe(items.rows[0]!.d);
+      const metrics = await queryWarehouse(dataDir, 'SELECT count(*) AS n, count(DISTINCT (platform, item_id, request_id)) AS d FROM item_metrics');
+      expect(metrics.rows[0]!.n).toBe(metrics.rows[0]!.d);
+    } finally {
+      worker.kill('SIGTERM');
+      await new Promise((resolve) => worker.once('exit', resolve));
+    }
+  }, 180_000);
 });
