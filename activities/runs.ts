@@ -3,16 +3,20 @@
  * runs saw, load today's prices) and finish (record the outcome, load the landings into the
  * warehouse). Also pausing a harvest's schedule, when the API says the credits ran out.
  */
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
 import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
+import { PROJECT_ROOT } from '../src/config/project-paths.js';
 import type { Logger } from '../src/logger.js';
 import { creditsLow } from '../src/webhooks/credit-alerts.js';
 import { sqlString } from '../src/warehouse/duckdb.js';
 import { writeLanding } from '../src/warehouse/landing.js';
 import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.js';
-import { loadLandings, warehousePath } from '../src/warehouse/loader.js';
+import { warehousePath } from '../src/warehouse/loader.js';
 import { queryWarehouse } from '../src/warehouse/query.js';
 import { asActivity } from './failures.js';
 import type { TargetPlan } from '../workflows/targets.js';
@@ -60,6 +64,7 @@ export interface RunActivityDeps {
 }
 
 const KNOWN_IDS = 100;
+const execFileAsync = promisify(execFile);
 
 /**
  * The first page's size: the items expected since the newest known one was posted, at the rate
@@ -95,6 +100,23 @@ async function knowledgeOf(dataDir: string, target: TargetPlan, apiNowMs: number
   const rows = (await queryWarehouse(dataDir, sql)).rows as { id: string; t: string | number | null }[];
   const limit = firstPageLimit(rows.flatMap((row) => (row.t === null ? [] : [Number(row.t)])), apiNowMs);
   return { knownIds: rows.map((row) => String(row.id)), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };
+}
+
+const LOAD_PROCESS = join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'load-process.js');
+
+/**
+ * The load, in a process of its own (src/warehouse/load-process.ts): DuckDB's memory leaves with
+ * it, so a worker's memory does not grow with what its runs land. A load killed with its worker
+ * is safe: the loader commits batch by batch and records what it loaded.
+ */
+async function loadInChildProcess(dataDir: string, signal: AbortSignal): Promise<{ landingsLoaded: number; rowsLoaded: number }> {
+  try {
+    const { stdout } = await execFileAsync(process.execPath, [LOAD_PROCESS, dataDir], { signal, maxBuffer: 1 << 20 });
+    return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { landingsLoaded: number; rowsLoaded: number };
+  } catch (error) {
+    const stderr = String((error as { stderr?: string }).stderr ?? '').trim();
+    throw new Error(`the load of ${dataDir} failed: ${stderr.split('\n').at(-1) || (error as Error).message}`);
+  }
 }
 
 export function runActivities(deps: RunActivityDeps) {
@@ -136,7 +158,7 @@ export function runActivities(deps: RunActivityDeps) {
       const context = Context.current();
       const heartbeat = setInterval(() => context.heartbeat(), 5_000);
       try {
-        const result = await loadLandings(deps.dataDir, { logger: deps.logger });
+        const result = await loadInChildProcess(deps.dataDir, context.cancellationSignal);
         return { landingsLoaded: result.landingsLoaded, rowsLoaded: result.rowsLoaded };
       } finally {
         clearInterval(heartbeat);

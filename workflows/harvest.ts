@@ -121,6 +121,7 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
     targets: input.concurrency?.targets ?? input.harvest.concurrency.targets,
     calls: input.concurrency?.calls ?? input.harvest.concurrency.calls,
     completedJobs,
+    jobsLanding: 0,
   };
 
   // Big pulls go through async jobs: all of them are started first, so the API prepares them while
@@ -158,6 +159,7 @@ interface RunContext {
   targets: number;
   calls: number;
   completedJobs: Set<string>;
+  jobsLanding: number;
 }
 
 /**
@@ -305,7 +307,10 @@ async function finishTargetJob(run: RunContext, target: TargetState): Promise<vo
       if (job.status === 'completed') break;
       pollMs = Math.min(pollMs * 2, 60_000);
     }
-    const results = await landJobResults({ runId: state.runId, harvest: state.harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items });
+    // Waiting is free, but landing holds results pages in the worker: `targets` jobs land at once.
+    await condition(() => run.jobsLanding < run.targets);
+    run.jobsLanding++;
+    const results = await landJobResults({ runId: state.runId, harvest: state.harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items }).finally(() => run.jobsLanding--);
     release(results.credits);
     if (target.plan.enrich && results.pages > 0) target.unenrichedPages = { from: target.pages + 1, to: target.pages + results.pages };
     target.credits += results.credits;
