@@ -1,12 +1,14 @@
 #!/usr/bin/env node
 /**
- * End-to-end harvest benchmark: a 100k-item harvest (ten keyword searches of 10,000 results, taken
- * as async jobs) on a real Temporal dev server, the emulator and a `harvester worker` process.
- * It reports items per second end to end, credits spent against credits needed, and the worker's
- * peak RSS; the baseline, in the same run, is a bare client loop pulling the same jobs' items
- * with no Temporal and no warehouse.
+ * End-to-end harvest benchmark at two sizes: harvests of searches of 10,000 results each (taken as
+ * async jobs), on a real Temporal dev server, the emulator and a `harvester worker` process, first
+ * of BENCH_SIZES[0] items and then of BENCH_SIZES[1] (default 100,000 and 1,000,000). For each it
+ * reports items per second end to end, credits spent against credits needed, the worker's peak
+ * RSS (flat as items grow, or not), and the Temporal history events per 1,000 items. The baseline,
+ * in the same run, is a bare client loop pulling the first size's jobs with no Temporal and no
+ * warehouse.
  *
- *   npm run build && node bench/harvest-e2e.mjs        (BENCH_RESULTS_PER_QUERY=10000 by default)
+ *   npm run build && node bench/harvest-e2e.mjs          (BENCH_SIZES=100000,1000000 by default)
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -26,61 +28,96 @@ const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-ser
 const { freePort } = await import(join(dist, 'src/cli/stack.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
-const PER_QUERY = Number(process.env.BENCH_RESULTS_PER_QUERY ?? 10_000);
+const PER_TARGET = 10_000;
+const SIZES = (process.env.BENCH_SIZES ?? '100000,1000000').split(',').map(Number);
 const prices = loadPriceTable();
 
-function child(args, env) {
-  const process_ = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env, LOG_LEVEL: 'error' }, stdio: ['ignore', 'pipe', 'inherit'] });
-  return process_;
-}
-
 const { child: emulator, baseUrl, origin } = await startEmulatorProcess([
-  '--credits', '100000000', '--rate-limit', '100000', '--job-step-ms', '50', '--api-key', 'sk_live_bench_harvest', '--api-key', 'sk_live_bench_baseline',
+  '--credits', '1000000000', '--rate-limit', '100000', '--job-step-ms', '50', '--api-key', 'sk_live_bench_harvest', '--api-key', 'sk_live_bench_baseline',
 ]);
 const catalog = (await (await fetch(`${origin}/_emulator/catalog`)).json()).data;
-const queries = catalog.tiktok.queries.slice(0, 10);
+const topics = catalog.tiktok.queries;
 
-// Baseline: the same pulls with the bare client: start each job, wait, page its results.
+/**
+ * `count` search targets of PER_TARGET results: keyword and hashtag searches of every topic on
+ * tiktok, then reels searches on instagram, then the same again under other spellings (a search
+ * is keyed by its query, so each is a target of its own).
+ */
+function searchTargets(count) {
+  const kinds = [
+    (topic) => ({ line: `{ platform: tiktok, query: "${topic}", max_results: ${PER_TARGET} }`, endpoint: 'tiktok/search' }),
+    (topic) => ({ line: `{ platform: tiktok, hashtag: "${topic.replaceAll(' ', '')}", max_results: ${PER_TARGET} }`, endpoint: 'tiktok/hashtag-search' }),
+    (topic) => ({ line: `{ platform: instagram, query: "${topic}", max_results: ${PER_TARGET} }`, endpoint: 'instagram/reels-search' }),
+  ];
+  const targets = [];
+  for (let round = 0; targets.length < count; round++) {
+    for (const kind of kinds) {
+      for (const topic of topics) {
+        if (targets.length < count) targets.push(kind(round === 0 ? topic : `${topic}${' '.repeat(round)}`.toUpperCase()));
+      }
+    }
+  }
+  return targets;
+}
+
+// Baseline: the first size's pulls with the bare client: start each job, wait, page its results.
 const baselineClient = new SocialApiClient({ baseUrl, apiKey: 'sk_live_bench_baseline', prices });
 let baselineItems = 0;
 const baselineStarted = Date.now();
-for (const query of queries) {
-  const { job } = await baselineClient.startJob('tiktok', 'search', { query, limit: PER_QUERY });
+for (const query of topics.slice(0, Math.max(1, Math.min(topics.length, SIZES[0] / PER_TARGET)))) {
+  const { job } = await baselineClient.startJob('tiktok', 'search', { query, limit: PER_TARGET });
   await baselineClient.waitForJob(job.job_id, { pollMinMs: 50, pollMaxMs: 200 });
   for await (const page of baselineClient.jobResults(job.job_id)) baselineItems += page.items.length;
 }
 const baselineMs = Date.now() - baselineStarted;
 await baselineClient.close();
+const baselineRate = Math.round(baselineItems / (baselineMs / 1000));
 
 const port = await freePort();
-const env = await TestWorkflowEnvironment.createLocal({
-  server: ephemeralServerOptions(port),
-});
-const dataDir = mkdtempSync(join(tmpdir(), 'bench-harvest-'));
-const worker = child(['worker'], { TEMPORAL_ADDRESS: `127.0.0.1:${port}`, HARVESTER_TASK_QUEUE: 'bench', HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: baseUrl, SOCIAL_API_KEY: 'sk_live_bench_harvest' });
-const peakRss = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralServerOptions(port) });
 
-const harvest = parseHarvestConfig(
-  `harvests:\n  - name: bench\n    budget: { credits: 10000000 }\n    searches:\n${queries.map((query) => `      - { platform: tiktok, query: "${query}", max_results: ${PER_QUERY} }`).join('\n')}\n`,
-  'bench.yaml',
-).harvests[0];
-const started = Date.now();
-const summary = await env.client.workflow.execute('harvestWorkflow', { taskQueue: 'bench', workflowId: `bench-${Date.now()}`, args: [{ harvest }] });
-const elapsedMs = Date.now() - started;
-const rss = peakRss();
-worker.kill('SIGTERM');
-await new Promise((resolve) => worker.once('exit', resolve));
+async function historyEvents(workflowId) {
+  let events = 0;
+  for await (const execution of env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
+    const history = await env.client.workflow.getHandle(workflowId, execution.runId).fetchHistory();
+    events += history.events?.length ?? 0;
+  }
+  return events;
+}
+
+async function harvestOf(items) {
+  const dataDir = mkdtempSync(join(tmpdir(), 'bench-harvest-'));
+  const worker = spawn(process.execPath, [CLI, 'worker'], {
+    env: { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, HARVESTER_TASK_QUEUE: 'bench', HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: baseUrl, SOCIAL_API_KEY: 'sk_live_bench_harvest', LOG_LEVEL: 'error' },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const peakRss = () => Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${worker.pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+  const targets = searchTargets(Math.ceil(items / PER_TARGET));
+  const harvest = parseHarvestConfig(`harvests:\n  - name: bench\n    budget: { credits: 1000000000 }\n    searches:\n${targets.map((target) => `      - ${target.line}`).join('\n')}\n`, 'bench.yaml').harvests[0];
+  const workflowId = `bench-${items}-${Date.now()}`;
+  const started = Date.now();
+  const summary = await env.client.workflow.execute('harvestWorkflow', { taskQueue: 'bench', workflowId, args: [{ harvest }] });
+  const elapsedMs = Date.now() - started;
+  const rss = peakRss();
+  worker.kill('SIGTERM');
+  await new Promise((resolve) => worker.once('exit', resolve));
+  const needed = summary.targets.reduce((sum, target, index) => sum + target.items * prices[targets[index].endpoint], 0);
+  return { items, summary, elapsedMs, rss, needed, events: await historyEvents(workflowId) };
+}
+
+const results = [];
+for (const size of SIZES) results.push(await harvestOf(size));
 await env.teardown();
 emulator.kill('SIGTERM');
 
-const needed = summary.itemsLanded * prices['tiktok/search'];
-const rate = Math.round(summary.itemsLanded / (elapsedMs / 1000));
-const baselineRate = Math.round(baselineItems / (baselineMs / 1000));
-console.log(`harvest: ${summary.status}, ${summary.itemsLanded} items in ${summary.pagesLanded} pages (${queries.length} searches; jobs above the 500-result threshold), loaded ${summary.landingsLoaded} landings`);
-console.log('| measure | value |');
-console.log('|---|---|');
-console.log(`| end-to-end items/s (fetch, land, checkpoint, load into DuckDB) | ${rate} (${summary.itemsLanded} items in ${(elapsedMs / 1000).toFixed(1)} s) |`);
-console.log(`| baseline: bare client pulling the same jobs, items/s | ${baselineRate} (${baselineItems} items in ${(baselineMs / 1000).toFixed(1)} s) |`);
-console.log(`| harvest speed relative to the baseline | ${((rate / baselineRate) * 100).toFixed(0)} % |`);
-console.log(`| credits spent / credits needed | ${summary.creditsSpent} / ${needed} = ${(summary.creditsSpent / needed).toFixed(3)} |`);
-console.log(`| worker peak RSS | ${rss.toFixed(0)} MiB |`);
+console.log(`baseline: bare client pulling ${baselineItems} items of ${Math.round(baselineItems / PER_TARGET)} jobs: ${baselineRate} items/s (${(baselineMs / 1000).toFixed(1)} s)`);
+console.log('| harvest | status | items landed | end-to-end items/s | vs baseline | credits spent / needed | worker peak RSS | history events per 1,000 items |');
+console.log('|---|---|---|---|---|---|---|---|');
+for (const { items, summary, elapsedMs, rss, needed, events } of results) {
+  const rate = Math.round(summary.itemsLanded / (elapsedMs / 1000));
+  console.log(
+    `| ${items} items, ${summary.targets.length} searches as jobs | ${summary.status} | ${summary.itemsLanded} (${(elapsedMs / 1000).toFixed(1)} s, loaded ${summary.landingsLoaded} landings) | ${rate} | ${((rate / baselineRate) * 100).toFixed(0)} % | ${summary.creditsSpent} / ${needed} = ${(summary.creditsSpent / needed).toFixed(3)} | ${rss.toFixed(0)} MiB | ${((events / summary.itemsLanded) * 1000).toFixed(2)} |`,
+  );
+}
+const [small, large] = results;
+if (large) console.log(`worker peak RSS grew ${(large.rss - small.rss).toFixed(0)} MiB (${(((large.rss - small.rss) / small.rss) * 100).toFixed(0)} %) from ${small.items} to ${large.items} items (target: at most 250 MiB, flat)`);
