@@ -45,7 +45,6 @@ export interface ItemEnricherDeps {
 const COMMENTS_PAGE = 50;
 
 export class ItemEnricher {
-  readonly tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
   stop: WorkStop | undefined;
 
   constructor(private readonly deps: ItemEnricherDeps) {}
@@ -56,13 +55,13 @@ export class ItemEnricher {
   }
 
   /**
-   * Enriches items whose worst cases the caller holds in the budget (worstOf each), and releases
-   * what their calls did not take.
+   * Enriches items whose worst cases the caller holds in the budget (worstOf each), releases what
+   * their calls did not take, and counts their calls in `tally`.
    */
-  async enrich(platform: Platform, urls: readonly string[]): Promise<void> {
+  async enrich(platform: Platform, urls: readonly string[], tally: EnrichmentTally): Promise<void> {
     // Every call settles before this returns, failed or not: none may still be writing to the
     // journal once the activity has given up.
-    const outcomes = await Promise.allSettled(urls.map((url) => this.enrichItem(platform, url)));
+    const outcomes = await Promise.allSettled(urls.map((url) => this.enrichItem(platform, url, tally)));
     const failed = outcomes.find((outcome) => outcome.status === 'rejected');
     if (failed) throw failed.reason;
   }
@@ -73,12 +72,12 @@ export class ItemEnricher {
     return workStopOf(error) !== undefined;
   }
 
-  private async enrichItem(platform: Platform, url: string): Promise<void> {
+  private async enrichItem(platform: Platform, url: string, tally: EnrichmentTally): Promise<void> {
     const held = this.worstOf(platform, url);
     const { limit, enrich } = this.deps;
-    const calls = objectEnrichments(enrich, isPhotoPostUrl(url)).map((endpoint) => limit(() => this.objectCall(platform, endpoint, url)));
+    const calls = objectEnrichments(enrich, isPhotoPostUrl(url)).map((endpoint) => limit(() => this.objectCall(platform, endpoint, url, tally)));
     const comments = commentsPerItem(enrich);
-    if (comments > 0) calls.push(limit(() => this.comments(platform, url, comments)));
+    if (comments > 0) calls.push(limit(() => this.comments(platform, url, comments, tally)));
     const outcomes = await Promise.allSettled(calls);
     const failed = outcomes.find((outcome) => outcome.status === 'rejected');
     if (failed) throw failed.reason;
@@ -101,12 +100,12 @@ export class ItemEnricher {
   }
 
   /** One object call; returns the credits it took out of the held budget (its worst case, once sent). */
-  private async objectCall(platform: Platform, endpoint: ObjectEndpoint, url: string): Promise<number> {
+  private async objectCall(platform: Platform, endpoint: ObjectEndpoint, url: string, tally: EnrichmentTally): Promise<number> {
     const { client, dataDir, runId, harvest, journal, budget, prices } = this.deps;
     const key = pageLandingKey(runId, `item:${platform}:${endpoint}:${url}`, 1);
     const found = this.landedAlready(key);
     if (found.landed) {
-      if (found.ours) this.tally.calls++;
+      if (found.ours) tally.calls++;
       return 0;
     }
     if (this.stop) return 0;
@@ -117,20 +116,20 @@ export class ItemEnricher {
       const result = await client.get(platform, endpoint, { url });
       writeLanding(dataDir, landingOfCall({ runId, harvest, target: `item:${platform}:${endpoint}:${url}`, page: 1, params: { url } }, result, result.data));
       journal.settle(key, result.creditsCharged);
-      this.tally.calls++;
+      tally.calls++;
     } catch (error) {
-      if (!this.refused(key, error)) throw error;
+      if (!this.refused(key, error, tally)) throw error;
       // A feature the API has switched off is a fact to record, not a failure: it was not charged.
       if (error instanceof FeatureUnavailableError) {
-        this.tally.calls++;
-        this.tally.skipped++;
+        tally.calls++;
+        tally.skipped++;
       }
     }
     return worst;
   }
 
   /** The comments of one item, page by page up to `maxItems`; returns the credits taken from the held budget. */
-  private async comments(platform: Platform, url: string, maxItems: number): Promise<number> {
+  private async comments(platform: Platform, url: string, maxItems: number, tally: EnrichmentTally): Promise<number> {
     const { client, dataDir, runId, harvest, journal, budget, prices } = this.deps;
     const target = `comments:${platform}:${url}`;
     const price = priceOf(prices, platform, 'comments');
@@ -144,7 +143,7 @@ export class ItemEnricher {
         if (!found.ours && page === 1) return taken;
         const landing = findLanding(dataDir, key);
         if (landing?.kind !== 'page') return taken;
-        if (found.ours) this.tally.calls++;
+        if (found.ours) tally.calls++;
         got += Array.isArray(landing.data) ? landing.data.length : 0;
         cursor = landing.next_cursor;
         if (!cursor) return taken;
@@ -159,12 +158,12 @@ export class ItemEnricher {
         const result = await client.page(platform, 'comments', { url, limit, cursor });
         writeLanding(dataDir, landingOfCall({ runId, harvest, target, page, params: { url }, nextCursor: result.nextCursor, hasMore: result.hasMore }, result, result.items));
         journal.settle(key, result.creditsCharged);
-        this.tally.calls++;
+        tally.calls++;
         got += result.items.length;
         cursor = result.nextCursor;
         if (!cursor) return taken;
       } catch (error) {
-        if (!this.refused(key, error)) throw error;
+        if (!this.refused(key, error, tally)) throw error;
         return taken;
       }
     }
@@ -177,10 +176,10 @@ export class ItemEnricher {
    * off. Returns false for errors worth retrying (the activity is retried; the intent stays open,
    * counted at its worst, since a dropped connection may have been charged).
    */
-  private refused(key: string, error: unknown): boolean {
+  private refused(key: string, error: unknown, tally: EnrichmentTally): boolean {
     if (!(error instanceof SocialApiError) || error.retryable) return false;
     this.deps.journal.cancel(key);
-    if (!(error instanceof FeatureUnavailableError) && !this.stopFor(error)) this.tally.failed++;
+    if (!(error instanceof FeatureUnavailableError) && !this.stopFor(error)) tally.failed++;
     return true;
   }
 }

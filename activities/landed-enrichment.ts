@@ -63,7 +63,7 @@ export function landedEnrichmentActivities({ client, dataDir }: { client: Social
       try {
         return await withRunCallLimit(input.runId, input.calls, async (limit) => {
           const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices });
-          Object.assign(enricher.tally, progress.enrichment);
+          const tally = progress.enrichment;
           for (; progress.page <= input.toPage && !enricher.stop; progress.page++) {
             const landing = findLanding(dataDir, pageLandingKey(input.runId, input.target, progress.page));
             const items = landing?.kind === 'page' && Array.isArray(landing.data) ? (landing.data as { url?: string }[]) : [];
@@ -78,9 +78,8 @@ export function landedEnrichmentActivities({ client, dataDir }: { client: Social
               budget.hold(worst);
               urls.push(item.url);
             }
-            await enricher.enrich(input.platform, urls);
+            await enricher.enrich(input.platform, urls, tally);
             progress.items += urls.length;
-            progress.enrichment = { ...enricher.tally };
             durable = { ...structuredClone(progress), page: progress.page + 1 };
             context.heartbeat(durable);
           }
@@ -90,7 +89,7 @@ export function landedEnrichmentActivities({ client, dataDir }: { client: Social
             lostCalls: totals.lostCalls,
             items: progress.items,
             unenriched: progress.unenriched,
-            enrichment: { ...enricher.tally },
+            enrichment: { ...tally },
             ...(enricher.stop ? { stop: enricher.stop } : {}),
           };
         });

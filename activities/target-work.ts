@@ -89,6 +89,9 @@ export interface TargetWorkDeps {
 /** A cursor that keeps expiring before the next page is fetched would re-buy the list forever. */
 const MAX_RELISTS = 3;
 
+/** Pages whose items are enriched at once (besides the page being listed). */
+const PAGES_ENRICHED_AT_ONCE = 3;
+
 /** Heartbeats go out at least this often while a page or its enrichment is in flight. */
 const HEARTBEAT_EVERY_MS = 2_000;
 
@@ -117,19 +120,26 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
       // What a retry resumes from: a page counts only once it is landed and its items enriched.
       let durable: Progress = structuredClone(progress);
       const heartbeat = setInterval(() => context.heartbeat(durable), HEARTBEAT_EVERY_MS);
-      let enriching: Promise<void> = Promise.resolve();
+      let inFlight: Promise<unknown> = Promise.resolve();
       try {
         return await withRunCallLimit(runId, input.calls, async (callLimit) => {
           const enricher = target.enrich
             ? new ItemEnricher({ client, dataDir, runId, harvest: input.harvest, journal, budget, limit: callLimit, enrich: input.enrich, prices: input.prices })
             : undefined;
-          const tally = enricher?.tally ?? { calls: 0, skipped: 0, failed: 0 };
-          Object.assign(tally, progress.enrichment);
+          /** Calls of the pages up to the durable position; each page in flight counts its own. */
+          const tally = { ...progress.enrichment };
           const seen = landedIds(dataDir, runId, target.key, position.page);
           const known = new Set(input.stopAtIds);
           const listPrice = priceOf(input.prices, target.platform, target.endpoint);
           const enrichWorst = enricher ? itemEnrichmentWorst(input.prices, target.platform, input.enrich, listsPhotoPosts(target)) : 0;
-          let pending: Omit<Progress, 'enrichment'> | undefined;
+          /** Pages whose items are being enriched, oldest first, with the position after each. */
+          const enriching: { done: Promise<void>; after: Omit<Progress, 'enrichment'>; tally: EnrichmentTally }[] = [];
+          const settleOldest = async () => {
+            const oldest = enriching.shift()!;
+            await oldest.done;
+            addTally(tally, oldest.tally);
+            durable = { ...oldest.after, enrichment: { ...tally } };
+          };
           let stop: WorkStop | undefined;
           let ended: TargetWorkResult['ended'];
 
@@ -208,34 +218,36 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
 
             // Enrich the new items whose worst cases the page's hold covers (all of them, unless
             // a crash's lost calls ate into the grant), and give back the rest of the hold.
+            const pageTally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
             const urls: string[] = [];
             let needed = 0;
             for (const item of fresh) {
               if (!enricher || !item.url) continue;
               const worst = enricher.worstOf(target.platform, item.url);
               if (needed + worst > held) {
-                tally.failed++;
+                pageTally.failed++;
                 continue;
               }
               needed += worst;
               urls.push(item.url);
             }
             budget.release(held - needed);
-            const snapshot = structuredClone({ position, pagesLanded: progress.pagesLanded, itemsLanded: progress.itemsLanded });
-            // The previous page's enrichment ran while this page was listed: once it is done, the
-            // position after that page is durable.
-            await enriching;
-            if (pending) durable = { ...pending, enrichment: { ...tally } };
+            // A few pages are enriched at once, while the next is listed, so the calls in flight
+            // stay full across page boundaries. A page's position becomes durable (and is
+            // heartbeated) once it and every page before it are enriched.
+            const done = enricher && urls.length > 0 ? enricher.enrich(target.platform, urls, pageTally) : Promise.resolve();
+            done.catch(() => undefined);
+            inFlight = Promise.allSettled([inFlight, done]);
+            enriching.push({ done, after: structuredClone({ position, pagesLanded: progress.pagesLanded, itemsLanded: progress.itemsLanded }), tally: pageTally });
+            while (enriching.length > PAGES_ENRICHED_AT_ONCE) await settleOldest();
             context.heartbeat(durable);
-            pending = snapshot;
-            enriching = enricher && urls.length > 0 ? enricher.enrich(target.platform, urls) : Promise.resolve();
 
             if (reachedKnown) ended = 'known';
             else if (!page.hasMore || !page.nextCursor) ended = 'list_end';
             else if (position.items >= target.maxItems) ended = 'max_items';
             if (ended) break;
           }
-          await enriching;
+          while (enriching.length > 0) await settleOldest();
           stop ??= enricher?.stop;
           const status: TargetWorkStatus = stop ? stop.status : ended ? 'done' : 'grant_spent';
           writeCoverage(dataDir, target.key, { complete: ended !== undefined, max_items: target.maxItems, run_id: runId, at: new Date().toISOString() });
@@ -248,19 +260,25 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
             itemsLanded: progress.itemsLanded,
             credits: totals.credits,
             lostCalls: totals.lostCalls,
-            enrichment: { ...tally },
+            enrichment: tally,
             ...(stop ? { error: stop.error } : {}),
           };
         });
       } catch (failure) {
         throw asActivityFailure(failure);
       } finally {
-        // A page's enrichment may still be in flight when the listing failed: it must finish
+        // Pages' enrichment may still be in flight when the listing failed: it must finish
         // before the journal closes (its own error, if any, is the lesser one).
-        await enriching.catch(() => undefined);
+        await inFlight;
         clearInterval(heartbeat);
         journal.close();
       }
     },
   };
+}
+
+function addTally(into: EnrichmentTally, tally: EnrichmentTally): void {
+  into.calls += tally.calls;
+  into.skipped += tally.skipped;
+  into.failed += tally.failed;
 }
