@@ -87,7 +87,10 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
       return asActivity(async () => {
         const job = await client.getJob(input.jobId);
         const progress: ResultsProgress = (Context.current().info.heartbeatDetails as ResultsProgress | undefined) ?? { pages: 0, count: 0 };
-        const pages = client.jobResults(input.jobId, { cursor: progress.cursor });
+        // Results pages of 200, not the API's 1,000: a 1,000-result page's text is large enough for
+        // V8 to allocate it outside the young generation, where garbage waits for a full collection,
+        // and the worker's memory then grew with the items a run landed (bench/harvest-e2e.mjs).
+        const pages = client.jobResults(input.jobId, { cursor: progress.cursor, pageSize: 200 });
         for await (const results of pages) {
           const page = input.firstPage + progress.pages;
           const key = pageLandingKey(input.runId, input.target.key, page);
