@@ -3,10 +3,17 @@
  * `standardwebhooks` package (signature, and a timestamp within 5 minutes either way), duplicates
  * of a webhook-id already accepted are acknowledged and dropped, and an event is answered 2xx only
  * once it is durably in the journal. Handlers run after the answer, so the API is never kept waiting.
+ *
+ * Answers: 202 accepted, 200 duplicate, 400 stale (signed by us, timestamp out of range),
+ * 400 invalid_json / invalid_payload (signed by us, body unusable), 401 forged (no signature of ours
+ * verifies, whatever the timestamp), 405 not POST, 413 body over 1 MiB, 415 not application/json,
+ * 503 not recorded (the sender retries).
  */
+import { timingSafeEqual } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { Webhook, WebhookVerificationError } from 'standardwebhooks';
+import { Webhook } from 'standardwebhooks';
 import type { Logger } from '../logger.js';
 import { webhookPayloadSchema, type WebhookPayload } from '../spec/resources.js';
 import { EventJournal } from './event-journal.js';
@@ -61,22 +68,36 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
   };
 
   const server: Server = createServer({ cert: options.cert, key: options.key }, (req, res) => {
-    const answer = (status: number, reason: string) => {
-      res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify({ status: reason }));
+    const answer = (status: number, reason: string, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ status: reason }));
     };
-    if (req.method !== 'POST') return answer(405, 'method_not_allowed');
+    // Refusals that come before the body is read still let it arrive (and be dropped): closing
+    // while the sender is writing resets the connection before it can read the answer. Node's
+    // requestTimeout bounds how long such a body may take.
+    const refuse = (status: number, reason: string) => {
+      req.resume();
+      answer(status, reason, { connection: 'close' });
+    };
+    if (req.method !== 'POST') return refuse(405, 'method_not_allowed');
+    if (!isJsonContentType(req.headers['content-type'])) {
+      logger?.warn({ contentType: req.headers['content-type'] ?? null }, 'webhook delivery rejected: not application/json');
+      return refuse(415, 'unsupported_media_type');
+    }
+    if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return refuse(413, 'body_too_large');
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
+      if (res.headersSent) return;
       size += chunk.length;
-      if (size > MAX_BODY_BYTES) req.destroy();
+      if (size > MAX_BODY_BYTES) refuse(413, 'body_too_large');
       else chunks.push(chunk);
     });
     req.on('end', () => {
+      if (res.headersSent) return;
       void (async () => {
         const body = Buffer.concat(chunks).toString('utf8');
         const id = String(req.headers['webhook-id'] ?? '');
-        const verdict = verify(verifiers(), body, req.headers as Record<string, string>);
+        const verdict = verify(verifiers(), body, req.headers);
         if (verdict !== 'valid') {
           logger?.warn({ webhookId: id, verdict }, 'webhook delivery rejected');
           return answer(verdict === 'stale' ? 400 : 401, verdict);
@@ -85,7 +106,14 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
           logger?.info({ webhookId: id }, 'duplicate webhook delivery dropped');
           return answer(200, 'duplicate');
         }
-        const parsed = webhookPayloadSchema.safeParse(parseJson(body));
+        let json: unknown;
+        try {
+          json = JSON.parse(body);
+        } catch (error) {
+          logger?.warn({ webhookId: id, signature: 'valid', reason: (error as Error).message }, 'webhook delivery rejected: signature valid, body is not JSON');
+          return answer(400, 'invalid_json');
+        }
+        const parsed = webhookPayloadSchema.safeParse(json);
         if (!parsed.success) {
           logger?.warn({ webhookId: id }, 'webhook payload is not {type, timestamp, data}');
           return answer(400, 'invalid_payload');
@@ -125,23 +153,33 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
 
 type Verdict = 'valid' | 'stale' | 'forged';
 
-function verify(verifiers: Webhook[], body: string, headers: Record<string, string>): Verdict {
-  let verdict: Verdict = 'forged';
-  for (const verifier of verifiers) {
-    try {
-      verifier.verify(body, headers);
-      return 'valid';
-    } catch (error) {
-      if (error instanceof WebhookVerificationError && /timestamp/i.test(error.message)) verdict = 'stale';
-    }
-  }
-  return verdict;
+/** `application/json`, with parameters such as charset allowed; nothing else is a delivery. */
+function isJsonContentType(header: string | undefined): boolean {
+  return header !== undefined && /^application\/json\s*(;|$)/i.test(header);
 }
 
-function parseJson(text: string): unknown {
-  try {
-    return JSON.parse(text);
-  } catch {
-    return undefined;
+/**
+ * A signature that does not verify is forged whatever its timestamp; only a delivery signed by one
+ * of our secrets can be stale. `Webhook.verify` checks the timestamp before the signature, so its
+ * error cannot tell the two apart: when it fails, the signature is checked on its own.
+ */
+function verify(verifiers: Webhook[], body: string, headers: IncomingHttpHeaders): Verdict {
+  const flat = { 'webhook-id': String(headers['webhook-id'] ?? ''), 'webhook-timestamp': String(headers['webhook-timestamp'] ?? ''), 'webhook-signature': String(headers['webhook-signature'] ?? '') };
+  for (const verifier of verifiers) {
+    try {
+      // The body is parsed afterwards, so that a signed body that is not JSON is told apart from a forgery.
+      verifier.verify(body, flat, { jsonParse: false });
+      return 'valid';
+    } catch {
+      // Not this secret's delivery, or not now: the next secret may verify it.
+    }
   }
+  if (!/^\d{1,12}$/.test(flat['webhook-timestamp'])) return 'forged';
+  const signedAt = new Date(Number(flat['webhook-timestamp']) * 1000);
+  const given = flat['webhook-signature'].split(' ').map((signature) => Buffer.from(signature));
+  const signedByUs = verifiers.some((verifier) => {
+    const expected = Buffer.from(verifier.sign(flat['webhook-id'], signedAt, body));
+    return given.some((signature) => signature.length === expected.length && timingSafeEqual(signature, expected));
+  });
+  return signedByUs ? 'stale' : 'forged';
 }

@@ -1,6 +1,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Readable } from 'node:stream';
 import { Agent, request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -34,17 +35,20 @@ async function receiverWith(options: { journalFile?: string; onEvent?: (event: W
   return { receiver, events, lines: memory.lines };
 }
 
-async function deliver(receiver: WebhookReceiver, init: { id: string; body: string; secret?: string; at?: Date; signature?: string }) {
+async function deliver(receiver: WebhookReceiver, init: { id: string; body: string; secret?: string; at?: Date; signature?: string; contentType?: string }) {
+  return (await deliverWithAnswer(receiver, init)).status;
+}
+
+async function deliverWithAnswer(receiver: WebhookReceiver, init: { id: string; body: string; secret?: string; at?: Date; signature?: string; contentType?: string }) {
   const at = init.at ?? new Date();
   const signature = init.signature ?? new Webhook(init.secret ?? SECRET).sign(init.id, at, init.body);
   const response = await request(receiver.url, {
     method: 'POST',
     dispatcher: trustingDevCa,
-    headers: { 'content-type': 'application/json', 'webhook-id': init.id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signature },
+    headers: { 'content-type': init.contentType ?? 'application/json', 'webhook-id': init.id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': signature },
     body: init.body,
   });
-  await response.body.dump();
-  return response.statusCode;
+  return { status: response.statusCode, answer: (await response.body.json()) as { status: string } };
 }
 
 const body = (type = 'job.completed', data: Record<string, unknown> = { job_id: 'job_1' }) => JSON.stringify({ type, timestamp: new Date().toISOString(), data });
@@ -68,6 +72,58 @@ describe('the webhook receiver', () => {
     expect(await deliver(receiver, { id: 'msg_edge', body: body(), at: new Date(Date.now() - 4 * 60_000) })).toBe(202);
     await waitFor(() => (events.length === 1 ? true : undefined));
     expect(events.map((event) => event.id)).toEqual(['msg_edge']);
+  });
+
+  it('a forged delivery is forged whatever its timestamp; only one signed by us is stale', async () => {
+    const { receiver, events, lines } = await receiverWith();
+    const longAgo = new Date(Date.now() - 60 * 60_000);
+    const otherSecret = `whsec_${Buffer.from('another secret, not ours').toString('base64')}`;
+    expect(await deliverWithAnswer(receiver, { id: 'msg_forged_old', body: body(), at: longAgo, secret: otherSecret })).toEqual({ status: 401, answer: { status: 'forged' } });
+    expect(await deliverWithAnswer(receiver, { id: 'msg_garbage_old', body: body(), at: longAgo, signature: 'v1,bm90IGEgc2lnbmF0dXJl' })).toEqual({ status: 401, answer: { status: 'forged' } });
+    expect(await deliverWithAnswer(receiver, { id: 'msg_ours_old', body: body(), at: longAgo })).toEqual({ status: 400, answer: { status: 'stale' } });
+    const verdicts = lines.filter((line) => line.includes('webhook delivery rejected')).map((line) => JSON.parse(line) as { webhookId: string; verdict: string });
+    expect(verdicts.map(({ webhookId, verdict }) => [webhookId, verdict])).toEqual([['msg_forged_old', 'forged'], ['msg_garbage_old', 'forged'], ['msg_ours_old', 'stale']]);
+    expect(lines.join('')).not.toContain(SECRET.slice('whsec_'.length));
+    expect(events).toEqual([]);
+  });
+
+  it('a signed body that is not JSON is answered 400 invalid_json and logged as such, not as forged', async () => {
+    const { receiver, events, lines } = await receiverWith();
+    expect(await deliverWithAnswer(receiver, { id: 'msg_broken', body: '{"type": "job.completed", ' })).toEqual({ status: 400, answer: { status: 'invalid_json' } });
+    const line = lines.find((text) => text.includes('msg_broken'));
+    expect(line).toContain('signature valid, body is not JSON');
+    expect(line).not.toContain('forged');
+    expect(await deliverWithAnswer(receiver, { id: 'msg_shape', body: '{"type": 1}' })).toEqual({ status: 400, answer: { status: 'invalid_payload' } });
+    expect(events).toEqual([]);
+  });
+
+  it('answers 413 to a body over 1 MiB, announced or not, and keeps serving', async () => {
+    const { receiver, events } = await receiverWith();
+    const big = JSON.stringify({ type: 'job.completed', timestamp: new Date().toISOString(), data: { pad: 'x'.repeat(1 << 20) } });
+    expect(await deliverWithAnswer(receiver, { id: 'msg_big', body: big })).toEqual({ status: 413, answer: { status: 'body_too_large' } });
+    // Chunked, without Content-Length: the limit is found while reading.
+    const chunked = await request(receiver.url, {
+      method: 'POST',
+      dispatcher: trustingDevCa,
+      headers: { 'content-type': 'application/json', 'webhook-id': 'msg_stream', 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,x' },
+      body: Readable.from((function* () {
+        for (let i = 0; i < 40; i += 1) yield Buffer.alloc(64 * 1024, 0x20);
+      })()),
+    });
+    expect(chunked.statusCode).toBe(413);
+    expect(await chunked.body.json()).toEqual({ status: 'body_too_large' });
+    expect(await deliver(receiver, { id: 'msg_small', body: body() })).toBe(202);
+    await waitFor(() => (events.length === 1 ? true : undefined));
+  });
+
+  it('answers 415 unless the body is application/json', async () => {
+    const { receiver, events } = await receiverWith();
+    expect(await deliverWithAnswer(receiver, { id: 'msg_form', body: body(), contentType: 'application/x-www-form-urlencoded' })).toEqual({ status: 415, answer: { status: 'unsupported_media_type' } });
+    expect(await deliver(receiver, { id: 'msg_text', body: body(), contentType: 'text/plain' })).toBe(415);
+    expect(await deliver(receiver, { id: 'msg_seq', body: body(), contentType: 'application/json-seq' })).toBe(415);
+    expect(await deliver(receiver, { id: 'msg_charset', body: body(), contentType: 'application/json; charset=utf-8' })).toBe(202);
+    await waitFor(() => (events.length === 1 ? true : undefined));
+    expect(events[0]!.id).toBe('msg_charset');
   });
 
   it('drops a replayed webhook-id, also after a restart', async () => {
