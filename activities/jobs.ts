@@ -4,8 +4,11 @@
  * resumes at the page it had reached.
  */
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
+import { SocialApiError } from '../src/api/errors.js';
 import { endpointKey, type EndpointName, type Platform } from '../src/spec/endpoints.js';
+import { CallJournal } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../src/warehouse/landing.js';
 import { findJob, findJobOfTarget, registerJob } from '../src/webhooks/job-registry.js';
 import { asActivity } from './failures.js';
@@ -21,6 +24,8 @@ export interface StartJobInput {
   runId: string;
   target: TargetRef;
   limit: number;
+  /** The job's worst case: journaled before it is started, so one lost with a dying worker is accounted for. */
+  worst: number;
   workflowId: string;
 }
 
@@ -63,9 +68,36 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
       return asActivity(async () => {
         const started = findJobOfTarget(dataDir, input.runId, input.target.key);
         if (started && (await client.getJob(started.jobId)).status !== 'failed') return { jobId: started.jobId };
-        const { job, requestId } = await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit });
-        registerJob(dataDir, { jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key });
-        return { jobId: job.job_id };
+        // A job is charged when it completes, whoever waits for it. One whose creation an earlier
+        // attempt began and never recorded (its worker died with the request in flight) may exist
+        // and will be charged: a second one is not started, and the target fails saying so.
+        const journal = CallJournal.load(dataDir, input.runId, `job:${input.target.key}`);
+        try {
+          const key = `job:${input.target.key}`;
+          if (journal.hasOpenIntent(key)) {
+            throw ApplicationFailure.create({
+              type: 'JobLost',
+              nonRetryable: true,
+              message: `a worker died while starting this target's job, so a job of up to ${input.limit} items may exist unrecorded and be charged; no second job was started (its worst case is counted as spent)`,
+            });
+          }
+          journal.intend(key, input.worst);
+          let started: Awaited<ReturnType<SocialApiClient['startJob']>>;
+          try {
+            started = await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit });
+          } catch (error) {
+            // An answer with a status (a refusal, a 5xx, a 429) created no job; only a request
+            // whose answer never came may have.
+            if (error instanceof SocialApiError && error.status !== undefined) journal.cancel(key);
+            throw error;
+          }
+          const { job, requestId } = started;
+          registerJob(dataDir, { jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key });
+          journal.cancel(key);
+          return { jobId: job.job_id };
+        } finally {
+          journal.close();
+        }
       });
     },
 

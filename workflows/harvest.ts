@@ -274,11 +274,14 @@ async function startTargetJob(run: RunContext, target: TargetState): Promise<voi
   }
   const reservation = reserve(state.budget, limit * price);
   try {
-    const { jobId } = await startJob({ runId: state.runId, target: targetRef(plan), limit, workflowId: workflowInfo().workflowId });
+    const { jobId } = await startJob({ runId: state.runId, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId });
     target.jobId = jobId;
     target.jobReserved = reservation.credits;
   } catch (error) {
-    settle(state.budget, reservation, 0);
+    // A job lost with a dying worker may still be charged: its worst case stays spent.
+    const lost = failureType(error) === 'JobLost';
+    settle(state.budget, reservation, lost ? reservation.credits : 0);
+    if (lost) state.callsLost++;
     await recordFailure(state, target, error);
   }
 }

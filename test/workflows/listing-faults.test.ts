@@ -1,6 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import type { SocialApiClient } from '../../src/api/client.js';
+import { CallJournal } from '../../src/warehouse/call-journal.js';
 import { listLandings } from '../../src/warehouse/landing.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { resumableState } from '../../workflows/checkpoint.js';
@@ -16,7 +17,7 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function setup(options: { latencyMs?: number; cursorTtlSeconds?: number } = {}) {
+async function setup(options: { latencyMs?: number; cursorTtlSeconds?: number; jobStepMs?: number } = {}) {
   const emulator = await startTestEmulator({ apiKeys: [HARVEST_KEY, VERIFY_KEY], ...options });
   const temporal = await temporalClient();
   const api = clientFor(emulator, { apiKey: HARVEST_KEY });
@@ -121,4 +122,25 @@ describe('a run that stopped short', () => {
     expect(third.status).toBe('completed');
     expect(third.targets[0]!.items).toBeLessThan(50);
   }, 120_000);
+});
+
+describe('a job whose start a dying worker left unrecorded', () => {
+  it('is not started a second time: the target fails saying so, and its worst case counts as spent', async () => {
+    const { emulator, temporal, worker, catalog } = await setup({ jobStepMs: 50 });
+    const handle = catalog.tiktok.handles[8]!;
+    const harvest = channel(handle, 600);
+    const harvestWithJobs = { ...harvest, job_threshold: 500 };
+    const runId = `job-lost-${Date.now()}`;
+    const key = `channel:tiktok:${handle}:videos`;
+    // What a worker killed with the job request in flight leaves: the intent, and no job record.
+    const journal = CallJournal.load(worker.dataDir, runId, `job:${key}`);
+    journal.intend(`job:${key}`, 600 * prices['tiktok/channel-videos']);
+    journal.close();
+    const summary = await execute(temporal, worker, { harvest: harvestWithJobs }, runId);
+    expect(summary.targets[0]).toMatchObject({ status: 'failed', items: 0, error: { type: 'JobLost' } });
+    expect(summary.status).toBe('failed');
+    expect(summary.creditsSpent).toBe(600 * prices['tiktok/channel-videos']);
+    expect(summary.callsLost).toBe(1);
+    expect(await emulator.ledger(HARVEST_KEY)).toEqual([]);
+  }, 60_000);
 });
