@@ -13,6 +13,38 @@ export interface Reply {
 
 const MAX_BODY_BYTES = 1 << 20;
 
+/**
+ * The longest request head (request line and headers) the server reads. Node's default, 16 KiB,
+ * makes it drop longer URLs with a reset the client cannot read; this one leaves room for the
+ * limits below to be answered as API errors. Above it Node answers 431 and closes the connection.
+ */
+export const MAX_REQUEST_HEAD_BYTES = 1 << 20;
+
+/**
+ * The longest request target (path and query) answered, not counting the `cursor` parameter,
+ * which is checked as a cursor (MAX_CURSOR_LENGTH) so that clients recover from it as from any
+ * bad cursor. Above it: 414 uri_too_long.
+ */
+export const MAX_URL_BYTES = 16 * 1024;
+
+/**
+ * The longest cursor read. The emulator's own cursors stay far below it: they carry the search
+ * query, itself bounded by MAX_URL_BYTES, in base64url. A longer one is 400 invalid_cursor
+ * without being decoded.
+ */
+export const MAX_CURSOR_LENGTH = 32 * 1024;
+
+/** 414 when the request target, less its cursor, is over MAX_URL_BYTES. */
+export function checkUrlLength(rawUrl: string, url: URL): void {
+  if (rawUrl.length <= MAX_URL_BYTES) return;
+  const withoutCursor = new URL(url);
+  withoutCursor.searchParams.delete('cursor');
+  const length = withoutCursor.pathname.length + withoutCursor.search.length;
+  if (length > MAX_URL_BYTES) {
+    throw new ApiError(414, 'uri_too_long', `the request URL is ${length} bytes long without its cursor; at most ${MAX_URL_BYTES} are answered`);
+  }
+}
+
 export async function readJsonBody(req: IncomingMessage): Promise<Record<string, unknown>> {
   const contentType = req.headers['content-type'] ?? '';
   if (!/^application\/json\b/i.test(contentType)) {

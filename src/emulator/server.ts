@@ -21,7 +21,7 @@ import { Billing, type KeyAccount } from './billing.js';
 import { EmulatedClock, isoSeconds } from './clock.js';
 import { ContentProducer, type ListPosition, type Target } from './content.js';
 import { csvColumns, toCsv } from './csv.js';
-import { errorReply, isLoopback, readJsonBody, writeReply, type Reply } from './http-io.js';
+import { checkUrlLength, errorReply, isLoopback, MAX_CURSOR_LENGTH, MAX_REQUEST_HEAD_BYTES, readJsonBody, writeReply, type Reply } from './http-io.js';
 import { JobRunner, type StoredJob } from './jobs.js';
 import { buildOpenApiDocument } from './openapi.js';
 import { RateLimiter } from './rate-limiter.js';
@@ -162,7 +162,7 @@ class EmulatorServer {
   }
 
   listen(host: string, port: number): Promise<Emulator> {
-    const server = createServer((req, res) => {
+    const server = createServer({ maxHeaderSize: MAX_REQUEST_HEAD_BYTES }, (req, res) => {
       this.handle(req, res).catch((error: unknown) => {
         // A bug, not an API answer: say so plainly rather than hang the client.
         if (!res.headersSent) writeReply(res, errorReply(new ApiError(500, 'internal_error', String(error)), newRequestId()), {});
@@ -196,6 +196,13 @@ class EmulatorServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://emulator');
+    try {
+      checkUrlLength(req.url ?? '/', url);
+    } catch (error) {
+      // Before authentication and rate limiting: a URL this long is refused whoever sends it.
+      const requestId = newRequestId();
+      return writeReply(res, errorReply(asApiError(error), requestId), { 'x-request-id': requestId });
+    }
     const path = url.pathname;
     if (path === '/v1' || path.startsWith('/v1/')) return this.handleV1(req, res, url);
     const requestId = newRequestId();
@@ -387,6 +394,9 @@ class EmulatorServer {
   }
 
   private readCursor(text: string, scope: string, identity: string, nowMs: number): unknown {
+    if (text.length > MAX_CURSOR_LENGTH) {
+      throw new ApiError(400, 'invalid_cursor', `the cursor is ${text.length} characters long, over the ${MAX_CURSOR_LENGTH} of any cursor this API issues`, 'cursor');
+    }
     const payload = this.tokens.decode(text);
     if (!payload || payload.s !== scope || payload.i !== identity || typeof payload.x !== 'number') {
       throw new ApiError(400, 'invalid_cursor', `the cursor is malformed, altered, or belongs to another ${scope} request`, 'cursor');

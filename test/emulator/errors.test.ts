@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorBodySchema } from '../../src/spec/resources.js';
-import { q, startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { http, q, startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 
 let emulator: TestEmulator;
 let handle: string;
@@ -90,6 +90,37 @@ describe('400 for invalid or missing parameters, never charged', () => {
   it('transcript or summary of an instagram photo post is unsupported_content', async () => {
     await expectError(`/instagram/transcript?url=${q(postUrl)}`, 400, 'unsupported_content', 'url');
     await expectError(`/instagram/summary?url=${q(postUrl)}`, 400, 'unsupported_content', 'url');
+  });
+});
+
+describe('long URLs and cursors are answered, never reset', () => {
+  it('a URL over 16 KiB (without its cursor) is 414 uri_too_long in the error envelope, before authentication', async () => {
+    const ledgerBefore = (await emulator.ledger()).length;
+    const tooLong = await emulator.call(`/tiktok/search?query=${'x'.repeat(64 * 1024)}`);
+    expect(tooLong.status).toBe(414);
+    const body = errorBodySchema.parse(tooLong.json);
+    expect(body.error).toMatchObject({ code: 'uri_too_long', message: expect.stringContaining('at most 16384') });
+    expect(tooLong.headers['x-request-id']).toBe(body.request_id);
+    expect((await emulator.ledger()).length).toBe(ledgerBefore);
+    const anonymous = await emulator.call(`/tiktok/search?query=${'y'.repeat(100 * 1024)}`, { apiKey: null });
+    expect([anonymous.status, (anonymous.json as { error: { code: string } }).error.code]).toEqual([414, 'uri_too_long']);
+    const admin = await http<{ error: { code: string } }>(`${emulator.origin}/_emulator/catalog?pad=${'z'.repeat(70 * 1024)}`);
+    expect([admin.status, admin.json.error.code]).toEqual([414, 'uri_too_long']);
+  });
+
+  it('a URL just under the limit is answered by the endpoint', async () => {
+    const path = '/tiktok/search?limit=1&query=';
+    const result = await emulator.call(`${path}${'q'.repeat(16 * 1024 - '/v1'.length - path.length)}`);
+    expect(result.status, result.text).toBe(200);
+  });
+
+  it('a 100 KB cursor is 400 invalid_cursor, on lists and on job results, and nothing is charged', async () => {
+    const cursor = 'c'.repeat(100 * 1024);
+    const list = await expectError(`/tiktok/channel-videos?handle=${handle}&cursor=${cursor}`, 400, 'invalid_cursor', 'cursor');
+    expect(list.body.error.message).toContain(`${100 * 1024} characters`);
+    const { json } = await emulator.call<{ data: { job_id: string } }>(`/tiktok/channel-videos?handle=${handle}&limit=60`);
+    await waitFor(async () => ((await emulator.call<{ data: { status: string } }>(`/jobs/${json.data.job_id}`)).json.data.status === 'completed' ? true : undefined));
+    await expectError(`/jobs/${json.data.job_id}/results?cursor=${cursor}`, 400, 'invalid_cursor', 'cursor');
   });
 });
 
