@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { RateLimitedError, SocialApiError } from '../src/api/errors.js';
 
-const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT']);
+const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'ENOTDIR']);
 
 /**
  * API errors as Temporal failures: transient ones (network, 5xx, 429) retry with backoff, and a

@@ -120,50 +120,54 @@ async function loadInChildProcess(dataDir: string, signal: AbortSignal): Promise
 }
 
 export function runActivities(deps: RunActivityDeps) {
-  return {
-    async prepareRun(input: PrepareRunInput): Promise<PreparedRun> {
-      const prices = loadPriceTable(deps.pricesFile);
-      const low = creditsLow(deps.dataDir);
-      if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
-      writeLanding(deps.dataDir, { format: 1, kind: 'run', run_id: input.runId, harvest: input.harvest, seq: Date.now(), status: 'running', started_at: input.startedAt, budget_credits: input.budgetCredits });
-      const knowledge: Record<string, TargetKnowledge> = {};
-      if (existsSync(warehousePath(deps.dataDir))) {
-        // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
-        const apiNow = (await asActivity(() => deps.client.serverTime())).getTime();
-        for (const target of input.targets) {
-          // Only after a complete listing may a run stop at known items; after one that stopped
-          // short, it lists again to max_items, filling the gap the earlier run left.
-          if (coversListing(readCoverage(deps.dataDir, target.key), target.maxItems)) knowledge[target.key] = await knowledgeOf(deps.dataDir, target, apiNow);
-        }
+  async function prepare(input: PrepareRunInput): Promise<PreparedRun> {
+    const prices = loadPriceTable(deps.pricesFile);
+    const low = creditsLow(deps.dataDir);
+    if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
+    writeLanding(deps.dataDir, { format: 1, kind: 'run', run_id: input.runId, harvest: input.harvest, seq: Date.now(), status: 'running', started_at: input.startedAt, budget_credits: input.budgetCredits });
+    const knowledge: Record<string, TargetKnowledge> = {};
+    if (existsSync(warehousePath(deps.dataDir))) {
+      // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
+      const apiNow = (await deps.client.serverTime()).getTime();
+      for (const target of input.targets) {
+        // Only after a complete listing may a run stop at known items; after one that stopped
+        // short, it lists again to max_items, filling the gap the earlier run left.
+        if (coversListing(readCoverage(deps.dataDir, target.key), target.maxItems)) knowledge[target.key] = await knowledgeOf(deps.dataDir, target, apiNow);
       }
-      return { prices, knowledge };
-    },
+    }
+    return { prices, knowledge };
+  }
 
-    async finishRun(input: FinishRunInput): Promise<{ landingsLoaded: number; rowsLoaded: number }> {
-      writeLanding(deps.dataDir, {
-        format: 1,
-        kind: 'run',
-        run_id: input.runId,
-        harvest: input.harvest,
-        seq: Date.now(),
-        status: input.status,
-        started_at: input.startedAt,
-        finished_at: new Date().toISOString(),
-        budget_credits: input.budgetCredits,
-        credits_spent: input.creditsSpent,
-        items_landed: input.itemsLanded,
-        ...(input.error ? { error: input.error } : {}),
-      });
-      // The load may take minutes: heartbeats let a killed worker's load move on within seconds.
-      const context = Context.current();
-      const heartbeat = setInterval(() => context.heartbeat(), 5_000);
-      try {
-        const result = await loadInChildProcess(deps.dataDir, context.cancellationSignal);
-        return { landingsLoaded: result.landingsLoaded, rowsLoaded: result.rowsLoaded };
-      } finally {
-        clearInterval(heartbeat);
-      }
-    },
+  async function finish(input: FinishRunInput): Promise<{ landingsLoaded: number; rowsLoaded: number }> {
+    writeLanding(deps.dataDir, {
+      format: 1,
+      kind: 'run',
+      run_id: input.runId,
+      harvest: input.harvest,
+      seq: Date.now(),
+      status: input.status,
+      started_at: input.startedAt,
+      finished_at: new Date().toISOString(),
+      budget_credits: input.budgetCredits,
+      credits_spent: input.creditsSpent,
+      items_landed: input.itemsLanded,
+      ...(input.error ? { error: input.error } : {}),
+    });
+    // The load may take minutes: heartbeats let a killed worker's load move on within seconds.
+    const context = Context.current();
+    const heartbeat = setInterval(() => context.heartbeat(), 5_000);
+    try {
+      const result = await loadInChildProcess(deps.dataDir, context.cancellationSignal);
+      return { landingsLoaded: result.landingsLoaded, rowsLoaded: result.rowsLoaded };
+    } finally {
+      clearInterval(heartbeat);
+    }
+  }
+
+  return {
+    // Both map a refused key and an unwritable data directory to failures that are not retried.
+    prepareRun: (input: PrepareRunInput): Promise<PreparedRun> => asActivity(() => prepare(input)),
+    finishRun: (input: FinishRunInput): Promise<{ landingsLoaded: number; rowsLoaded: number }> => asActivity(() => finish(input)),
 
     async pauseSchedule(input: { harvest: string; reason: string }): Promise<void> {
       await deps.pauseSchedule?.(input.harvest, input.reason);

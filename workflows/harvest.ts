@@ -378,7 +378,13 @@ async function startRun(input: HarvestInput, workflowId: string): Promise<Harves
   const plans = planTargets(input.harvest);
   const startedAt = new Date().toISOString();
   const budgetCredits = input.budgetCredits ?? input.harvest.budget.credits;
-  const prepared = await prepareRun({ runId: workflowId, harvest: input.harvest.name, startedAt, budgetCredits, targets: plans });
+  let prepared: Awaited<ReturnType<typeof prepareRun>>;
+  try {
+    prepared = await prepareRun({ runId: workflowId, harvest: input.harvest.name, startedAt, budgetCredits, targets: plans });
+  } catch (error) {
+    // Nothing was bought: the run fails with one line that says why it could not start.
+    throw ApplicationFailure.nonRetryable(`the run could not start: ${messageOf(error)}`, failureType(error));
+  }
   const state: HarvestState = {
     runId: workflowId,
     harvestName: input.harvest.name,

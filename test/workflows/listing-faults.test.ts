@@ -1,5 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Client } from '@temporalio/client';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import type { SocialApiClient } from '../../src/api/client.js';
 import { CallJournal } from '../../src/warehouse/call-journal.js';
 import { listLandings } from '../../src/warehouse/landing.js';
@@ -142,5 +145,47 @@ describe('a job whose start a dying worker left unrecorded', () => {
     expect(summary.creditsSpent).toBe(600 * prices['tiktok/channel-videos']);
     expect(summary.callsLost).toBe(1);
     expect(await emulator.ledger(HARVEST_KEY)).toEqual([]);
+  }, 60_000);
+});
+
+describe('errors no target can get past', () => {
+  it('a refused key (401) ends the run at once, with one line that says so, and nothing bought', async () => {
+    const emulator = await startTestEmulator({ apiKeys: [HARVEST_KEY] });
+    const temporal = await temporalClient();
+    const wrongKey = clientFor(emulator, { apiKey: 'sk_live_not_a_key' });
+    const worker = await startTestWorker(wrongKey);
+    cleanups.push(() => emulator.close(), () => temporal.connection.close(), () => wrongKey.close(), () => worker.stop());
+    const catalog = await emulator.catalog();
+    const harvest = harvestFrom(`
+harvests:
+  - name: wrong-key
+    budget: { credits: 10000 }
+    channels:
+${catalog.tiktok.handles.slice(0, 3).map((handle) => `      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 100 }`).join('\n')}
+`);
+    const started = Date.now();
+    const summary = await execute(temporal, worker, { harvest });
+    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(summary.status).toBe('failed');
+    expect(summary.reason).toMatch(/^the API refused the key: /);
+    expect(summary.reason).not.toContain('sk_live_not_a_key');
+    expect(summary.creditsSpent).toBe(0);
+    expect(await emulator.ledger()).toEqual([]);
+  }, 60_000);
+
+  it('a data directory that cannot be written fails the run before anything is bought, naming the path', async () => {
+    const emulator = await startTestEmulator({ apiKeys: [HARVEST_KEY] });
+    const temporal = await temporalClient();
+    const api = clientFor(emulator, { apiKey: HARVEST_KEY });
+    // A data directory under a regular file: every write is refused (ENOTDIR), even as root.
+    const file = join(mkdtempSync(join(tmpdir(), 'unwritable-')), 'a-file');
+    writeFileSync(file, '');
+    const worker = await startTestWorker(api, { dataDir: join(file, 'data') });
+    cleanups.push(() => emulator.close(), () => temporal.connection.close(), () => api.close(), () => worker.stop());
+    const catalog = await emulator.catalog();
+    const failure = await execute(temporal, worker, { harvest: channel(catalog.tiktok.handles[0]!, 100) }).catch((error: unknown) => error);
+    expect(failure).toBeInstanceOf(WorkflowFailedError);
+    expect((failure as WorkflowFailedError).cause?.message).toMatch(new RegExp(`^the run could not start: the data directory cannot be written \\(ENOTDIR at ${file}`));
+    expect(await emulator.ledger()).toEqual([]);
   }, 60_000);
 });
