@@ -149,6 +149,7 @@ export interface JobResultsPage {
 }
 
 export interface ClientOptions {
+  /** The spec's `base_url` (`https://api.example.com`), or the same ending in `/v1`; a trailing slash is fine. */
   baseUrl: string;
   apiKey: string;
   prices: PriceTable;
@@ -176,7 +177,10 @@ export class SocialApiClient {
 
   constructor(private readonly options: ClientOptions) {
     const base = new URL(options.baseUrl);
-    this.basePath = base.pathname.replace(/\/$/, '');
+    // The spec addresses endpoints as {base_url}/v1/...; a base that already ends in /v1, as the
+    // emulator prints it, is taken as it is.
+    const path = base.pathname.replace(/\/+$/, '');
+    this.basePath = path.endsWith('/v1') ? path : `${path}/v1`;
     this.pool = new Pool(base.origin, {
       connections: options.connections ?? 16,
       connectTimeout: options.timeouts?.connectMs ?? 10_000,

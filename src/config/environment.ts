@@ -14,7 +14,7 @@ export interface ApiSettings {
 export function apiSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): ApiSettings {
   const baseUrl = env.SOCIAL_API_BASE_URL;
   const apiKey = env.SOCIAL_API_KEY;
-  if (!baseUrl) throw new EnvironmentError('SOCIAL_API_BASE_URL is not set: give the API base URL, e.g. http://127.0.0.1:8787/v1 for `harvester emulator`');
+  if (!baseUrl) throw new EnvironmentError('SOCIAL_API_BASE_URL is not set: give the API base URL, e.g. http://127.0.0.1:8787 for `harvester emulator` (with or without /v1)');
   try {
     new URL(baseUrl);
   } catch {

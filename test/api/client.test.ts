@@ -31,6 +31,20 @@ function track(client: SocialApiClient) {
   return client;
 }
 
+describe('the base URL', () => {
+  it("takes the spec's bare base_url and one ending in /v1, with or without a trailing slash", async () => {
+    const emulator = await emulatorFor();
+    const handle = (await emulator.catalog()).tiktok.handles[0]!;
+    for (const baseUrl of [emulator.origin, `${emulator.origin}/`, emulator.baseUrl, `${emulator.baseUrl}/`]) {
+      const client = track(new SocialApiClient({ baseUrl, apiKey: emulator.apiKey, prices }));
+      const page = await client.page('tiktok', 'channel-videos', { handle, limit: 2 });
+      expect(page.items, baseUrl).toHaveLength(2);
+      expect(await client.listWebhooks(), baseUrl).toEqual([]);
+    }
+    expect((await emulator.ledger()).map((row) => row.endpoint)).toEqual(Array(4).fill('tiktok/channel-videos'));
+  });
+});
+
 describe('every endpoint through the client', () => {
   it('objects and pages on both platforms come back typed, with their cost', async () => {
     const emulator = await emulatorFor();
