@@ -26,6 +26,7 @@ const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-config.js'));
 const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
 const { freePort } = await import(join(dist, 'src/cli/stack.js'));
+const { TOPICS, hashtagOf } = await import(join(dist, 'src/emulator/world/vocabulary.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const PER_TARGET = 10_000;
@@ -36,35 +37,27 @@ const { child: emulator, baseUrl, origin } = await startEmulatorProcess([
   '--credits', '1000000000', '--rate-limit', '100000', '--job-step-ms', '50', '--api-key', 'sk_live_bench_harvest', '--api-key', 'sk_live_bench_baseline',
 ]);
 const catalog = (await (await fetch(`${origin}/_emulator/catalog`)).json()).data;
-const topics = catalog.tiktok.queries;
 
 /**
- * `count` search targets of PER_TARGET results: keyword and hashtag searches of every topic on
- * tiktok, then reels searches on instagram, then the same again under other spellings (a search
- * is keyed by its query, so each is a target of its own).
+ * `count` search targets of PER_TARGET results, each distinct: keyword and hashtag searches of
+ * every topic of the emulator's world on tiktok, then reels searches on instagram (120 in all).
  */
 function searchTargets(count) {
   const kinds = [
     (topic) => ({ line: `{ platform: tiktok, query: "${topic}", max_results: ${PER_TARGET} }`, endpoint: 'tiktok/search' }),
-    (topic) => ({ line: `{ platform: tiktok, hashtag: "${topic.replaceAll(' ', '')}", max_results: ${PER_TARGET} }`, endpoint: 'tiktok/hashtag-search' }),
+    (topic) => ({ line: `{ platform: tiktok, hashtag: "${hashtagOf(topic)}", max_results: ${PER_TARGET} }`, endpoint: 'tiktok/hashtag-search' }),
     (topic) => ({ line: `{ platform: instagram, query: "${topic}", max_results: ${PER_TARGET} }`, endpoint: 'instagram/reels-search' }),
   ];
-  const targets = [];
-  for (let round = 0; targets.length < count; round++) {
-    for (const kind of kinds) {
-      for (const topic of topics) {
-        if (targets.length < count) targets.push(kind(round === 0 ? topic : `${topic}${' '.repeat(round)}`.toUpperCase()));
-      }
-    }
-  }
-  return targets;
+  const targets = kinds.flatMap((kind) => TOPICS.map(kind));
+  if (count > targets.length) throw new Error(`at most ${targets.length * PER_TARGET} items: the world has ${TOPICS.length} topics`);
+  return targets.slice(0, count);
 }
 
 // Baseline: the first size's pulls with the bare client: start each job, wait, page its results.
 const baselineClient = new SocialApiClient({ baseUrl, apiKey: 'sk_live_bench_baseline', prices });
 let baselineItems = 0;
 const baselineStarted = Date.now();
-for (const query of topics.slice(0, Math.max(1, Math.min(topics.length, SIZES[0] / PER_TARGET)))) {
+for (const query of catalog.tiktok.queries.slice(0, Math.max(1, SIZES[0] / PER_TARGET))) {
   const { job } = await baselineClient.startJob('tiktok', 'search', { query, limit: PER_TARGET });
   await baselineClient.waitForJob(job.job_id, { pollMinMs: 50, pollMaxMs: 200 });
   for await (const page of baselineClient.jobResults(job.job_id)) baselineItems += page.items.length;

@@ -8,6 +8,7 @@ import { ConfigError } from './config-error.js';
 import type { CommentTarget, Enrichment, Harvest, HarvestConfig, SearchTarget } from './harvest-types.js';
 import { CONFIG_DIR } from './project-paths.js';
 import { DEFAULT_CONCURRENCY } from '../../workflows/rules.js';
+import { planTargets } from '../../workflows/targets.js';
 
 /**
  * The harvest config loader: YAML read with positions, `${VAR}` taken from the environment, then
@@ -431,6 +432,19 @@ const harvestSchema = mapping(
   if (harvest.channels.length + harvest.searches.length + harvest.comments.length === 0) {
     ctx.issues.push({ code: 'custom', input: harvest, message: 'a harvest needs at least one target: give channels, searches or comments' });
   }
+  // Two entries that name the same target would share its landings and checkpoint.
+  const paths = [
+    ...harvest.channels.map((_, index) => ['channels', index] as const),
+    ...harvest.searches.map((_, index) => ['searches', index] as const),
+    ...harvest.comments.map((_, index) => ['comments', index] as const),
+  ];
+  const seen = new Map<string, string>();
+  planTargets(harvest as Harvest).forEach((target, index) => {
+    const path = paths[index]!;
+    const first = seen.get(target.key);
+    if (first === undefined) seen.set(target.key, `${path[0]}[${path[1]}]`);
+    else ctx.issues.push({ code: 'custom', input: target.key, path: [...path], message: `${first} names the same target (${target.key}): give each target once` });
+  });
 });
 
 const configSchema = mapping(

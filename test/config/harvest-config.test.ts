@@ -114,6 +114,7 @@ describe('valid configs', () => {
           comments: [{ url: 'https://www.tiktok.com/@x/video/7301234567890123456', platform: 'tiktok', max_items: 300 }],
           enrich: { stats: true, comments: { max_per_item: 50 }, transcript: false, summary: false, download: false },
           job_threshold: 500,
+          concurrency: { targets: 8, calls: 16 },
         },
       ],
     });
@@ -145,7 +146,7 @@ describe('valid configs', () => {
     expect(config.harvests.flatMap((harvest) => harvest.comments)).toHaveLength(1);
   });
 
-  it('fills defaults: empty target lists, no enrichment, job threshold 500; null lists count as empty', () => {
+  it('fills defaults: empty target lists, no enrichment, job threshold 500, concurrency 8 targets and 16 calls; null lists count as empty', () => {
     const config = parse(yaml(...HEAD, ...ONE_CHANNEL, '    searches:', '    enrich:'));
     expect(config.harvests[0]).toEqual({
       name: 'test-harvest',
@@ -155,6 +156,7 @@ describe('valid configs', () => {
       comments: [],
       enrich: NO_ENRICHMENT,
       job_threshold: 500,
+      concurrency: { targets: 8, calls: 16 },
     });
     expect(config.harvests[0]).not.toHaveProperty('schedule');
   });
@@ -322,6 +324,22 @@ describe('comments targets', () => {
 });
 
 describe('harvest fields', () => {
+  it('rejects the same target given twice (they would share landings and a checkpoint), naming both', () => {
+    const text = yaml(
+      ...HEAD,
+      '    searches:',
+      '      - { platform: tiktok, query: sourdough, max_results: 10 }',
+      '      - { platform: tiktok, query: "  sourdough ", max_results: 20 }',
+    );
+    expectProblem(text, { at: '"  sourdough "', path: 'harvests[0].searches[1]', hints: ['searches[0] names the same target (search:tiktok:keyword:sourdough)'] });
+  });
+
+  it('takes concurrency { targets, calls }, 8 and 16 unless given, and rejects 0', () => {
+    expect(parse(yaml(...HEAD, ...ONE_CHANNEL)).harvests[0]!.concurrency).toEqual({ targets: 8, calls: 16 });
+    expect(parse(yaml(...HEAD, '    concurrency: { calls: 64 }', ...ONE_CHANNEL)).harvests[0]!.concurrency).toEqual({ targets: 8, calls: 64 });
+    expectProblem(yaml(...HEAD, '    concurrency: { targets: 0 }', ...ONE_CHANNEL), { at: 'targets: 0', path: 'harvests[0].concurrency.targets', hints: ['whole number from 1 to 256', 'targets listed at once'] });
+  });
+
   it('needs a budget', () => {
     const text = yaml('harvests:', '  - name: no-budget', ...ONE_CHANNEL);
     expectProblem(text, { at: 'name: no-budget', path: 'harvests[0].budget', hints: ['missing', 'budget: { credits: N }', 'hard cap'] });
