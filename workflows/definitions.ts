@@ -56,6 +56,11 @@ export const HARVEST_STATUS = defineSearchAttributeKey('HarvestStatus', SearchAt
 
 /** What a finished run keeps in its memo, for listings that should not fetch whole results. */
 export interface RunMemo {
+  /**
+   * When the run started: its first execution's start, which the executions it continued as new
+   * do not share. Absent on runs recorded before the workflow kept it.
+   */
+  startedAt?: string;
   items: number;
   credits: number;
   budget: number;

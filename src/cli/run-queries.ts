@@ -9,6 +9,7 @@ export interface RunListing {
   items?: number;
   credits?: number;
   budget?: number;
+  /** The run's start, kept in its memo; the execution's own start for runs recorded without it. */
   startedAt: string;
   closedAt?: string;
 }
@@ -22,7 +23,8 @@ function listing(execution: WorkflowExecutionInfo): RunListing {
     harvest: String(attributes.HarvestName?.[0] ?? ''),
     status,
     ...(memo.items !== undefined ? { items: memo.items, credits: memo.credits, budget: memo.budget } : {}),
-    startedAt: execution.startTime.toISOString(),
+    // A run that continued as new is listed as its latest execution, which started later than the run.
+    startedAt: memo.startedAt ?? execution.startTime.toISOString(),
     ...(execution.closeTime ? { closedAt: execution.closeTime.toISOString() } : {}),
   };
 }

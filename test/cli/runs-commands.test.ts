@@ -3,8 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import type { WorkflowExecutionInfo } from '@temporalio/client';
+import { SocialApiClient } from '../../src/api/client.js';
 import { runCli } from '../support/cli.js';
-import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
+import { harvestFrom, prices, startTestWorker, temporalClient } from '../support/temporal.js';
 
 let emulator: TestEmulator;
 let env: Record<string, string>;
@@ -70,6 +73,60 @@ describe('running and recovering harvests from the command line', () => {
     const recorded = await runCli(['replay', '--history', join(PROJECT_ROOT, 'test', 'workflows', 'histories', 'job-by-polling.json')], env);
     expect(recorded.code).toBe(0);
     expect(recorded.stdout).toContain('job-by-polling.json: 43 events replay cleanly');
+  }, 60_000);
+
+  it('runs: a run that continued as new shows when the run started, not its latest execution', async () => {
+    const longName = `${name}-long`;
+    const [one, two] = (await emulator.catalog()).instagram.handles;
+    const harvest = harvestFrom(`harvests:
+  - name: ${longName}
+    budget: { credits: 100000 }
+    concurrency: { targets: 1 }
+    channels:
+      - { platform: instagram, handle: ${one}, content: posts, max_items: 30 }
+      - { platform: instagram, handle: ${two}, content: posts, max_items: 30 }
+`);
+    const api = new SocialApiClient({ baseUrl: emulator.baseUrl, apiKey: 'sk_live_cli_runs', prices });
+    const worker = await startTestWorker(api);
+    const temporal = await temporalClient();
+    const workflowId = `${longName}-${Date.now()}`;
+    try {
+      // One target at a time, and a new execution once the history passes 10 events: the chain
+      // continues as new between the two targets.
+      await temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId, args: [{ harvest, pageSize: 10, historyLimit: 10 }] });
+      const executions = await waitFor(async () => {
+        const found: WorkflowExecutionInfo[] = [];
+        for await (const execution of temporal.workflow.list({ query: `WorkflowId = '${workflowId}'` })) found.push(execution);
+        return found.some((execution) => execution.status.name === 'COMPLETED') ? found : undefined;
+      }, 20_000, 'the run to be listed as completed');
+      const [first, ...later] = executions.sort((a, b) => a.startTime.getTime() - b.startTime.getTime());
+      expect(later.length).toBeGreaterThanOrEqual(1);
+      const runs = await runCli(['runs', '--name', longName, '--json'], env);
+      expect(runs.code).toBe(0);
+      const [listed] = JSON.parse(runs.stdout) as { workflowId: string; startedAt: string }[];
+      expect(listed!.workflowId).toBe(workflowId);
+      const startedAt = Date.parse(listed!.startedAt);
+      expect(startedAt).toBeGreaterThanOrEqual(first!.startTime.getTime());
+      expect(startedAt).toBeLessThan(later[0]!.startTime.getTime());
+    } finally {
+      await worker.stop();
+      await api.close();
+      await temporal.connection.close();
+    }
+  }, 60_000);
+
+  it('run and show: a target error gives its request id once', async () => {
+    const missingName = `${name}-missing`;
+    const config = join(mkdtempSync(join(tmpdir(), 'cli-missing-')), 'harvests.yaml');
+    writeFileSync(config, `harvests:\n  - name: ${missingName}\n    budget: { credits: 100 }\n    channels:\n      - { platform: tiktok, handle: nobody_here_at_all, content: videos, max_items: 10 }\n`);
+    const run = await runCli(['run', missingName, '--config', config], env);
+    const runId = /^run (\S+) of /m.exec(run.stdout)![1]!;
+    const show = await runCli(['show', runId], env);
+    for (const output of [run.stdout, show.stdout]) {
+      const errorLine = output.split('\n').find((line) => line.includes('handle_not_found'));
+      expect(errorLine, output).toMatch(/NotFoundError: handle_not_found: .* \(request req_[0-9a-f]{32}\)$/);
+      expect(errorLine!.match(/req_[0-9a-f]{32}/g), errorLine).toHaveLength(1);
+    }
   }, 60_000);
 
   it('a config error names the file and line, and nothing runs', async () => {

@@ -26,7 +26,8 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
   lines.push(`${'target'.padEnd(width)}  status            items  pages  credits`);
   for (const target of summary.targets) {
     lines.push(`${target.key.padEnd(width)}  ${target.status.padEnd(16)}  ${String(target.items).padStart(5)}  ${String(target.pages).padStart(5)}  ${String(target.credits).padStart(7)}`);
-    if (target.error) lines.push(`${''.padEnd(width)}  ${target.error.type}: ${target.error.message}${target.error.requestId ? ` (request ${target.error.requestId})` : ''}`);
+    // An API error's message already ends with its request id.
+    if (target.error) lines.push(`${''.padEnd(width)}  ${target.error.type}: ${target.error.message}`);
   }
   const enrichment = summary.enrichment;
   lines.push(`enrichment: ${enrichment.calls} calls, ${enrichment.skipped} skipped, ${enrichment.failed} failed`);

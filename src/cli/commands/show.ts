@@ -19,7 +19,8 @@ function describeProgress(progress: HarvestProgress): string {
   for (const target of progress.targets) {
     lines.push(`  ${target.key}`);
     lines.push(`    ${target.status}: ${target.items}/${target.wanted} items, ${target.pages} pages, ${target.credits} credits; checkpoint: ${target.cursor ? `cursor after page ${target.pages}` : target.pages > 0 ? `page ${target.pages}, listing finished` : 'not started'}`);
-    if (target.error) lines.push(`    error: ${target.error.type}: ${target.error.message}${target.error.requestId ? ` (request ${target.error.requestId})` : ''}`);
+    // An API error's message already ends with its request id.
+    if (target.error) lines.push(`    error: ${target.error.type}: ${target.error.message}`);
   }
   return lines.join('\n');
 }
