@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
  * One-command setup after `npm ci`: installs the pinned Temporal CLI into .tools/ and makes a
- * development certificate authority and localhost certificate for HTTPS webhooks. Idempotent,
- * and a no-op in well under a second when nothing changed.
+ * development certificate authority and localhost certificate for HTTPS webhooks: what the demo
+ * and the dev stack use. With `--for-tests` (as `npm test` runs it) it also installs what only the
+ * tests use: the Python test clients and, as root, Debian's Chromium. Idempotent, and a no-op in
+ * well under a second when nothing changed.
  */
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -23,6 +25,7 @@ const certs = join(tools, 'certs');
  */
 const PYTHON_REQUIREMENTS = ['duckdb==1.5.5', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0'];
 const pythonTarget = join(tools, 'python');
+const USAGE = 'usage: node scripts/setup.mjs [--for-tests]';
 
 function log(message) {
   process.stderr.write(`setup: ${message}\n`);
@@ -169,10 +172,18 @@ function ensureChromium() {
   log(`installed ${CHROMIUM}`);
 }
 
+const unknown = process.argv.slice(2).filter((arg) => arg !== '--for-tests');
+if (unknown.length > 0) {
+  process.stderr.write(`setup: unknown argument ${unknown.join(' ')}\n${USAGE}\n`);
+  process.exit(1);
+}
+const forTests = process.argv.includes('--for-tests');
 try {
   ensureTemporal();
-  ensurePythonClients();
-  ensureChromium();
+  if (forTests) {
+    ensurePythonClients();
+    ensureChromium();
+  }
   await ensureDevCertificate();
 } catch (error) {
   process.stderr.write(`${error.message}\n`);
