@@ -111,6 +111,8 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
     { key: HARVEST_STATUS, value: 'running' },
   ]);
   const state = input.resume ?? (await startRun(input, info.workflowId));
+  // The run's start, not this execution's: `harvester runs` shows it for a run that continued as new.
+  upsertMemo({ startedAt: state.startedAt } satisfies Partial<RunMemo>);
   const completedJobs = new Set<string>();
   setHandler(jobCompletedSignal, ({ jobId }) => void completedJobs.add(jobId));
   setHandler(progressQuery, () => progressOf(state));

@@ -386,6 +386,7 @@ export class SocialApiClient {
           const answer = await this.pool.request({ method, path: fullPath, headers, body });
           response = { status: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
         } catch (error) {
+          this.rateGate.observe();
           const code = (error as { code?: string }).code ?? 'network_error';
           throw new NetworkError(`${method} ${path}: ${code}: ${(error as Error).message}`, { code: 'network_error', cause: error });
         }

@@ -72,7 +72,7 @@ describe('running and recovering harvests from the command line', () => {
     expect(live.stdout).toContain('replay cleanly');
     const recorded = await runCli(['replay', '--history', join(PROJECT_ROOT, 'test', 'workflows', 'histories', 'job-by-polling.json')], env);
     expect(recorded.code).toBe(0);
-    expect(recorded.stdout).toContain('job-by-polling.json: 43 events replay cleanly');
+    expect(recorded.stdout).toContain('job-by-polling.json: 44 events replay cleanly');
   }, 60_000);
 
   it('runs: a run that continued as new shows when the run started, not its latest execution', async () => {
