@@ -25,13 +25,15 @@ const { SocialApiClient } = await import(join(dist, 'src/api/client.js'));
 const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-config.js'));
 const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
-const { freePort } = await import(join(dist, 'src/cli/stack.js'));
+const { freePort, WORKER_NODE_FLAGS: STACK_WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
 const { TOPICS, hashtagOf } = await import(join(dist, 'src/emulator/world/vocabulary.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const PER_TARGET = 10_000;
 const SIZES = (process.env.BENCH_SIZES ?? '100000,1000000').split(',').map(Number);
 const prices = loadPriceTable();
+/** Node flags of the worker process: the stack's (src/cli/stack.ts) unless BENCH_WORKER_NODE_FLAGS says otherwise ('' for none). */
+const WORKER_NODE_FLAGS = process.env.BENCH_WORKER_NODE_FLAGS === undefined ? STACK_WORKER_NODE_FLAGS : process.env.BENCH_WORKER_NODE_FLAGS.split(' ').filter(Boolean);
 
 const { child: emulator, baseUrl, origin } = await startEmulatorProcess([
   '--credits', '1000000000', '--rate-limit', '100000', '--job-step-ms', '50', '--api-key', 'sk_live_bench_harvest', '--api-key', 'sk_live_bench_baseline',
@@ -80,7 +82,7 @@ async function historyEvents(workflowId) {
 
 async function harvestOf(items) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-harvest-'));
-  const worker = spawn(process.execPath, [CLI, 'worker'], {
+  const worker = spawn(process.execPath, [...WORKER_NODE_FLAGS, CLI, 'worker'], {
     env: { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, HARVESTER_TASK_QUEUE: 'bench', HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: baseUrl, SOCIAL_API_KEY: 'sk_live_bench_harvest', LOG_LEVEL: 'error' },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -103,6 +105,7 @@ for (const size of SIZES) results.push(await harvestOf(size));
 await env.teardown();
 emulator.kill('SIGTERM');
 
+console.log(`worker node flags: ${WORKER_NODE_FLAGS.join(' ') || '(none)'}`);
 console.log(`baseline: bare client pulling ${baselineItems} items of ${Math.round(baselineItems / PER_TARGET)} jobs: ${baselineRate} items/s (${(baselineMs / 1000).toFixed(1)} s)`);
 console.log('| harvest | status | items landed | end-to-end items/s | vs baseline | credits spent / needed | worker peak RSS | history events per 1,000 items |');
 console.log('|---|---|---|---|---|---|---|---|');

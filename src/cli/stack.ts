@@ -16,6 +16,15 @@ import { TOOLS_DIR } from '../config/project-paths.js';
 import { TEMPORAL_BINARY, devServerArgs } from '../temporal/dev-server.js';
 import { readSecrets, secretStorePath, writeSecrets } from '../webhooks/secret-store.js';
 
+
+/**
+ * Node flags for a worker process. A heap bounded at 160 MB keeps a worker's memory flat however
+ * many items its runs land (V8 otherwise lets garbage grow the heap towards its default limit of
+ * a quarter of the machine's memory): bench/harvest-e2e.mjs measured 317 MiB at 100k items and
+ * 506 MiB at 1M without them, about 220 MiB at both sizes with them, at the same speed.
+ */
+export const WORKER_NODE_FLAGS = ['--max-old-space-size=160', '--max-semi-space-size=4'];
+
 export interface StackOptions {
   dataDir: string;
   /** Serve the emulator; otherwise SOCIAL_API_BASE_URL and SOCIAL_API_KEY name the API. */
@@ -141,7 +150,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }
     const receiver = launch('receiver', process.execPath, [CLI, 'receiver', '--port', String(options.receiverPort)], env);
     await waitForPort(options.receiverPort, receiver, 'the webhook receiver');
-    launch('worker', process.execPath, [CLI, 'worker'], env);
+    launch('worker', process.execPath, [...WORKER_NODE_FLAGS, CLI, 'worker'], env);
 
     return {
       temporalAddress,
