@@ -4,8 +4,9 @@ import type { SocialApiClient } from '../../src/api/client.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
-import { q, startTestEmulator, type TestEmulator } from '../support/emulator.js';
-import { harvestFrom, prices, startTestWorker, temporalClient, type TestWorker } from '../support/temporal.js';
+import { q, type TestEmulator } from '../support/emulator.js';
+import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';
+import { harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_harvest';
 const VERIFY_KEY = 'sk_live_verify';
@@ -14,19 +15,14 @@ let temporal: Client;
 let api: SocialApiClient;
 let verify: SocialApiClient;
 let catalog: Awaited<ReturnType<TestEmulator['catalog']>>;
+let rig: HarvestRig;
 
 beforeAll(async () => {
-  emulator = await startTestEmulator({ apiKeys: [HARVEST_KEY, VERIFY_KEY], jobStepMs: 50 });
-  temporal = await temporalClient();
-  api = clientFor(emulator, { apiKey: HARVEST_KEY });
-  verify = clientFor(emulator, { apiKey: VERIFY_KEY });
-  catalog = await emulator.catalog();
+  rig = await startHarvestRig({ harvest: HARVEST_KEY, verify: VERIFY_KEY }, { jobStepMs: 50 });
+  ({ emulator, temporal, api, verify, catalog } = rig);
 });
 afterAll(async () => {
-  await api.close();
-  await verify.close();
-  await temporal.connection.close();
-  await emulator.close();
+  await rig.close();
 });
 
 async function runHarvest(worker: TestWorker, input: HarvestInput, id = `run-${Math.random().toString(36).slice(2)}`): Promise<HarvestSummary> {
@@ -37,12 +33,7 @@ async function rows<T = Record<string, unknown>>(dataDir: string, sql: string): 
   return (await queryWarehouse(dataDir, sql)).rows as T[];
 }
 
-/** The first `n` ids of a listing, read with the verification key (its charges are not the harvest's). */
-async function firstIds(platform: 'tiktok' | 'instagram', endpoint: 'channel-videos' | 'channel-reels' | 'search' | 'comments', params: Record<string, string>, n: number): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const page of verify.pages(platform, endpoint, params, { maxItems: n })) ids.push(...page.items.map((item) => item.id));
-  return ids;
-}
+const firstIds: HarvestRig['firstIds'] = (...args) => rig.firstIds(...args);
 
 async function harvestLedger() {
   return emulator.ledger(HARVEST_KEY);

@@ -3,7 +3,6 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
-import type { SocialApiClient } from '../../src/api/client.js';
 import { CallJournal } from '../../src/warehouse/call-journal.js';
 import { listLandings } from '../../src/warehouse/landing.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
@@ -11,6 +10,7 @@ import { resumableState } from '../../workflows/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor } from '../support/emulator.js';
+import { startHarvestRig } from '../support/harvest-rig.js';
 import { harvestFrom, prices, startTestWorker, temporalClient, type TestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_listing_faults';
@@ -21,25 +21,10 @@ afterAll(async () => {
 });
 
 async function setup(options: { latencyMs?: number; cursorTtlSeconds?: number; jobStepMs?: number } = {}) {
-  const emulator = await startTestEmulator({ apiKeys: [HARVEST_KEY, VERIFY_KEY], ...options });
-  const temporal = await temporalClient();
-  const api = clientFor(emulator, { apiKey: HARVEST_KEY });
-  const verify = clientFor(emulator, { apiKey: VERIFY_KEY });
-  const worker = await startTestWorker(api);
-  cleanups.push(
-    () => emulator.close(),
-    () => temporal.connection.close(),
-    () => api.close(),
-    () => verify.close(),
-    () => worker.stop(),
-  );
-  return { emulator, temporal, verify, worker, catalog: await emulator.catalog() };
-}
-
-async function firstIds(verify: SocialApiClient, handle: string, n: number): Promise<string[]> {
-  const ids: string[] = [];
-  for await (const page of verify.pages('tiktok', 'channel-videos', { handle }, { maxItems: n })) ids.push(...page.items.map((item) => item.id));
-  return ids;
+  const rig = await startHarvestRig({ harvest: HARVEST_KEY, verify: VERIFY_KEY }, options);
+  const worker = await startTestWorker(rig.api);
+  cleanups.push(() => rig.close(), () => worker.stop());
+  return { ...rig, worker };
 }
 
 async function landedIds(worker: TestWorker, handle: string): Promise<string[]> {
@@ -62,7 +47,7 @@ harvests:
 
 describe('listings that lose their cursor', () => {
   it('a cursor that expires mid-listing: the list is walked again from the top, and the run still lands its 450 items', async () => {
-    const { emulator, temporal, verify, worker, catalog } = await setup({ latencyMs: 150 });
+    const { emulator, temporal, firstIds, worker, catalog } = await setup({ latencyMs: 150 });
     const handle = catalog.tiktok.handles[4]!;
     const running = execute(temporal, worker, { harvest: channel(handle, 450) });
     await waitFor(() => (listLandings(worker.dataDir).length >= 3 ? true : undefined), 30_000, 'three pages landed');
@@ -72,7 +57,7 @@ describe('listings that lose their cursor', () => {
     expect(summary.status).toBe('completed');
     expect(summary.targets[0]).toMatchObject({ status: 'done', items: 450 });
     // The run has the newest 450 items of the list as it now stands: nothing lost, nothing twice.
-    expect(await landedIds(worker, handle)).toEqual(await firstIds(verify, handle, 450));
+    expect(await landedIds(worker, handle)).toEqual(await firstIds('tiktok', 'channel-videos', { handle }, 450));
     const ledger = await emulator.ledger(HARVEST_KEY);
     expect(summary.creditsSpent).toBe(ledger.reduce((sum, row) => sum + row.credits, 0));
     expect(summary.creditsSpent).toBeLessThanOrEqual(100_000);
@@ -87,7 +72,7 @@ describe('listings that lose their cursor', () => {
   }, 120_000);
 
   it('a dead cursor in the checkpoint: `harvester retry` walks the list again instead of replaying it', async () => {
-    const { emulator, temporal, verify, worker, catalog } = await setup();
+    const { emulator, temporal, firstIds, worker, catalog } = await setup();
     const handle = catalog.tiktok.handles[6]!;
     const first = await execute(temporal, worker, { harvest: channel(handle, 300, 300) });
     expect(first.status).toBe('budget_exhausted');
@@ -98,7 +83,7 @@ describe('listings that lose their cursor', () => {
     const retried = await execute(temporal, worker, { harvest: channel(handle, 300, 300), resume: resumableState(checkpoint, 2_000) }, first.runId);
     expect(retried.status).toBe('completed');
     expect(retried.targets[0]).toMatchObject({ status: 'done', items: 300 });
-    expect(await landedIds(worker, handle)).toEqual(await firstIds(verify, handle, 300));
+    expect(await landedIds(worker, handle)).toEqual(await firstIds('tiktok', 'channel-videos', { handle }, 300));
     // The first 100 were bought twice (the walk back past them), and the ledger says so.
     const ledger = await emulator.ledger(HARVEST_KEY);
     expect(ledger.reduce((sum, row) => sum + row.credits, 0)).toBe(retried.creditsSpent);
@@ -108,7 +93,7 @@ describe('listings that lose their cursor', () => {
 
 describe('a run that stopped short', () => {
   it('leaves a gap the next run fills: it lists to max_items again instead of stopping at the first known item', async () => {
-    const { emulator, temporal, verify, worker, catalog } = await setup();
+    const { emulator, temporal, firstIds, worker, catalog } = await setup();
     const handle = catalog.tiktok.handles[7]!;
     const first = await execute(temporal, worker, { harvest: channel(handle, 450, 1_000) });
     expect(first.status).toBe('budget_exhausted');
@@ -118,7 +103,7 @@ describe('a run that stopped short', () => {
     expect(second.status).toBe('completed');
     expect(second.targets[0]).toMatchObject({ status: 'done', items: 450 });
     const landed = await landedIds(worker, handle);
-    expect(landed.slice(0, 450)).toEqual(await firstIds(verify, handle, 450));
+    expect(landed.slice(0, 450)).toEqual(await firstIds('tiktok', 'channel-videos', { handle }, 450));
     // Once the listing was complete, the next run is incremental again: it stops at known items.
     await emulator.admin('clock', { advance_seconds: 6 * 3600 });
     const third = await execute(temporal, worker, { harvest: channel(handle, 450) });
