@@ -21,7 +21,7 @@ import { readSecrets, secretStorePath, writeSecrets } from '../webhooks/secret-s
  * Node flags for a worker process. A heap bounded at 160 MB keeps a worker's memory flat however
  * many items its runs land (V8 otherwise lets garbage grow the heap towards its default limit of
  * a quarter of the machine's memory): bench/harvest-e2e.mjs measured 317 MiB at 100k items and
- * 506 MiB at 1M without them, about 220 MiB at both sizes with them, at the same speed.
+ * 506 MiB at 1M without them, 218 and 244 MiB with them, at the same speed.
  */
 export const WORKER_NODE_FLAGS = ['--max-old-space-size=160', '--max-semi-space-size=4'];
 
