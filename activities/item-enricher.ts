@@ -6,7 +6,7 @@
  */
 import type { LimitFunction } from 'p-limit';
 import type { ObjectEndpoint, SocialApiClient } from '../src/api/client.js';
-import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, SocialApiError } from '../src/api/errors.js';
+import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, NetworkError, SocialApiError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import type { Platform } from '../src/spec/endpoints.js';
@@ -174,9 +174,11 @@ export class ItemEnricher {
    * A call the API refused without charging: its intent is cancelled, and it counts as failed (a
    * deleted item, an expired comments cursor) unless it ends the work (402, 401) or the feature is
    * off. Returns false for errors worth retrying (the activity is retried; the intent stays open,
-   * counted at its worst, since a dropped connection may have been charged).
+   * counted at its worst, since a dropped connection may have been charged, unless the request
+   * never left).
    */
   private refused(key: string, error: unknown, tally: EnrichmentTally): boolean {
+    if (error instanceof NetworkError && error.neverSent) this.deps.journal.cancel(key);
     if (!(error instanceof SocialApiError) || error.retryable) return false;
     this.deps.journal.cancel(key);
     if (!(error instanceof FeatureUnavailableError) && !this.stopFor(error)) tally.failed++;

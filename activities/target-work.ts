@@ -9,7 +9,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
-import { CursorExpiredError, SocialApiError } from '../src/api/errors.js';
+import { CursorExpiredError, NetworkError, SocialApiError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import type { Logger } from '../src/logger.js';
@@ -177,6 +177,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
                 if (input.stopAtIds.length > 0) position.nextLimit = Math.min(input.pageSize, limit * 2);
               } catch (failure) {
                 budget.release(held);
+                if (failure instanceof NetworkError && failure.neverSent) journal.cancel(key);
                 if (!(failure instanceof SocialApiError) || failure.retryable) throw failure;
                 journal.cancel(key);
                 if (failure instanceof CursorExpiredError || failure.code === 'invalid_cursor') {

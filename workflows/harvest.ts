@@ -84,23 +84,26 @@ export interface HarvestSummary extends HarvestProgress {
   checkpoint: HarvestState;
 }
 
-const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds' } as const;
+// Five attempts: inside each, the client retries a call for up to 20 s, so an API that cannot be
+// reached ends the run (RUN_STOPPING_ERRORS) after about two minutes, while a worker killed a few
+// times over still leaves its work attempts to finish.
+const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 } as const;
 
 // A target's whole listing, or a job's enrichment, in one activity that heartbeats after each
 // page: a killed worker's work moves to another within the heartbeat timeout, resuming there.
 const { harvestTarget, enrichLanded, landJobResults } = proxyActivities<HarvestActivities>({
   startToCloseTimeout: '24 hours',
   heartbeatTimeout: '10 seconds',
-  retry: { ...RETRY, maximumAttempts: 8 },
+  retry: RETRY,
 });
 const { prepareRun, pauseSchedule, startJob, checkJob, workSpent } = proxyActivities<HarvestActivities>({
   startToCloseTimeout: '1 minute',
-  retry: { ...RETRY, maximumAttempts: 8 },
+  retry: RETRY,
 });
 const { finishRun } = proxyActivities<HarvestActivities>({
   startToCloseTimeout: '2 hours',
   heartbeatTimeout: '30 seconds',
-  retry: { ...RETRY, maximumAttempts: 8 },
+  retry: RETRY,
 });
 
 export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSummary> {

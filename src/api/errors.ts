@@ -96,7 +96,18 @@ export class FeatureUnavailableError extends SocialApiError {
 export class NetworkError extends SocialApiError {
   override name = 'NetworkError';
   override readonly retryable = true;
+
+  /**
+   * Whether the request never left: the connection was refused, the host not found, or the
+   * connect timed out. Such a call cannot have been charged; after any other network error (a
+   * reset, a timeout waiting for the answer) it may have been.
+   */
+  get neverSent(): boolean {
+    return NOT_SENT_CODES.has(String((this.cause as { code?: string } | undefined)?.code));
+  }
 }
+
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** The answer does not have the shape the spec gives; it carries the raw body and request_id. */
 export class ResponseValidationError extends SocialApiError {

@@ -1,8 +1,10 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { SocialApiClient } from '../../src/api/client.js';
 import { CallJournal } from '../../src/warehouse/call-journal.js';
 import { listLandings } from '../../src/warehouse/landing.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
@@ -156,6 +158,23 @@ ${catalog.tiktok.handles.slice(0, 3).map((handle) => `      - { platform: tiktok
     expect(summary.reason).not.toContain('sk_live_not_a_key');
     expect(summary.creditsSpent).toBe(0);
     expect(await emulator.ledger()).toEqual([]);
+  }, 60_000);
+
+  it('an API that cannot be reached ends the run once a target has used its attempts, saying so', async () => {
+    // A port nothing listens on, and a client that gives up on a call at once: each of a target's
+    // five attempts fails in milliseconds, and only Temporal's backoff (1, 2, 4, 8 s) is waited.
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const port = (closed.address() as AddressInfo).port;
+    await new Promise((resolve) => closed.close(resolve));
+    const temporal = await temporalClient();
+    const unreachable = new SocialApiClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: 'sk_live_x', prices, retry: { maxAttempts: 1 } });
+    const worker = await startTestWorker(unreachable);
+    cleanups.push(() => temporal.connection.close(), () => unreachable.close(), () => worker.stop());
+    const summary = await execute(temporal, worker, { harvest: channel('happy_otter0', 100) });
+    expect(summary.status).toBe('failed');
+    expect(summary.reason).toMatch(/^the API cannot be reached: .*ECONNREFUSED/);
+    expect(summary.targets[0]).toMatchObject({ status: 'failed', error: { type: 'NetworkError' } });
   }, 60_000);
 
   it('a data directory that cannot be written fails the run before anything is bought, naming the path', async () => {
