@@ -1,15 +1,32 @@
+import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { bundleWorkflowCode, Worker, type NativeConnection, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { Worker, type NativeConnection } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { PROJECT_ROOT } from '../config/project-paths.js';
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 
-/** The built workflows (npm run build): bundled for Temporal's sandbox from dist/. */
+/** The built workflows (npm run build), for replaying histories against them. */
 export const WORKFLOWS_PATH = join(PROJECT_ROOT, 'dist', 'workflows', 'index.js');
 
-/** Bundles the workflows once, for processes that create several workers (tests, benchmarks). */
-export function bundleWorkflows(): Promise<WorkflowBundleWithSourceMap> {
-  return bundleWorkflowCode({ workflowsPath: WORKFLOWS_PATH });
+/** The workflows bundled for Temporal's sandbox at build time (scripts/bundle-workflows.mjs). */
+export const WORKFLOW_BUNDLE_PATH = join(PROJECT_ROOT, 'dist', 'workflow-bundle.js');
+
+/**
+ * The prebuilt workflow bundle, checked: bundling at every worker start cost about 3 s, so workers
+ * load the one `npm run build` made. A missing bundle, or one older than the compiled workflows
+ * (tsc run without the bundling step), would run no code or old code, so both are refused.
+ */
+export function prebuiltWorkflowBundle(): { codePath: string } {
+  let bundled: number;
+  try {
+    bundled = statSync(WORKFLOW_BUNDLE_PATH).mtimeMs;
+  } catch {
+    throw new Error(`the workflow bundle ${WORKFLOW_BUNDLE_PATH} is missing: run npm run build`);
+  }
+  const workflowsDir = join(PROJECT_ROOT, 'dist', 'workflows');
+  const newer = readdirSync(workflowsDir).find((file) => file.endsWith('.js') && statSync(join(workflowsDir, file)).mtimeMs > bundled);
+  if (newer) throw new Error(`the workflow bundle ${WORKFLOW_BUNDLE_PATH} is older than ${join(workflowsDir, newer)}: run npm run build`);
+  return { codePath: WORKFLOW_BUNDLE_PATH };
 }
 
 export interface HarvestWorkerOptions {
@@ -17,7 +34,6 @@ export interface HarvestWorkerOptions {
   namespace: string;
   taskQueue?: string;
   deps: ActivityDeps;
-  bundle?: WorkflowBundleWithSourceMap;
 }
 
 export async function createHarvestWorker(options: HarvestWorkerOptions): Promise<Worker> {
@@ -25,7 +41,7 @@ export async function createHarvestWorker(options: HarvestWorkerOptions): Promis
     connection: options.connection,
     namespace: options.namespace,
     taskQueue: options.taskQueue ?? HARVEST_TASK_QUEUE,
-    ...(options.bundle ? { workflowBundle: options.bundle } : { workflowsPath: WORKFLOWS_PATH }),
+    workflowBundle: prebuiltWorkflowBundle(),
     activities: createActivities(options.deps),
     // Activities mostly wait on the API: a target's listing, or a job's enrichment with the run's
     // calls in flight inside it. Runs bound their own concurrency (harvest `concurrency`).

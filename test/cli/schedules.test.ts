@@ -14,7 +14,6 @@ import type { HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
 import { runCli, type CliResult } from '../support/cli.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
-import { workflowBundle } from '../support/temporal.js';
 
 /*
  * The dev server is shared by every test file, and the webhook bridge pauses and resumes every
@@ -68,7 +67,6 @@ async function startWorker(apiClient: SocialApiClient): Promise<() => Promise<vo
     connection: native,
     namespace: NAMESPACE,
     taskQueue: TASK_QUEUE,
-    bundle: await workflowBundle(),
     deps: { client: apiClient, dataDir: mkdtempSync(join(tmpdir(), 'schedules-worker-')) },
   });
   const running = worker.run();

@@ -2,20 +2,18 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, type Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
 import { inject } from 'vitest';
 import type { SocialApiClient } from '../../src/api/client.js';
 import { parseHarvestConfig } from '../../src/config/harvest-config.js';
 import type { Harvest } from '../../src/config/harvest-types.js';
-import { bundleWorkflows, createHarvestWorker } from '../../src/temporal/worker.js';
+import { createHarvestWorker, prebuiltWorkflowBundle } from '../../src/temporal/worker.js';
 
-let bundle: Promise<WorkflowBundleWithSourceMap> | undefined;
 let runtimeInstalled = false;
 
-/** The workflows, bundled once per test file. */
-export function workflowBundle(): Promise<WorkflowBundleWithSourceMap> {
-  bundle ??= bundleWorkflows();
-  return bundle;
+/** The workflows as the build bundled them (npm run build), the same bundle the CLI's workers load. */
+export function workflowBundle(): { codePath: string } {
+  return prebuiltWorkflowBundle();
 }
 
 export async function temporalClient(): Promise<Client> {
@@ -43,7 +41,6 @@ export async function startTestWorker(api: SocialApiClient, options: { dataDir?:
     connection,
     namespace: 'default',
     taskQueue,
-    bundle: await workflowBundle(),
     deps: { client: api, dataDir, pricesFile: undefined, ...(options.pauseSchedule ? { pauseSchedule: options.pauseSchedule } : {}) },
   });
   const running = worker.run();
