@@ -1,5 +1,9 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Client } from '@temporalio/client';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
-import { dataDirFromEnv } from '../config/environment.js';
+import { AuthenticationError } from '../api/errors.js';
+import { apiSettingsFromEnv, dataDirFromEnv, EnvironmentError } from '../config/environment.js';
 import { DEFAULT_PRICES_FILE } from '../config/prices.js';
 import type { Logger } from '../logger.js';
 import { connectClient, connectWorker, temporalSettingsFromEnv } from '../temporal/connection.js';
@@ -14,28 +18,75 @@ export function installQuietRuntime(): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.LOG_LEVEL ?? 'warn').toUpperCase() as LogLevel;
-  Runtime.install({ logger: new DefaultLogger(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'].includes(level) ? level : 'WARN') });
+  Runtime.install({
+    logger: new DefaultLogger(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'].includes(level) ? level : 'WARN'),
+    // Each command decides what SIGINT and SIGTERM do. Temporal's default handlers shut the worker
+    // down under a `harvester run` that kept waiting for its result, and Ctrl-C hung it.
+    shutdownSignals: [],
+  });
 }
 
-/** A worker wired the way every command runs one: API client, data dir and Temporal from the environment. */
-export async function startWorkerFromEnv(logger: Logger) {
+/**
+ * A worker that cannot write its data directory would take tasks and fail each after buying its
+ * first page: it refuses to start instead. Checked by writing, since permission bits do not tell
+ * (root writes anywhere, a read-only mount refuses everyone).
+ */
+export function assertWritableDataDir(dataDir: string): void {
+  try {
+    mkdirSync(dataDir, { recursive: true });
+    const probe = join(dataDir, `.write-check-${process.pid}`);
+    writeFileSync(probe, '');
+    rmSync(probe);
+  } catch (error) {
+    throw new EnvironmentError(`the data directory ${dataDir} (HARVESTER_DATA_DIR) cannot be written (${(error as NodeJS.ErrnoException).code ?? String(error)}): the worker does not start`);
+  }
+}
+
+/**
+ * Asks the API whether it takes the key, with a free call (GET /v1/webhooks, no credits) made while
+ * Temporal connects, so it adds no start-up time. Only a refused key stops the start: any other
+ * failure is left to the run, whose calls retry what is transient.
+ */
+async function assertApiKeyAccepted(logger: Logger): Promise<void> {
+  const probe = clientFromEnv(logger, { maxAttempts: 1 });
+  try {
+    await probe.listWebhooks();
+  } catch (error) {
+    if (error instanceof AuthenticationError) {
+      throw new AuthenticationError(`the API at ${apiSettingsFromEnv().baseUrl} refused SOCIAL_API_KEY: ${error.message}`, { status: error.status, code: error.code, requestId: error.requestId });
+    }
+    logger.debug({ err: error }, 'API key check inconclusive; the run goes on');
+  } finally {
+    await probe.close();
+  }
+}
+
+/**
+ * A worker wired the way every command runs one: API client, data dir and Temporal from the
+ * environment. `temporal` is the command's own client, when it has one, for pausing schedules.
+ * Any failure throws before the worker polls; the CLI then exits, closing what was opened.
+ */
+export async function startWorkerFromEnv(logger: Logger, temporal?: Promise<Client>) {
   installQuietRuntime();
   const settings = temporalSettingsFromEnv();
+  const dataDir = dataDirFromEnv();
+  assertWritableDataDir(dataDir);
   // Inside an activity the client retries for 20 s at most: the activity's own timeout is 30 s,
   // and Temporal retries the activity after that.
   const api = clientFromEnv(logger, { maxElapsedMs: 20_000 });
-  const temporal = await connectClient(settings);
-  const connection = await connectWorker(settings);
+  const client = temporal ?? connectClient(settings);
+  // Network round trips, asked at once: the first to fail ends the start.
+  const [connection] = await Promise.all([connectWorker(settings), client, assertApiKeyAccepted(logger)]);
   const worker = await createHarvestWorker({
     connection,
     namespace: settings.namespace,
     taskQueue: taskQueueFromEnv(),
     deps: {
       client: api,
-      dataDir: dataDirFromEnv(),
+      dataDir,
       pricesFile: process.env.HARVESTER_PRICES ?? DEFAULT_PRICES_FILE,
       logger,
-      pauseSchedule: async (harvest, note) => void (await pauseHarvestSchedule(temporal, harvest, note)),
+      pauseSchedule: async (harvest, note) => void (await pauseHarvestSchedule(await client, harvest, note)),
     },
   });
   const running = worker.run();
@@ -46,7 +97,7 @@ export async function startWorkerFromEnv(logger: Logger) {
       worker.shutdown();
       await running;
       await connection.close();
-      await temporal.connection.close();
+      if (!temporal) await (await client).connection.close();
       await api.close();
     },
   };

@@ -1,49 +1,42 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from 'commander';
 import { SocialApiError } from '../api/errors.js';
-import { callCommand } from './commands/call.js';
-import { demoCommand } from './commands/demo.js';
-import { devCommand } from './commands/dev.js';
-import { emulatorCommand } from './commands/emulator.js';
-import { planCommand } from './commands/plan.js';
-import { receiverCommand } from './commands/receiver.js';
-import { replayCommand } from './commands/replay.js';
-import { reportCommand } from './commands/report.js';
-import { retryCommand } from './commands/retry.js';
-import { runCommand } from './commands/run.js';
-import { runsCommand } from './commands/runs.js';
-import { schedulesCommand } from './commands/schedules.js';
-import { showCommand } from './commands/show.js';
-import { temporalCommand } from './commands/temporal.js';
-import { exportCommand, loadCommand, queryCommand } from './commands/warehouse.js';
-import { webhooksCommand } from './commands/webhooks.js';
-import { workerCommand } from './commands/worker.js';
 
-const program = new Command('harvester')
-  .description('social-harvester: scheduled, budgeted harvests from the Social Content Data API into DuckDB and Parquet')
-  .showHelpAfterError()
-  .exitOverride()
-  .addCommand(demoCommand())
-  .addCommand(devCommand())
-  .addCommand(callCommand())
-  .addCommand(emulatorCommand())
-  .addCommand(exportCommand())
-  .addCommand(loadCommand())
-  .addCommand(queryCommand())
-  .addCommand(planCommand())
-  .addCommand(receiverCommand())
-  .addCommand(replayCommand())
-  .addCommand(reportCommand())
-  .addCommand(retryCommand())
-  .addCommand(runCommand())
-  .addCommand(runsCommand())
-  .addCommand(schedulesCommand())
-  .addCommand(showCommand())
-  .addCommand(temporalCommand())
-  .addCommand(webhooksCommand())
-  .addCommand(workerCommand());
+/**
+ * The commands, in the order help lists them, each loaded only when needed: importing all of them
+ * (Temporal's worker, DuckDB, the report, the emulator) took over a second of every start.
+ */
+const COMMANDS: Record<string, () => Promise<Command>> = {
+  demo: async () => (await import('./commands/demo.js')).demoCommand(),
+  dev: async () => (await import('./commands/dev.js')).devCommand(),
+  call: async () => (await import('./commands/call.js')).callCommand(),
+  emulator: async () => (await import('./commands/emulator.js')).emulatorCommand(),
+  export: async () => (await import('./commands/warehouse.js')).exportCommand(),
+  load: async () => (await import('./commands/warehouse.js')).loadCommand(),
+  query: async () => (await import('./commands/warehouse.js')).queryCommand(),
+  plan: async () => (await import('./commands/plan.js')).planCommand(),
+  receiver: async () => (await import('./commands/receiver.js')).receiverCommand(),
+  replay: async () => (await import('./commands/replay.js')).replayCommand(),
+  report: async () => (await import('./commands/report.js')).reportCommand(),
+  retry: async () => (await import('./commands/retry.js')).retryCommand(),
+  run: async () => (await import('./commands/run.js')).runCommand(),
+  runs: async () => (await import('./commands/runs.js')).runsCommand(),
+  schedules: async () => (await import('./commands/schedules.js')).schedulesCommand(),
+  show: async () => (await import('./commands/show.js')).showCommand(),
+  temporal: async () => (await import('./commands/temporal.js')).temporalCommand(),
+  webhooks: async () => (await import('./commands/webhooks.js')).webhooksCommand(),
+  worker: async () => (await import('./commands/worker.js')).workerCommand(),
+};
 
 try {
+  const program = new Command('harvester')
+    .description('social-harvester: scheduled, budgeted harvests from the Social Content Data API into DuckDB and Parquet')
+    .showHelpAfterError()
+    .exitOverride();
+  // A known command loads alone; help, a typo or no command at all need every command's name.
+  const named = process.argv[2];
+  const wanted = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : Object.keys(COMMANDS);
+  for (const name of wanted) program.addCommand(await COMMANDS[name]!());
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) process.exit(error.exitCode);

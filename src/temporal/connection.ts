@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection } from '@temporalio/worker';
+import type { NativeConnection } from '@temporalio/worker';
 
 /**
  * Where Temporal is: the embedded dev server by default (`harvester temporal`, 127.0.0.1:7233),
@@ -16,6 +16,24 @@ export interface TemporalSettings {
 }
 
 export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
+
+/** Temporal did not answer at the configured address: one line that says where, for the CLI to print. */
+export class TemporalUnreachableError extends Error {
+  override readonly name = 'TemporalUnreachableError';
+
+  constructor(
+    readonly address: string,
+    cause: unknown,
+  ) {
+    super(`cannot reach Temporal at ${address} (TEMPORAL_ADDRESS): ${reasonOf(cause)}`, { cause });
+  }
+}
+
+/** The reason in a few words: the worker's native connection wraps it in a page of Rust debug output. */
+function reasonOf(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  return /message: "([^"]+)"/.exec(message)?.[1] ?? message;
+}
 
 export function temporalSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): TemporalSettings {
   const settings: TemporalSettings = { address: env.TEMPORAL_ADDRESS || DEFAULT_TEMPORAL_ADDRESS, namespace: env.TEMPORAL_NAMESPACE || 'default' };
@@ -33,19 +51,30 @@ export function temporalSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): T
 }
 
 export async function connectClient(settings: TemporalSettings): Promise<Client> {
-  const connection = await Connection.connect({
-    address: settings.address,
-    ...(settings.tls ? { tls: settings.tls === true ? {} : settings.tls } : {}),
-    ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
-    connectTimeout: '10 seconds',
-  });
-  return new Client({ connection, namespace: settings.namespace });
+  try {
+    const connection = await Connection.connect({
+      address: settings.address,
+      ...(settings.tls ? { tls: settings.tls === true ? {} : settings.tls } : {}),
+      ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
+      connectTimeout: '10 seconds',
+    });
+    return new Client({ connection, namespace: settings.namespace });
+  } catch (error) {
+    throw new TemporalUnreachableError(settings.address, error);
+  }
 }
 
 export async function connectWorker(settings: TemporalSettings): Promise<NativeConnection> {
-  return NativeConnection.connect({
-    address: settings.address,
-    ...(settings.tls ? { tls: settings.tls === true ? {} : settings.tls } : {}),
-    ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
-  });
+  // Loaded here, not with this module: Temporal's worker package takes about half a second to
+  // import, and commands that only talk to Temporal as a client never need it.
+  const { NativeConnection } = await import('@temporalio/worker');
+  try {
+    return await NativeConnection.connect({
+      address: settings.address,
+      ...(settings.tls ? { tls: settings.tls === true ? {} : settings.tls } : {}),
+      ...(settings.apiKey ? { apiKey: settings.apiKey } : {}),
+    });
+  } catch (error) {
+    throw new TemporalUnreachableError(settings.address, error);
+  }
 }

@@ -1,3 +1,5 @@
+import { constants } from 'node:os';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
@@ -6,7 +8,6 @@ import { connectClient, temporalSettingsFromEnv } from '../../temporal/connectio
 import type { HarvestStatus } from '../../../workflows/definitions.js';
 import type { HarvestSummary } from '../../../workflows/harvest.js';
 import { taskQueueFromEnv } from '../context.js';
-import { startWorkerFromEnv } from '../engine-context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { wholeNumber } from '../options.js';
 
@@ -35,6 +36,30 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
   return lines.join('\n');
 }
 
+/** How long an interrupted run waits for its local worker to hand back what it was doing. */
+const SHUTDOWN_GRACE_MS = 5_000;
+
+/**
+ * SIGINT (Ctrl-C) and SIGTERM stop `harvester run` alike: `stop` says what happens to the run and
+ * stops the local worker, then the process exits 128 + the signal's number, as shells report it.
+ * The run itself is not cancelled: its landed pages and checkpoint stay, and a worker finishes it.
+ * A second signal exits at once.
+ */
+function stopOnSignals(stop: (signal: NodeJS.Signals) => Promise<void>): void {
+  let stopping = false;
+  const onSignal = (signal: NodeJS.Signals) => {
+    const code = 128 + constants.signals[signal];
+    if (stopping) process.exit(code);
+    stopping = true;
+    // A worker that fails to stop is no reason to stay: its tasks time out and move on anyway.
+    void stop(signal)
+      .catch(() => undefined)
+      .then(() => process.exit(code));
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+}
+
 export function runCommand(): Command {
   return new Command('run')
     .description('Run one harvest now and wait for it; prints a summary and exits with its status')
@@ -58,8 +83,17 @@ Examples:
     .action(async (name: string, options: { config: string; budget?: number; targets?: number; calls?: number; localWorker: boolean; json?: boolean }) => {
       const harvest = findHarvest(loadHarvestConfig(options.config), name);
       const logger = createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' });
-      const client = await connectClient(temporalSettingsFromEnv());
-      const worker = options.localWorker ? await startWorkerFromEnv(logger) : undefined;
+      // The client connects while the local worker starts: the worker module (Temporal's worker,
+      // the activities, DuckDB) is only loaded when one runs here.
+      const connecting = connectClient(temporalSettingsFromEnv());
+      const starting = options.localWorker ? import('../engine-context.js').then((engine) => engine.startWorkerFromEnv(logger, connecting)) : undefined;
+      let runStarted: string | undefined;
+      stopOnSignals(async (signal) => {
+        const where = options.localWorker ? `a \`harvester worker\` on task queue "${taskQueueFromEnv()}" goes on with it` : 'the running workers go on with it';
+        process.stderr.write(`harvester: ${signal}: ${runStarted ? `stopped waiting; run ${runStarted} stays open in Temporal and ${where}` : 'stopped before the run started'}\n`);
+        await Promise.race([starting?.then((worker) => worker.shutdown()), sleep(SHUTDOWN_GRACE_MS)]);
+      });
+      const [client, worker] = await Promise.all([connecting, starting]);
       const started = Date.now();
       const workflowId = `run-${name}-${new Date(started).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
       try {
@@ -68,6 +102,7 @@ Examples:
           workflowId,
           args: [{ harvest, ...(options.budget ? { budgetCredits: options.budget } : {}), concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) } }],
         });
+        runStarted = workflowId;
         process.stderr.write(`started ${workflowId}\n`);
         const summary = await resultWithProgress(handle);
         if (options.json) process.stdout.write(`${JSON.stringify(printableSummary(summary), null, 2)}\n`);

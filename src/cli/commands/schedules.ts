@@ -25,12 +25,8 @@ const RESUME_NOTE = 'resumed by hand (harvester schedules resume)';
 
 async function withTemporal<T>(work: (client: Client, settings: TemporalSettings) => Promise<T>): Promise<T> {
   const settings = temporalSettingsFromEnv();
-  let client: Client;
-  try {
-    client = await connectClient(settings);
-  } catch (error) {
-    throw new Error(`cannot reach Temporal at ${settings.address} (TEMPORAL_ADDRESS): ${error instanceof Error ? error.message : String(error)}`);
-  }
+  // connectClient's error already names the address.
+  const client = await connectClient(settings);
   try {
     return await work(client, settings);
   } finally {
