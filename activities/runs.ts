@@ -4,7 +4,6 @@
  * warehouse). Also pausing a harvest's schedule, when the API says the credits ran out.
  */
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { Context } from '@temporalio/activity';
@@ -13,11 +12,8 @@ import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
 import { PROJECT_ROOT } from '../src/config/project-paths.js';
 import type { Logger } from '../src/logger.js';
 import { creditsLow } from '../src/webhooks/credit-alerts.js';
-import { sqlString } from '../src/warehouse/duckdb.js';
 import { writeLanding } from '../src/warehouse/landing.js';
 import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.js';
-import { warehousePath } from '../src/warehouse/loader.js';
-import { queryWarehouse } from '../src/warehouse/query.js';
 import { asActivity } from './failures.js';
 import type { TargetPlan } from '../workflows/targets.js';
 
@@ -81,27 +77,6 @@ function firstPageLimit(postedAt: number[], apiNowMs: number): number | undefine
   return Math.min(50, Math.max(1, Math.ceil(expected * 1.25) + 1));
 }
 
-async function knowledgeOf(dataDir: string, target: TargetPlan, apiNowMs: number): Promise<TargetKnowledge> {
-  const platform = sqlString(target.platform);
-  let sql: string;
-  if (target.kind === 'channel') {
-    const kind = { 'channel-videos': 'video', 'channel-posts': 'post', 'channel-reels': 'reel' }[target.endpoint as string] ?? 'video';
-    sql = `SELECT item_id AS id, epoch_ms(posted_at) AS t FROM items WHERE platform = ${platform} AND author_handle = ${sqlString(target.params.handle ?? '')} AND kind = '${kind}' ORDER BY posted_at DESC LIMIT ${KNOWN_IDS}`;
-  } else if (target.kind === 'search') {
-    const kind = { search: 'search', 'hashtag-search': 'hashtag', 'reels-search': 'reels' }[target.endpoint as string] ?? 'search';
-    sql = `SELECT h.item_id AS id, epoch_ms(i.posted_at) AS t FROM search_hits h JOIN items i USING (platform, item_id)
-           WHERE h.platform = ${platform} AND h.query = ${sqlString(target.params.query ?? '')} AND h.kind = '${kind}'
-           GROUP BY h.item_id, i.posted_at ORDER BY t DESC LIMIT ${KNOWN_IDS}`;
-  } else {
-    sql = `SELECT c.comment_id AS id, epoch_ms(c.posted_at) AS t FROM comments c
-           WHERE c.platform = ${platform} AND c.item_id = (SELECT item_id FROM items WHERE platform = ${platform} AND url = ${sqlString(target.params.url ?? '')} LIMIT 1)
-           ORDER BY c.posted_at DESC LIMIT ${KNOWN_IDS}`;
-  }
-  const rows = (await queryWarehouse(dataDir, sql)).rows as { id: string; t: string | number | null }[];
-  const limit = firstPageLimit(rows.flatMap((row) => (row.t === null ? [] : [Number(row.t)])), apiNowMs);
-  return { knownIds: rows.map((row) => String(row.id)), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };
-}
-
 const LOAD_PROCESS = join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'load-process.js');
 
 /**
@@ -126,13 +101,20 @@ export function runActivities(deps: RunActivityDeps) {
     if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
     writeLanding(deps.dataDir, { format: 1, kind: 'run', run_id: input.runId, harvest: input.harvest, seq: Date.now(), status: 'running', started_at: input.startedAt, budget_credits: input.budgetCredits });
     const knowledge: Record<string, TargetKnowledge> = {};
-    if (existsSync(warehousePath(deps.dataDir))) {
+    // Only after a complete listing may a run stop at known items; after one that stopped short,
+    // it lists again to max_items, filling the gap the earlier run left.
+    const incremental = input.targets.filter((target) => coversListing(readCoverage(deps.dataDir, target.key), target.maxItems));
+    if (incremental.length > 0) {
+      // Loaded here, not at the top: DuckDB costs a third of a second to load, which a first run
+      // (and the start of every `harvester run`) need not pay.
+      const { newestKnownItems } = await import('../src/warehouse/known-items.js');
       // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
       const apiNow = (await deps.client.serverTime()).getTime();
-      for (const target of input.targets) {
-        // Only after a complete listing may a run stop at known items; after one that stopped
-        // short, it lists again to max_items, filling the gap the earlier run left.
-        if (coversListing(readCoverage(deps.dataDir, target.key), target.maxItems)) knowledge[target.key] = await knowledgeOf(deps.dataDir, target, apiNow);
+      for (const target of incremental) {
+        const known = await newestKnownItems(deps.dataDir, target, KNOWN_IDS);
+        if (known.length === 0) continue;
+        const limit = firstPageLimit(known.flatMap((item) => (item.postedAtMs === null ? [] : [item.postedAtMs])), apiNow);
+        knowledge[target.key] = { knownIds: known.map((item) => item.id), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };
       }
     }
     return { prices, knowledge };
