@@ -67,10 +67,10 @@ export function demoCommand(): Command {
             '',
             'Where to look next:',
             `  warehouse:  ${warehousePath(dataDir)} (open it read-only: duckdb -readonly ${warehousePath(dataDir)})`,
-            '  query:      npx harvester query "SELECT * FROM top_items_per_account WHERE rank_in_account = 1"',
-            '  report:     npx harvester report --out report.html',
+            '  query:      node dist/src/cli/main.js query "SELECT * FROM top_items_per_account WHERE rank_in_account = 1"',
+            '  report:     node dist/src/cli/main.js report --out report.html',
             `  logs:       ${stack.logsDir}`,
-            options.keepRunning ? `  Temporal UI: ${stack.uiUrl} (Ctrl-C stops the stack)` : '  Temporal UI: run `npx harvester dev` (UI on http://127.0.0.1:8233), or `npx harvester demo --keep-running`',
+            options.keepRunning ? `  Temporal UI: ${stack.uiUrl} (Ctrl-C stops the stack)` : '  Temporal UI: run `node dist/src/cli/main.js dev` (UI on http://127.0.0.1:8233), or `node dist/src/cli/main.js demo --keep-running`',
             '',
           ].join('\n'),
         );
