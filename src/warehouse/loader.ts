@@ -166,11 +166,28 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
       await nextPackage?.catch(() => undefined);
       for (const turn of [0, 1]) rmSync(packageDir(dataDir, turn), { recursive: true, force: true });
     }
-    const published = pending.length > 0 || !existsSync(warehousePath(dataDir));
+    // The published copy is also made again when it cannot be read (replaced, cut short): the
+    // work database is the truth, and readers only ever get a copy of it.
+    const published = pending.length > 0 || !(await publishedCopyReadable(warehousePath(dataDir)));
     if (published) await publish(db.connection, workPath, warehousePath(dataDir));
     return { landingsLoaded: pending.length, rowsLoaded, batches, published, durationMs: Date.now() - started };
   } finally {
     closeDatabase(db);
+  }
+}
+
+async function publishedCopyReadable(path: string): Promise<boolean> {
+  if (!existsSync(path)) return false;
+  try {
+    const db = await openDatabase(path, { readOnly: true });
+    try {
+      await db.connection.run('SELECT count(*) FROM loaded_landings');
+      return true;
+    } finally {
+      closeDatabase(db);
+    }
+  } catch {
+    return false;
   }
 }
 

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,6 +38,35 @@ describe('harvester load, query and export', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/read-only/i);
     const json = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], { HARVESTER_DATA_DIR: dataDir });
+    expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
+  });
+
+  it('query reads only the warehouse: no file written (not even over the warehouse), none read, no extension installed', async () => {
+    const env = { HARVESTER_DATA_DIR: dataDir };
+    const warehouse = join(dataDir, 'warehouse.duckdb');
+    const size = statSync(warehouse).size;
+    const secret = join(dataDir, 'outside.txt');
+    writeFileSync(secret, 'not for queries');
+    for (const sql of [`COPY (SELECT 'x') TO '${warehouse}'`, `SELECT * FROM read_text('${secret}')`, 'INSTALL httpfs', 'SET enable_external_access = true', `ATTACH '${join(dataDir, 'other.duckdb')}' AS other`]) {
+      const result = await runCli(['query', sql], env);
+      expect(result.code, sql).toBe(1);
+      expect(result.stderr, sql).toMatch(/^harvester: refused: queries read only the warehouse's tables \(/);
+      expect(result.stdout, sql).not.toContain('not for queries');
+    }
+    expect(statSync(warehouse).size).toBe(size);
+    expect(existsSync(join(dataDir, 'other.duckdb'))).toBe(false);
+    const json = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], env);
+    expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
+  });
+
+  it('load repairs a published warehouse that was damaged, from the work database', async () => {
+    const env = { HARVESTER_DATA_DIR: dataDir };
+    writeFileSync(join(dataDir, 'warehouse.duckdb'), 'x\n');
+    const broken = await runCli(['query', 'SELECT count(*) AS n FROM items'], env);
+    expect(broken.code).toBe(1);
+    const load = await runCli(['load'], env);
+    expect(load.code).toBe(0);
+    const json = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], env);
     expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
   });
 
