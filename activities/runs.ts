@@ -14,6 +14,7 @@ import type { Logger } from '../src/logger.js';
 import { creditsLow } from '../src/webhooks/credit-alerts.js';
 import { writeLanding } from '../src/warehouse/landing.js';
 import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.js';
+import type { LoadResult } from '../src/warehouse/loader.js';
 import { asActivity } from './failures.js';
 import type { TargetPlan } from '../workflows/targets.js';
 
@@ -50,6 +51,13 @@ export interface FinishRunInput {
   error?: string;
 }
 
+export interface FinishedRun {
+  landingsLoaded: number;
+  rowsLoaded: number;
+  /** Landings the load could not load, moved to quarantine/: the file and why. */
+  quarantined: string[];
+}
+
 export interface RunActivityDeps {
   client: SocialApiClient;
   dataDir: string;
@@ -84,10 +92,10 @@ const LOAD_PROCESS = join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'load-proces
  * it, so a worker's memory does not grow with what its runs land. A load killed with its worker
  * is safe: the loader commits batch by batch and records what it loaded.
  */
-async function loadInChildProcess(dataDir: string, signal: AbortSignal): Promise<{ landingsLoaded: number; rowsLoaded: number }> {
+async function loadInChildProcess(dataDir: string, signal: AbortSignal): Promise<LoadResult> {
   try {
-    const { stdout } = await execFileAsync(process.execPath, [LOAD_PROCESS, dataDir], { signal, maxBuffer: 1 << 20 });
-    return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as { landingsLoaded: number; rowsLoaded: number };
+    const { stdout } = await execFileAsync(process.execPath, [LOAD_PROCESS, dataDir], { signal, maxBuffer: 16 << 20 });
+    return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as LoadResult;
   } catch (error) {
     const stderr = String((error as { stderr?: string }).stderr ?? '').trim();
     throw new Error(`the load of ${dataDir} failed: ${stderr.split('\n').at(-1) || (error as Error).message}`);
@@ -120,7 +128,7 @@ export function runActivities(deps: RunActivityDeps) {
     return { prices, knowledge };
   }
 
-  async function finish(input: FinishRunInput): Promise<{ landingsLoaded: number; rowsLoaded: number }> {
+  async function finish(input: FinishRunInput): Promise<FinishedRun> {
     writeLanding(deps.dataDir, {
       format: 1,
       kind: 'run',
@@ -140,7 +148,7 @@ export function runActivities(deps: RunActivityDeps) {
     const heartbeat = setInterval(() => context.heartbeat(), 5_000);
     try {
       const result = await loadInChildProcess(deps.dataDir, context.cancellationSignal);
-      return { landingsLoaded: result.landingsLoaded, rowsLoaded: result.rowsLoaded };
+      return { landingsLoaded: result.landingsLoaded, rowsLoaded: result.rowsLoaded, quarantined: result.quarantined.map((landing) => `${landing.file}: ${landing.reason}`) };
     } finally {
       clearInterval(heartbeat);
     }
@@ -149,7 +157,7 @@ export function runActivities(deps: RunActivityDeps) {
   return {
     // Both map a refused key and an unwritable data directory to failures that are not retried.
     prepareRun: (input: PrepareRunInput): Promise<PreparedRun> => asActivity(() => prepare(input)),
-    finishRun: (input: FinishRunInput): Promise<{ landingsLoaded: number; rowsLoaded: number }> => asActivity(() => finish(input)),
+    finishRun: (input: FinishRunInput): Promise<FinishedRun> => asActivity(() => finish(input)),
 
     async pauseSchedule(input: { harvest: string; reason: string }): Promise<void> {
       await deps.pauseSchedule?.(input.harvest, input.reason);

@@ -80,6 +80,8 @@ export interface HarvestState {
 export interface HarvestSummary extends HarvestProgress {
   finishedAt: string;
   landingsLoaded: number;
+  /** Landings the final load could not load, set aside in quarantine/ (file: reason). */
+  landingsQuarantined: string[];
   /** The run's final state: `harvester retry` resumes from it, so nothing landed is bought again. */
   checkpoint: HarvestState;
 }
@@ -154,7 +156,7 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
   upsertSearchAttributes([{ key: HARVEST_STATUS, value: status }]);
   const memo: RunMemo = { items: progress.itemsLanded, credits: progress.creditsSpent, budget: progress.budget, pages: progress.pagesLanded };
   upsertMemo(memo as unknown as Record<string, unknown>);
-  return { ...progress, finishedAt: new Date().toISOString(), landingsLoaded: loaded.landingsLoaded, checkpoint: state };
+  return { ...progress, finishedAt: new Date().toISOString(), landingsLoaded: loaded.landingsLoaded, landingsQuarantined: loaded.quarantined, checkpoint: state };
 }
 
 interface RunContext {

@@ -4,7 +4,7 @@
  * run, target and page, so a retried write replaces the file and never doubles it.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, openSync, closeSync, fsyncSync, readdirSync, readFileSync, renameSync, writeSync, existsSync } from 'node:fs';
+import { mkdirSync, openSync, closeSync, fsyncSync, readdirSync, readFileSync, renameSync, writeFileSync, writeSync, existsSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import type { EndpointKey } from '../spec/endpoints.js';
 
@@ -164,4 +164,34 @@ function syncDirectory(directory: string): void {
   } finally {
     closeSync(fd);
   }
+}
+
+/** A landing the loader cannot load (not JSON, an unknown endpoint, a bad content URL, …). */
+export class UnloadableLandingError extends Error {
+  override name = 'UnloadableLandingError';
+  constructor(
+    readonly key: string,
+    readonly file: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`landing ${file} cannot be loaded: ${reason}`, options);
+  }
+}
+
+export function quarantineRoot(dataDir: string): string {
+  return join(dataDir, 'quarantine');
+}
+
+/**
+ * Moves a landing the loader cannot load out of the landing folder, to the same place under
+ * `quarantine/`, with a `.reason` file beside it: it blocks no load, and nothing of it is lost.
+ * Returns where it now is.
+ */
+export function quarantineLanding(dataDir: string, key: string, reason: string): string {
+  const target = join(quarantineRoot(dataDir), ...key.split('/'));
+  mkdirSync(dirname(target), { recursive: true });
+  renameSync(landingFile(dataDir, key), target);
+  writeFileSync(`${target}.reason`, `${reason}\n`);
+  return target;
 }

@@ -8,7 +8,7 @@
 import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
-import { isRunLandingKey, landingFile, readLanding } from './landing.js';
+import { isRunLandingKey, landingFile, readLanding, UnloadableLandingError } from './landing.js';
 
 /**
  * What a landing holds, which decides the column types DuckDB reads it with: a page whose data is
@@ -130,12 +130,12 @@ function shapeOf(key: string, bytes: Buffer): LandingShape | undefined {
   return undefined;
 }
 
-/** Why a landing cannot be packaged: `readLanding`'s error when the file is not JSON, else `problem`. */
-function unloadable(dataDir: string, key: string, problem: string): Error {
+/** Why a landing cannot be packaged: `readLanding`'s reason when the file is not JSON, else `problem`. */
+function unloadable(dataDir: string, key: string, problem: string): UnloadableLandingError {
   try {
     readLanding(dataDir, key);
   } catch (error) {
-    return error as Error;
+    return new UnloadableLandingError(key, landingFile(dataDir, key), (error as Error).message.replace(/^landing .* cannot be read: /, 'not JSON: '));
   }
-  return new Error(`landing ${landingFile(dataDir, key)} cannot be loaded: ${problem}`);
+  return new UnloadableLandingError(key, landingFile(dataDir, key), problem);
 }

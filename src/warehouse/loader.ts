@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase } from './duckdb.js';
-import { landingFile, listLandings, readLanding } from './landing.js';
+import { landingFile, listLandings, quarantineLanding, readLanding, UnloadableLandingError } from './landing.js';
 import { writeLoadPackage, type LoadPackage } from './load-package.js';
 import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readPackageSql, type StagedTable } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL } from './schema.js';
@@ -42,8 +42,17 @@ export interface LoadOptions {
  */
 export const DEFAULT_BATCH = { landings: 5000, bytes: 64 << 20 };
 
+export interface QuarantinedLanding {
+  key: string;
+  /** Where it was moved: under `quarantine/`, with a `.reason` file beside it. */
+  file: string;
+  reason: string;
+}
+
 export interface LoadResult {
   landingsLoaded: number;
+  /** Landings that could not be loaded, moved out of the way. */
+  quarantined: QuarantinedLanding[];
   rowsLoaded: number;
   batches: number;
   published: boolean;
@@ -145,34 +154,59 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
   const db = await openWorkDatabase(workPath, options.lockWaitMs ?? 120_000);
   try {
     for (const statement of [...TABLES_DDL, ...VIEWS_DDL]) await db.connection.run(statement);
-    const loaded = new Set((await db.connection.runAndReadAll('SELECT landing FROM loaded_landings')).getRows().map((row) => String(row[0])));
-    const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
+    let landingsLoaded = 0;
     let rowsLoaded = 0;
     let batches = 0;
-    const plan = batchesOf(dataDir, pending, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
-    // Each batch's package is written while the batch before it loads (two package folders take turns).
-    const packageOf = (index: number) => guarded(writeLoadPackage(dataDir, plan[index] as string[], packageDir(dataDir, index % 2)));
-    let nextPackage = plan.length > 0 ? packageOf(0) : undefined;
-    try {
-      for (const [index, batch] of plan.entries()) {
-        const loadPackage = await (nextPackage as Promise<LoadPackage>);
-        nextPackage = index + 1 < plan.length ? packageOf(index + 1) : undefined;
-        batches++;
-        rowsLoaded += await loadBatch(db.connection, dataDir, loadPackage, () => options.beforeCommit?.(batches));
-        options.logger?.info({ batch: batches, landings: batch.length }, 'loaded a batch of landings');
-        await options.afterBatch?.(batches);
+    const quarantined: QuarantinedLanding[] = [];
+    // A landing that cannot be loaded is moved to quarantine/ and the load goes on without it:
+    // its batch was rolled back, and batches committed before it stay loaded.
+    for (;;) {
+      try {
+        await loadPending(db.connection, dataDir, options, (loaded) => {
+          landingsLoaded += loaded.landings;
+          rowsLoaded += loaded.rows;
+          batches++;
+        });
+        break;
+      } catch (error) {
+        if (!(error instanceof UnloadableLandingError)) throw error;
+        const file = quarantineLanding(dataDir, error.key, error.reason);
+        quarantined.push({ key: error.key, file, reason: error.reason });
+        options.logger?.warn({ landing: error.file, quarantinedAs: file, reason: error.reason }, 'a landing cannot be loaded: quarantined');
       }
-    } finally {
-      await nextPackage?.catch(() => undefined);
-      for (const turn of [0, 1]) rmSync(packageDir(dataDir, turn), { recursive: true, force: true });
     }
     // The published copy is also made again when it cannot be read (replaced, cut short): the
     // work database is the truth, and readers only ever get a copy of it.
-    const published = pending.length > 0 || !(await publishedCopyReadable(warehousePath(dataDir)));
+    const published = landingsLoaded > 0 || !(await publishedCopyReadable(warehousePath(dataDir)));
     if (published) await publish(db.connection, workPath, warehousePath(dataDir));
-    return { landingsLoaded: pending.length, rowsLoaded, batches, published, durationMs: Date.now() - started };
+    return { landingsLoaded, rowsLoaded, batches, published, quarantined, durationMs: Date.now() - started };
   } finally {
     closeDatabase(db);
+  }
+}
+
+/** Loads the landings not loaded yet, batch by batch, each in its own transaction. */
+async function loadPending(connection: DuckDBConnection, dataDir: string, options: LoadOptions, onBatch: (loaded: { landings: number; rows: number }) => void): Promise<void> {
+  const loaded = new Set((await connection.runAndReadAll('SELECT landing FROM loaded_landings')).getRows().map((row) => String(row[0])));
+  const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
+  const plan = batchesOf(dataDir, pending, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
+  // Each batch's package is written while the batch before it loads (two package folders take turns).
+  const packageOf = (index: number) => guarded(writeLoadPackage(dataDir, plan[index] as string[], packageDir(dataDir, index % 2)));
+  let nextPackage = plan.length > 0 ? packageOf(0) : undefined;
+  let batch = 0;
+  try {
+    for (const [index, keys] of plan.entries()) {
+      const loadPackage = await (nextPackage as Promise<LoadPackage>);
+      nextPackage = index + 1 < plan.length ? packageOf(index + 1) : undefined;
+      batch++;
+      const rows = await loadBatch(connection, dataDir, loadPackage, () => options.beforeCommit?.(batch));
+      onBatch({ landings: keys.length, rows });
+      options.logger?.info({ batch, landings: keys.length }, 'loaded a batch of landings');
+      await options.afterBatch?.(batch);
+    }
+  } finally {
+    await nextPackage?.catch(() => undefined);
+    for (const turn of [0, 1]) rmSync(packageDir(dataDir, turn), { recursive: true, force: true });
   }
 }
 
@@ -212,7 +246,10 @@ async function loadBatch(connection: DuckDBConnection, dataDir: string, loadPack
     }
     for (const statement of STAGE_SQL) await connection.run(statement);
     const problem = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson()[0];
-    if (problem) throw new Error(`landing ${landingFile(dataDir, String(problem._landing))} (${String(problem.endpoint)}) cannot be loaded: ${String(problem.problem)}`);
+    if (problem) {
+      const key = String(problem._landing);
+      throw new UnloadableLandingError(key, landingFile(dataDir, key), `${String(problem.problem)} (${String(problem.endpoint)})`);
+    }
     for (const table of STAGED_TABLES) for (const statement of MERGES[table]) await connection.run(statement);
     await connection.run(`CREATE OR REPLACE TEMP TABLE landing_rows AS ${LANDING_ROWS_SQL}`);
     await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
@@ -231,10 +268,12 @@ async function loadBatch(connection: DuckDBConnection, dataDir: string, loadPack
  * package's line numbers mean nothing to a user), else reports DuckDB's error for the batch.
  */
 function unreadableLanding(dataDir: string, keys: string[], error: Error): Error {
-  try {
-    for (const key of keys) readLanding(dataDir, key);
-  } catch (landingError) {
-    return new Error((landingError as Error).message, { cause: error });
+  for (const key of keys) {
+    try {
+      readLanding(dataDir, key);
+    } catch (landingError) {
+      return new UnloadableLandingError(key, landingFile(dataDir, key), (landingError as Error).message.replace(/^landing .* cannot be read: /, 'not JSON: '), { cause: error });
+    }
   }
   return new Error(`landings ${keys[0]} to ${keys.at(-1)} (${keys.length}) cannot be loaded: ${error.message}`, { cause: error });
 }

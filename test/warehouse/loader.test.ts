@@ -1,10 +1,10 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeLanding, listLandings, readLanding, type PageLanding } from '../../src/warehouse/landing.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
-import { loadLandings, workDatabasePath } from '../../src/warehouse/loader.js';
+import { loadLandings, workDatabasePath, type QuarantinedLanding } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -113,36 +113,52 @@ describe('landings the loader cannot load', () => {
     ({ dataDir, expected } = await landedSample('run-bad'));
   });
 
-  async function expectNothingLoaded(error: RegExp, file: string) {
-    await expect(loadLandings(dataDir)).rejects.toThrow(error);
-    await expect(loadLandings(dataDir)).rejects.toThrow(file);
-    // The whole batch was rolled back: nothing is marked loaded, so nothing is lost.
+  async function loadedCount(): Promise<bigint> {
     const work = await openDatabase(workDatabasePath(dataDir), { readOnly: true });
     try {
-      expect((await work.connection.runAndReadAll('SELECT count(*) FROM loaded_landings')).getRows()[0]![0]).toBe(0n);
+      return (await work.connection.runAndReadAll('SELECT count(*) FROM loaded_landings')).getRows()[0]![0] as bigint;
     } finally {
       closeDatabase(work);
     }
   }
 
-  it('a landing that is not JSON is named, and its batch is not loaded', async () => {
-    const bad = join(dataDir, 'landing', 'run-bad', 'broken', 'page-000001.json');
+  function expectQuarantined(entry: QuarantinedLanding, key: string, reason: RegExp) {
+    expect(entry.key).toBe(key);
+    expect(entry.reason).toMatch(reason);
+    expect(entry.file).toBe(join(dataDir, 'quarantine', ...key.split('/')));
+    expect(existsSync(entry.file)).toBe(true);
+    expect(readFileSync(`${entry.file}.reason`, 'utf8')).toMatch(reason);
+    expect(listLandings(dataDir)).not.toContain(key);
+  }
+
+  it('a landing that is not JSON is quarantined with its reason, and every other landing still loads', async () => {
+    const key = 'run-bad/broken/page-000001.json';
+    const bad = join(dataDir, 'landing', ...key.split('/'));
     mkdirSync(dirname(bad), { recursive: true });
     writeFileSync(bad, '{"format":1,"kind":"page","data":[');
-    await expectNothingLoaded(/cannot be read/, bad);
-    rmSync(bad);
+    const result = await loadLandings(dataDir);
+    expect(result.landingsLoaded).toBe(expected.landings);
+    expect(result.quarantined).toHaveLength(1);
+    expectQuarantined(result.quarantined[0]!, key, /not JSON/);
+    expect(await count(dataDir, 'SELECT count(*) FROM item_metrics')).toBe(expected.metricRows);
+    // Nothing is loaded twice by the next load, and the quarantined file is not met again.
+    const again = await loadLandings(dataDir);
+    expect(again).toMatchObject({ landingsLoaded: 0, quarantined: [] });
+    expect(await loadedCount()).toBe(BigInt(expected.landings));
   });
 
-  it('a page of an endpoint with no normalizer, or without a content URL, is named with its endpoint', async () => {
-    const key = listLandings(dataDir).find((name) => name.includes('stats'))!;
-    const landing = readLanding(dataDir, key) as PageLanding;
-    const file = join(dataDir, 'landing', ...key.split('/'));
-    writeFileSync(file, JSON.stringify({ ...landing, endpoint: 'tiktok/unknown-endpoint' }));
-    await expectNothingLoaded(/tiktok\/unknown-endpoint.*no normalizer/, file);
-    writeFileSync(file, JSON.stringify({ ...landing, params: { url: 'https://example.com/not-a-video' } }));
-    await expectNothingLoaded(/params\.url "https:\/\/example\.com\/not-a-video" is not a tiktok content URL/, file);
-    writeLanding(dataDir, landing);
-    expect((await loadLandings(dataDir)).landingsLoaded).toBe(expected.landings);
+  it('a page of an endpoint with no normalizer, or without a content URL, is quarantined naming why; the good page beside it loads', async () => {
+    const source = readLanding(dataDir, listLandings(dataDir).find((name) => name.includes('stats'))!) as PageLanding;
+    const unknown = writeLanding(dataDir, { ...source, run_id: 'run-bad-endpoint', endpoint: 'tiktok/unknown-endpoint' as PageLanding['endpoint'] });
+    const badUrl = writeLanding(dataDir, { ...source, run_id: 'run-bad-url', params: { url: 'https://example.com/not-a-video' } });
+    const good = writeLanding(dataDir, { ...source, run_id: 'run-good' });
+    const result = await loadLandings(dataDir);
+    expect(result.landingsLoaded).toBe(1);
+    expect(result.quarantined.map((entry) => entry.key).sort()).toEqual([badUrl, unknown].sort());
+    expectQuarantined(result.quarantined.find((entry) => entry.key === unknown)!, unknown, /tiktok\/unknown-endpoint.*no normalizer|no normalizer.*tiktok\/unknown-endpoint/);
+    expectQuarantined(result.quarantined.find((entry) => entry.key === badUrl)!, badUrl, /params\.url "https:\/\/example\.com\/not-a-video" is not a tiktok content URL/);
+    expect(listLandings(dataDir)).toContain(good);
+    expect(await loadedCount()).toBe(BigInt(expected.landings + 1));
   });
 
   it('a landing written with its data first still loads: writeLanding puts data last', async () => {

@@ -1,8 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { SocialApiClient } from '../../src/api/client.js';
 import { CallJournal } from '../../src/warehouse/call-journal.js';
@@ -191,5 +191,19 @@ ${catalog.tiktok.handles.slice(0, 3).map((handle) => `      - { platform: tiktok
     expect(failure).toBeInstanceOf(WorkflowFailedError);
     expect((failure as WorkflowFailedError).cause?.message).toMatch(new RegExp(`^the run could not start: the data directory cannot be written \\(ENOTDIR at ${file}`));
     expect(await emulator.ledger()).toEqual([]);
+  }, 60_000);
+});
+
+describe('a corrupt landing left in the data directory', () => {
+  it('is quarantined by the run\'s final load, which loads the rest: the run completes and names it', async () => {
+    const { temporal, worker, catalog, firstIds } = await setup();
+    const corrupt = join(worker.dataDir, 'landing', 'run-old', 'broken', 'page-000001.json');
+    mkdirSync(dirname(corrupt), { recursive: true });
+    writeFileSync(corrupt, '{"format":1,"kind":"page","data":[');
+    const handle = catalog.tiktok.handles[9]!;
+    const summary = await execute(temporal, worker, { harvest: channel(handle, 60) });
+    expect(summary.status).toBe('completed');
+    expect(summary.landingsQuarantined).toEqual([expect.stringMatching(new RegExp(`^${join(worker.dataDir, 'quarantine', 'run-old', 'broken', 'page-000001.json')}: not JSON`))]);
+    expect(await landedIds(worker, handle)).toEqual(await firstIds('tiktok', 'channel-videos', { handle }, 60));
   }, 60_000);
 });

@@ -33,6 +33,8 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
   const enrichment = summary.enrichment;
   lines.push(`enrichment: ${enrichment.calls} calls, ${enrichment.skipped} skipped, ${enrichment.failed} failed`);
   lines.push(`credits: ${summary.creditsSpent} of ${summary.budget}; items: ${summary.itemsLanded}; duration: ${(durationMs / 1000).toFixed(1)} s; loaded ${summary.landingsLoaded} landings`);
+  if (summary.callsLost > 0) lines.push(`calls cut off by a worker that died: ${summary.callsLost} (perhaps charged; counted at their worst case in the credits above)`);
+  for (const landing of summary.landingsQuarantined ?? []) lines.push(`quarantined (not loaded): ${landing}`);
   return lines.join('\n');
 }
 

@@ -44,10 +44,13 @@ export function exportCommand(): Command {
 export function loadCommand(): Command {
   return new Command('load')
     .description('Load landed pages into the warehouse now (harvests do this themselves after each run)')
-    .addHelpText('after', '\nExample:\n  $ harvester load')
+    .addHelpText('after', '\nA landing that cannot be loaded is moved to <data>/quarantine/ with a .reason file beside it, and the\nrest loads; the command then exits 3.\n\nExample:\n  $ harvester load')
     .action(async () => {
       const dataDir = dataDirFromEnv();
       const result = await loadLandings(dataDir, { logger: cliLogger() });
       process.stderr.write(`loaded ${result.landingsLoaded} landings (${result.rowsLoaded} rows) in ${result.batches} batches, ${result.durationMs} ms; warehouse: ${warehousePath(dataDir)}\n`);
+      for (const landing of result.quarantined) process.stderr.write(`quarantined ${landing.file}: ${landing.reason}\n`);
+      // Loaded what could be loaded, but something was set aside: not a plain success.
+      if (result.quarantined.length > 0) process.exitCode = 3;
     });
 }
