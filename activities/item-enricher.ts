@@ -6,7 +6,7 @@
  */
 import type { LimitFunction } from 'p-limit';
 import type { ObjectEndpoint, SocialApiClient } from '../src/api/client.js';
-import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, NetworkError, SocialApiError } from '../src/api/errors.js';
+import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, neverCharged, SocialApiError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import type { Platform } from '../src/spec/endpoints.js';
@@ -20,6 +20,8 @@ export interface EnrichmentTally {
   calls: number;
   skipped: number;
   failed: number;
+  /** Calls not made because the work stopped buying (402, 401): their items are not done. */
+  halted?: number;
 }
 
 /** Why a piece of work stopped buying before its end: the API refused the key or the balance. */
@@ -39,6 +41,8 @@ export interface ItemEnricherDeps {
   limit: LimitFunction;
   enrich: Enrichment;
   prices: PriceTable;
+  /** Aborted when Temporal has given this attempt up (a timed-out heartbeat): no call starts after. */
+  signal: AbortSignal;
 }
 
 /** Comments pages hold at most this many (the API's synchronous maximum). */
@@ -49,9 +53,21 @@ export class ItemEnricher {
 
   constructor(private readonly deps: ItemEnricherDeps) {}
 
-  /** The worst case of enriching the item at this URL: hold it in the budget before listing it. */
+  /**
+   * The worst case of what enriching the item at this URL still needs: all of it, less the calls
+   * this work already settled (an earlier attempt's, which its journal already counts). Hold it in
+   * the budget before the item's calls start.
+   */
   worstOf(platform: Platform, url: string): number {
-    return itemEnrichmentWorst(this.deps.prices, platform, this.deps.enrich, isPhotoPostUrl(url));
+    const { prices, enrich, runId, journal } = this.deps;
+    let worst = itemEnrichmentWorst(prices, platform, enrich, isPhotoPostUrl(url));
+    for (const endpoint of objectEnrichments(enrich, isPhotoPostUrl(url))) {
+      if (journal.isSettled(pageLandingKey(runId, `item:${platform}:${endpoint}:${url}`, 1))) worst -= priceOf(prices, platform, endpoint);
+    }
+    // A comments list of one page that is settled needs nothing more; a longer one, the rest of it at worst.
+    const comments = commentsPerItem(enrich);
+    if (comments > 0 && comments <= COMMENTS_PAGE && journal.isSettled(pageLandingKey(runId, `comments:${platform}:${url}`, 1))) worst -= comments * priceOf(prices, platform, 'comments');
+    return worst;
   }
 
   /**
@@ -108,7 +124,11 @@ export class ItemEnricher {
       if (found.ours) tally.calls++;
       return 0;
     }
-    if (this.stop) return 0;
+    if (this.stop) {
+      tally.halted = (tally.halted ?? 0) + 1;
+      return 0;
+    }
+    this.deps.signal.throwIfAborted();
     const worst = priceOf(prices, platform, endpoint);
     budget.release(worst);
     journal.intend(key, worst);
@@ -149,6 +169,7 @@ export class ItemEnricher {
         if (!cursor) return taken;
         continue;
       }
+      this.deps.signal.throwIfAborted();
       const limit = Math.min(COMMENTS_PAGE, maxItems - got);
       const worst = limit * price;
       budget.release(worst);
@@ -167,21 +188,23 @@ export class ItemEnricher {
         return taken;
       }
     }
+    // Left before its comments were all bought: the work stopped buying.
+    if (got < maxItems) tally.halted = (tally.halted ?? 0) + 1;
     return taken;
   }
 
   /**
    * A call the API refused without charging: its intent is cancelled, and it counts as failed (a
-   * deleted item, an expired comments cursor) unless it ends the work (402, 401) or the feature is
-   * off. Returns false for errors worth retrying (the activity is retried; the intent stays open,
-   * counted at its worst, since a dropped connection may have been charged, unless the request
-   * never left).
+   * deleted item, an expired comments cursor) unless it ends the work (402, 401: the item's
+   * enrichment is then halted, to be made by a retry) or the feature is off. Returns false for
+   * errors worth retrying (the activity is retried; the intent stays open, counted at its worst,
+   * only where the call may have been charged: a dropped connection, not an error answer).
    */
   private refused(key: string, error: unknown, tally: EnrichmentTally): boolean {
-    if (error instanceof NetworkError && error.neverSent) this.deps.journal.cancel(key);
+    if (neverCharged(error)) this.deps.journal.cancel(key);
     if (!(error instanceof SocialApiError) || error.retryable) return false;
-    this.deps.journal.cancel(key);
-    if (!(error instanceof FeatureUnavailableError) && !this.stopFor(error)) tally.failed++;
+    if (this.stopFor(error)) tally.halted = (tally.halted ?? 0) + 1;
+    else if (!(error instanceof FeatureUnavailableError)) tally.failed++;
     return true;
   }
 }

@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
-import { NetworkError, SocialApiError } from '../src/api/errors.js';
+import { neverCharged } from '../src/api/errors.js';
 import { endpointKey, type EndpointName, type Platform } from '../src/spec/endpoints.js';
 import { CallJournal } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../src/warehouse/landing.js';
@@ -88,7 +88,7 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
           } catch (error) {
             // An answer with a status (a refusal, a 5xx, a 429) created no job, nor did a request
             // that never left; only one whose answer never came may have.
-            if ((error instanceof SocialApiError && error.status !== undefined) || (error instanceof NetworkError && error.neverSent)) journal.cancel(key);
+            if (neverCharged(error)) journal.cancel(key);
             throw error;
           }
           const { job, requestId } = started;

@@ -62,7 +62,7 @@ export function landedEnrichmentActivities({ client, dataDir }: { client: Social
       const heartbeat = setInterval(() => context.heartbeat(durable), 2_000);
       try {
         return await withRunCallLimit(input.runId, input.calls, async (limit) => {
-          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices });
+          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal });
           const tally = progress.enrichment;
           for (; progress.page <= input.toPage && !enricher.stop; progress.page++) {
             const landing = findLanding(dataDir, pageLandingKey(input.runId, input.target, progress.page));

@@ -9,7 +9,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
-import { CursorExpiredError, NetworkError, SocialApiError } from '../src/api/errors.js';
+import { CursorExpiredError, neverCharged, SocialApiError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import type { Logger } from '../src/logger.js';
@@ -124,7 +124,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
       try {
         return await withRunCallLimit(runId, input.calls, async (callLimit) => {
           const enricher = target.enrich
-            ? new ItemEnricher({ client, dataDir, runId, harvest: input.harvest, journal, budget, limit: callLimit, enrich: input.enrich, prices: input.prices })
+            ? new ItemEnricher({ client, dataDir, runId, harvest: input.harvest, journal, budget, limit: callLimit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal })
             : undefined;
           /** Calls of the pages up to the durable position; each page in flight counts its own. */
           const tally = { ...progress.enrichment };
@@ -134,9 +134,13 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
           const enrichWorst = enricher ? itemEnrichmentWorst(input.prices, target.platform, input.enrich, listsPhotoPosts(target)) : 0;
           /** Pages whose items are being enriched, oldest first, with the position after each. */
           const enriching: { done: Promise<void>; after: Omit<Progress, 'enrichment'>; tally: EnrichmentTally }[] = [];
+          /** Set once a page's enrichment was halted (402, 401): the position stays before it. */
+          let halted = false;
           const settleOldest = async () => {
             const oldest = enriching.shift()!;
             await oldest.done;
+            halted ||= (oldest.tally.halted ?? 0) > 0;
+            if (halted) return;
             addTally(tally, oldest.tally);
             durable = { ...oldest.after, enrichment: { ...tally } };
           };
@@ -144,6 +148,8 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
           let ended: TargetWorkResult['ended'];
 
           while (!enricher?.stop) {
+            // Temporal gave this attempt up (its heartbeat timed out) and another has its work.
+            context.cancellationSignal.throwIfAborted();
             const wanted = target.maxItems - position.items;
             if (wanted <= 0) {
               ended = 'max_items';
@@ -159,7 +165,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
               if (journal.hasOpenIntent(key)) journal.settle(key, landed.call?.credits ?? 0);
               const items = (Array.isArray(landed.data) ? landed.data : []) as ListedItem[];
               page = { items, hasMore: landed.has_more ?? false, ...(landed.next_cursor ? { nextCursor: landed.next_cursor } : {}) };
-              held = Math.min(items.length * enrichWorst, Math.max(0, budget.free()));
+              held = Math.min(enricher ? items.reduce((sum, item) => sum + (item.url ? enricher.worstOf(target.platform, item.url) : 0), 0) : 0, Math.max(0, budget.free()));
               budget.hold(held);
             } else {
               const size = Math.min(input.pageSize, wanted, position.nextLimit ?? input.pageSize);
@@ -177,9 +183,8 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
                 if (input.stopAtIds.length > 0) position.nextLimit = Math.min(input.pageSize, limit * 2);
               } catch (failure) {
                 budget.release(held);
-                if (failure instanceof NetworkError && failure.neverSent) journal.cancel(key);
+                if (neverCharged(failure)) journal.cancel(key);
                 if (!(failure instanceof SocialApiError) || failure.retryable) throw failure;
-                journal.cancel(key);
                 if (failure instanceof CursorExpiredError || failure.code === 'invalid_cursor') {
                   if (position.relists >= MAX_RELISTS) {
                     stop = { status: 'failed', error: { ...describe(failure), message: `${failure.message} (the list was started again ${MAX_RELISTS} times, and each time the cursor was refused before the next page)` } };
@@ -251,14 +256,17 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
           while (enriching.length > 0) await settleOldest();
           stop ??= enricher?.stop;
           const status: TargetWorkStatus = stop ? stop.status : ended ? 'done' : 'grant_spent';
-          writeCoverage(dataDir, target.key, { complete: ended !== undefined, max_items: target.maxItems, run_id: runId, at: new Date().toISOString() });
+          writeCoverage(dataDir, target.key, { complete: ended !== undefined && !halted, max_items: target.maxItems, run_id: runId, at: new Date().toISOString() });
           const totals = journal.totals();
+          // Halted pages are given back: the position is the last one whose items were enriched,
+          // so a retry reads the pages after it back from disk and enriches their items.
+          const reached = halted ? durable : { ...progress, position };
           return {
             status,
-            ...(ended ? { ended } : {}),
-            position,
-            pagesLanded: progress.pagesLanded,
-            itemsLanded: progress.itemsLanded,
+            ...(ended && !halted ? { ended } : {}),
+            position: reached.position,
+            pagesLanded: reached.pagesLanded,
+            itemsLanded: reached.itemsLanded,
             credits: totals.credits,
             lostCalls: totals.lostCalls,
             enrichment: tally,

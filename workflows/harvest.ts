@@ -141,18 +141,27 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
   const drained = await runWork(run, () => workflowInfo().continueAsNewSuggested || (input.historyLimit !== undefined && workflowInfo().historyLength > input.historyLimit));
   if (drained === 'continue') await continueAsNew<typeof harvestWorkflow>({ ...input, resume: state });
 
-  const status = finalStatus(state);
-  const progress = progressOf(state, status);
-  const loaded = await finishRun({
+  let status = finalStatus(state);
+  const finishInput = {
     runId: state.runId,
     harvest: state.harvestName,
     startedAt: state.startedAt,
-    status,
     budgetCredits: state.budget.limit,
     creditsSpent: state.budget.spent,
-    itemsLanded: progress.itemsLanded,
+    itemsLanded: progressOf(state).itemsLanded,
     ...(state.stopped ? { error: state.stopped.reason } : {}),
-  });
+  };
+  let loaded: Awaited<ReturnType<typeof finishRun>>;
+  try {
+    loaded = await finishRun({ ...finishInput, status });
+  } catch (error) {
+    // What the run bought is landed, but not loaded (a data directory that cannot be written, say):
+    // the run ends failed, with its checkpoint, so `harvester retry` or `harvester load` can finish it.
+    status = 'failed';
+    state.stopped = { status, reason: `the final load failed: ${messageOf(error)}${state.stopped ? `; before it: ${state.stopped.reason}` : ''}` };
+    loaded = { landingsLoaded: 0, rowsLoaded: 0, quarantined: [] };
+  }
+  const progress = progressOf(state, status);
   upsertSearchAttributes([{ key: HARVEST_STATUS, value: status }]);
   const memo: RunMemo = { items: progress.itemsLanded, credits: progress.creditsSpent, budget: progress.budget, pages: progress.pagesLanded };
   upsertMemo(memo as unknown as Record<string, unknown>);
@@ -363,9 +372,15 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
     state.callsLost += result.lostCalls;
     addTally(state, result.enrichment);
     state.enrichment.unenriched += result.unenriched;
+    if (result.stop) {
+      // The job's items stay to be enriched (a retry does it); the target itself is listed.
+      target.error = result.stop.error;
+      if (result.stop.status === 'paused') await stopForCredits(state, result.stop.error.message);
+      else state.stopped ??= { status: 'failed', reason: `${RUN_STOPPING_ERRORS[result.stop.error.type] ?? 'enrichment stopped'}: ${result.stop.error.message}` };
+      return;
+    }
     target.unenrichedPages = undefined;
-    if (result.stop) await recordStop(state, target, result.stop.status, result.stop.error);
-    else if (result.unenriched > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unenriched} items ${target.plan.key} listed were not enriched: the budget ran out` };
+    if (result.unenriched > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unenriched} items ${target.plan.key} listed were not enriched: the budget ran out` };
   } catch (error) {
     const spent = await workSpent({ runId: state.runId, workId });
     settle(state.budget, reservation, spent.credits);

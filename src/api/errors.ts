@@ -107,6 +107,16 @@ export class NetworkError extends SocialApiError {
   }
 }
 
+/**
+ * Whether the API cannot have charged a call that failed: it answered with an error status (a
+ * failed call is never charged), or the request never left. A dropped connection or an answer of
+ * the wrong shape may have been charged.
+ */
+export function neverCharged(error: unknown): boolean {
+  if (error instanceof NetworkError) return error.neverSent;
+  return error instanceof SocialApiError && error.status !== undefined && error.status >= 400;
+}
+
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /** The answer does not have the shape the spec gives; it carries the raw body and request_id. */

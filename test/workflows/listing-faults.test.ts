@@ -22,7 +22,7 @@ afterAll(async () => {
   for (const cleanup of cleanups.reverse()) await cleanup();
 });
 
-async function setup(options: { latencyMs?: number; cursorTtlSeconds?: number; jobStepMs?: number } = {}) {
+async function setup(options: { latencyMs?: number; cursorTtlSeconds?: number; jobStepMs?: number; faultRate?: number } = {}) {
   const rig = await startHarvestRig({ harvest: HARVEST_KEY, verify: VERIFY_KEY }, options);
   const worker = await startTestWorker(rig.api);
   cleanups.push(() => rig.close(), () => worker.stop());
@@ -206,4 +206,47 @@ describe('a corrupt landing left in the data directory', () => {
     expect(summary.landingsQuarantined).toEqual([expect.stringMatching(new RegExp(`^${join(worker.dataDir, 'quarantine', 'run-old', 'broken', 'page-000001.json')}: not JSON`))]);
     expect(await landedIds(worker, handle)).toEqual(await firstIds('tiktok', 'channel-videos', { handle }, 60));
   }, 60_000);
+});
+
+describe('enrichment halted by the balance, then resumed', () => {
+  it('a 402 mid-enrichment pauses the run; after a plan change its retry enriches every item it listed, and says completed only then', async () => {
+    const { emulator, temporal, worker, catalog } = await setup({ latencyMs: 20 });
+    // Enough credits for the listings and part of the stats: 3 targets of 150 at 3 + 3 each is 2700.
+    await emulator.admin('plan', { api_key: HARVEST_KEY, plan: 'small', credits: 1_500 });
+    const harvest = harvestFrom(`
+harvests:
+  - name: halted
+    budget: { credits: 100000 }
+    job_threshold: 10000
+    channels:
+${catalog.tiktok.handles.slice(0, 3).map((handle) => `      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 150 }`).join('\n')}
+    enrich: { stats: true }
+`);
+    const first = await execute(temporal, worker, { harvest });
+    expect(first.status).toBe('paused');
+    await emulator.admin('plan', { api_key: HARVEST_KEY, plan: 'bigger', credits: 100_000 });
+    const retried = await execute(temporal, worker, { harvest, resume: resumableState(first.checkpoint, 100_000) }, first.runId);
+    expect(retried.status).toBe('completed');
+    expect(retried.targets.map((target) => target.items)).toEqual([150, 150, 150]);
+    // Every listed item has its stats, each bought once: nothing skipped by the pause is lost.
+    const stats = await queryWarehouse(worker.dataDir, "SELECT count(*) AS n, count(DISTINCT item_id) AS d FROM item_metrics WHERE source_endpoint = 'tiktok/stats'");
+    expect(stats.rows[0]).toEqual({ n: '450', d: '450' });
+    const ledger = await emulator.ledger(HARVEST_KEY);
+    expect(ledger.filter((row) => row.endpoint === 'tiktok/stats')).toHaveLength(450);
+    expect(retried.creditsSpent).toBe(ledger.reduce((sum, row) => sum + row.credits, 0));
+  }, 120_000);
+});
+
+describe('an API that fails a third of its calls with 5xx', () => {
+  it('completes with every item and its stats, counting no error answer as a lost call', async () => {
+    const { emulator, temporal, worker, catalog } = await setup({ faultRate: 0.3 });
+    const handle = catalog.tiktok.handles[10]!;
+    const summary = await execute(temporal, worker, { harvest: { ...channel(handle, 200), enrich: { stats: true, comments: false, transcript: false, summary: false, download: false } } });
+    expect(summary.status).toBe('completed');
+    expect(summary.callsLost).toBe(0);
+    const ledger = await emulator.ledger(HARVEST_KEY);
+    expect(summary.creditsSpent).toBe(ledger.reduce((sum, row) => sum + row.credits, 0));
+    const stats = await queryWarehouse(worker.dataDir, "SELECT count(DISTINCT item_id) AS d FROM item_metrics WHERE source_endpoint = 'tiktok/stats'");
+    expect(stats.rows[0]).toEqual({ d: '200' });
+  }, 120_000);
 });
