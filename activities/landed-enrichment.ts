@@ -83,7 +83,9 @@ export function landedEnrichmentActivities({ client, dataDir }: { client: Social
             durable = { ...structuredClone(progress), page: progress.page + 1 };
             context.heartbeat(durable);
           }
-          const totals = journal.totals();
+          // Read back from disk, not from memory: an earlier attempt that Temporal gave up but that
+          // had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
+          const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
           return {
             credits: totals.credits,
             lostCalls: totals.lostCalls,

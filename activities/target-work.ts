@@ -257,7 +257,9 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
           stop ??= enricher?.stop;
           const status: TargetWorkStatus = stop ? stop.status : ended ? 'done' : 'grant_spent';
           writeCoverage(dataDir, target.key, { complete: ended !== undefined && !halted, max_items: target.maxItems, run_id: runId, at: new Date().toISOString() });
-          const totals = journal.totals();
+          // Read back from disk, not from memory: an earlier attempt that Temporal gave up but that
+          // had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
+          const totals = CallJournal.load(dataDir, runId, input.workId).totals();
           // Halted pages are given back: the position is the last one whose items were enriched,
           // so a retry reads the pages after it back from disk and enriches their items.
           const reached = halted ? durable : { ...progress, position };
