@@ -222,16 +222,21 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
             progress.pagesLanded++;
             progress.itemsLanded += fresh.length;
 
-            // Enrich the new items whose worst cases the page's hold covers (all of them, unless
-            // a crash's lost calls ate into the grant), and give back the rest of the hold.
+            // Enrich the new items whose worst cases the page's hold covers: all of them, unless
+            // a crash's lost calls ate into the grant. Then the page is halted (given back, like a
+            // 402's) and the work ends short of its grant, so the workflow grants more and the
+            // next work enriches the rest, instead of the items going without. The rest of the
+            // hold is given back.
             const pageTally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
             const urls: string[] = [];
             let needed = 0;
+            let starved = false;
             for (const item of fresh) {
               if (!enricher || !item.url) continue;
               const worst = enricher.worstOf(target.platform, item.url);
               if (needed + worst > held) {
-                pageTally.failed++;
+                pageTally.halted = (pageTally.halted ?? 0) + 1;
+                starved = true;
                 continue;
               }
               needed += worst;
@@ -247,6 +252,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
             enriching.push({ done, after: structuredClone({ position, pagesLanded: progress.pagesLanded, itemsLanded: progress.itemsLanded }), tally: pageTally });
             while (enriching.length > PAGES_ENRICHED_AT_ONCE) await settleOldest();
             context.heartbeat(durable);
+            if (starved) break;
 
             if (reachedKnown) ended = 'known';
             else if (!page.hasMore || !page.nextCursor) ended = 'list_end';
@@ -255,7 +261,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
           }
           while (enriching.length > 0) await settleOldest();
           stop ??= enricher?.stop;
-          const status: TargetWorkStatus = stop ? stop.status : ended ? 'done' : 'grant_spent';
+          const status: TargetWorkStatus = stop ? stop.status : ended && !halted ? 'done' : 'grant_spent';
           writeCoverage(dataDir, target.key, { complete: ended !== undefined && !halted, max_items: target.maxItems, run_id: runId, at: new Date().toISOString() });
           // Read back from disk, not from memory: an earlier attempt that Temporal gave up but that
           // had not yet stopped (its worker cut off from Temporal) may have journaled calls since.

@@ -268,7 +268,9 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
   addTally(state, result.enrichment);
   if (result.status === 'done') target.status = 'done';
   else if (result.status === 'failed' || result.status === 'paused') await recordStop(state, target, result.status, result.error!);
-  // grant_spent: the target stays pending, and goes on when the budget has room for another item.
+  // A work that could buy nothing at all with its grant: granting the same again would loop.
+  else if (result.credits === 0 && result.pagesLanded === 0) target.status = 'budget_exhausted';
+  // Otherwise (grant_spent) the target stays pending, and goes on when the budget has room for another item.
 }
 
 function addTally(state: HarvestState, tally: { calls: number; skipped: number; failed: number }): void {
