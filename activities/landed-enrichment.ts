@@ -56,6 +56,7 @@ export function landedEnrichmentActivities({ client, dataDir }: { client: Social
     async enrichLanded(input: EnrichLandedInput): Promise<EnrichLandedResult> {
       const context = Context.current();
       const journal = CallJournal.load(dataDir, input.runId, input.workId);
+      journal.claim(context.info.attempt);
       const budget = new WorkBudget(input.grant, journal);
       const progress: Progress = (context.info.heartbeatDetails as Progress | undefined) ?? { page: input.fromPage, items: 0, unenriched: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } };
       let durable = structuredClone(progress);

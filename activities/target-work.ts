@@ -113,6 +113,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
       const { runId, target } = input;
       const context = Context.current();
       const journal = CallJournal.load(dataDir, runId, input.workId);
+      journal.claim(context.info.attempt);
       const budget = new WorkBudget(input.grant, journal);
       const resumed = context.info.heartbeatDetails as Progress | undefined;
       const progress: Progress = resumed ?? { position: { ...input.from }, pagesLanded: 0, itemsLanded: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } };

@@ -10,7 +10,7 @@
  * Lines are appended with one write each and not fsynced: a killed process loses nothing the
  * kernel has accepted, and a machine crash loses the landings' parent directory entries first.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathSegment } from './landing.js';
 
@@ -37,6 +37,7 @@ export class CallJournal {
   private settledCalls = 0;
   private openCredits = 0;
   private fd: number | undefined;
+  private attempt: number | undefined;
 
   private constructor(private readonly file: string) {}
 
@@ -75,7 +76,21 @@ export class CallJournal {
     return [...this.open].filter(([, worsts]) => worsts.length > 0).map(([key]) => key);
   }
 
+  /**
+   * Makes this activity attempt the journal's only writer: an earlier attempt that Temporal gave up
+   * but that is still running (its worker cut off from Temporal) finds the claim gone at its next
+   * call and stops, instead of buying alongside the new attempt.
+   */
+  claim(attempt: number): void {
+    this.attempt = attempt;
+    mkdirSync(dirname(this.file), { recursive: true });
+    writeFileSync(`${this.file}.owner`, String(attempt));
+  }
+
   intend(key: string, worst: number): void {
+    if (this.attempt !== undefined && readFileSync(`${this.file}.owner`, 'utf8') !== String(this.attempt)) {
+      throw new Error(`attempt ${this.attempt} of this work was superseded by a later one: it makes no more calls`);
+    }
     this.append({ intent: key, worst });
   }
 
