@@ -12,17 +12,10 @@ import type { PriceTable } from '../src/config/prices.js';
 import type { Platform } from '../src/spec/endpoints.js';
 import type { CallJournal } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding } from '../src/warehouse/landing.js';
+import type { EnrichmentTally } from '../workflows/enrichment-tally.js';
 import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../workflows/rules.js';
 import { landingOfCall } from './page-landing.js';
 import type { WorkBudget } from './work-budget.js';
-
-export interface EnrichmentTally {
-  calls: number;
-  skipped: number;
-  failed: number;
-  /** Calls not made because the work stopped buying (402, 401): their items are not done. */
-  halted?: number;
-}
 
 /** Why a piece of work stopped buying before its end: the API refused the key or the balance. */
 export interface WorkStop {
@@ -84,8 +77,9 @@ export class ItemEnricher {
 
   /** Records a refusal that ends the work's buying (402, 401); false for any other error. */
   stopFor(error: SocialApiError): boolean {
-    this.stop ??= workStopOf(error);
-    return workStopOf(error) !== undefined;
+    const stop = workStopOf(error);
+    this.stop ??= stop;
+    return stop !== undefined;
   }
 
   private async enrichItem(platform: Platform, url: string, tally: EnrichmentTally): Promise<void> {

@@ -12,7 +12,8 @@ import type { Platform } from '../src/spec/endpoints.js';
 import { CallJournal } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey } from '../src/warehouse/landing.js';
 import { asActivityFailure } from './failures.js';
-import { ItemEnricher, type EnrichmentTally, type WorkStop } from './item-enricher.js';
+import type { EnrichmentTally } from '../workflows/enrichment-tally.js';
+import { ItemEnricher, type WorkStop } from './item-enricher.js';
 import { withRunCallLimit } from './run-call-limits.js';
 import { WorkBudget } from './work-budget.js';
 

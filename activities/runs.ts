@@ -10,7 +10,6 @@ import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
 import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
 import { PROJECT_ROOT } from '../src/config/project-paths.js';
-import type { Logger } from '../src/logger.js';
 import { creditsLow } from '../src/webhooks/credit-alerts.js';
 import { writeLanding } from '../src/warehouse/landing.js';
 import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.js';
@@ -62,7 +61,6 @@ export interface RunActivityDeps {
   client: SocialApiClient;
   dataDir: string;
   pricesFile?: string;
-  logger?: Logger;
   /** Pauses a harvest's Temporal Schedule, if it has one. */
   pauseSchedule?: (harvest: string, note: string) => Promise<void>;
 }

@@ -17,9 +17,10 @@ import { CallJournal } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding } from '../src/warehouse/landing.js';
 import { writeCoverage } from '../src/warehouse/listing-coverage.js';
 import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../workflows/rules.js';
+import { addTally, type EnrichmentTally } from '../workflows/enrichment-tally.js';
 import type { TargetPlan } from '../workflows/targets.js';
 import { asActivityFailure } from './failures.js';
-import { describe, ItemEnricher, workStopOf, type EnrichmentTally, type WorkStop } from './item-enricher.js';
+import { describe, ItemEnricher, workStopOf, type WorkStop } from './item-enricher.js';
 import { landingOfCall } from './page-landing.js';
 import { withRunCallLimit } from './run-call-limits.js';
 import { WorkBudget } from './work-budget.js';
@@ -293,10 +294,4 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
       }
     },
   };
-}
-
-function addTally(into: EnrichmentTally, tally: EnrichmentTally): void {
-  into.calls += tally.calls;
-  into.skipped += tally.skipped;
-  into.failed += tally.failed;
 }

@@ -22,7 +22,8 @@ import type { HarvestActivities } from '../activities/index.js';
 import type { ListingPosition, TargetWorkResult } from '../activities/target-work.js';
 import type { Harvest } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
-import { availableCredits, newBudget, reserve, settle, type BudgetState } from './budget.js';
+import { availableCredits, newBudget, reserve, settle, type BudgetState, type Reservation } from './budget.js';
+import { addTally } from './enrichment-tally.js';
 import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress } from './definitions.js';
 import { grant, itemEnrichmentWorst, jobItems, listsPhotoPosts, priceOf, takesJob, targetWorst } from './rules.js';
 import { planTargets, type TargetPlan } from './targets.js';
@@ -252,20 +253,15 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
       stopAtIds: target.knownIds,
     });
   } catch (error) {
-    const spent = await workSpent({ runId: state.runId, workId });
-    settle(state.budget, reservation, spent.credits);
-    target.credits += spent.credits;
-    state.callsLost += spent.lostCalls;
+    chargeWork(state, target, reservation, await workSpent({ runId: state.runId, workId }));
     await recordFailure(state, target, error);
     return;
   }
-  settle(state.budget, reservation, result.credits);
-  target.credits += result.credits;
+  chargeWork(state, target, reservation, result);
   target.position = result.position;
   target.pages += result.pagesLanded;
   target.items = result.position.items;
-  state.callsLost += result.lostCalls;
-  addTally(state, result.enrichment);
+  addTally(state.enrichment, result.enrichment);
   if (result.status === 'done') target.status = 'done';
   else if (result.status === 'failed' || result.status === 'paused') await recordStop(state, target, result.status, result.error!);
   // A work that could buy nothing at all with its grant: granting the same again would loop.
@@ -273,10 +269,11 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
   // Otherwise (grant_spent) the target stays pending, and goes on when the budget has room for another item.
 }
 
-function addTally(state: HarvestState, tally: { calls: number; skipped: number; failed: number }): void {
-  state.enrichment.calls += tally.calls;
-  state.enrichment.skipped += tally.skipped;
-  state.enrichment.failed += tally.failed;
+/** Settles a piece of work's grant with what it spent, and counts that against its target. */
+function chargeWork(state: HarvestState, target: TargetState, reservation: Reservation, spent: { credits: number; lostCalls: number }): void {
+  settle(state.budget, reservation, spent.credits);
+  target.credits += spent.credits;
+  state.callsLost += spent.lostCalls;
 }
 
 /** Starts a target's job, its worst case reserved; a budget too small for a job leaves it to paging. */
@@ -369,10 +366,8 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
       fromPage: pages.from,
       toPage: pages.to,
     });
-    settle(state.budget, reservation, result.credits);
-    target.credits += result.credits;
-    state.callsLost += result.lostCalls;
-    addTally(state, result.enrichment);
+    chargeWork(state, target, reservation, result);
+    addTally(state.enrichment, result.enrichment);
     state.enrichment.unenriched += result.unenriched;
     if (result.stop) {
       // The job's items stay to be enriched (a retry does it); the target itself is listed.
@@ -384,10 +379,7 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
     target.unenrichedPages = undefined;
     if (result.unenriched > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unenriched} items ${target.plan.key} listed were not enriched: the budget ran out` };
   } catch (error) {
-    const spent = await workSpent({ runId: state.runId, workId });
-    settle(state.budget, reservation, spent.credits);
-    target.credits += spent.credits;
-    state.callsLost += spent.lostCalls;
+    chargeWork(state, target, reservation, await workSpent({ runId: state.runId, workId }));
     target.unenrichedPages = undefined;
     state.enrichment.failed++;
     await recordFailure(state, target, error);
