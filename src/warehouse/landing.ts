@@ -166,16 +166,20 @@ function syncDirectory(directory: string): void {
   }
 }
 
-/** A landing the loader cannot load (not JSON, an unknown endpoint, a bad content URL, …). */
-export class UnloadableLandingError extends Error {
-  override name = 'UnloadableLandingError';
-  constructor(
-    readonly key: string,
-    readonly file: string,
-    readonly reason: string,
-    options?: { cause?: unknown },
-  ) {
-    super(`landing ${file} cannot be loaded: ${reason}`, options);
+/** A landing the loader cannot load (not JSON, an unknown endpoint, a bad content URL, …), and why. */
+export interface UnloadableLanding {
+  key: string;
+  reason: string;
+}
+
+/** Why a landing's file is not JSON, in JSON.parse's words; undefined when it is JSON. */
+export function notJsonReason(dataDir: string, key: string): string | undefined {
+  const text = readFileSync(landingFile(dataDir, key), 'utf8');
+  try {
+    JSON.parse(text);
+    return undefined;
+  } catch (error) {
+    return `not JSON: ${(error as Error).message}`;
   }
 }
 
@@ -191,7 +195,9 @@ export function quarantineRoot(dataDir: string): string {
 export function quarantineLanding(dataDir: string, key: string, reason: string): string {
   const target = join(quarantineRoot(dataDir), ...key.split('/'));
   mkdirSync(dirname(target), { recursive: true });
-  renameSync(landingFile(dataDir, key), target);
+  // The reason first: a crash between the two leaves the landing where it was (the next load
+  // quarantines it again), never a quarantined landing without its reason.
   writeFileSync(`${target}.reason`, `${reason}\n`);
+  renameSync(landingFile(dataDir, key), target);
   return target;
 }

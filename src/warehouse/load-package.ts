@@ -8,7 +8,7 @@
 import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
-import { isRunLandingKey, landingFile, readLanding, UnloadableLandingError } from './landing.js';
+import { isRunLandingKey, landingFile, notJsonReason, type UnloadableLanding } from './landing.js';
 
 /**
  * What a landing holds, which decides the column types DuckDB reads it with: a page whose data is
@@ -20,13 +20,18 @@ const LANDING_SHAPES: readonly LandingShape[] = ['list', 'object', 'run'];
 export interface LoadPackage {
   /** One NDJSON file per shape (empty when the batch has no landing of that shape). */
   files: Record<LandingShape, string>;
+  /** The landings packaged. */
   keys: string[];
+  /** Landings left out because they cannot be loaded as they are (not a one-line JSON object with its data last). */
+  rejected: UnloadableLanding[];
 }
 
 const OPEN_BRACE = 0x7b;
 const CLOSE_BRACKET = 0x5d;
 const CLOSE_BRACE = 0x7d;
 const NEWLINE = 0x0a;
+/** JSON's whitespace: an editor's trailing newline does not make a landing unloadable. */
+const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
 
 /**
  * Appends to a file through one reused buffer. Written by hand because a batch moves tens of MB
@@ -79,6 +84,8 @@ export async function writeLoadPackage(dataDir: string, keys: string[], director
   const files = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, join(directory, `${shape}.jsonl`)])) as Record<LandingShape, string>;
   const outputs = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, new BufferedFile(files[shape])])) as Record<LandingShape, BufferedFile>;
   let landing = Buffer.allocUnsafe(1 << 20);
+  const packaged: string[] = [];
+  const rejected: UnloadableLanding[] = [];
   try {
     for (const [index, key] of keys.entries()) {
       if (index % LANDINGS_PER_TURN === LANDINGS_PER_TURN - 1) await setImmediatePromise();
@@ -97,22 +104,38 @@ export async function writeLoadPackage(dataDir: string, keys: string[], director
       } finally {
         closeSync(fd);
       }
-      if (size === 0 || landing[0] !== OPEN_BRACE) throw unloadable(dataDir, key, 'it does not hold a JSON object');
+      while (size > 0 && WHITESPACE.has(landing[size - 1] as number)) size--;
+      const problem = landingProblem(key, landing.subarray(0, size));
+      if (typeof problem === 'string') {
+        rejected.push({ key, reason: notJsonReason(dataDir, key) ?? problem });
+        continue;
+      }
       // The landing's members follow its key: `{"_landing":"<key>",` then the file without its `{`.
       const header = `{"_landing":${JSON.stringify(key)},`;
-      const shape = shapeOf(key, landing.subarray(0, size));
-      if (!shape) throw unloadable(dataDir, key, 'its data is neither a list nor an object');
-      const output = outputs[shape];
+      const output = outputs[problem.shape];
       const { buffer, offset } = output.reserve(Buffer.byteLength(header) + size);
       let end = offset + buffer.write(header, offset);
       end += landing.copy(buffer, end, 1, size);
       buffer[end++] = NEWLINE;
       output.commit(end - offset);
+      packaged.push(key);
     }
   } finally {
     for (const output of Object.values(outputs)) output.close();
   }
-  return { files, keys };
+  return { files, keys: packaged, rejected };
+}
+
+/**
+ * What keeps a landing's bytes out of a package, or its shape when nothing does. A package is read
+ * as newline-delimited JSON, a landing per line, so a landing must be one line (`writeLanding`
+ * writes it so): one over several lines would break its own line and the next.
+ */
+function landingProblem(key: string, bytes: Buffer): string | { shape: LandingShape } {
+  if (bytes.length === 0 || bytes[0] !== OPEN_BRACE) return 'it does not hold a JSON object';
+  if (bytes.indexOf(NEWLINE) !== -1) return 'it spans several lines (a landing is one line of JSON, as the harvester writes it)';
+  const shape = shapeOf(key, bytes);
+  return shape ? { shape } : 'its data is neither a list nor an object';
 }
 
 /**
@@ -122,20 +145,10 @@ export async function writeLoadPackage(dataDir: string, keys: string[], director
  */
 function shapeOf(key: string, bytes: Buffer): LandingShape | undefined {
   if (isRunLandingKey(key)) return 'run';
-  let end = bytes.length - 1;
-  while (end > 0 && bytes[end] !== CLOSE_BRACE) end--;
+  const end = bytes.length - 1;
+  if (bytes[end] !== CLOSE_BRACE) return undefined;
   const last = bytes[end - 1];
   if (last === CLOSE_BRACKET) return 'list';
   if (last === CLOSE_BRACE) return 'object';
   return undefined;
-}
-
-/** Why a landing cannot be packaged: `readLanding`'s reason when the file is not JSON, else `problem`. */
-function unloadable(dataDir: string, key: string, problem: string): UnloadableLandingError {
-  try {
-    readLanding(dataDir, key);
-  } catch (error) {
-    return new UnloadableLandingError(key, landingFile(dataDir, key), (error as Error).message.replace(/^landing .* cannot be read: /, 'not JSON: '));
-  }
-  return new UnloadableLandingError(key, landingFile(dataDir, key), problem);
 }

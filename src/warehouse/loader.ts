@@ -6,7 +6,7 @@
  * Why a published copy: DuckDB lets one process write a database file, and while it has the file
  * open no other process can open it, not even read-only ("could not set lock"). So the loader
  * writes a private database (`.loader/work.duckdb`) and, after each load, copies it to
- * `warehouse.duckdb.tmp` and renames that over `warehouse.duckdb`. Analysts open
+ * `warehouse.duckdb.publishing` and renames that over `warehouse.duckdb`. Analysts open
  * `warehouse.duckdb` read-only at any time: an open reader keeps the snapshot it opened, the
  * next one sees the new load, and nobody is ever locked out.
  */
@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase } from './duckdb.js';
-import { landingFile, listLandings, quarantineLanding, readLanding, UnloadableLandingError } from './landing.js';
+import { landingFile, listLandings, notJsonReason, quarantineLanding, type UnloadableLanding } from './landing.js';
 import { writeLoadPackage, type LoadPackage } from './load-package.js';
 import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readPackageSql, type StagedTable } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL } from './schema.js';
@@ -158,21 +158,28 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     let rowsLoaded = 0;
     let batches = 0;
     const quarantined: QuarantinedLanding[] = [];
-    // A landing that cannot be loaded is moved to quarantine/ and the load goes on without it:
-    // its batch was rolled back, and batches committed before it stay loaded.
+    const quarantine = (landings: UnloadableLanding[]) => {
+      for (const { key, reason } of landings) {
+        const file = quarantineLanding(dataDir, key, reason);
+        quarantined.push({ key, file, reason });
+        options.logger?.warn({ landing: landingFile(dataDir, key), quarantinedAs: file, reason }, 'a landing cannot be loaded: quarantined');
+      }
+    };
+    // A landing that cannot be loaded is moved to quarantine/ and the load goes on without it. One
+    // the package leaves out is set aside before its batch loads; one that only DuckDB finds fault
+    // with rolls its batch back, and the load starts over from that batch (batches committed
+    // before it stay loaded).
     for (;;) {
       try {
-        await loadPending(db.connection, dataDir, options, (loaded) => {
+        await loadPending(db.connection, dataDir, options, quarantine, (loaded) => {
           landingsLoaded += loaded.landings;
           rowsLoaded += loaded.rows;
           batches++;
         });
         break;
       } catch (error) {
-        if (!(error instanceof UnloadableLandingError)) throw error;
-        const file = quarantineLanding(dataDir, error.key, error.reason);
-        quarantined.push({ key: error.key, file, reason: error.reason });
-        options.logger?.warn({ landing: error.file, quarantinedAs: file, reason: error.reason }, 'a landing cannot be loaded: quarantined');
+        if (!(error instanceof UnloadableLandingsError)) throw error;
+        quarantine(error.landings);
       }
     }
     // The published copy is also made again when it cannot be read (replaced, cut short): the
@@ -186,7 +193,13 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
 }
 
 /** Loads the landings not loaded yet, batch by batch, each in its own transaction. */
-async function loadPending(connection: DuckDBConnection, dataDir: string, options: LoadOptions, onBatch: (loaded: { landings: number; rows: number }) => void): Promise<void> {
+async function loadPending(
+  connection: DuckDBConnection,
+  dataDir: string,
+  options: LoadOptions,
+  quarantine: (landings: UnloadableLanding[]) => void,
+  onBatch: (loaded: { landings: number; rows: number }) => void,
+): Promise<void> {
   const loaded = new Set((await connection.runAndReadAll('SELECT landing FROM loaded_landings')).getRows().map((row) => String(row[0])));
   const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
   const plan = batchesOf(dataDir, pending, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
@@ -195,13 +208,15 @@ async function loadPending(connection: DuckDBConnection, dataDir: string, option
   let nextPackage = plan.length > 0 ? packageOf(0) : undefined;
   let batch = 0;
   try {
-    for (const [index, keys] of plan.entries()) {
+    for (const index of plan.keys()) {
       const loadPackage = await (nextPackage as Promise<LoadPackage>);
       nextPackage = index + 1 < plan.length ? packageOf(index + 1) : undefined;
+      quarantine(loadPackage.rejected);
+      if (loadPackage.keys.length === 0) continue;
       batch++;
       const rows = await loadBatch(connection, dataDir, loadPackage, () => options.beforeCommit?.(batch));
-      onBatch({ landings: keys.length, rows });
-      options.logger?.info({ batch, landings: keys.length }, 'loaded a batch of landings');
+      onBatch({ landings: loadPackage.keys.length, rows });
+      options.logger?.info({ batch, landings: loadPackage.keys.length }, 'loaded a batch of landings');
       await options.afterBatch?.(batch);
     }
   } finally {
@@ -236,20 +251,18 @@ function guarded<T>(promise: Promise<T>): Promise<T> {
 }
 
 async function loadBatch(connection: DuckDBConnection, dataDir: string, loadPackage: LoadPackage, beforeCommit: () => void | Promise<void>): Promise<number> {
-  const keys = loadPackage.keys;
   await connection.run('BEGIN TRANSACTION');
+  let unreadable: Error | undefined;
   try {
     try {
       for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
     } catch (error) {
-      throw unreadableLanding(dataDir, keys, error as Error);
+      unreadable = error as Error;
+      throw error;
     }
     for (const statement of STAGE_SQL) await connection.run(statement);
-    const problem = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson()[0];
-    if (problem) {
-      const key = String(problem._landing);
-      throw new UnloadableLandingError(key, landingFile(dataDir, key), `${String(problem.problem)} (${String(problem.endpoint)})`);
-    }
+    const problems = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson();
+    if (problems.length > 0) throw new UnloadableLandingsError(problems.map((problem) => ({ key: String(problem._landing), reason: `${String(problem.problem)} (${String(problem.endpoint)})` })));
     for (const table of STAGED_TABLES) for (const statement of MERGES[table]) await connection.run(statement);
     await connection.run(`CREATE OR REPLACE TEMP TABLE landing_rows AS ${LANDING_ROWS_SQL}`);
     await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
@@ -259,23 +272,61 @@ async function loadBatch(connection: DuckDBConnection, dataDir: string, loadPack
     return rows;
   } catch (error) {
     await connection.run('ROLLBACK');
+    if (unreadable) throw await unreadableLandings(connection, dataDir, loadPackage.keys, unreadable);
     throw error;
   }
 }
 
-/**
- * DuckDB failed to read the package: names the landing at fault when one is not valid JSON (the
- * package's line numbers mean nothing to a user), else reports DuckDB's error for the batch.
- */
-function unreadableLanding(dataDir: string, keys: string[], error: Error): Error {
-  for (const key of keys) {
-    try {
-      readLanding(dataDir, key);
-    } catch (landingError) {
-      return new UnloadableLandingError(key, landingFile(dataDir, key), (landingError as Error).message.replace(/^landing .* cannot be read: /, 'not JSON: '), { cause: error });
-    }
+/** Landings that cannot be loaded; the batch that met them was rolled back. */
+class UnloadableLandingsError extends Error {
+  override name = 'UnloadableLandingsError';
+  constructor(readonly landings: UnloadableLanding[]) {
+    super(landings.map((landing) => `landing ${landing.key} cannot be loaded: ${landing.reason}`).join('; '));
   }
-  return new Error(`landings ${keys[0]} to ${keys.at(-1)} (${keys.length}) cannot be loaded: ${error.message}`, { cause: error });
+}
+
+/**
+ * DuckDB could not read a batch's package: finds the landings at fault by reading halves of the
+ * batch (each in a package of its own) until each failing part is one landing. A landing at fault
+ * costs about two more reads of the batch, only when a batch fails, and nothing depends on how
+ * DuckDB words its errors or numbers the package's lines.
+ * When no landing fails alone (memory ran out, say), the batch's error is reported as it is.
+ */
+async function unreadableLandings(connection: DuckDBConnection, dataDir: string, keys: string[], error: Error): Promise<Error> {
+  const directory = join(dataDir, '.loader', 'check');
+  const readFails = async (part: string[]): Promise<string | undefined> => {
+    const loadPackage = await writeLoadPackage(dataDir, part, directory);
+    try {
+      for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
+      return undefined;
+    } catch (partError) {
+      return (partError as Error).message;
+    }
+  };
+  const halves = (part: string[]) => [part.slice(0, Math.ceil(part.length / 2)), part.slice(Math.ceil(part.length / 2))];
+  const find = async (part: string[]): Promise<UnloadableLanding[]> => {
+    const failure = await readFails(part);
+    if (failure === undefined) return [];
+    const key = part[0] as string;
+    if (part.length === 1) return [{ key, reason: notJsonReason(dataDir, key) ?? duckdbReason(failure) }];
+    const found: UnloadableLanding[] = [];
+    for (const side of halves(part)) found.push(...(await find(side)));
+    return found;
+  };
+  try {
+    // The whole batch is known to fail: its halves are where the search starts.
+    const landings: UnloadableLanding[] = [];
+    for (const part of keys.length === 1 ? [keys] : halves(keys)) landings.push(...(await find(part)));
+    if (landings.length > 0) return new UnloadableLandingsError(landings);
+    return new Error(`landings ${keys[0]} to ${keys.at(-1)} (${keys.length}) cannot be loaded: ${error.message}`, { cause: error });
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/** DuckDB's reason for not reading a one-landing package, without the package's file name and line. */
+function duckdbReason(message: string): string {
+  return (message.split('\n')[0] ?? '').replace(/ in file "[^"]*",?/, '').replace(/,? (at byte \d+ )?in line \d+/, '');
 }
 
 /**
@@ -314,7 +365,9 @@ function batchesOf(dataDir: string, keys: string[], maxLandings: number, maxByte
 /** Checkpoints the work database and swaps a copy of it in as the readers' warehouse. */
 async function publish(connection: DuckDBConnection, workPath: string, target: string): Promise<void> {
   await connection.run('CHECKPOINT');
-  const temporary = `${target}.tmp`;
+  // Not `<target>.tmp`: that is the folder where DuckDB spills a reader's large query (its default
+  // temp_directory), and copying onto it while a query spills would fail the load.
+  const temporary = `${target}.publishing`;
   copyFileSync(workPath, temporary);
   const fd = openSync(temporary, 'r+');
   try {

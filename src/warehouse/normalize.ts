@@ -173,20 +173,22 @@ export const STAGE_SQL = [
 ];
 
 /**
- * Finds a landing of the batch that cannot be normalized: an endpoint with no normalizer for its
- * shape, or a content URL in `params.url` that is none. One row (landing, endpoint, problem) or none.
+ * Finds the landings of the batch that cannot be normalized: an endpoint with no normalizer for its
+ * shape, or a content URL in `params.url` that is none. One row (landing, endpoint, problem) per
+ * landing at fault, so a batch with several is rolled back once, not once for each.
  */
 export const CHECK_SQL = `
-  SELECT _landing, endpoint, 'no normalizer for a page of this endpoint with a list of items' AS problem FROM pages_list
-    WHERE platform NOT IN (${inList([...PLATFORMS])}) OR name NOT IN (${inList(LIST_ENDPOINTS)})
-  UNION ALL
-  SELECT _landing, endpoint, 'no normalizer for a page of this endpoint with one resource' FROM pages_object
-    WHERE platform NOT IN (${inList([...PLATFORMS])}) OR name NOT IN (${inList(OBJECT_ENDPOINTS)})
-  UNION ALL
-  SELECT _landing, endpoint, 'params.url ' || coalesce(to_json(params->>'url')::VARCHAR, '(missing)') || ' is not a ' || platform || ' content URL'
-    FROM (SELECT _landing, endpoint, params, platform, name, subject_id FROM pages_list UNION ALL SELECT _landing, endpoint, params, platform, name, subject_id FROM pages_object)
-    WHERE name IN (${inList(URL_ENDPOINTS)}) AND subject_id = ''
-  LIMIT 1`;
+  SELECT * FROM (
+    SELECT _landing, endpoint, 'no normalizer for a page of this endpoint with a list of items' AS problem FROM pages_list
+      WHERE platform NOT IN (${inList([...PLATFORMS])}) OR name NOT IN (${inList(LIST_ENDPOINTS)})
+    UNION ALL
+    SELECT _landing, endpoint, 'no normalizer for a page of this endpoint with one resource' FROM pages_object
+      WHERE platform NOT IN (${inList([...PLATFORMS])}) OR name NOT IN (${inList(OBJECT_ENDPOINTS)})
+    UNION ALL
+    SELECT _landing, endpoint, 'params.url ' || coalesce(to_json(params->>'url')::VARCHAR, '(missing)') || ' is not a ' || platform || ' content URL'
+      FROM (SELECT _landing, endpoint, params, platform, name, subject_id FROM pages_list UNION ALL SELECT _landing, endpoint, params, platform, name, subject_id FROM pages_object)
+      WHERE name IN (${inList(URL_ENDPOINTS)}) AND subject_id = '')
+  QUALIFY row_number() OVER (PARTITION BY _landing ORDER BY problem) = 1`;
 
 /** Every landing of the batch with the rows it contributed (its key, run and row count). */
 export const LANDING_ROWS_SQL = `

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeLanding, listLandings, readLanding, type PageLanding } from '../../src/warehouse/landing.js';
+import { writeLanding, listLandings, pageLandingKey, readLanding, type PageLanding } from '../../src/warehouse/landing.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
 import { loadLandings, workDatabasePath, type QuarantinedLanding } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
@@ -122,6 +122,13 @@ describe('landings the loader cannot load', () => {
     }
   }
 
+  /** A landing file written byte for byte, as no harvest would. */
+  function writeRaw(key: string, text: string) {
+    const file = join(dataDir, 'landing', ...key.split('/'));
+    mkdirSync(dirname(file), { recursive: true });
+    writeFileSync(file, text);
+  }
+
   function expectQuarantined(entry: QuarantinedLanding, key: string, reason: RegExp) {
     expect(entry.key).toBe(key);
     expect(entry.reason).toMatch(reason);
@@ -133,9 +140,7 @@ describe('landings the loader cannot load', () => {
 
   it('a landing that is not JSON is quarantined with its reason, and every other landing still loads', async () => {
     const key = 'run-bad/broken/page-000001.json';
-    const bad = join(dataDir, 'landing', ...key.split('/'));
-    mkdirSync(dirname(bad), { recursive: true });
-    writeFileSync(bad, '{"format":1,"kind":"page","data":[');
+    writeRaw(key, '{"format":1,"kind":"page","data":[');
     const result = await loadLandings(dataDir);
     expect(result.landingsLoaded).toBe(expected.landings);
     expect(result.quarantined).toHaveLength(1);
@@ -161,6 +166,40 @@ describe('landings the loader cannot load', () => {
     expect(await loadedCount()).toBe(BigInt(expected.landings + 1));
   });
 
+  it('several landings DuckDB cannot read, in the batch of good ones, are each found and quarantined with DuckDB\'s reason; the rest load once', async () => {
+    const source = readLanding(dataDir, listLandings(dataDir).find((name) => name.includes('videos'))!) as PageLanding;
+    const items = source.data as Record<string, unknown>[];
+    // Valid JSON, but values that do not fit their columns: only DuckDB's read finds these.
+    const badViews = writeLanding(dataDir, { ...source, run_id: 'run-bad-views', data: items.map((item, index) => (index === 1 ? { ...item, metrics: { views: 'many' } } : item)) });
+    const badLikes = writeLanding(dataDir, { ...source, run_id: 'run-bad-likes', data: items.map((item, index) => (index === 0 ? { ...item, metrics: { likes: 'lots' } } : item)) });
+    // Valid JSON over several lines: a package holds a landing per line, so it is set aside before DuckDB reads.
+    const multiline = pageLandingKey('run-pretty', source.target, 1);
+    writeRaw(multiline, JSON.stringify({ ...source, run_id: 'run-pretty' }, null, 2));
+    // An editor's trailing newline is no fault.
+    const trailing = pageLandingKey('run-trailing', source.target, 1);
+    writeRaw(trailing, `${JSON.stringify({ ...source, run_id: 'run-trailing' })}\n`);
+    const good = writeLanding(dataDir, { ...source, run_id: 'run-good-2' });
+    const loadedBefore = await loadedCount();
+    const metricsBefore = await count(dataDir, 'SELECT count(*) FROM item_metrics');
+
+    const result = await loadLandings(dataDir);
+    expect(result.quarantined.map((entry) => entry.key).sort()).toEqual([badLikes, badViews, multiline].sort());
+    expectQuarantined(result.quarantined.find((entry) => entry.key === badViews)!, badViews, /Failed to cast value to numerical: "many"/);
+    expectQuarantined(result.quarantined.find((entry) => entry.key === badLikes)!, badLikes, /Failed to cast value to numerical: "lots"/);
+    expectQuarantined(result.quarantined.find((entry) => entry.key === multiline)!, multiline, /spans several lines/);
+    // DuckDB's reason names neither the package file nor its line: the user has the landing's name.
+    for (const entry of result.quarantined) expect(entry.reason).not.toMatch(/\n|\.loader|jsonl|in line/);
+    expect(result.landingsLoaded).toBe(2);
+    expect(await loadedCount()).toBe(loadedBefore + 2n);
+    expect(await count(dataDir, `SELECT count(*) FROM loaded_landings WHERE landing IN ('${good}', '${trailing}') AND rows = ${2 * items.length + 1}`)).toBe(2);
+    expect(await count(dataDir, 'SELECT count(*) FROM item_metrics')).toBe(metricsBefore + 2 * items.length);
+
+    const again = await loadLandings(dataDir);
+    expect(again).toMatchObject({ landingsLoaded: 0, quarantined: [] });
+    expect(await loadedCount()).toBe(loadedBefore + 2n);
+    expect(await count(dataDir, 'SELECT count(*) FROM item_metrics')).toBe(metricsBefore + 2 * items.length);
+  });
+
   it('a landing written with its data first still loads: writeLanding puts data last', async () => {
     const key = listLandings(dataDir).find((name) => name.includes('videos'))!;
     const { data, ...rest } = readLanding(dataDir, key) as PageLanding;
@@ -171,6 +210,24 @@ describe('landings the loader cannot load', () => {
     const result = await loadLandings(dataDir);
     expect(result.landingsLoaded).toBe(1);
     expect(result.rowsLoaded).toBe(2 * (data as unknown[]).length + 1);
+  });
+});
+
+describe('publishing beside readers', () => {
+  it("a reader's spill folder beside the warehouse (DuckDB's default temp_directory) does not stop a load from publishing", async () => {
+    const { dataDir, expected } = await landedSample('run-spill');
+    await loadLandings(dataDir);
+    // Where DuckDB spills a large query of a reader of the warehouse, while that query runs.
+    const spill = String((await queryWarehouse(dataDir, "SELECT current_setting('temp_directory') AS spill")).rows[0]!.spill);
+    expect(spill).toBe(join(dataDir, 'warehouse.duckdb.tmp'));
+    mkdirSync(spill);
+    writeFileSync(join(spill, 'duckdb_temp_storage_S32K-0.tmp'), '');
+    const source = readLanding(dataDir, listLandings(dataDir).find((name) => name.includes('videos'))!) as PageLanding;
+    writeLanding(dataDir, { ...source, run_id: 'run-spill-2' });
+    const result = await loadLandings(dataDir);
+    expect(result).toMatchObject({ landingsLoaded: 1, published: true });
+    expect(await count(dataDir, 'SELECT count(*) FROM loaded_landings')).toBe(expected.landings + 1);
+    expect(existsSync(join(spill, 'duckdb_temp_storage_S32K-0.tmp'))).toBe(true);
   });
 });
 

@@ -44,11 +44,15 @@ export function exportCommand(): Command {
 export function loadCommand(): Command {
   return new Command('load')
     .description('Load landed pages into the warehouse now (harvests do this themselves after each run)')
-    .addHelpText('after', '\nA landing that cannot be loaded is moved to <data>/quarantine/ with a .reason file beside it, and the\nrest loads; the command then exits 3.\n\nExample:\n  $ harvester load')
+    .addHelpText(
+      'after',
+      '\nA landing that cannot be loaded is moved to <data>/quarantine/ (same path as under landing/) with a\n.reason file beside it, and the rest loads; the command then exits 3. Move it back under landing/ to\nload it again. A published warehouse.duckdb that cannot be read is made again.\n\nExample:\n  $ harvester load',
+    )
     .action(async () => {
       const dataDir = dataDirFromEnv();
       const result = await loadLandings(dataDir, { logger: cliLogger() });
-      process.stderr.write(`loaded ${result.landingsLoaded} landings (${result.rowsLoaded} rows) in ${result.batches} batches, ${result.durationMs} ms; warehouse: ${warehousePath(dataDir)}\n`);
+      const quarantined = result.quarantined.length > 0 ? `; ${result.quarantined.length} quarantined (not loaded)` : '';
+      process.stderr.write(`loaded ${result.landingsLoaded} landings (${result.rowsLoaded} rows) in ${result.batches} batches, ${result.durationMs} ms${quarantined}; warehouse: ${warehousePath(dataDir)}\n`);
       for (const landing of result.quarantined) process.stderr.write(`quarantined ${landing.file}: ${landing.reason}\n`);
       // Loaded what could be loaded, but something was set aside: not a plain success.
       if (result.quarantined.length > 0) process.exitCode = 3;
