@@ -1,7 +1,8 @@
-import { existsSync, mkdtempSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { listLandings, readLanding, writeLanding, type PageLanding } from '../../src/warehouse/landing.js';
 import { clientFor } from '../support/client.js';
 import { runCli } from '../support/cli.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -41,20 +42,31 @@ describe('harvester load, query and export', () => {
     expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
   });
 
-  it('query reads only the warehouse: no file written (not even over the warehouse), none read, no extension installed', async () => {
+  it('query reads only the warehouse: no file written (not even over the warehouse), none read, no extension installed or loaded, no setting changed', async () => {
     const env = { HARVESTER_DATA_DIR: dataDir };
     const warehouse = join(dataDir, 'warehouse.duckdb');
     const size = statSync(warehouse).size;
     const secret = join(dataDir, 'outside.txt');
     writeFileSync(secret, 'not for queries');
-    for (const sql of [`COPY (SELECT 'x') TO '${warehouse}'`, `SELECT * FROM read_text('${secret}')`, 'INSTALL httpfs', 'SET enable_external_access = true', `ATTACH '${join(dataDir, 'other.duckdb')}' AS other`]) {
+    const other = join(dataDir, 'other.duckdb');
+    const refusals: [string, string][] = [
+      [`COPY (SELECT 'x') TO '${warehouse}'`, `the query would read or write the file ${join(dataDir, 'tmp_warehouse.duckdb')}`],
+      [`SELECT * FROM read_text('${secret}')`, `the query would read or write the file ${secret}`],
+      [`ATTACH '${other}' AS other`, `the query would read or write the file ${other}`],
+      ['INSTALL httpfs', 'the query would install an extension'],
+      ['LOAD httpfs', 'the query would load an extension'],
+      ['SET enable_external_access = true', 'the query would change the setting enable_external_access'],
+    ];
+    for (const [sql, refused] of refusals) {
       const result = await runCli(['query', sql], env);
       expect(result.code, sql).toBe(1);
-      expect(result.stderr, sql).toMatch(/^harvester: refused: queries read only the warehouse's tables \(/);
+      // One line that says what was refused, and why.
+      expect(result.stderr, sql).toMatch(/^harvester: refused: [^\n]*\n$/);
+      expect(result.stderr, sql).toContain(`refused: ${refused}; queries read only the warehouse's tables`);
       expect(result.stdout, sql).not.toContain('not for queries');
     }
     expect(statSync(warehouse).size).toBe(size);
-    expect(existsSync(join(dataDir, 'other.duckdb'))).toBe(false);
+    expect(existsSync(other)).toBe(false);
     const json = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], env);
     expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
   });
@@ -82,5 +94,34 @@ describe('harvester load, query and export', () => {
     const result = await runCli(['query', 'SELECT 1'], { HARVESTER_DATA_DIR: mkdtempSync(join(tmpdir(), 'empty-')) });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain('no warehouse at');
+  });
+});
+
+describe('harvester load with a landing it cannot load', () => {
+  it('quarantines it, loads the rest, names it with its reason, and exits 3; the next load loads nothing again', async () => {
+    const badDir = mkdtempSync(join(tmpdir(), 'cli-quarantine-'));
+    const client = clientFor(emulator);
+    const sample = await landSampleHarvest(client, emulator, badDir, 'run-cli-bad');
+    await client.close();
+    const key = listLandings(badDir).find((name) => name.includes('videos'))!;
+    const landing = readLanding(badDir, key) as PageLanding;
+    const badKey = writeLanding(badDir, { ...landing, run_id: 'run-cli-corrupt', data: (landing.data as Record<string, unknown>[]).map((item) => ({ ...item, metrics: { views: 'many' } })) });
+    const env = { HARVESTER_DATA_DIR: badDir };
+
+    const load = await runCli(['load'], env);
+    expect(load.code).toBe(3);
+    const quarantined = join(badDir, 'quarantine', ...badKey.split('/'));
+    expect(load.stderr).toContain(`loaded ${sample.landings} landings`);
+    expect(load.stderr).toContain('; 1 quarantined (not loaded); warehouse:');
+    expect(load.stderr).toContain(`quarantined ${quarantined}: Invalid Input Error: JSON transform error: Failed to cast value to numerical: "many"\n`);
+    expect(readFileSync(`${quarantined}.reason`, 'utf8')).toContain('Failed to cast value to numerical: "many"');
+    const items = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], env);
+    expect(JSON.parse(items.stdout)).toEqual([{ n: String(sample.itemIds.size) }]);
+
+    const again = await runCli(['load'], env);
+    expect(again.code).toBe(0);
+    expect(again.stderr).toContain('loaded 0 landings (0 rows)');
+    const loaded = await runCli(['query', 'SELECT count(*) AS n FROM loaded_landings', '--format', 'json'], env);
+    expect(JSON.parse(loaded.stdout)).toEqual([{ n: String(sample.landings) }]);
   });
 });
