@@ -3,17 +3,13 @@
  * runs saw, load today's prices) and finish (record the outcome, load the landings into the
  * warehouse). Also pausing a harvest's schedule, when the API says the credits ran out.
  */
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
 import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
-import { PROJECT_ROOT } from '../src/config/project-paths.js';
 import { creditsLow } from '../src/webhooks/credit-alerts.js';
 import { writeLanding } from '../src/warehouse/landing.js';
 import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.js';
-import type { LoadResult } from '../src/warehouse/loader.js';
+import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import { asActivity } from './failures.js';
 import type { TargetPlan } from '../workflows/targets.js';
 
@@ -66,7 +62,6 @@ export interface RunActivityDeps {
 }
 
 const KNOWN_IDS = 100;
-const execFileAsync = promisify(execFile);
 
 /**
  * The first page's size: the items expected since the newest known one was posted, at the rate
@@ -83,25 +78,15 @@ function firstPageLimit(postedAt: number[], apiNowMs: number): number | undefine
   return Math.min(50, Math.max(1, Math.ceil(expected * 1.25) + 1));
 }
 
-const LOAD_PROCESS = join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'load-process.js');
-
-/**
- * The load, in a process of its own (src/warehouse/load-process.ts): DuckDB's memory leaves with
- * it, so a worker's memory does not grow with what its runs land. A load killed with its worker
- * is safe: the loader commits batch by batch and records what it loaded.
- */
-async function loadInChildProcess(dataDir: string, signal: AbortSignal): Promise<LoadResult> {
-  try {
-    const { stdout } = await execFileAsync(process.execPath, [LOAD_PROCESS, dataDir], { signal, maxBuffer: 16 << 20 });
-    return JSON.parse(stdout.trim().split('\n').at(-1) ?? '{}') as LoadResult;
-  } catch (error) {
-    const stderr = String((error as { stderr?: string }).stderr ?? '').trim();
-    throw new Error(`the load of ${dataDir} failed: ${stderr.split('\n').at(-1) || (error as Error).message}`);
-  }
-}
-
 export function runActivities(deps: RunActivityDeps) {
+  // The final load runs in a process of its own (src/warehouse/load-process.ts): DuckDB's memory
+  // leaves with it, so a worker's memory does not grow with what its runs land. A load killed
+  // with its worker is safe: the loader commits batch by batch and records what it loaded.
+  const loader = new WarmLoader();
+
   async function prepare(input: PrepareRunInput): Promise<PreparedRun> {
+    // Started now, the load process is ready when the run ends instead of adding its start to it.
+    loader.prewarm();
     const prices = loadPriceTable(deps.pricesFile);
     const low = creditsLow(deps.dataDir);
     if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
@@ -145,7 +130,7 @@ export function runActivities(deps: RunActivityDeps) {
     const context = Context.current();
     const heartbeat = setInterval(() => context.heartbeat(), 5_000);
     try {
-      const result = await loadInChildProcess(deps.dataDir, context.cancellationSignal);
+      const result = await loader.load(deps.dataDir, context.cancellationSignal);
       return { landingsLoaded: result.landingsLoaded, rowsLoaded: result.rowsLoaded, quarantined: result.quarantined.map((landing) => `${landing.file}: ${landing.reason}`) };
     } finally {
       clearInterval(heartbeat);

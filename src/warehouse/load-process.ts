@@ -1,20 +1,28 @@
 /**
- * The load as a process of its own: `node dist/src/warehouse/load-process.js <data dir>` loads every
- * pending landing and prints the result as one JSON line. A run's final load runs here rather than
- * in the worker, so DuckDB's memory (bounded by the batch) comes and goes with the load and never
- * adds to the worker's, which stays flat however many items runs land.
+ * The load as a process of its own, kept warm by src/warehouse/warm-loader.ts: forked with an IPC
+ * channel, it takes `{ dataDir }` messages one at a time, loads every pending landing of that data
+ * directory, and answers `{ result }` or `{ error }`. A run's final load runs here rather than in
+ * the worker, so DuckDB's memory (bounded by the batch) never adds to the worker's, which stays
+ * flat however many items runs land. Importing the loader (DuckDB's native library) is most of
+ * this process's start, which is why it is started before it is needed and then reused.
  */
 import { loadLandings } from './loader.js';
 
-const dataDir = process.argv[2];
-if (!dataDir) {
-  process.stderr.write('usage: load-process.js <data dir>\n');
+export interface LoadRequest {
+  dataDir: string;
+}
+
+if (!process.send) {
+  process.stderr.write('load-process.js is started by the worker (src/warehouse/warm-loader.ts), with an IPC channel\n');
   process.exit(1);
 }
-try {
-  const result = await loadLandings(dataDir);
-  process.stdout.write(`${JSON.stringify(result)}\n`);
-} catch (error) {
-  process.stderr.write(`${(error as Error).message}\n`);
-  process.exit(1);
-}
+const reply = process.send.bind(process);
+
+process.on('message', (request: LoadRequest) => {
+  loadLandings(request.dataDir).then(
+    (result) => reply({ result }),
+    (error: unknown) => reply({ error: error instanceof Error ? error.message : String(error) }),
+  );
+});
+// The worker went away (exited, or was killed): nothing is left to load for.
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,127 @@
+/**
+ * The worker's handle on its load process (src/warehouse/load-process.ts), kept warm between loads.
+ *
+ * Why warm: starting Node and DuckDB's native library took about 0.2 s of every run's final load,
+ * a run's last step, so it added to every run's duration. The process is started when a run
+ * begins (`prewarm`), so that start overlaps the run's API calls, and it is reused by the runs
+ * that follow. After a minute without loads it is stopped, giving its memory back.
+ *
+ * Loads go one at a time: DuckDB lets one writer hold the work database, and two loads of one data
+ * directory in one process would only wait on each other.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import type { Socket } from 'node:net';
+import { join } from 'node:path';
+import pLimit from 'p-limit';
+import { PROJECT_ROOT } from '../config/project-paths.js';
+import type { LoadRequest } from './load-process.js';
+import type { LoadResult } from './loader.js';
+
+const LOAD_PROCESS = join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'load-process.js');
+
+/** How long an idle load process is kept before it is stopped. */
+export const LOAD_PROCESS_IDLE_MS = 60_000;
+
+/** The end of the load process's stderr kept for error messages (a crash's last words). */
+const STDERR_TAIL_CHARS = 2_000;
+
+type LoadReply = { result: LoadResult } | { error: string };
+
+export class WarmLoader {
+  #child: ChildProcess | undefined;
+  #stderrTail = '';
+  #idleTimer: NodeJS.Timeout | undefined;
+  readonly #oneAtATime = pLimit(1);
+
+  constructor(private readonly idleMs = LOAD_PROCESS_IDLE_MS) {}
+
+  /** Starts the load process now, if it is not running, so a later `load` does not wait for it. */
+  prewarm(): void {
+    this.#running();
+    if (this.#oneAtATime.activeCount === 0 && this.#oneAtATime.pendingCount === 0) this.#idle();
+  }
+
+  /** Loads every pending landing of `dataDir`; an abort kills the load (batches commit one by one, so nothing is lost). */
+  load(dataDir: string, signal?: AbortSignal): Promise<LoadResult> {
+    return this.#oneAtATime(() => this.#load(dataDir, signal));
+  }
+
+  /** Stops the load process, if one runs. */
+  close(): void {
+    clearTimeout(this.#idleTimer);
+    this.#child?.kill();
+    this.#child = undefined;
+  }
+
+  #running(): ChildProcess {
+    if (this.#child?.connected) return this.#child;
+    this.#stderrTail = '';
+    // No execArgv: the worker's own flags (its heap cap) are not meant for DuckDB's process.
+    const child = fork(LOAD_PROCESS, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], execArgv: [] });
+    child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+      this.#stderrTail = (this.#stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+    });
+    child.on('error', () => undefined); // a failed start shows as 'exit' to the load waiting on it
+    child.on('exit', () => {
+      if (this.#child === child) this.#child = undefined;
+    });
+    this.#child = child;
+    return child;
+  }
+
+  /** Lets the idle process neither hold this process open nor outlive the idle time. */
+  #idle(): void {
+    const child = this.#child;
+    if (!child) return;
+    setHeld(child, false);
+    clearTimeout(this.#idleTimer);
+    this.#idleTimer = setTimeout(() => this.close(), this.idleMs).unref();
+  }
+
+  async #load(dataDir: string, signal: AbortSignal | undefined): Promise<LoadResult> {
+    signal?.throwIfAborted();
+    clearTimeout(this.#idleTimer);
+    const child = this.#running();
+    setHeld(child, true);
+    try {
+      return await new Promise<LoadResult>((resolve, reject) => {
+        const settle = () => {
+          child.off('message', onMessage);
+          child.off('exit', onExit);
+          signal?.removeEventListener('abort', onAbort);
+        };
+        const onMessage = (reply: LoadReply) => {
+          settle();
+          if ('error' in reply) reject(new Error(`the load of ${dataDir} failed: ${reply.error}`));
+          else resolve(reply.result);
+        };
+        const onExit = (code: number | null, killedBy: NodeJS.Signals | null) => {
+          settle();
+          const lastWords = this.#stderrTail.trim().split('\n').at(-1);
+          reject(new Error(`the load of ${dataDir} failed: its process ended (${killedBy ?? `exit code ${code}`})${lastWords ? `: ${lastWords}` : ''}`));
+        };
+        const onAbort = () => {
+          settle();
+          this.close();
+          reject(signal?.reason instanceof Error ? signal.reason : new Error(`the load of ${dataDir} was cancelled`));
+        };
+        child.on('message', onMessage);
+        child.on('exit', onExit);
+        signal?.addEventListener('abort', onAbort, { once: true });
+        const request: LoadRequest = { dataDir };
+        child.send(request);
+      });
+    } finally {
+      this.#idle();
+    }
+  }
+}
+
+/** Whether the child (its handle, IPC channel and stderr pipe) keeps this process's event loop alive. */
+function setHeld(child: ChildProcess, held: boolean): void {
+  const handles = [child, child.channel, child.stderr as Socket | null];
+  for (const handle of handles) {
+    if (held) handle?.ref();
+    else handle?.unref();
+  }
+}

@@ -1,0 +1,86 @@
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import { WarmLoader } from '../../src/warehouse/warm-loader.js';
+import { clientFor } from '../support/client.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { landSampleHarvest } from '../support/sample-harvest.js';
+
+let emulator: TestEmulator;
+beforeAll(async () => {
+  emulator = await startTestEmulator();
+});
+afterAll(() => emulator.close());
+
+async function landedSample(runId: string, dataDir = mkdtempSync(join(tmpdir(), 'warm-loader-'))) {
+  const client = clientFor(emulator);
+  const expected = await landSampleHarvest(client, emulator, dataDir, runId);
+  await client.close();
+  return { dataDir, expected };
+}
+
+async function itemCount(dataDir: string): Promise<number> {
+  const result = await queryWarehouse(dataDir, 'SELECT count(*) AS n FROM items');
+  return Number(result.rows[0]!.n);
+}
+
+describe('the warm load process', () => {
+  it('loads what is pending, load after load, in one process that outlives neither its idle time nor its parent', async () => {
+    const loader = new WarmLoader(300);
+    const { dataDir, expected } = await landedSample('run-warm-1');
+    loader.prewarm();
+    const first = await loader.load(dataDir);
+    expect(first.landingsLoaded).toBe(expected.landings);
+    expect(await itemCount(dataDir)).toBe(expected.itemIds.size);
+    // Nothing new: nothing loaded twice.
+    expect((await loader.load(dataDir)).landingsLoaded).toBe(0);
+    // After the idle time the process is gone; the next load starts another.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    const again = await landedSample('run-warm-2', dataDir);
+    expect((await loader.load(dataDir)).landingsLoaded).toBe(again.expected.landings);
+    loader.close();
+  });
+
+  it('loads two data directories asked at once, one after the other, each whole', async () => {
+    const loader = new WarmLoader();
+    const [a, b] = await Promise.all([landedSample('run-a'), landedSample('run-b')]);
+    const [loadedA, loadedB] = await Promise.all([loader.load(a.dataDir), loader.load(b.dataDir)]);
+    expect(loadedA.landingsLoaded).toBe(a.expected.landings);
+    expect(loadedB.landingsLoaded).toBe(b.expected.landings);
+    loader.close();
+  });
+
+  it('names the data directory and the reason when a load fails, and loads again after an abort', async () => {
+    const loader = new WarmLoader();
+    const notADir = join(mkdtempSync(join(tmpdir(), 'warm-loader-')), 'file');
+    writeFileSync(notADir, 'x');
+    await expect(loader.load(notADir)).rejects.toThrow(new RegExp(`the load of ${notADir} failed: .+`));
+
+    const { dataDir, expected } = await landedSample('run-abort');
+    const aborted = new AbortController();
+    const loading = loader.load(dataDir, aborted.signal);
+    aborted.abort(new Error('cancelled by the test'));
+    await expect(loading).rejects.toThrow('cancelled by the test');
+    // Whatever the killed load committed stays loaded once; the rest loads now.
+    const rest = await loader.load(dataDir);
+    expect(rest.landingsLoaded).toBeLessThanOrEqual(expected.landings);
+    expect(await itemCount(dataDir)).toBe(expected.itemIds.size);
+    loader.close();
+  });
+
+  it('does not keep its parent alive: a process that loaded exits at once, not after the idle time', async () => {
+    const { dataDir, expected } = await landedSample('run-exit');
+    const script = `
+      import { WarmLoader } from ${JSON.stringify(join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'warm-loader.js'))};
+      const result = await new WarmLoader().load(process.argv[1]);
+      console.log(result.landingsLoaded);`;
+    // The idle time is a minute: a process held open by its load process is killed at 30 s and fails this.
+    const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, dataDir], { timeout: 30_000 });
+    expect(Number(stdout.trim())).toBe(expected.landings);
+  });
+});
