@@ -4,13 +4,16 @@
  * against a bare client loop, on the same emulator data. Two workloads, each at API latency 0 and
  * 250 ms:
  *   channels  8 TikTok channels × 400 videos (channel-videos, pages of 50, following cursors)
- *   enrich    200 videos of one channel, then one stats call per video
- * Three contenders per case, interleaved over BENCH_ROUNDS rounds, the first one rotating:
- *   harvester  `node dist/src/cli/main.js run <harvest> --config <yaml> --json` with its local worker,
- *              on a fresh data directory (nothing incremental)
- *   dlt        dlt 1.31.0's `rest_api` source into DuckDB, parallelized (bench/peer_dlt.py)
- *   bare       an undici loop here, no Temporal and no warehouse, at the harvester's default
- *              concurrency (8 channels at once; 16 stats calls in flight after the listing)
+ *   enrich    200 videos of one channel (BENCH_ENRICHED), then one stats call per video
+ * Four contenders per case, interleaved over BENCH_ROUNDS rounds, the first one rotating:
+ *   harvester         `node dist/src/cli/main.js run <harvest> --config <yaml> --json` with its local
+ *                     worker, on a fresh data directory (nothing incremental)
+ *   harvester-worker  the same with `--no-local-worker`, handed to a `harvester worker` the benchmark
+ *                     started once before the rounds (as a deployed worker runs), its data directory
+ *                     emptied before each run
+ *   dlt               dlt 1.31.0's `rest_api` source into DuckDB, parallelized (bench/peer_dlt.py)
+ *   bare              an undici loop here, no Temporal and no warehouse, at the harvester's default
+ *                     concurrency (8 channels at once; 16 stats calls in flight after the listing)
  * Every contender must land exactly the expected items; credits are read from the emulator's
  * ledger (one API key per contender). Wall time is the whole command for the harvester and dlt
  * (process start-up included); "in-run" is the run's own duration (the harvester's summary,
@@ -21,7 +24,8 @@
  *   BENCH_ROUNDS=1 BENCH_LATENCIES=250 BENCH_WORKLOADS=channels node bench/peer-dlt.mjs
  *
  * Knobs: BENCH_ROUNDS (default 3), BENCH_LATENCIES (ms, default 0,250), BENCH_WORKLOADS (default
- * channels,enrich), BENCH_DLT_WORKERS (dlt's extract threads, default 16),
+ * channels,enrich), BENCH_ENRICHED (videos in the enrich workload, default 200), BENCH_DLT_WORKERS
+ * (dlt's extract threads, default 16),
  * BENCH_HARVESTER_CONCURRENCY=1 (write `concurrency: { targets: 8, calls: 16 }` into the harvest;
  * off by default so the YAML also suits an engine without that key), PYTHON (default python3).
  * The first run installs dlt[duckdb]==1.31.0 from PyPI into .tools/bench-python (pip --target).
@@ -29,7 +33,7 @@
  * landed the wrong items.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -42,7 +46,8 @@ const dist = join(root, 'dist');
 const CLI = join(dist, 'src', 'cli', 'main.js');
 const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
-const { freePort } = await import(join(dist, 'src/cli/stack.js'));
+const stackModule = await import(join(dist, 'src/cli/stack.js'));
+const { freePort } = stackModule;
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
@@ -62,9 +67,10 @@ const CALLS_IN_FLIGHT = 16;
 const PAGE = 50;
 const CHANNELS = 8;
 const PER_CHANNEL = 400;
-const ENRICHED = 200;
-const KEYS = { harvester: 'sk_live_peer_harvester', dlt: 'sk_live_peer_dlt', bare: 'sk_live_peer_bare', check: 'sk_live_peer_check' };
-const CONTENDERS = ['harvester', 'dlt', 'bare'];
+const ENRICHED = Number(process.env.BENCH_ENRICHED ?? 200);
+const KEYS = { harvester: 'sk_live_peer_harvester', 'harvester-worker': 'sk_live_peer_standing', dlt: 'sk_live_peer_dlt', bare: 'sk_live_peer_bare', check: 'sk_live_peer_check' };
+const CONTENDERS = ['harvester', 'harvester-worker', 'dlt', 'bare'];
+const HARVESTERS = ['harvester', 'harvester-worker'];
 
 function ensureDlt() {
   if (existsSync(join(DLT_TARGET, `dlt-${DLT_VERSION}.dist-info`))) return;
@@ -171,41 +177,79 @@ async function historyEvents(workflowId) {
   return events;
 }
 
-const run = {
-  async harvester(workload, label) {
-    const dir = mkdtempSync(join(tmpdir(), 'bench-peer-harvester-'));
-    try {
-      const config = join(dir, 'harvests.yaml');
-      writeFileSync(config, harvestYaml(workload));
-      const { stdout, stderr, seconds } = await timedCommand(process.execPath, [CLI, 'run', `peer-${workload.name}`, '--config', config, '--json'], {
-        cwd: root,
-        env: {
-          ...process.env,
-          TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
-          SOCIAL_API_BASE_URL: baseUrl,
-          SOCIAL_API_KEY: KEYS.harvester,
-          HARVESTER_DATA_DIR: join(dir, 'data'),
-          HARVESTER_TASK_QUEUE: `peer-${label}`,
-          LOG_LEVEL: 'error',
-        },
-      });
-      const summary = JSON.parse(stdout);
-      const workflowId = /^started (\S+)$/m.exec(stderr)?.[1];
-      if (!workflowId) throw new Error(`harvester run printed no "started <workflow id>" line; stderr: ${stderr}`);
-      if (summary.status !== 'completed' || summary.itemsLanded !== workload.items || summary.enrichment.calls !== workload.statsCalls) {
-        throw new Error(`harvester ${label}: ${summary.status}, ${summary.itemsLanded} items and ${summary.enrichment.calls} enrichment calls; expected completed, ${workload.items} and ${workload.statsCalls}`);
-      }
-      return {
-        seconds,
-        inRun: (Date.parse(summary.finishedAt) - Date.parse(summary.startedAt)) / 1000,
-        items: summary.itemsLanded,
-        stats: summary.enrichment.calls,
-        events: await historyEvents(workflowId),
-      };
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
+const STANDING_QUEUE = 'peer-standing';
+const standingDataDir = mkdtempSync(join(tmpdir(), 'bench-peer-standing-'));
+
+/**
+ * The standing worker: `harvester worker`, started once before the rounds (untimed, as a deployed
+ * worker would be), which `harvester run --no-local-worker` hands its runs to. Its data directory
+ * is emptied before each of its runs, so every run starts fresh as the local-worker runs do.
+ */
+function startStandingWorker() {
+  const { WORKER_NODE_FLAGS } = stackModule;
+  const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, CLI, 'worker'], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, SOCIAL_API_BASE_URL: baseUrl, SOCIAL_API_KEY: KEYS['harvester-worker'], HARVESTER_DATA_DIR: standingDataDir, HARVESTER_TASK_QUEUE: STANDING_QUEUE, LOG_LEVEL: 'error' },
+  });
+  let output = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`harvester worker did not start polling within 30 s: ${output}`)), 30_000);
+    const onData = (chunk) => {
+      output += chunk;
+      if (!output.includes('polling task queue')) return;
+      clearTimeout(timer);
+      resolve(child);
+    };
+    child.stdout.setEncoding('utf8').on('data', onData);
+    child.stderr.setEncoding('utf8').on('data', onData);
+    child.once('exit', (code) => reject(new Error(`harvester worker exited ${code}: ${output}`)));
+  });
+}
+
+async function harvesterRun(workload, label, { standing }) {
+  const dir = mkdtempSync(join(tmpdir(), 'bench-peer-harvester-'));
+  try {
+    if (standing) {
+      rmSync(standingDataDir, { recursive: true, force: true });
+      mkdirSync(standingDataDir);
     }
-  },
+    const config = join(dir, 'harvests.yaml');
+    writeFileSync(config, harvestYaml(workload));
+    const args = [CLI, 'run', `peer-${workload.name}`, '--config', config, '--json', ...(standing ? ['--no-local-worker'] : [])];
+    const { stdout, stderr, seconds } = await timedCommand(process.execPath, args, {
+      cwd: root,
+      env: {
+        ...process.env,
+        TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
+        SOCIAL_API_BASE_URL: baseUrl,
+        SOCIAL_API_KEY: KEYS[standing ? 'harvester-worker' : 'harvester'],
+        HARVESTER_DATA_DIR: standing ? standingDataDir : join(dir, 'data'),
+        HARVESTER_TASK_QUEUE: standing ? STANDING_QUEUE : `peer-${label}`,
+        LOG_LEVEL: 'error',
+      },
+    });
+    const summary = JSON.parse(stdout);
+    const workflowId = /^started (\S+)$/m.exec(stderr)?.[1];
+    if (!workflowId) throw new Error(`harvester run printed no "started <workflow id>" line; stderr: ${stderr}`);
+    if (summary.status !== 'completed' || summary.itemsLanded !== workload.items || summary.enrichment.calls !== workload.statsCalls) {
+      throw new Error(`harvester ${label}: ${summary.status}, ${summary.itemsLanded} items and ${summary.enrichment.calls} enrichment calls; expected completed, ${workload.items} and ${workload.statsCalls}`);
+    }
+    return {
+      seconds,
+      inRun: (Date.parse(summary.finishedAt) - Date.parse(summary.startedAt)) / 1000,
+      items: summary.itemsLanded,
+      stats: summary.enrichment.calls,
+      events: await historyEvents(workflowId),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const run = {
+  harvester: (workload, label) => harvesterRun(workload, label, { standing: false }),
+  'harvester-worker': (workload, label) => harvesterRun(workload, label, { standing: true }),
 
   async dlt(workload) {
     const dir = mkdtempSync(join(tmpdir(), 'bench-peer-dlt-'));
@@ -242,7 +286,9 @@ const run = {
 let handles;
 let workloads;
 let cases;
+let standingWorker;
 try {
+  standingWorker = await startStandingWorker();
   // Same data for everyone: the emulator's catalog handles whose channels hold at least 400 videos.
   const catalog = await admin('GET', 'catalog');
   handles = [];
@@ -252,10 +298,19 @@ try {
     if (handles.length === CHANNELS) break;
   }
   if (handles.length < CHANNELS) throw new Error(`only ${handles.length} catalog channels have ${PER_CHANNEL} videos: ${handles.join(', ')}`);
+  let enrichHandle = ENRICHED <= PER_CHANNEL ? handles[0] : undefined;
+  for (const handle of enrichHandle ? [] : catalog.tiktok.handles) {
+    const profile = await api(`tiktok/channel-stats?handle=${encodeURIComponent(handle)}`, KEYS.check);
+    if (profile.data.metrics.posts >= ENRICHED) {
+      enrichHandle = handle;
+      break;
+    }
+  }
+  if (!enrichHandle) throw new Error(`no catalog channel has ${ENRICHED} videos (BENCH_ENRICHED)`);
 
   workloads = {
     channels: { name: 'channels', title: `channels: ${CHANNELS} TikTok channels × ${PER_CHANNEL} videos`, handles, perChannel: PER_CHANNEL, stats: false, items: CHANNELS * PER_CHANNEL, statsCalls: 0 },
-    enrich: { name: 'enrich', title: `enrich: ${ENRICHED} videos of one channel + one stats call each`, handles: handles.slice(0, 1), perChannel: ENRICHED, stats: true, items: ENRICHED, statsCalls: ENRICHED },
+    enrich: { name: 'enrich', title: `enrich: ${ENRICHED} videos of one channel + one stats call each`, handles: [enrichHandle], perChannel: ENRICHED, stats: true, items: ENRICHED, statsCalls: ENRICHED },
   };
   for (const workload of Object.values(workloads)) {
     workload.credits = workload.items * prices['tiktok/channel-videos'] + workload.statsCalls * prices['tiktok/stats'];
@@ -286,6 +341,8 @@ try {
     }
   }
 } finally {
+  standingWorker?.kill('SIGTERM');
+  rmSync(standingDataDir, { recursive: true, force: true });
   await env.teardown();
   await agent.close();
   emulator.kill('SIGTERM');
@@ -302,11 +359,8 @@ const s = (seconds) => seconds.toFixed(2);
 console.log(`peer benchmark: ${ROUNDS} round(s), dlt ${DLT_VERSION} rest_api (parallelized, ${DLT_WORKERS} extract workers), harvester concurrency block in YAML: ${HARVESTER_CONCURRENCY ? 'yes' : 'no (engine defaults)'}, node ${process.version}, channels ${handles.join(', ')}`);
 for (const { latencyMs, workload, results } of cases) {
   const med = Object.fromEntries(CONTENDERS.map((c) => [c, { wall: median(results[c].map((r) => r.seconds)), inRun: median(results[c].map((r) => r.inRun)) }]));
-  const events = median(results.harvester.map((r) => (r.events / r.items) * 1000));
   const eventsTarget = workload.stats ? 50 : 20;
-  const dltRatio = med.dlt.wall / med.harvester.wall;
   const dltTarget = latencyMs >= 250 ? 3 : 1;
-  const bareRatio = med.harvester.wall / med.bare.wall;
   console.log(`\n### ${workload.title}, latency ${latencyMs} ms\n`);
   console.log('| contender | wall s, median | wall s, min–max | in-run s, median | items landed | stats landed | credits charged / expected |');
   console.log('|---|---|---|---|---|---|---|');
@@ -318,8 +372,13 @@ for (const { latencyMs, workload, results } of cases) {
     console.log(`| ${c} | ${s(med[c].wall)} | ${s(Math.min(...walls))}–${s(Math.max(...walls))} | ${s(med[c].inRun)} | ${last.items} | ${last.stats} | ${creditsShown} / ${workload.credits} |`);
   }
   console.log('');
-  console.log(`- dlt / harvester, wall: ${dltRatio.toFixed(2)}× (target ≥ ${dltTarget}×): ${verdict(dltRatio >= dltTarget)}; in-run: ${(med.dlt.inRun / med.harvester.inRun).toFixed(2)}×`);
   console.log(`- dlt's extract step alone (the API calls): ${s(median(results.dlt.map((r) => r.extract)))} s, median`);
-  console.log(`- harvester / bare, wall: ${bareRatio.toFixed(2)}× (target ≤ 1.5×): ${verdict(bareRatio <= 1.5)}; in-run: ${(med.harvester.inRun / med.bare.inRun).toFixed(2)}×`);
-  console.log(`- harvester history events per 1,000 items: ${events.toFixed(1)} (${results.harvester.map((r) => r.events).join(', ')} events for ${workload.items} items; target ≤ ${eventsTarget}): ${verdict(events <= eventsTarget)}`);
+  for (const h of HARVESTERS) {
+    const dltRatio = med.dlt.wall / med[h].wall;
+    const bareRatio = med[h].wall / med.bare.wall;
+    const events = median(results[h].map((r) => (r.events / r.items) * 1000));
+    console.log(`- dlt / ${h}, wall: ${dltRatio.toFixed(2)}× (target ≥ ${dltTarget}×): ${verdict(dltRatio >= dltTarget)}; in-run: ${(med.dlt.inRun / med[h].inRun).toFixed(2)}×`);
+    console.log(`- ${h} / bare, wall: ${bareRatio.toFixed(2)}× (target ≤ 1.5×): ${verdict(bareRatio <= 1.5)}; in-run: ${(med[h].inRun / med.bare.inRun).toFixed(2)}×`);
+    console.log(`- ${h} history events per 1,000 items: ${events.toFixed(1)} (${results[h].map((r) => r.events).join(', ')} events for ${workload.items} items; target ≤ ${eventsTarget}): ${verdict(events <= eventsTarget)}`);
+  }
 }
