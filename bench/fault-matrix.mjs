@@ -204,13 +204,15 @@ async function resultOf(workflowId, timeoutMs = RESULT_TIMEOUT_MS) {
   }
 }
 
-function loaderPids(dataDir) {
+/** The worker's load process(es) (src/warehouse/load-process.ts, forked by the worker): its children running load-process.js. */
+function loadProcessPids(workerPid) {
   const pids = [];
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const cmdline = readFileSync(`/proc/${entry}/cmdline`, 'utf8');
-      if (cmdline.includes('load-process.js') && cmdline.includes(dataDir)) pids.push(Number(entry));
+      const parent = Number(readFileSync(`/proc/${entry}/stat`, 'utf8').split(') ')[1].split(' ')[1]);
+      if (cmdline.includes('load-process.js') && parent === workerPid) pids.push(Number(entry));
     } catch {
       /* gone */
     }
@@ -295,7 +297,7 @@ class CaseContext {
 
   /** SIGKILL a worker's process group: the worker and any load process it started. */
   async killWorker(child, why) {
-    const loaders = loaderPids(this.dataDir);
+    const loaders = loadProcessPids(child.pid);
     process.kill(-child.pid, 'SIGKILL');
     const { signal } = await child.exited;
     this.workers = this.workers.filter((worker) => worker !== child);
@@ -593,17 +595,16 @@ const CASES = [
   },
   {
     name: 'loader-kill',
-    describe: "worker (and its load process) SIGKILLed during the final load (finishRun's load process seen in /proc), a new worker at once",
+    describe: "worker (and its load process) SIGKILLed during the final load (the loader's .loader/ folder, made when a data dir's first load starts, seen), a new worker at once",
     expect: 'all rows, completed, loaded once',
     emulator: fastEmulator,
     noRepaid: true,
     async drive(ctx) {
       const worker = await ctx.startWorker();
       await ctx.startRun(BUDGET);
-      const loaders = await waitFor(() => {
-        const pids = loaderPids(ctx.dataDir);
-        return pids.length ? pids : undefined;
-      }, 180_000, 'the final load to start', 10);
+      // The load process is started (warm) when the run begins; the load itself starts with .loader/.
+      await waitFor(() => existsSync(join(ctx.dataDir, '.loader')) || undefined, 180_000, 'the final load to start', 10);
+      const loaders = loadProcessPids(worker.pid);
       ctx.note(`load process ${loaders.join(',')} running`);
       await ctx.killWorker(worker, 'during the final load');
       await sleep(500);

@@ -24,5 +24,7 @@ process.on('message', (request: LoadRequest) => {
     (error: unknown) => reply({ error: error instanceof Error ? error.message : String(error) }),
   );
 });
-// The worker went away (exited, or was killed): nothing is left to load for.
+// The worker went away (exited, or was killed): stop at once, even mid-load, rather than finish a
+// load nobody waits for while the next worker's load waits on the work database's lock. Batches
+// commit one by one, so what stops here loads again next time, once.
 process.on('disconnect', () => process.exit(0));

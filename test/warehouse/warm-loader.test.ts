@@ -1,5 +1,5 @@
-import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -82,5 +82,28 @@ describe('the warm load process', () => {
     // The idle time is a minute: a process held open by its load process is killed at 30 s and fails this.
     const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, dataDir], { timeout: 30_000 });
     expect(Number(stdout.trim())).toBe(expected.landings);
+  });
+
+  it('ends when the worker that started it is killed (SIGKILL), instead of lingering', async () => {
+    const script = `
+      import { WarmLoader } from ${JSON.stringify(join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'warm-loader.js'))};
+      new WarmLoader().prewarm();
+      setInterval(() => undefined, 1000);`;
+    const worker = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: 'ignore' });
+    const childrenFile = `/proc/${worker.pid}/task/${worker.pid}/children`;
+    let loadProcess: number | undefined;
+    for (let waited = 0; loadProcess === undefined && waited < 10_000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const children = readFileSync(childrenFile, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+      loadProcess = children.find((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('load-process.js'));
+    }
+    expect(loadProcess).toBeDefined();
+    worker.kill('SIGKILL');
+    let alive = true;
+    for (let waited = 0; alive && waited < 15_000; waited += 100) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      alive = existsSync(`/proc/${loadProcess}`) && !/\) [ZX] /.test(readFileSync(`/proc/${loadProcess}/stat`, 'utf8'));
+    }
+    expect(alive).toBe(false);
   });
 });
