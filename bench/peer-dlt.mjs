@@ -40,14 +40,14 @@ import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Agent, request } from 'undici';
 import { startEmulatorProcess } from './emulator-process.mjs';
+import { startWorkerProcess } from './worker-process.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const dist = join(root, 'dist');
 const CLI = join(dist, 'src', 'cli', 'main.js');
 const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
-const stackModule = await import(join(dist, 'src/cli/stack.js'));
-const { freePort } = stackModule;
+const { freePort } = await import(join(dist, 'src/cli/stack.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
@@ -186,24 +186,9 @@ const standingDataDir = mkdtempSync(join(tmpdir(), 'bench-peer-standing-'));
  * is emptied before each of its runs, so every run starts fresh as the local-worker runs do.
  */
 function startStandingWorker() {
-  const { WORKER_NODE_FLAGS } = stackModule;
-  const child = spawn(process.execPath, [...WORKER_NODE_FLAGS, CLI, 'worker'], {
+  return startWorkerProcess({
     cwd: root,
-    stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, TEMPORAL_ADDRESS: `127.0.0.1:${port}`, SOCIAL_API_BASE_URL: baseUrl, SOCIAL_API_KEY: KEYS['harvester-worker'], HARVESTER_DATA_DIR: standingDataDir, HARVESTER_TASK_QUEUE: STANDING_QUEUE, LOG_LEVEL: 'error' },
-  });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`harvester worker did not start polling within 30 s: ${output}`)), 30_000);
-    const onData = (chunk) => {
-      output += chunk;
-      if (!output.includes('polling task queue')) return;
-      clearTimeout(timer);
-      resolve(child);
-    };
-    child.stdout.setEncoding('utf8').on('data', onData);
-    child.stderr.setEncoding('utf8').on('data', onData);
-    child.once('exit', (code) => reject(new Error(`harvester worker exited ${code}: ${output}`)));
   });
 }
 

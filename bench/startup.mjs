@@ -28,13 +28,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { startWorkerProcess } from './worker-process.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const dist = join(root, 'dist');
 const CLI = join(dist, 'src', 'cli', 'main.js');
 const { startEmulator } = await import(join(dist, 'src/emulator/server.js'));
 const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
-const { freePort, WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
+const { freePort } = await import(join(dist, 'src/cli/stack.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
@@ -97,23 +98,6 @@ function timed(node, args, commandEnv) {
   });
 }
 
-function startStandingWorker(node, dataDir, queue) {
-  const child = spawn(node, [...WORKER_NODE_FLAGS, CLI, 'worker'], { cwd: root, env: baseEnv(node, dataDir, queue), stdio: ['ignore', 'pipe', 'pipe'] });
-  let output = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`harvester worker did not start polling within 30 s: ${output}`)), 30_000);
-    const onData = (chunk) => {
-      output += chunk;
-      if (!output.includes('polling task queue')) return;
-      clearTimeout(timer);
-      resolve(child);
-    };
-    child.stdout.setEncoding('utf8').on('data', onData);
-    child.stderr.setEncoding('utf8').on('data', onData);
-    child.once('exit', (code) => reject(new Error(`harvester worker exited ${code}: ${output}`)));
-  });
-}
-
 function freshDir(dir) {
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -133,7 +117,7 @@ try {
     const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
     const standingQueue = `startup-standing-${index}`;
     const standingDir = join(work, `standing-${index}`);
-    workers.push(await startStandingWorker(node, freshDir(standingDir), standingQueue));
+    workers.push(await startWorkerProcess({ node, cwd: root, env: baseEnv(node, freshDir(standingDir), standingQueue) }));
     const runs = {
       bare: () => timed(node, ['--input-type=module', '-e', BARE_SCRIPT], baseEnv(node, work, 'unused')),
       harvester: () => timed(node, [CLI, 'run', 'startup', '--config', config, '--json'], baseEnv(node, freshDir(join(work, 'local')), `startup-local-${index}`)),
