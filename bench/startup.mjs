@@ -28,6 +28,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { median } from './stats.mjs';
 import { startWorkerProcess } from './worker-process.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -51,7 +52,7 @@ const port = await freePort();
 const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralServerOptions(port) });
 const work = mkdtempSync(join(tmpdir(), 'bench-startup-'));
 
-/** The instant the emulator received the first page request since `since` (performance.now() ms). */
+/** When the emulator received the current command's first page request (performance.now() ms; `timed` resets it). */
 let firstCallAt;
 diagnostics.subscribe('http.server.request.start', ({ request }) => {
   if (firstCallAt === undefined && request.url.startsWith(FIRST_CALL_PATH)) firstCallAt = performance.now();
@@ -104,11 +105,6 @@ function freshDir(dir) {
   return dir;
 }
 
-const median = (values) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-};
 
 const report = [];
 const workers = [];
