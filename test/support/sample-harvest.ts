@@ -2,9 +2,13 @@
  * A small harvest, done by hand against the emulator: real client calls, each page landed as
  * the engine lands it. Returns what the warehouse should hold afterwards.
  */
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { landingOfCall } from '../../activities/page-landing.js';
 import type { CallReport, SocialApiClient } from '../../src/api/client.js';
 import { writeLanding } from '../../src/warehouse/landing.js';
+import { clientFor } from './client.js';
 import type { TestEmulator } from './emulator.js';
 
 export interface SampleExpectation {
@@ -15,6 +19,16 @@ export interface SampleExpectation {
   searchHits: number;
   comments: number;
   landings: number;
+}
+
+/** The sample harvest landed by a client of its own, in `dataDir` (a new temporary one by default). */
+export async function landedSample(emulator: TestEmulator, runId: string, dataDir = mkdtempSync(join(tmpdir(), 'sample-'))): Promise<{ dataDir: string; expected: SampleExpectation }> {
+  const client = clientFor(emulator);
+  try {
+    return { dataDir, expected: await landSampleHarvest(client, emulator, dataDir, runId) };
+  } finally {
+    await client.close();
+  }
 }
 
 export async function landSampleHarvest(client: SocialApiClient, emulator: TestEmulator, dataDir: string, runId: string, options: { fresh?: boolean } = {}): Promise<SampleExpectation> {

@@ -7,9 +7,8 @@ import { PROJECT_ROOT } from '../../src/config/project-paths.js';
 import { listLandings } from '../../src/warehouse/landing.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
-import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
-import { landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
+import { landedSample, type SampleExpectation } from '../support/sample-harvest.js';
 
 let emulator: TestEmulator;
 beforeAll(async () => {
@@ -41,19 +40,10 @@ async function expectExactlyOnce(dataDir: string, expected: SampleExpectation) {
   expect(await rows('SELECT count(*) FROM search_hits')).toBe(expected.searchHits);
 }
 
-async function sampleIn(dataDir: string, runId: string) {
-  const client = clientFor(emulator);
-  try {
-    return await landSampleHarvest(client, emulator, dataDir, runId);
-  } finally {
-    await client.close();
-  }
-}
-
 describe('a crash loses nothing that was paid for and loads nothing twice', () => {
   it('killed between landing and load: the next load takes every landing', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'crash-'));
-    const expected = await sampleIn(dataDir, 'run-landed');
+    const expected = (await landedSample(emulator, 'run-landed', dataDir)).expected;
     // (The "crash": nothing loaded these landings.) They are on disk, and the next load finds them.
     expect(listLandings(dataDir)).toHaveLength(expected.landings);
     await loadLandings(dataDir);
@@ -62,7 +52,7 @@ describe('a crash loses nothing that was paid for and loads nothing twice', () =
 
   it('killed inside a load transaction, before COMMIT: that batch is rolled back and loaded later, once', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'crash-'));
-    const expected = await sampleIn(dataDir, 'run-mid');
+    const expected = (await landedSample(emulator, 'run-mid', dataDir)).expected;
     expect(await loadAndDie(dataDir, 'beforeCommit')).toBe('SIGKILL');
     const resumed = await loadLandings(dataDir);
     expect(resumed.landingsLoaded).toBe(expected.landings - 3);
@@ -71,7 +61,7 @@ describe('a crash loses nothing that was paid for and loads nothing twice', () =
 
   it('killed after a committed batch, before publishing: the next load finishes and publishes', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'crash-'));
-    const expected = await sampleIn(dataDir, 'run-after');
+    const expected = (await landedSample(emulator, 'run-after', dataDir)).expected;
     expect(await loadAndDie(dataDir, 'afterBatch')).toBe('SIGKILL');
     const resumed = await loadLandings(dataDir);
     expect(resumed.landingsLoaded).toBe(expected.landings - 6);
@@ -82,8 +72,8 @@ describe('a crash loses nothing that was paid for and loads nothing twice', () =
 describe('several processes on one machine', () => {
   it('two loaders started at once both finish, and every landing is loaded exactly once', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'two-loaders-'));
-    const first = await sampleIn(dataDir, 'run-one');
-    const second = await sampleIn(dataDir, 'run-two');
+    const first = (await landedSample(emulator, 'run-one', dataDir)).expected;
+    const second = (await landedSample(emulator, 'run-two', dataDir)).expected;
     const script = join(dataDir, 'load.mjs');
     writeFileSync(script, `import { loadLandings } from ${JSON.stringify(join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'loader.js'))};\nawait loadLandings(process.argv[2], { batchLandings: 2 });`);
     const run = () =>

@@ -8,7 +8,7 @@ import { loadLandings, workDatabasePath, type QuarantinedLanding } from '../../s
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
-import { landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
+import { landedSample, landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
 
 let emulator: TestEmulator;
 beforeAll(async () => {
@@ -21,21 +21,12 @@ async function count(dataDir: string, sql: string): Promise<number> {
   return Number(Object.values(result.rows[0]!)[0]);
 }
 
-/** A new data directory holding the sample harvest's landings, and what loading them must give. */
-async function landedSample(runId: string): Promise<{ dataDir: string; expected: SampleExpectation }> {
-  const dataDir = mkdtempSync(join(tmpdir(), 'warehouse-'));
-  const client = clientFor(emulator);
-  const expected = await landSampleHarvest(client, emulator, dataDir, runId);
-  await client.close();
-  return { dataDir, expected };
-}
-
 describe('loading landings into the warehouse', () => {
   let dataDir: string;
   let expected: SampleExpectation;
 
   beforeAll(async () => {
-    ({ dataDir, expected } = await landedSample('run-1'));
+    ({ dataDir, expected } = await landedSample(emulator, 'run-1'));
   });
 
   it('loads every landing once, into the documented tables', async () => {
@@ -110,7 +101,7 @@ describe('landings the loader cannot load', () => {
   let expected: SampleExpectation;
 
   beforeAll(async () => {
-    ({ dataDir, expected } = await landedSample('run-bad'));
+    ({ dataDir, expected } = await landedSample(emulator, 'run-bad'));
   });
 
   async function loadedCount(): Promise<bigint> {
@@ -215,7 +206,7 @@ describe('landings the loader cannot load', () => {
 
 describe('publishing beside readers', () => {
   it("a reader's spill folder beside the warehouse (DuckDB's default temp_directory) does not stop a load from publishing", async () => {
-    const { dataDir, expected } = await landedSample('run-spill');
+    const { dataDir, expected } = await landedSample(emulator, 'run-spill');
     await loadLandings(dataDir);
     // Where DuckDB spills a large query of a reader of the warehouse, while that query runs.
     const spill = String((await queryWarehouse(dataDir, "SELECT current_setting('temp_directory') AS spill")).rows[0]!.spill);

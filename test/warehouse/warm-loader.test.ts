@@ -7,22 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/config/project-paths.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { WarmLoader } from '../../src/warehouse/warm-loader.js';
-import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
-import { landSampleHarvest } from '../support/sample-harvest.js';
+import { landedSample } from '../support/sample-harvest.js';
 
 let emulator: TestEmulator;
 beforeAll(async () => {
   emulator = await startTestEmulator();
 });
 afterAll(() => emulator.close());
-
-async function landedSample(runId: string, dataDir = mkdtempSync(join(tmpdir(), 'warm-loader-'))) {
-  const client = clientFor(emulator);
-  const expected = await landSampleHarvest(client, emulator, dataDir, runId);
-  await client.close();
-  return { dataDir, expected };
-}
 
 async function itemCount(dataDir: string): Promise<number> {
   const result = await queryWarehouse(dataDir, 'SELECT count(*) AS n FROM items');
@@ -32,7 +24,7 @@ async function itemCount(dataDir: string): Promise<number> {
 describe('the warm load process', () => {
   it('loads what is pending, load after load, in one process that outlives neither its idle time nor its parent', async () => {
     const loader = new WarmLoader(300);
-    const { dataDir, expected } = await landedSample('run-warm-1');
+    const { dataDir, expected } = await landedSample(emulator, 'run-warm-1');
     loader.prewarm();
     const first = await loader.load(dataDir);
     expect(first.landingsLoaded).toBe(expected.landings);
@@ -41,14 +33,14 @@ describe('the warm load process', () => {
     expect((await loader.load(dataDir)).landingsLoaded).toBe(0);
     // After the idle time the process is gone; the next load starts another.
     await new Promise((resolve) => setTimeout(resolve, 600));
-    const again = await landedSample('run-warm-2', dataDir);
+    const again = await landedSample(emulator, 'run-warm-2', dataDir);
     expect((await loader.load(dataDir)).landingsLoaded).toBe(again.expected.landings);
     loader.close();
   });
 
   it('loads two data directories asked at once, one after the other, each whole', async () => {
     const loader = new WarmLoader();
-    const [a, b] = await Promise.all([landedSample('run-a'), landedSample('run-b')]);
+    const [a, b] = await Promise.all([landedSample(emulator, 'run-a'), landedSample(emulator, 'run-b')]);
     const [loadedA, loadedB] = await Promise.all([loader.load(a.dataDir), loader.load(b.dataDir)]);
     expect(loadedA.landingsLoaded).toBe(a.expected.landings);
     expect(loadedB.landingsLoaded).toBe(b.expected.landings);
@@ -61,7 +53,7 @@ describe('the warm load process', () => {
     writeFileSync(notADir, 'x');
     await expect(loader.load(notADir)).rejects.toThrow(new RegExp(`the load of ${notADir} failed: .+`));
 
-    const { dataDir, expected } = await landedSample('run-abort');
+    const { dataDir, expected } = await landedSample(emulator, 'run-abort');
     const aborted = new AbortController();
     const loading = loader.load(dataDir, aborted.signal);
     aborted.abort(new Error('cancelled by the test'));
@@ -74,7 +66,7 @@ describe('the warm load process', () => {
   });
 
   it('does not keep its parent alive: a process that loaded exits at once, not after the idle time', async () => {
-    const { dataDir, expected } = await landedSample('run-exit');
+    const { dataDir, expected } = await landedSample(emulator, 'run-exit');
     const script = `
       import { WarmLoader } from ${JSON.stringify(join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'warm-loader.js'))};
       const result = await new WarmLoader().load(process.argv[1]);
