@@ -6,14 +6,17 @@
  */
 import type { LimitFunction } from 'p-limit';
 import type { ObjectEndpoint, SocialApiClient } from '../src/api/client.js';
-import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, neverCharged, SocialApiError } from '../src/api/errors.js';
+import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, SocialApiError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import type { Platform } from '../src/spec/endpoints.js';
-import type { CallJournal } from '../src/warehouse/call-journal.js';
+import type { Logger } from '../src/logger.js';
+import type { CallFailure, CallJournal } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding } from '../src/warehouse/landing.js';
+import type { FailedCall } from '../workflows/definitions.js';
 import type { EnrichmentTally } from '../workflows/enrichment-tally.js';
 import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../workflows/rules.js';
+import { meteredCall } from './metered-call.js';
 import { landingOfCall } from './page-landing.js';
 import type { WorkBudget } from './work-budget.js';
 
@@ -36,6 +39,9 @@ export interface ItemEnricherDeps {
   prices: PriceTable;
   /** Aborted when Temporal has given this attempt up (a timed-out heartbeat): no call starts after. */
   signal: AbortSignal;
+  /** Each call's overall deadline, its retries included. */
+  callDeadlineMs?: number;
+  logger?: Logger;
 }
 
 /** Comments pages hold at most this many (the API's synchronous maximum). */
@@ -73,6 +79,25 @@ export class ItemEnricher {
     const outcomes = await Promise.allSettled(urls.map((url) => this.enrichItem(platform, url, tally)));
     const failed = outcomes.find((outcome) => outcome.status === 'rejected');
     if (failed) throw failed.reason;
+  }
+
+  /**
+   * Makes again a call of the run that failed for good (as its journals record it), if the budget
+   * has room for its worst case. Comments are listed again from their first page: the pages landed
+   * before the failure are read back, not bought again.
+   */
+  async redo(failure: FailedCall, tally: EnrichmentTally): Promise<void> {
+    const { budget, prices, enrich } = this.deps;
+    const [platform, endpoint] = failure.endpoint.split('/') as [Platform, string];
+    const comments = endpoint === 'comments';
+    const worst = comments ? commentsPerItem(enrich) * priceOf(prices, platform, 'comments') : priceOf(prices, platform, endpoint as ObjectEndpoint);
+    if (worst > budget.free()) {
+      tally.halted = (tally.halted ?? 0) + 1;
+      return;
+    }
+    budget.hold(worst);
+    const taken = comments ? await this.comments(platform, failure.subject, commentsPerItem(enrich), tally) : await this.objectCall(platform, endpoint as ObjectEndpoint, failure.subject, tally);
+    budget.release(worst - taken);
   }
 
   /** Records a refusal that ends the work's buying (402, 401); false for any other error. */
@@ -125,14 +150,17 @@ export class ItemEnricher {
     this.deps.signal.throwIfAborted();
     const worst = priceOf(prices, platform, endpoint);
     budget.release(worst);
-    journal.intend(key, worst);
     try {
-      const result = await client.get(platform, endpoint, { url });
-      writeLanding(dataDir, landingOfCall({ runId, harvest, target: `item:${platform}:${endpoint}:${url}`, page: 1, params: { url } }, result, result.data));
-      journal.settle(key, result.creditsCharged);
+      await meteredCall({
+        journal,
+        key,
+        worst,
+        call: (options) => client.get(platform, endpoint, { url }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
+        land: (result) => writeLanding(dataDir, landingOfCall({ runId, harvest, target: `item:${platform}:${endpoint}:${url}`, page: 1, params: { url } }, result, result.data)),
+      });
       tally.calls++;
     } catch (error) {
-      if (!this.refused(key, error, tally)) throw error;
+      if (!this.refused(key, { endpoint: `${platform}/${endpoint}`, subject: url }, error, tally)) throw error;
       // A feature the API has switched off is a fact to record, not a failure: it was not charged.
       if (error instanceof FeatureUnavailableError) {
         tally.calls++;
@@ -168,17 +196,20 @@ export class ItemEnricher {
       const worst = limit * price;
       budget.release(worst);
       taken += worst;
-      journal.intend(key, worst);
       try {
-        const result = await client.page(platform, 'comments', { url, limit, cursor });
-        writeLanding(dataDir, landingOfCall({ runId, harvest, target, page, params: { url }, nextCursor: result.nextCursor, hasMore: result.hasMore }, result, result.items));
-        journal.settle(key, result.creditsCharged);
+        const result = await meteredCall({
+          journal,
+          key,
+          worst,
+          call: (options) => client.page(platform, 'comments', { url, limit, cursor }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
+          land: (answer) => writeLanding(dataDir, landingOfCall({ runId, harvest, target, page, params: { url }, nextCursor: answer.nextCursor, hasMore: answer.hasMore }, answer, answer.items)),
+        });
         tally.calls++;
         got += result.items.length;
         cursor = result.nextCursor;
         if (!cursor) return taken;
       } catch (error) {
-        if (!this.refused(key, error, tally)) throw error;
+        if (!this.refused(key, { endpoint: `${platform}/comments`, subject: url }, error, tally)) throw error;
         return taken;
       }
     }
@@ -188,17 +219,21 @@ export class ItemEnricher {
   }
 
   /**
-   * A call the API refused without charging: its intent is cancelled, and it counts as failed (a
-   * deleted item, an expired comments cursor) unless it ends the work (402, 401: the item's
+   * A call that failed for good: it counts as failed, and the journal records why with the API's
+   * request id (a deleted item, an expired comments cursor, an answer the client refused), so
+   * `show` tells it and a retry makes it again; unless it ends the work (402, 401: the item's
    * enrichment is then halted, to be made by a retry) or the feature is off. Returns false for
-   * errors worth retrying (the activity is retried; the intent stays open, counted at its worst,
-   * only where the call may have been charged: a dropped connection, not an error answer).
+   * errors worth retrying (the activity is retried).
    */
-  private refused(key: string, error: unknown, tally: EnrichmentTally): boolean {
-    if (neverCharged(error)) this.deps.journal.cancel(key);
+  private refused(key: string, call: { endpoint: string; subject: string }, error: unknown, tally: EnrichmentTally): boolean {
     if (!(error instanceof SocialApiError) || error.retryable) return false;
     if (this.stopFor(error)) tally.halted = (tally.halted ?? 0) + 1;
-    else if (!(error instanceof FeatureUnavailableError)) tally.failed++;
+    else if (!(error instanceof FeatureUnavailableError)) {
+      tally.failed++;
+      const failure: CallFailure = { ...call, reason: `${error.name}: ${error.message}`, ...(error.requestId ? { request_id: error.requestId } : {}), at: new Date().toISOString() };
+      this.deps.journal.fail(key, failure);
+      this.deps.logger?.warn({ runId: this.deps.runId, endpoint: call.endpoint, subject: call.subject, requestId: error.requestId, reason: failure.reason }, 'enrichment call failed');
+    }
     return true;
   }
 }

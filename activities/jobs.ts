@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
-import { neverCharged } from '../src/api/errors.js';
+import { neverCharged, SocialApiError } from '../src/api/errors.js';
 import { endpointKey, type EndpointName, type Platform } from '../src/spec/endpoints.js';
 import { CallJournal } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../src/warehouse/landing.js';
@@ -58,6 +58,15 @@ interface ResultsProgress {
   count: number;
 }
 
+/** A job that may have been started and not recorded: it will be charged, and no second one is started. */
+function jobLost(why: string, limit: number): ApplicationFailure {
+  return ApplicationFailure.create({
+    type: 'JobLost',
+    nonRetryable: true,
+    message: `${why}, so a job of up to ${limit} items may exist unrecorded and be charged; no second job was started (its worst case is counted as spent)`,
+  });
+}
+
 export function jobActivities({ client, dataDir }: { client: SocialApiClient; dataDir: string }) {
   return {
     /**
@@ -74,21 +83,26 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
         const journal = CallJournal.load(dataDir, input.runId, `job:${input.target.key}`);
         try {
           const key = `job:${input.target.key}`;
-          if (journal.hasOpenIntent(key)) {
-            throw ApplicationFailure.create({
-              type: 'JobLost',
-              nonRetryable: true,
-              message: `a worker died while starting this target's job, so a job of up to ${input.limit} items may exist unrecorded and be charged; no second job was started (its worst case is counted as spent)`,
-            });
-          }
+          if (journal.hasOpenIntent(key)) throw jobLost('a worker died while starting this target\'s job', input.limit);
           journal.intend(key, input.worst);
           let started: Awaited<ReturnType<SocialApiClient['startJob']>>;
           try {
-            started = await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit });
+            started = await client.startJob(
+              input.target.platform,
+              input.target.endpoint as ListEndpoint,
+              { ...input.target.params, limit: input.limit },
+              {
+                // Sent again, a start whose answer was lost could make a second job, charged too.
+                beforeRepeat: (lost) => {
+                  throw new SocialApiError(`${lost.message} (not sent again: a second start could make and charge a second job)`, { code: 'answer_lost', cause: lost });
+                },
+              },
+            );
           } catch (error) {
             // An answer with a status (a refusal, a 5xx, a 429) created no job, nor did a request
             // that never left; only one whose answer never came may have.
             if (neverCharged(error)) journal.cancel(key);
+            if (error instanceof SocialApiError && error.code === 'answer_lost') throw jobLost(`the answer to starting this target's job was lost (${error.message})`, input.limit);
             throw error;
           }
           const { job, requestId } = started;

@@ -9,7 +9,8 @@ import type { SocialApiClient } from '../src/api/client.js';
 import type { Enrichment } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import type { Platform } from '../src/spec/endpoints.js';
-import { CallJournal } from '../src/warehouse/call-journal.js';
+import type { Logger } from '../src/logger.js';
+import { CallJournal, runFailures } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey } from '../src/warehouse/landing.js';
 import { asActivityFailure } from './failures.js';
 import type { EnrichmentTally } from '../workflows/enrichment-tally.js';
@@ -30,6 +31,26 @@ export interface EnrichLandedInput {
   target: string;
   fromPage: number;
   toPage: number;
+  /** Each billed call's overall deadline, its retries included (the harvest's `call_deadline_seconds`). */
+  callDeadlineMs?: number;
+}
+
+export interface RedoFailedInput {
+  runId: string;
+  harvest: string;
+  workId: string;
+  grant: number;
+  prices: PriceTable;
+  enrich: Enrichment;
+  calls: number;
+  callDeadlineMs?: number;
+}
+
+export interface RedoFailedResult extends WorkSpent {
+  /** Failed calls found in the run's journals and made again. */
+  tried: number;
+  enrichment: EnrichmentTally;
+  stop?: WorkStop;
 }
 
 export interface WorkSpent {
@@ -52,7 +73,7 @@ interface Progress {
   enrichment: EnrichmentTally;
 }
 
-export function landedEnrichmentActivities({ client, dataDir }: { client: SocialApiClient; dataDir: string }) {
+export function landedEnrichmentActivities({ client, dataDir, logger }: { client: SocialApiClient; dataDir: string; logger?: Logger }) {
   return {
     async enrichLanded(input: EnrichLandedInput): Promise<EnrichLandedResult> {
       const context = Context.current();
@@ -64,7 +85,7 @@ export function landedEnrichmentActivities({ client, dataDir }: { client: Social
       const heartbeat = setInterval(() => context.heartbeat(durable), 2_000);
       try {
         return await withRunCallLimit(input.runId, input.calls, async (limit) => {
-          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal });
+          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
           const tally = progress.enrichment;
           for (; progress.page <= input.toPage && !enricher.stop; progress.page++) {
             const landing = findLanding(dataDir, pageLandingKey(input.runId, input.target, progress.page));
@@ -96,6 +117,34 @@ export function landedEnrichmentActivities({ client, dataDir }: { client: Social
             enrichment: { ...tally },
             ...(enricher.stop ? { stop: enricher.stop } : {}),
           };
+        });
+      } catch (failure) {
+        throw asActivityFailure(failure);
+      } finally {
+        clearInterval(heartbeat);
+        journal.close();
+      }
+    },
+
+    /**
+     * Makes again the run's enrichment calls that failed for good (a retry's first work), within
+     * its grant. Returns how many it tried; its tally counts those that landed and those that
+     * failed again (recorded again, for the next retry).
+     */
+    async redoFailedCalls(input: RedoFailedInput): Promise<RedoFailedResult> {
+      const context = Context.current();
+      const failures = [...runFailures(dataDir, input.runId)].map(([key, failure]) => ({ key, ...failure }));
+      const journal = CallJournal.load(dataDir, input.runId, input.workId);
+      journal.claim(context.info.attempt);
+      const heartbeat = setInterval(() => context.heartbeat(), 2_000);
+      try {
+        return await withRunCallLimit(input.runId, input.calls, async (limit) => {
+          const budget = new WorkBudget(input.grant, journal);
+          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
+          const tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
+          await Promise.all(failures.map((failure) => enricher.redo(failure, tally)));
+          const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
+          return { tried: failures.length, credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, ...(enricher.stop ? { stop: enricher.stop } : {}) };
         });
       } catch (failure) {
         throw asActivityFailure(failure);

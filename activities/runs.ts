@@ -7,10 +7,12 @@ import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
 import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
 import { creditsLow } from '../src/webhooks/credit-alerts.js';
+import { runFailures } from '../src/warehouse/call-journal.js';
 import { writeLanding } from '../src/warehouse/landing.js';
 import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import { asActivity } from './failures.js';
+import type { FailedCall } from '../workflows/definitions.js';
 import type { TargetPlan } from '../workflows/targets.js';
 
 export interface TargetKnowledge {
@@ -51,7 +53,12 @@ export interface FinishedRun {
   rowsLoaded: number;
   /** Landings the load could not load, moved to quarantine/: the file and why. */
   quarantined: string[];
+  /** Enrichment calls of the run that failed for good: how many, and the first of them. */
+  failedCalls?: { total: number; first: FailedCall[] };
 }
+
+/** Failed calls a run's summary lists; `harvester show --json` and the journals have the count. */
+const FAILED_CALLS_SHOWN = 20;
 
 export interface RunActivityDeps {
   client: SocialApiClient;
@@ -131,7 +138,13 @@ export function runActivities(deps: RunActivityDeps) {
     const heartbeat = setInterval(() => context.heartbeat(), 5_000);
     try {
       const result = await loader.load(deps.dataDir, context.cancellationSignal);
-      return { landingsLoaded: result.landingsLoaded, rowsLoaded: result.rowsLoaded, quarantined: result.quarantined.map((landing) => `${landing.file}: ${landing.reason}`) };
+      const failed = [...runFailures(deps.dataDir, input.runId)];
+      return {
+        landingsLoaded: result.landingsLoaded,
+        rowsLoaded: result.rowsLoaded,
+        quarantined: result.quarantined.map((landing) => `${landing.file}: ${landing.reason}`),
+        failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) },
+      };
     } finally {
       clearInterval(heartbeat);
     }

@@ -9,7 +9,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
-import { CursorExpiredError, neverCharged, SocialApiError } from '../src/api/errors.js';
+import { CursorExpiredError, SocialApiError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import type { Logger } from '../src/logger.js';
@@ -21,6 +21,7 @@ import { addTally, type EnrichmentTally } from '../workflows/enrichment-tally.js
 import type { TargetPlan } from '../workflows/targets.js';
 import { asActivityFailure } from './failures.js';
 import { describe, ItemEnricher, workStopOf, type WorkStop } from './item-enricher.js';
+import { meteredCall } from './metered-call.js';
 import { landingOfCall } from './page-landing.js';
 import { withRunCallLimit } from './run-call-limits.js';
 import { WorkBudget } from './work-budget.js';
@@ -56,6 +57,8 @@ export interface TargetWorkInput {
   from: ListingPosition;
   /** Items the warehouse already has (an incremental run after a complete listing): stop at the first. */
   stopAtIds: string[];
+  /** Each billed call's overall deadline, its retries included (the harvest's `call_deadline_seconds`). */
+  callDeadlineMs?: number;
 }
 
 export type TargetWorkStatus = 'done' | 'grant_spent' | 'failed' | 'paused';
@@ -126,7 +129,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
       try {
         return await withRunCallLimit(runId, input.calls, async (callLimit) => {
           const enricher = target.enrich
-            ? new ItemEnricher({ client, dataDir, runId, harvest: input.harvest, journal, budget, limit: callLimit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal })
+            ? new ItemEnricher({ client, dataDir, runId, harvest: input.harvest, journal, budget, limit: callLimit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger })
             : undefined;
           /** Calls of the pages up to the durable position; each page in flight counts its own. */
           const tally = { ...progress.enrichment };
@@ -175,17 +178,21 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
               if (limit < 1) break;
               held = limit * enrichWorst;
               budget.hold(held);
-              journal.intend(key, limit * listPrice);
               try {
-                const result = await client.page(target.platform, target.endpoint as ListEndpoint, { ...target.params, limit, cursor: position.cursor });
-                const place = { runId, harvest: input.harvest, target: target.key, page: position.page, params: target.params, rankOffset: position.offset, nextCursor: result.nextCursor, hasMore: result.hasMore };
-                writeLanding(dataDir, landingOfCall(place, result, result.items));
-                journal.settle(key, result.creditsCharged);
+                const result = await meteredCall({
+                  journal,
+                  key,
+                  worst: limit * listPrice,
+                  call: (options) => client.page(target.platform, target.endpoint as ListEndpoint, { ...target.params, limit, cursor: position.cursor }, { ...options, deadlineMs: input.callDeadlineMs }),
+                  land: (result) => {
+                    const place = { runId, harvest: input.harvest, target: target.key, page: position.page, params: target.params, rankOffset: position.offset, nextCursor: result.nextCursor, hasMore: result.hasMore };
+                    writeLanding(dataDir, landingOfCall(place, result, result.items));
+                  },
+                });
                 page = { items: result.items as ListedItem[], hasMore: result.hasMore, ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}) };
                 if (input.stopAtIds.length > 0) position.nextLimit = Math.min(input.pageSize, limit * 2);
               } catch (failure) {
                 budget.release(held);
-                if (neverCharged(failure)) journal.cancel(key);
                 if (!(failure instanceof SocialApiError) || failure.retryable) throw failure;
                 if (failure instanceof CursorExpiredError || failure.code === 'invalid_cursor') {
                   if (position.relists >= MAX_RELISTS) {

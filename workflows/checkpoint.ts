@@ -29,5 +29,7 @@ export function resumableState(checkpoint: HarvestState, extraCredits: number): 
     budget: { limit: checkpoint.budget.spent + reserved + extraCredits, spent: checkpoint.budget.spent, reserved },
     targets,
     stopped: undefined,
+    // Enrichment calls that failed for good are made again, besides the targets that did not finish.
+    redoFailedCalls: checkpoint.enrichment.failed > 0,
   };
 }

@@ -40,6 +40,18 @@ export interface HarvestProgress {
   reason?: string;
 }
 
+/** An enrichment call that failed for good: what it was, why, and the API's request id. A retry makes it again. */
+export interface FailedCall {
+  /** The landing key its answer would have had. */
+  key: string;
+  endpoint: string;
+  /** The item's URL (or the account) the call was about. */
+  subject: string;
+  reason: string;
+  request_id?: string;
+  at: string;
+}
+
 /** Sent by the webhook receiver when `job.completed` arrives for a job this run waits on. */
 export const jobCompletedSignal = defineSignal<[{ jobId: string }]>('jobCompleted');
 

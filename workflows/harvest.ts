@@ -24,7 +24,7 @@ import type { Harvest } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import { availableCredits, newBudget, reserve, settle, type BudgetState, type Reservation } from './budget.js';
 import { addTally } from './enrichment-tally.js';
-import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress } from './definitions.js';
+import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery, type FailedCall, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress } from './definitions.js';
 import { grant, itemEnrichmentWorst, jobItems, listsPhotoPosts, priceOf, takesJob, targetWorst } from './rules.js';
 import { planTargets, type TargetPlan } from './targets.js';
 
@@ -75,6 +75,8 @@ export interface HarvestState {
   callsLost: number;
   /** Numbers the run's pieces of work: each activity's journal is its own. */
   nextWork: number;
+  /** Set by `harvester retry` when the run has enrichment calls that failed for good: made again first. */
+  redoFailedCalls?: boolean;
   stopped?: { status: HarvestStatus; reason: string };
 }
 
@@ -83,6 +85,8 @@ export interface HarvestSummary extends HarvestProgress {
   landingsLoaded: number;
   /** Landings the final load could not load, set aside in quarantine/ (file: reason). */
   landingsQuarantined: string[];
+  /** Enrichment calls that failed for good (the first of them, and how many): `harvester retry` makes them again. */
+  failedCalls?: { total: number; first: FailedCall[] };
   /** The run's final state: `harvester retry` resumes from it, so nothing landed is bought again. */
   checkpoint: HarvestState;
 }
@@ -94,7 +98,7 @@ const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInter
 
 // A target's whole listing, or a job's enrichment, in one activity that heartbeats after each
 // page: a killed worker's work moves to another within the heartbeat timeout, resuming there.
-const { harvestTarget, enrichLanded, landJobResults } = proxyActivities<HarvestActivities>({
+const { harvestTarget, enrichLanded, landJobResults, redoFailedCalls } = proxyActivities<HarvestActivities>({
   startToCloseTimeout: '24 hours',
   heartbeatTimeout: '10 seconds',
   retry: RETRY,
@@ -139,6 +143,7 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
       await startTargetJob(run, target);
     }
   }
+  if (state.redoFailedCalls) await redoFailed(run);
   const drained = await runWork(run, () => workflowInfo().continueAsNewSuggested || (input.historyLimit !== undefined && workflowInfo().historyLength > input.historyLimit));
   if (drained === 'continue') await continueAsNew<typeof harvestWorkflow>({ ...input, resume: state });
 
@@ -166,7 +171,14 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
   upsertSearchAttributes([{ key: HARVEST_STATUS, value: status }]);
   const memo: RunMemo = { items: progress.itemsLanded, credits: progress.creditsSpent, budget: progress.budget, pages: progress.pagesLanded };
   upsertMemo(memo as unknown as Record<string, unknown>);
-  return { ...progress, finishedAt: new Date().toISOString(), landingsLoaded: loaded.landingsLoaded, landingsQuarantined: loaded.quarantined, checkpoint: state };
+  return {
+    ...progress,
+    finishedAt: new Date().toISOString(),
+    landingsLoaded: loaded.landingsLoaded,
+    landingsQuarantined: loaded.quarantined,
+    ...(loaded.failedCalls && loaded.failedCalls.total > 0 ? { failedCalls: loaded.failedCalls } : {}),
+    checkpoint: state,
+  };
 }
 
 interface RunContext {
@@ -251,6 +263,7 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
       calls: run.calls,
       from: target.position,
       stopAtIds: target.knownIds,
+      callDeadlineMs: callDeadlineMs(run.harvest),
     });
   } catch (error) {
     chargeWork(state, target, reservation, await workSpent({ runId: state.runId, workId }));
@@ -365,6 +378,7 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
       target: target.plan.key,
       fromPage: pages.from,
       toPage: pages.to,
+      callDeadlineMs: callDeadlineMs(run.harvest),
     });
     chargeWork(state, target, reservation, result);
     addTally(state.enrichment, result.enrichment);
@@ -384,6 +398,42 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
     state.enrichment.failed++;
     await recordFailure(state, target, error);
   }
+}
+
+/**
+ * A retry's first work: the enrichment calls that failed for good in the run so far, made again
+ * within one grant of their worst case. Those that land are no longer failed.
+ */
+async function redoFailed(run: RunContext): Promise<void> {
+  const { state } = run;
+  state.redoFailedCalls = false;
+  const credits = grant(availableCredits(state.budget), state.enrichment.failed * dearestItemEnrichment(run));
+  const reservation = reserve(state.budget, credits);
+  const workId = nextWorkId(state, 'redo-failed-calls');
+  try {
+    const result = await redoFailedCalls({ runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest) });
+    settle(state.budget, reservation, result.credits);
+    state.callsLost += result.lostCalls;
+    // The journals are the record of failed calls; a count kept before they were is never below zero.
+    state.enrichment.failed = Math.max(0, state.enrichment.failed - result.tried);
+    addTally(state.enrichment, result.enrichment);
+    if (result.stop?.status === 'paused') await stopForCredits(state, result.stop.error.message);
+  } catch (error) {
+    settle(state.budget, reservation, (await workSpent({ runId: state.runId, workId })).credits);
+    log.warn('failed enrichment calls could not be made again', { message: messageOf(error) });
+  }
+}
+
+/** The most one item's enrichment costs in this harvest: a bound on what one failed call costs again. */
+function dearestItemEnrichment(run: RunContext): number {
+  const { prices } = run.state;
+  return Math.max(
+    ...run.state.targets.map((target) => itemEnrichmentWorst(prices, target.plan.platform, run.harvest.enrich, listsPhotoPosts(target.plan))),
+  );
+}
+
+function callDeadlineMs(harvest: Harvest): number | undefined {
+  return harvest.call_deadline_seconds === undefined ? undefined : harvest.call_deadline_seconds * 1_000;
 }
 
 function targetRef(plan: TargetPlan) {

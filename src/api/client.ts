@@ -8,6 +8,7 @@ import { Pool } from 'undici';
 import { z } from 'zod';
 import type { PriceTable } from '../config/prices.js';
 import type { Logger } from '../logger.js';
+import { parseContentUrl } from '../spec/content-urls.js';
 import { PAGE_LIMITS, endpointKey, findEndpoint, type EndpointKey, type EndpointName, type EndpointSpec, type Platform, type WebhookEvent } from '../spec/endpoints.js';
 import {
   channelItemSchema,
@@ -133,6 +134,21 @@ export interface PageOptions {
   cursor?: string;
 }
 
+/**
+ * What one billed call may be told besides its parameters: an overall deadline, and what to do
+ * before the client sends the call again after an attempt whose answer was lost once the request
+ * had left (a cut body, a timeout): the API may have charged that attempt, so the caller journals
+ * it before the next one goes out, or throws to stop the retries.
+ */
+export interface CallOptions {
+  /** No attempt runs past this many milliseconds from the call's start; the last is aborted. */
+  deadlineMs?: number;
+  beforeRepeat?: (lost: NetworkError) => void;
+}
+
+/** How long a call may take in all, its retries included, unless the caller says otherwise. */
+export const DEFAULT_CALL_DEADLINE_MS = 120_000;
+
 export interface JobWaitOptions {
   /** Wake-ups from the job.completed webhook; polling then only backs it up. */
   completions?: JobCompletions;
@@ -158,6 +174,8 @@ export interface ClientOptions {
   retry?: Partial<RetryPolicy>;
   timeouts?: { connectMs?: number; headersMs?: number; bodyMs?: number };
   connections?: number;
+  /** Every call's overall deadline unless it gives its own (DEFAULT_CALL_DEADLINE_MS). */
+  callDeadlineMs?: number;
   logger?: Logger;
 }
 
@@ -204,21 +222,23 @@ export class SocialApiClient {
   // ---- content --------------------------------------------------------------------------------------
 
   /** One call of an object endpoint: transcript, summary, stats, channel-stats or download. */
-  async get<E extends ObjectEndpoint>(platform: Platform, endpoint: E, params: ContentParams): Promise<ObjectResult<ObjectData[E]>> {
+  async get<E extends ObjectEndpoint>(platform: Platform, endpoint: E, params: ContentParams, options: CallOptions = {}): Promise<ObjectResult<ObjectData[E]>> {
     const spec = this.spec(platform, endpoint, 'object');
-    const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params));
+    const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params), undefined, options);
     const body = this.parse(response, OBJECT_ENVELOPES[endpoint], spec) as { data: unknown; request_id: string };
+    this.check(response, spec, objectAnswerProblem(spec, params, body.data));
     return Object.assign(this.report(spec, response, body.request_id, 1), { data: body.data as ObjectData[E] });
   }
 
   /** One page of a list endpoint (limit at most 50; larger pulls go through `startJob`). */
-  async page<E extends ListEndpoint>(platform: Platform, endpoint: E, params: ListParams): Promise<PageResult<ListItem[E]>> {
+  async page<E extends ListEndpoint>(platform: Platform, endpoint: E, params: ListParams, options: CallOptions = {}): Promise<PageResult<ListItem[E]>> {
     const spec = this.spec(platform, endpoint, 'list');
     if (params.limit !== undefined && params.limit > PAGE_LIMITS.maxSynchronous) {
       throw localError(`a page holds at most ${PAGE_LIMITS.maxSynchronous} items (got limit ${params.limit}); use startJob for larger pulls`, 'limit');
     }
-    const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params));
+    const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params), undefined, options);
     const body = this.parse(response, LIST_ENVELOPES[endpoint], spec) as z.infer<ReturnType<typeof listEnvelopeSchema>>;
+    this.check(response, spec, listAnswerProblem(params.limit ?? PAGE_LIMITS.defaultLimit, body.data as { id: string }[]));
     return Object.assign(this.report(spec, response, body.request_id, body.data.length), {
       items: body.data as ListItem[E][],
       meta: body.meta,
@@ -268,12 +288,12 @@ export class SocialApiClient {
    * Starts a large pull (limit above 50, up to 10,000). Free; charged once, when it completes, under
    * the request id of this call (returned as `requestId`).
    */
-  async startJob(platform: Platform, endpoint: ListEndpoint, params: ListParams & { limit: number }): Promise<{ job: Job; requestId: string }> {
+  async startJob(platform: Platform, endpoint: ListEndpoint, params: ListParams & { limit: number }, options: CallOptions = {}): Promise<{ job: Job; requestId: string }> {
     const spec = this.spec(platform, endpoint, 'list');
     if (params.limit <= PAGE_LIMITS.maxSynchronous || params.limit > PAGE_LIMITS.maxJob) {
       throw localError(`a job takes a limit from ${PAGE_LIMITS.maxSynchronous + 1} to ${PAGE_LIMITS.maxJob}, got ${params.limit}`, 'limit');
     }
-    const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params));
+    const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params), undefined, options);
     if (response.status !== 202) throw this.unexpected(response, `expected 202 with a job for limit ${params.limit}`);
     const body = this.parse(response, JOB_ENVELOPE, spec) as { data: Job; request_id: string };
     return { job: body.data, requestId: body.request_id };
@@ -367,7 +387,7 @@ export class SocialApiClient {
     return query;
   }
 
-  private async send(method: 'GET' | 'POST' | 'DELETE', path: string, query: Record<string, string>, body?: string): Promise<RawResponse> {
+  private async send(method: 'GET' | 'POST' | 'DELETE', path: string, query: Record<string, string>, body?: string, options: CallOptions = {}): Promise<RawResponse> {
     // Joined by hand rather than through URLSearchParams, which costs more per call than the rest
     // of the request's preparation together (the client's overhead is benchmarked per call).
     let fullPath = `${this.basePath}${path}`;
@@ -377,18 +397,33 @@ export class SocialApiClient {
       separator = '&';
     }
     const headers = body === undefined ? this.headers : { ...this.headers, 'content-type': 'application/json' };
+    const deadlineMs = options.deadlineMs ?? this.options.callDeadlineMs ?? DEFAULT_CALL_DEADLINE_MS;
+    // One timer for the whole call: a slow drip of bytes resets undici's body timeout at every
+    // chunk, so only a deadline over all of it bounds how long a sender can hold the call.
+    const deadline = AbortSignal.timeout(deadlineMs);
+    const pastDeadline = (cause?: unknown) =>
+      new SocialApiError(`${method} ${path}: no whole answer within the call's deadline of ${deadlineMs} ms`, { code: 'call_deadline', cause });
+    /** The last attempt's failure, when its answer was lost after the request left. */
+    let lost: NetworkError | undefined;
     return withRetries(
       async () => {
-        let response: RawResponse;
         const gate = this.rateGate.closed();
         if (gate) await gate;
+        if (deadline.aborted) throw pastDeadline();
+        if (lost) options.beforeRepeat?.(lost);
+        lost = undefined;
+        let response: RawResponse;
         try {
-          const answer = await this.pool.request({ method, path: fullPath, headers, body });
+          const answer = await this.pool.request({ method, path: fullPath, headers, body, signal: deadline });
           response = { status: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
         } catch (error) {
           this.rateGate.observe();
+          // Past the deadline nothing is tried again; the attempt that ran into it may have been charged.
+          if (deadline.aborted) throw pastDeadline(error);
           const code = (error as { code?: string }).code ?? 'network_error';
-          throw new NetworkError(`${method} ${path}: ${code}: ${(error as Error).message}`, { code: 'network_error', cause: error });
+          const failure = new NetworkError(`${method} ${path}: ${code}: ${(error as Error).message}`, { code: 'network_error', cause: error });
+          if (!failure.neverSent) lost = failure;
+          throw failure;
         }
         this.rateGate.observe(response.status, response.headers);
         if (response.status >= 400) throw errorFromResponse(response.status, response.text, response.headers);
@@ -397,6 +432,11 @@ export class SocialApiClient {
       this.retry,
       (error, attempt) => this.options.logger?.warn({ path, attempt, code: error.code, status: error.status, requestId: error.requestId }, 'retrying API call'),
     );
+  }
+
+  /** Turns a problem found in an answer of the right shape into the call's failure. */
+  private check(response: RawResponse, spec: EndpointSpec, problem: string | undefined): void {
+    if (problem !== undefined) throw this.unexpected(response, `${endpointKey(spec)}: ${problem}`);
   }
 
   private parse<S extends z.ZodType>(response: RawResponse, schema: S, spec?: EndpointSpec): z.infer<S> {
@@ -414,13 +454,16 @@ export class SocialApiClient {
     return checked.data;
   }
 
+  /** An answer refused: it is not data. It carries what the API said it charged for it. */
   private unexpected(response: RawResponse, message: string): ResponseValidationError {
     const requestId = header(response.headers, 'x-request-id');
+    const charged = Number(header(response.headers, 'x-credits-charged'));
     return new ResponseValidationError(`${message}${requestId ? ` (request ${requestId})` : ''}`, {
       status: response.status,
       code: 'unexpected_response',
       requestId,
       rawBody: response.text,
+      ...(Number.isInteger(charged) && charged >= 0 ? { creditsCharged: charged } : {}),
     });
   }
 
@@ -442,6 +485,38 @@ export class SocialApiClient {
       cache: cache === 'HIT' || cache === 'MISS' ? cache : undefined,
     };
   }
+}
+
+/**
+ * What is wrong with a list page of the right shape: more items than asked for, or items without
+ * an id or with the same id twice (ids are how the warehouse tells items apart).
+ */
+function listAnswerProblem(limit: number, items: readonly { id: string }[]): string | undefined {
+  if (items.length > limit) return `the page holds ${items.length} items, more than the limit of ${limit} asked for`;
+  const ids = new Set<string>();
+  for (const [index, item] of items.entries()) {
+    if (item.id === '') return `item ${index} has an empty id`;
+    if (ids.has(item.id)) return `item ${index} repeats the id ${JSON.stringify(item.id)}`;
+    ids.add(item.id);
+  }
+  return undefined;
+}
+
+/**
+ * What is wrong with an object answer of the right shape: it is about another item or account
+ * than the one asked for, where the answer names it (the item's id as its URL gives it, the
+ * profile's handle).
+ */
+function objectAnswerProblem(spec: EndpointSpec, params: ContentParams, data: unknown): string | undefined {
+  const answer = data as { entity_id?: string; handle?: string };
+  if (params.url !== undefined && answer.entity_id !== undefined) {
+    const asked = parseContentUrl(spec.platform, params.url)?.itemId;
+    if (asked !== undefined && answer.entity_id !== asked) return `the answer is about item ${JSON.stringify(answer.entity_id)}, not ${JSON.stringify(asked)} as asked`;
+  }
+  if (params.handle !== undefined && answer.handle !== undefined && answer.handle.toLowerCase() !== params.handle.replace(/^@/, '').toLowerCase()) {
+    return `the answer is about account ${JSON.stringify(answer.handle)}, not ${JSON.stringify(params.handle)} as asked`;
+  }
+  return undefined;
 }
 
 function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {

@@ -12,6 +12,8 @@ export interface ApiErrorDetails {
   param?: string;
   /** The raw body, for answers the client could not understand. */
   rawBody?: string;
+  /** What the API said it charged for an answer the client refused (X-Credits-Charged). */
+  creditsCharged?: number;
   cause?: unknown;
 }
 
@@ -22,6 +24,7 @@ export class SocialApiError extends Error {
   readonly requestId: string | undefined;
   readonly param: string | undefined;
   readonly rawBody: string | undefined;
+  readonly creditsCharged: number | undefined;
   /** Whether the same call may succeed if made again: the client retries only these. */
   readonly retryable: boolean = false;
 
@@ -32,6 +35,7 @@ export class SocialApiError extends Error {
     this.requestId = details.requestId;
     this.param = details.param;
     this.rawBody = details.rawBody;
+    this.creditsCharged = details.creditsCharged;
   }
 }
 

@@ -24,6 +24,8 @@ export const DEFAULT_HARVESTS_FILE = join(CONFIG_DIR, 'harvests.yaml');
 
 export const MAX_TARGET_ITEMS = 100_000;
 export const DEFAULT_JOB_THRESHOLD = 500;
+/** A billed call's overall deadline, in seconds, retries included: a slow drip of bytes cannot hold a run past it. */
+export const DEFAULT_CALL_DEADLINE_SECONDS = 120;
 /** A limit above the synchronous page size always makes a job, so a lower threshold means nothing. */
 export const MIN_JOB_THRESHOLD = PAGE_LIMITS.maxSynchronous + 1;
 /** What `enrich: { comments: true }` means. */
@@ -425,6 +427,7 @@ const harvestSchema = mapping(
       wholeNumber(MIN_JOB_THRESHOLD, Number.MAX_SAFE_INTEGER, ` (a limit above ${PAGE_LIMITS.maxSynchronous} always makes an async job)`).default(DEFAULT_JOB_THRESHOLD),
     ),
     concurrency: z.preprocess(nullAsMissing, concurrencySchema.default(() => ({ ...DEFAULT_CONCURRENCY }))),
+    call_deadline_seconds: z.preprocess(nullAsMissing, wholeNumber(1, 3_600, ' of seconds one billed call may take, its retries included').default(DEFAULT_CALL_DEADLINE_SECONDS)),
   },
   'a harvest: { name, budget, channels, searches, comments, ... }',
 ).check((ctx) => {

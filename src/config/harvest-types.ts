@@ -51,6 +51,11 @@ export interface Harvest {
   job_threshold: number;
   /** Targets listed at once, and enrichment calls in flight, per run (defaults 8 and 16). */
   concurrency: { targets: number; calls: number };
+  /**
+   * How long one billed call may take in all, its retries included (default 120). Absent from runs
+   * started before the setting existed, which take the default.
+   */
+  call_deadline_seconds?: number;
 }
 
 export interface HarvestConfig {

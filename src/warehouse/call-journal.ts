@@ -10,7 +10,7 @@
  * Lines are appended with one write each and not fsynced: a killed process loses nothing the
  * kernel has accepted, and a machine crash loses the landings' parent directory entries first.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { pathSegment } from './landing.js';
 
@@ -23,19 +23,63 @@ export interface JournalTotals {
   lostCredits: number;
 }
 
-type JournalLine = { intent: string; worst: number } | { settled: string; credits: number } | { cancelled: string };
+/**
+ * `lost` settles an attempt whose answer never arrived (a cut body, a timeout) and that the client
+ * made again: the API charged it as it charged the attempt that answered, so it is counted at that
+ * charge, as a lost call, and not as the key's landing.
+ */
+type JournalLine =
+  | { intent: string; worst: number }
+  | { settled: string; credits: number }
+  | { lost: string; credits: number }
+  | { cancelled: string }
+  | ({ failed: string } & CallFailure);
+
+/** A call that failed for good (an error answer, a refused answer): what it was, why, and the API's request id. */
+export interface CallFailure {
+  endpoint: string;
+  /** The item or account the call was about. */
+  subject: string;
+  reason: string;
+  request_id?: string;
+  at: string;
+}
 
 export function journalFile(dataDir: string, runId: string, workId: string): string {
   return join(dataDir, 'journal', pathSegment(runId), `${pathSegment(workId)}.ndjson`);
 }
 
+/**
+ * The calls of a run that failed for good and were landed by none of its works since, from every
+ * journal of the run, by landing key.
+ */
+export function runFailures(dataDir: string, runId: string): Map<string, CallFailure> {
+  const folder = dirname(journalFile(dataDir, runId, 'any'));
+  const failures = new Map<string, CallFailure>();
+  const landed = new Set<string>();
+  if (!existsSync(folder)) return failures;
+  for (const name of readdirSync(folder)) {
+    if (!name.endsWith('.ndjson')) continue;
+    const journal = CallJournal.loadFile(join(folder, name));
+    for (const [key, failure] of journal.failures()) failures.set(key, failure);
+    for (const key of journal.settledKeys) landed.add(key);
+  }
+  for (const key of landed) failures.delete(key);
+  return failures;
+}
+
 export class CallJournal {
   /** Worst cases of intents not yet matched by a settlement, per landing key (a key may be retried). */
   private readonly open = new Map<string, number[]>();
-  private readonly settledKeys = new Set<string>();
+  readonly settledKeys = new Set<string>();
+  /** Calls that failed for good and were not landed since, by landing key. */
+  private readonly failedKeys = new Map<string, CallFailure>();
   private settledCredits = 0;
   private settledCalls = 0;
   private openCredits = 0;
+  /** Attempts whose answers were lost and that were settled at the charge of the attempt that answered. */
+  private lostSettledCalls = 0;
+  private lostSettledCredits = 0;
   private fd: number | undefined;
   private attempt: number | undefined;
 
@@ -43,7 +87,11 @@ export class CallJournal {
 
   /** The journal of a piece of work, replayed from disk when an earlier attempt wrote one. */
   static load(dataDir: string, runId: string, workId: string): CallJournal {
-    const journal = new CallJournal(journalFile(dataDir, runId, workId));
+    return CallJournal.loadFile(journalFile(dataDir, runId, workId));
+  }
+
+  static loadFile(file: string): CallJournal {
+    const journal = new CallJournal(file);
     if (existsSync(journal.file)) {
       for (const text of readFileSync(journal.file, 'utf8').split('\n')) {
         // A line cut short by a kill is the last one, and only ever an intent whose call never
@@ -98,6 +146,26 @@ export class CallJournal {
     this.append({ settled: key, credits });
   }
 
+  /** Settles an attempt whose answer was lost, at the charge of the attempt at the same key that answered. */
+  settleLost(key: string, credits: number): void {
+    this.append({ lost: key, credits });
+  }
+
+  /** Intents begun and not settled at this key: one per attempt of its call in flight or lost. */
+  openAttempts(key: string): number {
+    return this.open.get(key)?.length ?? 0;
+  }
+
+  /** Records why a call failed for good, so `show` can tell it and a retry can make it again. */
+  fail(key: string, failure: CallFailure): void {
+    this.append({ failed: key, ...failure });
+  }
+
+  /** The calls that failed for good and were not landed since, by landing key. */
+  failures(): ReadonlyMap<string, CallFailure> {
+    return this.failedKeys;
+  }
+
   /** Drops an intent whose call was refused before the API could charge it (nothing was sent, or a 4xx). */
   cancel(key: string): void {
     this.append({ cancelled: key });
@@ -111,11 +179,14 @@ export class CallJournal {
     return this.settledCredits + this.openCredits;
   }
 
-  /** The journal's account; called between calls, when the open intents are the lost ones. */
+  /**
+   * The journal's account; called between calls, when the open intents are the lost ones. Lost
+   * calls are those open intents plus the attempts settled as lost.
+   */
   totals(): JournalTotals {
-    let lostCalls = 0;
+    let lostCalls = this.lostSettledCalls;
     for (const worsts of this.open.values()) lostCalls += worsts.length;
-    return { credits: this.committed(), settledCalls: this.settledCalls, lostCalls, lostCredits: this.openCredits };
+    return { credits: this.committed(), settledCalls: this.settledCalls, lostCalls, lostCredits: this.openCredits + this.lostSettledCredits };
   }
 
   close(): void {
@@ -124,6 +195,11 @@ export class CallJournal {
   }
 
   private apply(line: JournalLine): void {
+    if ('failed' in line) {
+      const { failed, ...failure } = line;
+      this.failedKeys.set(failed, failure);
+      return;
+    }
     if ('intent' in line) {
       const worsts = this.open.get(line.intent) ?? [];
       worsts.push(line.worst);
@@ -131,8 +207,19 @@ export class CallJournal {
       this.openCredits += line.worst;
       return;
     }
-    this.openCredits -= this.open.get('cancelled' in line ? line.cancelled : line.settled)?.shift() ?? 0;
-    if ('cancelled' in line) return;
+    if ('cancelled' in line) {
+      this.openCredits -= this.open.get(line.cancelled)?.shift() ?? 0;
+      return;
+    }
+    if ('lost' in line) {
+      this.openCredits -= this.open.get(line.lost)?.shift() ?? 0;
+      this.settledCredits += line.credits;
+      this.lostSettledCalls++;
+      this.lostSettledCredits += line.credits;
+      return;
+    }
+    this.openCredits -= this.open.get(line.settled)?.shift() ?? 0;
+    this.failedKeys.delete(line.settled);
     this.settledCredits += line.credits;
     this.settledCalls++;
     this.settledKeys.add(line.settled);

@@ -115,6 +115,7 @@ describe('valid configs', () => {
           enrich: { stats: true, comments: { max_per_item: 50 }, transcript: false, summary: false, download: false },
           job_threshold: 500,
           concurrency: { targets: 8, calls: 16 },
+          call_deadline_seconds: 120,
         },
       ],
     });
@@ -157,6 +158,7 @@ describe('valid configs', () => {
       enrich: NO_ENRICHMENT,
       job_threshold: 500,
       concurrency: { targets: 8, calls: 16 },
+      call_deadline_seconds: 120,
     });
     expect(config.harvests[0]).not.toHaveProperty('schedule');
   });
@@ -338,6 +340,13 @@ describe('harvest fields', () => {
     expect(parse(yaml(...HEAD, ...ONE_CHANNEL)).harvests[0]!.concurrency).toEqual({ targets: 8, calls: 16 });
     expect(parse(yaml(...HEAD, '    concurrency: { calls: 64 }', ...ONE_CHANNEL)).harvests[0]!.concurrency).toEqual({ targets: 8, calls: 64 });
     expectProblem(yaml(...HEAD, '    concurrency: { targets: 0 }', ...ONE_CHANNEL), { at: 'targets: 0', path: 'harvests[0].concurrency.targets', hints: ['whole number from 1 to 256', 'targets listed at once'] });
+  });
+
+  it('takes call_deadline_seconds, 120 unless given, and rejects 0 and more than an hour', () => {
+    expect(parse(yaml(...HEAD, ...ONE_CHANNEL)).harvests[0]!.call_deadline_seconds).toBe(120);
+    expect(parse(yaml(...HEAD, '    call_deadline_seconds: 15', ...ONE_CHANNEL)).harvests[0]!.call_deadline_seconds).toBe(15);
+    expectProblem(yaml(...HEAD, '    call_deadline_seconds: 0', ...ONE_CHANNEL), { at: 'call_deadline_seconds: 0', path: 'harvests[0].call_deadline_seconds', hints: ['whole number from 1 to 3600', 'one billed call may take'] });
+    expectProblem(yaml(...HEAD, '    call_deadline_seconds: 7200', ...ONE_CHANNEL), { at: 'call_deadline_seconds: 7200', path: 'harvests[0].call_deadline_seconds', hints: ['got 7200'] });
   });
 
   it('needs a budget', () => {

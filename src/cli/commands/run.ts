@@ -33,9 +33,21 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
   const enrichment = summary.enrichment;
   lines.push(`enrichment: ${enrichment.calls} calls, ${enrichment.skipped} skipped, ${enrichment.failed} failed`);
   lines.push(`credits: ${summary.creditsSpent} of ${summary.budget}; items: ${summary.itemsLanded}; duration: ${(durationMs / 1000).toFixed(1)} s; loaded ${summary.landingsLoaded} landings`);
-  if (summary.callsLost > 0) lines.push(`calls cut off by a worker that died: ${summary.callsLost} (perhaps charged; counted at their worst case in the credits above)`);
+  if (summary.callsLost > 0) {
+    lines.push(`calls whose answers were lost: ${summary.callsLost} (a connection cut or timed out, a landing that could not be written, or a worker that died; charged or perhaps charged, and counted in the credits above)`);
+  }
+  lines.push(...failedCallLines(summary.failedCalls));
   for (const landing of summary.landingsQuarantined ?? []) lines.push(`quarantined (not loaded): ${landing}`);
   return lines.join('\n');
+}
+
+/** The enrichment calls that failed for good, one line each with why and the request id. */
+export function failedCallLines(failed: HarvestSummary['failedCalls'], indent = ''): string[] {
+  if (!failed || failed.total === 0) return [];
+  const lines = [`${indent}failed calls (${failed.total}; \`harvester retry\` makes them again):`];
+  for (const call of failed.first) lines.push(`${indent}  ${call.endpoint} ${call.subject}: ${call.reason}${call.request_id && !call.reason.includes(call.request_id) ? ` (request ${call.request_id})` : ''}`);
+  if (failed.total > failed.first.length) lines.push(`${indent}  … and ${failed.total - failed.first.length} more`);
+  return lines;
 }
 
 /** How long an interrupted run waits for its local worker to hand back what it was doing. */

@@ -4,8 +4,9 @@ import { connectClient, temporalSettingsFromEnv } from '../../temporal/connectio
 import { progressQuery, type HarvestProgress } from '../../../workflows/definitions.js';
 import type { HarvestSummary } from '../../../workflows/harvest.js';
 import { printableSummary } from '../run-progress.js';
+import { failedCallLines } from './run.js';
 
-function describeProgress(progress: HarvestProgress): string {
+function describeProgress(progress: HarvestProgress & Pick<HarvestSummary, 'failedCalls'>): string {
   const lines = [
     `run:      ${progress.runId}`,
     `harvest:  ${progress.harvest}`,
@@ -22,6 +23,7 @@ function describeProgress(progress: HarvestProgress): string {
     // An API error's message already ends with its request id.
     if (target.error) lines.push(`    error: ${target.error.type}: ${target.error.message}`);
   }
+  lines.push(...failedCallLines(progress.failedCalls));
   return lines.join('\n');
 }
 
@@ -36,7 +38,7 @@ export function showCommand(): Command {
       try {
         const handle = client.workflow.getHandle(runId);
         const description = await handle.describe();
-        let progress: HarvestProgress;
+        let progress: HarvestProgress & Pick<HarvestSummary, 'failedCalls'>;
         if (description.status.name === 'RUNNING') {
           progress = await handle.query(progressQuery);
         } else {

@@ -1,0 +1,64 @@
+/**
+ * The billed call, once: journal its worst case as an intent, call the API, land the answer, and
+ * settle the charge; cancel the intent if the API cannot have charged anything. The client's own
+ * retries go through the journal too: before it sends a call again after an attempt whose answer
+ * was lost once the request had left, that attempt stays journaled at its worst case, and once an
+ * attempt answers, each lost one is settled at the same charge (the same request, so the same
+ * price). No attempt the API may have charged is left out of the run's credits.
+ */
+import type { CallOptions, CallReport } from '../src/api/client.js';
+import { neverCharged, SocialApiError } from '../src/api/errors.js';
+import type { CallJournal } from '../src/warehouse/call-journal.js';
+
+export interface MeteredCall<R extends CallReport> {
+  journal: CallJournal;
+  /** The landing key of the answer: what the journal's records name. */
+  key: string;
+  /** The most the call can cost: held in the journal until it settles. */
+  worst: number;
+  /** The API call, given the options that journal its repeated attempts. */
+  call: (options: CallOptions) => Promise<R>;
+  /** Lands the answer durably; the charge settles only after it. */
+  land: (result: R) => void;
+}
+
+export async function meteredCall<R extends CallReport>({ journal, key, worst, call, land }: MeteredCall<R>): Promise<R> {
+  journal.intend(key, worst);
+  let lostAttempts = 0;
+  const beforeRepeat = () => {
+    journal.intend(key, worst);
+    lostAttempts++;
+  };
+  let result: R;
+  try {
+    result = await call({ beforeRepeat });
+  } catch (error) {
+    settleFailure(journal, key, error);
+    throw error;
+  }
+  try {
+    land(result);
+  } catch (error) {
+    // Charged, and not landed (a full disk, say): counted at its charge, as calls whose answers
+    // were lost. If the journal cannot take that either, its intents stay open at their worst case.
+    try {
+      for (let attempt = 0; attempt <= lostAttempts; attempt++) journal.settleLost(key, result.creditsCharged);
+    } catch {
+      /* the intents stand */
+    }
+    throw error;
+  }
+  journal.settle(key, result.creditsCharged);
+  for (let attempt = 0; attempt < lostAttempts; attempt++) journal.settleLost(key, result.creditsCharged);
+  return result;
+}
+
+/**
+ * The last attempt of a failed call: cancelled when the API cannot have charged it, settled at the
+ * charge the API reported for an answer the client refused (it is not data), and otherwise left
+ * open at its worst case. Earlier lost attempts stay open at their worst case.
+ */
+function settleFailure(journal: CallJournal, key: string, error: unknown): void {
+  if (neverCharged(error)) journal.cancel(key);
+  else if (error instanceof SocialApiError && error.creditsCharged !== undefined) journal.settleLost(key, error.creditsCharged);
+}

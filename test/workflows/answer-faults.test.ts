@@ -1,0 +1,129 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import type { Client } from '@temporalio/client';
+import { SocialApiClient } from '../../src/api/client.js';
+import { isContentCall, startCorruptingProxy, type Corruption, type ProxiedCall } from '../../src/emulator/corrupting-proxy.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import { resumableState } from '../../workflows/checkpoint.js';
+import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
+import { startHarvestRig } from '../support/harvest-rig.js';
+import { harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';
+
+const HARVEST_KEY = 'sk_live_answer_faults';
+const VERIFY_KEY = 'sk_live_answer_faults_verify';
+const cleanups: (() => Promise<unknown>)[] = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+/** A harvest rig whose worker reaches the emulator through a proxy that spoils the answers `choose` picks. */
+async function setup(choose: (call: ProxiedCall) => Corruption | undefined) {
+  const rig = await startHarvestRig({ harvest: HARVEST_KEY, verify: VERIFY_KEY });
+  const proxy = await startCorruptingProxy({ upstream: new URL(rig.emulator.baseUrl).origin, choose: (call) => (isContentCall(call) ? choose(call) : undefined) });
+  const api = new SocialApiClient({ baseUrl: proxy.url, apiKey: HARVEST_KEY, prices, retry: { minDelayMs: 5, maxDelayMs: 50, maxElapsedMs: 20_000 } });
+  const worker = await startTestWorker(api);
+  cleanups.push(
+    () => rig.close(),
+    () => proxy.close(),
+    () => api.close(),
+    () => worker.stop(),
+  );
+  return { ...rig, proxy, worker };
+}
+
+function execute(temporal: Client, worker: TestWorker, input: HarvestInput, id = `answers-${Math.random().toString(36).slice(2)}`): Promise<HarvestSummary> {
+  return temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: id, args: [input] }) as Promise<HarvestSummary>;
+}
+
+const channelWithStats = (handle: string, maxItems: number) =>
+  harvestFrom(`
+harvests:
+  - name: answers
+    budget: { credits: 100000 }
+    channels:
+      - { platform: tiktok, handle: ${handle}, content: videos, max_items: ${maxItems} }
+    enrich: { stats: true }
+`);
+
+async function ledgerCredits(rig: { emulator: { ledger(key: string): Promise<{ credits: number }[]> } }): Promise<number> {
+  return (await rig.emulator.ledger(HARVEST_KEY)).reduce((sum, row) => sum + row.credits, 0);
+}
+
+async function itemCounts(worker: TestWorker, handle: string) {
+  const [row] = (
+    await queryWarehouse(
+      worker.dataDir,
+      `SELECT count(*) AS items, count(DISTINCT item_id) AS distinct_items,
+         (SELECT count(DISTINCT m.item_id) FROM item_metrics m JOIN items i USING (platform, item_id) WHERE i.author_handle = '${handle}' AND m.source_endpoint = 'tiktok/stats') AS with_stats
+       FROM items WHERE author_handle = '${handle}'`,
+    )
+  ).rows;
+  return { items: Number(row!.items), distinct: Number(row!.distinct_items), withStats: Number(row!.with_stats) };
+}
+
+describe('answers lost on the way back', () => {
+  it('cut bodies are bought again, and the run counts every charged attempt: its credits equal the ledger', async () => {
+    // Every 9th content call's body is cut after the API charged it.
+    const rig = await setup((call) => (call.number % 9 === 0 ? { kind: 'cut_body' } : undefined));
+    const handle = rig.catalog.tiktok.handles[1]!;
+    const summary = await execute(rig.temporal, rig.worker, { harvest: channelWithStats(handle, 120) });
+    expect(summary.status).toBe('completed');
+    expect(summary.targets[0]).toMatchObject({ status: 'done', items: 120 });
+    expect(rig.proxy.spoiled.cut_body).toBeGreaterThan(5);
+    expect(summary.callsLost).toBe(rig.proxy.spoiled.cut_body);
+    expect(summary.creditsSpent).toBe(await ledgerCredits(rig));
+    expect(await itemCounts(rig.worker, handle)).toEqual({ items: 120, distinct: 120, withStats: 120 });
+  }, 120_000);
+});
+
+describe('answers that do not fit what was asked', () => {
+  it('a page with more items than its limit is never landed: the target fails with the request id, and a retry completes it', async () => {
+    let spoil = true;
+    const rig = await setup((call) => (spoil && /channel-videos/.test(call.path) && /cursor=/.test(call.path) ? { kind: 'oversize' } : undefined));
+    const handle = rig.catalog.tiktok.handles[2]!;
+    const harvest = channelWithStats(handle, 120);
+    const first = await execute(rig.temporal, rig.worker, { harvest });
+    expect(first.status).not.toMatch(/^completed/);
+    expect(first.targets[0]!.status).toBe('failed');
+    expect(first.targets[0]!.error!.message).toMatch(/the page holds \d+ items, more than the limit of \d+ asked for \(request req_\w+\)/);
+    // The refused page was charged, and counted, but none of its items exist in the warehouse.
+    expect(first.creditsSpent).toBe(await ledgerCredits(rig));
+    expect(first.targets[0]!.items).toBe(50);
+    spoil = false;
+    const retried = await execute(rig.temporal, rig.worker, { harvest, resume: resumableState(first.checkpoint, 100_000) }, `${first.runId}-retry`);
+    expect(retried.status).toBe('completed');
+    expect(retried.targets[0]).toMatchObject({ status: 'done', items: 120 });
+    expect(retried.creditsSpent).toBe(await ledgerCredits(rig));
+    const landed = (await queryWarehouse(rig.worker.dataDir, `SELECT item_id FROM items WHERE author_handle = '${handle}' ORDER BY posted_at DESC`)).rows.map((row) => String(row.item_id));
+    expect(landed).toEqual(await rig.firstIds('tiktok', 'channel-videos', { handle }, 120));
+  }, 120_000);
+
+  it('stats about another item are failed calls, listed with their request ids, and `retry` makes them again', async () => {
+    let spoil = true;
+    let spoiled = 0;
+    const rig = await setup((call) => {
+      if (!spoil || !/\/stats\?/.test(call.path) || spoiled >= 4) return undefined;
+      spoiled++;
+      return { kind: 'other_entity' };
+    });
+    const handle = rig.catalog.tiktok.handles[3]!;
+    const harvest = channelWithStats(handle, 40);
+    const first = await execute(rig.temporal, rig.worker, { harvest });
+    expect(first.status).toBe('completed_with_errors');
+    expect(first.enrichment.failed).toBe(4);
+    expect(first.failedCalls?.total).toBe(4);
+    for (const failed of first.failedCalls!.first) {
+      expect(failed).toMatchObject({ endpoint: 'tiktok/stats', request_id: expect.stringMatching(/^req_/) });
+      expect(failed.reason).toMatch(/the answer is about item "\d+0", not "\d+" as asked/);
+    }
+    expect(first.creditsSpent).toBe(await ledgerCredits(rig));
+    expect((await itemCounts(rig.worker, handle)).withStats).toBe(36);
+    spoil = false;
+    const retried = await execute(rig.temporal, rig.worker, { harvest, resume: resumableState(first.checkpoint, 100_000) }, `${first.runId}-retry`);
+    expect(retried.status).toBe('completed');
+    expect(retried.enrichment.failed).toBe(0);
+    expect(retried.failedCalls).toBeUndefined();
+    expect(await itemCounts(rig.worker, handle)).toEqual({ items: 40, distinct: 40, withStats: 40 });
+    expect(retried.creditsSpent).toBe(await ledgerCredits(rig));
+    expect(retried.creditsSpent).toBe(40 * prices['tiktok/channel-videos'] + 44 * prices['tiktok/stats']);
+  }, 120_000);
+});
