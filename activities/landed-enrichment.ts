@@ -15,6 +15,7 @@ import { findLanding, pageLandingKey } from '../src/warehouse/landing.js';
 import { asActivityFailure } from './failures.js';
 import type { EnrichmentTally } from '../workflows/enrichment-tally.js';
 import { ItemEnricher, type WorkStop } from './item-enricher.js';
+import { claimJournal } from './metered-call.js';
 import { withRunCallLimit } from './run-call-limits.js';
 import { WorkBudget } from './work-budget.js';
 
@@ -77,8 +78,7 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
   return {
     async enrichLanded(input: EnrichLandedInput): Promise<EnrichLandedResult> {
       const context = Context.current();
-      const journal = CallJournal.load(dataDir, input.runId, input.workId);
-      journal.claim(context.info.attempt);
+      const journal = claimJournal(dataDir, input.runId, input.workId, context.info.attempt);
       const budget = new WorkBudget(input.grant, journal);
       const progress: Progress = (context.info.heartbeatDetails as Progress | undefined) ?? { page: input.fromPage, items: 0, unenriched: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } };
       let durable = structuredClone(progress);
@@ -133,11 +133,10 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
      */
     async redoFailedCalls(input: RedoFailedInput): Promise<RedoFailedResult> {
       const context = Context.current();
-      const failures = [...runFailures(dataDir, input.runId)].map(([key, failure]) => ({ key, ...failure }));
-      const journal = CallJournal.load(dataDir, input.runId, input.workId);
-      journal.claim(context.info.attempt);
+      const journal = claimJournal(dataDir, input.runId, input.workId, context.info.attempt);
       const heartbeat = setInterval(() => context.heartbeat(), 2_000);
       try {
+        const failures = [...runFailures(dataDir, input.runId)].map(([key, failure]) => ({ key, ...failure }));
         return await withRunCallLimit(input.runId, input.calls, async (limit) => {
           const budget = new WorkBudget(input.grant, journal);
           const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
@@ -161,9 +160,10 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
     async workSpent(input: { runId: string; workId: string }): Promise<WorkSpent> {
       const journal = CallJournal.load(dataDir, input.runId, input.workId);
       try {
+        // Counted, not written: the data directory may be why the work failed.
         for (const key of journal.openKeys()) {
           const landing = findLanding(dataDir, key);
-          if (landing?.kind === 'page') journal.settle(key, landing.call?.credits ?? 0);
+          if (landing?.kind === 'page') journal.countAsSettled(key, landing.call?.credits ?? 0);
         }
         const totals = journal.totals();
         return { credits: totals.credits, lostCalls: totals.lostCalls };

@@ -8,7 +8,8 @@
  */
 import type { CallOptions, CallReport } from '../src/api/client.js';
 import { neverCharged, SocialApiError } from '../src/api/errors.js';
-import type { CallJournal } from '../src/warehouse/call-journal.js';
+import { CallJournal } from '../src/warehouse/call-journal.js';
+import { asActivityFailure } from './failures.js';
 
 export interface MeteredCall<R extends CallReport> {
   journal: CallJournal;
@@ -61,4 +62,19 @@ export async function meteredCall<R extends CallReport>({ journal, key, worst, c
 function settleFailure(journal: CallJournal, key: string, error: unknown): void {
   if (neverCharged(error)) journal.cancel(key);
   else if (error instanceof SocialApiError && error.creditsCharged !== undefined) journal.settleLost(key, error.creditsCharged);
+}
+
+/**
+ * The journal of a piece of work, replayed and claimed by this activity attempt, so an earlier
+ * attempt still running stops buying. A data directory that cannot be read or written fails the
+ * attempt as the run-stopping failure it is, before anything is bought.
+ */
+export function claimJournal(dataDir: string, runId: string, workId: string, attempt: number): CallJournal {
+  try {
+    const journal = CallJournal.load(dataDir, runId, workId);
+    journal.claim(attempt);
+    return journal;
+  } catch (error) {
+    throw asActivityFailure(error);
+  }
 }

@@ -8,7 +8,7 @@ import type { SocialApiClient } from '../src/api/client.js';
 import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
 import { creditsLow } from '../src/webhooks/credit-alerts.js';
 import { runFailures } from '../src/warehouse/call-journal.js';
-import { writeLanding } from '../src/warehouse/landing.js';
+import { pathSegment, writeLanding } from '../src/warehouse/landing.js';
 import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import { asActivity } from './failures.js';
@@ -140,7 +140,8 @@ export function runActivities(deps: RunActivityDeps) {
       const result = await loader.load(deps.dataDir, context.cancellationSignal);
       const failed = [...runFailures(deps.dataDir, input.runId)];
       return {
-        landingsLoaded: result.landingsLoaded,
+        // This run's landings only: a load on a shared data directory also loads other runs'.
+        landingsLoaded: result.landingsLoadedByRun[pathSegment(input.runId)] ?? 0,
         rowsLoaded: result.rowsLoaded,
         quarantined: result.quarantined.map((landing) => `${landing.file}: ${landing.reason}`),
         failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) },

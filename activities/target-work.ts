@@ -21,7 +21,7 @@ import { addTally, type EnrichmentTally } from '../workflows/enrichment-tally.js
 import type { TargetPlan } from '../workflows/targets.js';
 import { asActivityFailure } from './failures.js';
 import { describe, ItemEnricher, workStopOf, type WorkStop } from './item-enricher.js';
-import { meteredCall } from './metered-call.js';
+import { claimJournal, meteredCall } from './metered-call.js';
 import { landingOfCall } from './page-landing.js';
 import { withRunCallLimit } from './run-call-limits.js';
 import { WorkBudget } from './work-budget.js';
@@ -116,8 +116,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
     async harvestTarget(input: TargetWorkInput): Promise<TargetWorkResult> {
       const { runId, target } = input;
       const context = Context.current();
-      const journal = CallJournal.load(dataDir, runId, input.workId);
-      journal.claim(context.info.attempt);
+      const journal = claimJournal(dataDir, runId, input.workId, context.info.attempt);
       const budget = new WorkBudget(input.grant, journal);
       const resumed = context.info.heartbeatDetails as Progress | undefined;
       const progress: Progress = resumed ?? { position: { ...input.from }, pagesLanded: 0, itemsLanded: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } };

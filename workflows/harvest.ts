@@ -266,7 +266,7 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
       callDeadlineMs: callDeadlineMs(run.harvest),
     });
   } catch (error) {
-    chargeWork(state, target, reservation, await workSpent({ runId: state.runId, workId }));
+    chargeWork(state, target, reservation, await spentByFailedWork(state, workId, reservation));
     await recordFailure(state, target, error);
     return;
   }
@@ -280,6 +280,20 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
   // A work that could buy nothing at all with its grant: granting the same again would loop.
   else if (result.credits === 0 && result.pagesLanded === 0) target.status = 'budget_exhausted';
   // Otherwise (grant_spent) the target stays pending, and goes on when the budget has room for another item.
+}
+
+/**
+ * What a piece of work whose activity failed for good spent, from its journal; when even the
+ * journal cannot be read (a data directory gone bad), all of its grant, which it cannot have
+ * exceeded.
+ */
+async function spentByFailedWork(state: HarvestState, workId: string, reservation: Reservation): Promise<{ credits: number; lostCalls: number }> {
+  try {
+    return await workSpent({ runId: state.runId, workId });
+  } catch (error) {
+    log.warn('the journal of a failed work cannot be read; its whole grant counts as spent', { workId, message: messageOf(error) });
+    return { credits: reservation.credits, lostCalls: 0 };
+  }
 }
 
 /** Settles a piece of work's grant with what it spent, and counts that against its target. */
@@ -393,7 +407,7 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
     target.unenrichedPages = undefined;
     if (result.unenriched > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unenriched} items ${target.plan.key} listed were not enriched: the budget ran out` };
   } catch (error) {
-    chargeWork(state, target, reservation, await workSpent({ runId: state.runId, workId }));
+    chargeWork(state, target, reservation, await spentByFailedWork(state, workId, reservation));
     target.unenrichedPages = undefined;
     state.enrichment.failed++;
     await recordFailure(state, target, error);
@@ -419,7 +433,7 @@ async function redoFailed(run: RunContext): Promise<void> {
     addTally(state.enrichment, result.enrichment);
     if (result.stop?.status === 'paused') await stopForCredits(state, result.stop.error.message);
   } catch (error) {
-    settle(state.budget, reservation, (await workSpent({ runId: state.runId, workId })).credits);
+    settle(state.budget, reservation, (await spentByFailedWork(state, workId, reservation)).credits);
     log.warn('failed enrichment calls could not be made again', { message: messageOf(error) });
   }
 }

@@ -146,6 +146,11 @@ export class CallJournal {
     this.append({ settled: key, credits });
   }
 
+  /** Counts a call whose landing was found as settled at its charge, in this reading only: nothing is written. */
+  countAsSettled(key: string, credits: number): void {
+    this.apply({ settled: key, credits });
+  }
+
   /** Settles an attempt whose answer was lost, at the charge of the attempt at the same key that answered. */
   settleLost(key: string, credits: number): void {
     this.append({ lost: key, credits });

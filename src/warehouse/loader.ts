@@ -51,6 +51,8 @@ export interface QuarantinedLanding {
 
 export interface LoadResult {
   landingsLoaded: number;
+  /** Of those, how many each run had, by the run's folder name (`pathSegment` of its id). */
+  landingsLoadedByRun: Record<string, number>;
   /** Landings that could not be loaded, moved out of the way. */
   quarantined: QuarantinedLanding[];
   rowsLoaded: number;
@@ -155,6 +157,7 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
   try {
     for (const statement of [...TABLES_DDL, ...VIEWS_DDL]) await db.connection.run(statement);
     let landingsLoaded = 0;
+    const landingsLoadedByRun: Record<string, number> = {};
     let rowsLoaded = 0;
     let batches = 0;
     const quarantined: QuarantinedLanding[] = [];
@@ -172,7 +175,11 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     for (;;) {
       try {
         await loadPending(db.connection, dataDir, options, quarantine, (loaded) => {
-          landingsLoaded += loaded.landings;
+          landingsLoaded += loaded.keys.length;
+          for (const key of loaded.keys) {
+            const run = key.slice(0, key.indexOf('/'));
+            landingsLoadedByRun[run] = (landingsLoadedByRun[run] ?? 0) + 1;
+          }
           rowsLoaded += loaded.rows;
           batches++;
         });
@@ -186,7 +193,7 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     // work database is the truth, and readers only ever get a copy of it.
     const published = landingsLoaded > 0 || !(await publishedCopyReadable(warehousePath(dataDir)));
     if (published) await publish(db.connection, workPath, warehousePath(dataDir));
-    return { landingsLoaded, rowsLoaded, batches, published, quarantined, durationMs: Date.now() - started };
+    return { landingsLoaded, landingsLoadedByRun, rowsLoaded, batches, published, quarantined, durationMs: Date.now() - started };
   } finally {
     closeDatabase(db);
   }
@@ -198,7 +205,7 @@ async function loadPending(
   dataDir: string,
   options: LoadOptions,
   quarantine: (landings: UnloadableLanding[]) => void,
-  onBatch: (loaded: { landings: number; rows: number }) => void,
+  onBatch: (loaded: { keys: readonly string[]; rows: number }) => void,
 ): Promise<void> {
   const loaded = new Set((await connection.runAndReadAll('SELECT landing FROM loaded_landings')).getRows().map((row) => String(row[0])));
   const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
@@ -215,7 +222,7 @@ async function loadPending(
       if (loadPackage.keys.length === 0) continue;
       batch++;
       const rows = await loadBatch(connection, dataDir, loadPackage, () => options.beforeCommit?.(batch));
-      onBatch({ landings: loadPackage.keys.length, rows });
+      onBatch({ keys: loadPackage.keys, rows });
       options.logger?.info({ batch, landings: loadPackage.keys.length }, 'loaded a batch of landings');
       await options.afterBatch?.(batch);
     }

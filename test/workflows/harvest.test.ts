@@ -1,3 +1,6 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import type { SocialApiClient } from '../../src/api/client.js';
@@ -6,6 +9,7 @@ import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
 import { q, type TestEmulator } from '../support/emulator.js';
 import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';
+import { landSampleHarvest } from '../support/sample-harvest.js';
 import { harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_harvest';
@@ -86,6 +90,33 @@ harvests:
       expect(ledgerCredits).toBe(120 * prices['tiktok/channel-videos'] + 60 * prices['instagram/channel-reels'] + 80 * prices['tiktok/search'] + 70 * prices['tiktok/comments']);
       const run = await rows<{ status: string; credits_spent: string }>(dataDir, 'SELECT status, credits_spent FROM harvest_runs');
       expect(run).toEqual([{ status: 'completed', credits_spent: String(ledgerCredits) }]);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it("on a data directory other runs share, counts only its own landings as loaded, though its load loads theirs too", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'shared-'));
+    const other = await landSampleHarvest(verify, emulator, dataDir, 'another-run');
+    const worker = await startTestWorker(api, { dataDir });
+    try {
+      const harvest = harvestFrom(`
+harvests:
+  - name: own
+    budget: { credits: 100000 }
+    channels:
+      - { platform: instagram, handle: ${catalog.instagram.handles[2]!}, content: reels, max_items: 60 }
+`);
+      const summary = await runHarvest(worker, { harvest });
+      expect(summary.status).toBe('completed');
+      // Its two pages, and its two status landings (running, then completed).
+      expect(summary.pagesLanded).toBe(2);
+      expect(summary.landingsLoaded).toBe(4);
+      const loaded = await rows<{ run_id: string; n: string }>(dataDir, 'SELECT run_id, count(*) AS n FROM loaded_landings GROUP BY run_id ORDER BY run_id');
+      expect(loaded).toEqual([
+        { run_id: 'another-run', n: String(other.landings) },
+        { run_id: summary.runId, n: '4' },
+      ]);
     } finally {
       await worker.stop();
     }
