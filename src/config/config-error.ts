@@ -15,7 +15,9 @@ export class ConfigError extends Error {
     readonly line?: number,
     /** 1-based column of the offending text, when known; not part of the message. */
     readonly column?: number,
+    /** Further problems in the same file, each on a line of its own after this one. */
+    readonly more: readonly ConfigError[] = [],
   ) {
-    super(`${line === undefined ? file : `${file}:${line}`}: ${field}: ${message}`);
+    super([`${line === undefined ? file : `${file}:${line}`}: ${field}: ${message}`, ...more.map((problem) => problem.message)].join('\n'));
   }
 }

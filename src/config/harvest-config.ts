@@ -62,10 +62,10 @@ export function parseHarvestConfig(text: string, file: string, env: NodeJS.Proce
   if (!checked.success) {
     const problems = placeMissingAfterUnknownKeys(dedupe(checked.error.issues.flatMap((issue) => problemsOf(issue, [], input, source))));
     problems.sort(byReadingOrder);
-    const first = problems[0] as Problem;
-    const more = problems.length - 1;
-    const suffix = more > 0 ? ` (and ${more} more problem${more === 1 ? '' : 's'})` : '';
-    throw new ConfigError(file, formatPath(first.path), first.message + suffix, first.position.line, first.position.col);
+    // Every problem, in reading order, so one edit fixes them all instead of one per attempt.
+    const asError = (problem: Problem, more: ConfigError[] = []) => new ConfigError(file, formatPath(problem.path), problem.message, problem.position.line, problem.position.col, more);
+    const [first, ...rest] = problems;
+    throw asError(first as Problem, rest.map((problem) => asError(problem)));
   }
   return { file, harvests: checked.data.harvests };
 }

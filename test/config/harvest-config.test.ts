@@ -425,8 +425,9 @@ describe('unknown keys', () => {
       path: 'harvests[0].channels[0].max_item',
       hints: ['unknown key "max_item"', 'did you mean max_items?', 'allowed keys: platform, handle, content, max_items'],
     });
-    // The missing max_items it causes is counted, not reported first.
-    expect(error.message).toMatch(/\(and 1 more problem\)$/);
+    // The missing max_items it causes is listed after it, not first.
+    expect(error.message.split('\n')).toHaveLength(2);
+    expect(error.more.map((problem) => problem.field)).toEqual(['harvests[0].channels[0].max_items']);
   });
 
   it('reports unknown keys at every level', () => {
@@ -522,7 +523,7 @@ describe('YAML and file errors', () => {
     expect(configError(() => parse(text)).message).toContain('contains itself');
   });
 
-  it('reports the first problem by line and counts the others', () => {
+  it('reports every problem, in reading order, each with its line and field', () => {
     const text = yaml(
       ...HEAD,
       '    channels:',
@@ -530,7 +531,11 @@ describe('YAML and file errors', () => {
       '      - { platform: tiktok, handle: second, content: reels, max_items: 0 }',
     );
     const error = expectProblem(text, { at: '@first', path: 'harvests[0].channels[0].handle', hints: ['drop the @'] });
-    expect(error.message).toMatch(/\(and 2 more problems\)$/);
+    const lines = error.message.split('\n');
+    expect(lines).toHaveLength(3);
+    expect(lines[1]).toMatch(new RegExp(`^${FILE.replace(/\./g, '\\.')}:${lineOf(text, 'second')}: harvests\\[0\\]\\.channels\\[1\\]\\.(content|max_items): `));
+    expect(lines[2]).toMatch(new RegExp(`^${FILE.replace(/\./g, '\\.')}:${lineOf(text, 'second')}: harvests\\[0\\]\\.channels\\[1\\]\\.(content|max_items): `));
+    expect(error.more.map((problem) => problem.field).sort()).toEqual(['harvests[0].channels[1].content', 'harvests[0].channels[1].max_items']);
   });
 
   describe('files', () => {
