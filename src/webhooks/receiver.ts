@@ -44,6 +44,8 @@ export interface WebhookReceiver {
 }
 
 const MAX_BODY_BYTES = 1 << 20;
+/** How much of a refused body is read and dropped so its sender can read the refusal. */
+const DRAIN_LIMIT_BYTES = 64 << 20;
 
 export async function startWebhookReceiver(options: ReceiverOptions): Promise<WebhookReceiver> {
   const secrets = options.secrets;
@@ -71,12 +73,21 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
     const answer = (status: number, reason: string, headers: Record<string, string> = {}) => {
       res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ status: reason }));
     };
-    // Refusals that come before the body is read still let it arrive (and be dropped): closing
-    // while the sender is writing resets the connection before it can read the answer. Node's
-    // requestTimeout bounds how long such a body may take.
+    // A refusal is answered once the body has arrived (and been dropped): answering and closing
+    // while the sender still writes resets the connection before a sender that writes all before
+    // it reads (Python's http.client, say) can read the answer. A body past DRAIN_LIMIT_BYTES is
+    // cut off instead; Node's requestTimeout bounds how long a body may take.
+    let refused = false;
     const refuse = (status: number, reason: string) => {
+      if (refused) return;
+      refused = true;
+      let drained = 0;
+      req.on('data', (chunk: Buffer) => {
+        drained += chunk.length;
+        if (drained > DRAIN_LIMIT_BYTES) req.destroy();
+      });
+      req.on('end', () => answer(status, reason, { connection: 'close' }));
       req.resume();
-      answer(status, reason, { connection: 'close' });
     };
     if (req.method !== 'POST') return refuse(405, 'method_not_allowed');
     if (!isJsonContentType(req.headers['content-type'])) {
@@ -87,13 +98,13 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (chunk: Buffer) => {
-      if (res.headersSent) return;
+      if (refused) return;
       size += chunk.length;
       if (size > MAX_BODY_BYTES) refuse(413, 'body_too_large');
       else chunks.push(chunk);
     });
     req.on('end', () => {
-      if (res.headersSent) return;
+      if (refused) return;
       void (async () => {
         const body = Buffer.concat(chunks).toString('utf8');
         const id = String(req.headers['webhook-id'] ?? '');

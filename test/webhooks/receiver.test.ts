@@ -10,7 +10,8 @@ import type { WebhookPayload } from '../../src/spec/resources.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../src/webhooks/receiver.js';
 import { startTestEmulator, waitFor } from '../support/emulator.js';
 import { clientFor, memoryLogger } from '../support/client.js';
-import { DEV_CERT_FILE, DEV_KEY_FILE, devCa } from '../support/https-receiver.js';
+import { DEV_CA_FILE, DEV_CERT_FILE, DEV_KEY_FILE, devCa } from '../support/https-receiver.js';
+import { runPythonAsync } from '../support/python.js';
 
 const SECRET = `whsec_${Buffer.from('a test secret of 24 bytes!').toString('base64')}`;
 const cleanups: (() => Promise<unknown>)[] = [];
@@ -114,6 +115,48 @@ describe('the webhook receiver', () => {
     expect(await chunked.body.json()).toEqual({ status: 'body_too_large' });
     expect(await deliver(receiver, { id: 'msg_small', body: body() })).toBe(202);
     await waitFor(() => (events.length === 1 ? true : undefined));
+  });
+
+  it('answers 413 to a 10 MB body every time, never cutting the sender off before it reads the answer', async () => {
+    const { receiver } = await receiverWith();
+    const huge = JSON.stringify({ type: 'job.completed', timestamp: new Date().toISOString(), data: { pad: 'x'.repeat(10 << 20) } });
+    const answers: unknown[] = [];
+    for (let i = 0; i < 8; i++) answers.push(await deliverWithAnswer(receiver, { id: `msg_huge_${i}`, body: huge }).catch((error: Error) => (error.cause as { code?: string } | undefined)?.code ?? error.message));
+    // Chunked, without Content-Length: found too large while reading, with most of it still to come.
+    for (let i = 0; i < 8; i++) {
+      const streamed = request(receiver.url, {
+        method: 'POST',
+        dispatcher: trustingDevCa,
+        headers: { 'content-type': 'application/json', 'webhook-id': `msg_stream_${i}`, 'webhook-timestamp': String(Math.floor(Date.now() / 1000)), 'webhook-signature': 'v1,x' },
+        body: Readable.from((function* () {
+          for (let chunk = 0; chunk < 160; chunk += 1) yield Buffer.alloc(64 * 1024, 0x20);
+        })()),
+      });
+      answers.push(await streamed.then(async (answer) => ({ status: answer.statusCode, answer: await answer.body.json() })).catch((error: Error) => (error.cause as { code?: string } | undefined)?.code ?? error.message));
+    }
+    expect(answers).toEqual(Array.from({ length: 16 }, () => ({ status: 413, answer: { status: 'body_too_large' } })));
+    // A sender that writes the whole body before it reads (Python's http.client) must read the 413 too.
+    const python = await runPythonAsync(
+      [
+        'import http.client, ssl, sys, json',
+        'url = sys.argv[1]; host, port = url.split("//")[1].split("/")[0].split(":")',
+        'context = ssl.create_default_context(cafile=sys.argv[2])',
+        'body = b"{\\"pad\\": \\"" + b"x" * (10 << 20) + b"\\"}"',
+        'seen = []',
+        'for i in range(8):',
+        '    connection = http.client.HTTPSConnection(host, int(port), context=context)',
+        '    try:',
+        '        connection.request("POST", "/", body=body, headers={"content-type": "application/json", "webhook-id": f"msg_py_{i}"})',
+        '        seen.append(connection.getresponse().status)',
+        '    except Exception as error:',
+        '        seen.append(type(error).__name__)',
+        '    connection.close()',
+        'print(json.dumps(seen))',
+      ].join('\n'),
+      [receiver.url, DEV_CA_FILE],
+    );
+    expect(python.stderr).toBe('');
+    expect(JSON.parse(python.stdout)).toEqual(Array.from({ length: 8 }, () => 413));
   });
 
   it('answers 415 unless the body is application/json', async () => {
