@@ -1,7 +1,10 @@
 #!/usr/bin/env node
+import { readFileSync } from 'node:fs';
 import nodeModule from 'node:module';
+import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { SocialApiError } from '../api/errors.js';
+import { PROJECT_ROOT } from '../config/project-paths.js';
 
 // Node 22.1 and later keep V8's compiled code of the modules a command loads on disk, and reuse it
 // at the next start: `harvester run` reached its first API call about 0.1 s sooner on Node 24.
@@ -34,14 +37,22 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   worker: async () => (await import('./commands/worker.js')).workerCommand(),
 };
 
+const VERSION_FLAGS = ['-V', '--version'];
+
+/** The version of the installed package, from its package.json. */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
 try {
   const program = new Command('harvester')
     .description('social-harvester: scheduled, budgeted harvests from the Social Content Data API into DuckDB and Parquet')
+    .version(packageVersion(), VERSION_FLAGS.join(', '), 'print the version')
     .showHelpAfterError()
     .exitOverride();
-  // A known command loads alone; help, a typo or no command at all need every command's name.
+  // A known command loads alone, the version none; help, a typo or no command at all need every command's name.
   const named = process.argv[2];
-  const wanted = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : Object.keys(COMMANDS);
+  const wanted = named !== undefined && Object.hasOwn(COMMANDS, named) ? [named] : VERSION_FLAGS.includes(named ?? '') ? [] : Object.keys(COMMANDS);
   for (const name of wanted) program.addCommand(await COMMANDS[name]!());
   await program.parseAsync(process.argv);
 } catch (error) {

@@ -66,7 +66,8 @@ export function demoCommand(): Command {
           [
             '',
             'Where to look next:',
-            `  warehouse:  ${warehousePath(dataDir)} (open it read-only: duckdb -readonly ${warehousePath(dataDir)})`,
+            // Python's duckdb is what analysts have at hand; the duckdb CLI is not installed by setup.
+            `  warehouse:  ${warehousePath(dataDir)} (open it read-only, e.g. in Python: duckdb.connect(${JSON.stringify(warehousePath(dataDir))}, read_only=True))`,
             '  query:      node dist/src/cli/main.js query "SELECT * FROM top_items_per_account WHERE rank_in_account = 1"',
             '  report:     node dist/src/cli/main.js report --out report.html',
             `  logs:       ${stack.logsDir}`,
