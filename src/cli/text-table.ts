@@ -13,13 +13,33 @@ export interface TextTableOptions {
   indent?: string;
 }
 
-export function textTable(header: readonly string[], rows: readonly (readonly string[])[], options: TextTableOptions = {}): string {
-  const cut = (cell: string) => (options.maxCellWidth === undefined ? cell : cell.slice(0, options.maxCellWidth));
-  const widths = header.map((title, index) => Math.max(cut(title).length, ...rows.map((row) => cut(row[index] ?? '').length)));
+export interface TextTableLayout extends TextTableOptions {
+  /** Column widths to use instead of the widest cells (a page of a longer table). */
+  widths?: readonly number[];
+  /** Print the header and its rule (default true); false for a page under an earlier header. */
+  header?: boolean;
+}
+
+/** Each column's widest cell, header included. A loop, not Math.max(...cells): a spread overflows the stack at ~130k rows. */
+export function columnWidths(header: readonly string[], rows: readonly (readonly string[])[], options: TextTableOptions = {}): number[] {
+  const cut = cutter(options);
+  const widths = header.map((title) => cut(title).length);
+  for (const row of rows) for (let index = 0; index < widths.length; index++) widths[index] = Math.max(widths[index]!, cut(row[index] ?? '').length);
+  return widths;
+}
+
+export function textTable(header: readonly string[], rows: readonly (readonly string[])[], options: TextTableLayout = {}): string {
+  const cut = cutter(options);
+  const widths = options.widths ?? columnWidths(header, rows, options);
   const line = (cells: readonly string[]) =>
     `${options.indent ?? ''}${cells
       .map((cell, index) => (options.rightAligned?.[index] ? cut(cell).padStart(widths[index]!) : cut(cell).padEnd(widths[index]!)))
       .join('  ')}`.trimEnd();
   const rule = options.rule === false ? [] : [line(widths.map((width) => '-'.repeat(width)))];
-  return [line(header), ...rule, ...rows.map(line)].join('\n');
+  const top = options.header === false ? [] : [line(header), ...rule];
+  return [...top, ...rows.map(line)].join('\n');
+}
+
+function cutter(options: TextTableOptions): (cell: string) => string {
+  return (cell) => (options.maxCellWidth === undefined ? cell : cell.slice(0, options.maxCellWidth));
 }

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { JsonDuckDBValueConverter, type DuckDBConnection, type Json } from '@duckdb/node-api';
 import { closeDatabase, openDatabase } from './duckdb.js';
 import { warehousePath } from './loader.js';
 
@@ -12,14 +13,124 @@ export interface QueryResult {
  * switched off (and that setting locked): a query reads the warehouse's tables and nothing else.
  * It cannot write a file (COPY … TO, which could replace the warehouse itself), read one
  * (read_text, read_csv, ATTACH), or install an extension.
+ *
+ * The whole result is held in memory: for the program's own small queries. A query of the user's,
+ * of any size, goes through `streamWarehouseQuery`.
  */
 export async function queryWarehouse(dataDir: string, sql: string): Promise<QueryResult> {
+  return withWarehouse(dataDir, async (connection) => {
+    const reader = await connection.runAndReadAll(sql);
+    return { columns: reader.columnNames(), rows: reader.getRowObjectsJson() as Record<string, unknown>[] };
+  });
+}
+
+/** Limits on one streamed query; 0 (or absent) means no limit. */
+export interface QueryLimits {
+  /** Rows handed over at most; a query with more stops there. */
+  maxRows?: number;
+  /** Milliseconds from the start until the query is interrupted (DuckDB's `interrupt()`). */
+  timeoutMs?: number;
+  /** Aborted: stop quietly at the next chunk (the reader of the output went away). */
+  signal?: AbortSignal;
+}
+
+export interface QueryColumns {
+  /** As the query named them, duplicates and all. */
+  names: string[];
+  /** Unique, for row objects: a second `a` is `a:1` (as `queryWarehouse`'s rows have them). */
+  keys: string[];
+}
+
+/** Where the rows of a streamed query go, a batch (at most one DuckDB chunk, 2048 rows) at a time. */
+export interface QuerySink {
+  /** Once, before any row. */
+  columns(columns: QueryColumns): void | Promise<void>;
+  /** Each row as its values in column order, converted as `queryWarehouse` converts them (BIGINT as a string, …). */
+  rows(rows: Json[][]): void | Promise<void>;
+}
+
+/** Which limit stopped a query. */
+export type QueryStop = { limit: 'rows'; maxRows: number } | { limit: 'time'; timeoutMs: number };
+
+export interface StreamedQuery {
+  /** Rows handed to the sink. */
+  rows: number;
+  /** Set when a limit stopped the query before its last row. */
+  stoppedBy?: QueryStop;
+  /** The sink got its columns (a query interrupted before its first row has none). */
+  columns: boolean;
+}
+
+/**
+ * Runs SQL against the published warehouse, sandboxed as `queryWarehouse` is, and hands its rows
+ * to `sink` as DuckDB produces them, one chunk at a time: memory stays flat whatever the result's
+ * size. At `maxRows` rows it stops (reading one more chunk to know whether there are more); at
+ * `timeoutMs` it interrupts DuckDB. Either way the rows handed over so far stay handed over, and
+ * the answer says which limit stopped it.
+ */
+export async function streamWarehouseQuery(dataDir: string, sql: string, sink: QuerySink, limits: QueryLimits = {}): Promise<StreamedQuery> {
+  return withWarehouse(dataDir, async (connection) => {
+    const maxRows = limits.maxRows ?? 0;
+    const timeoutMs = limits.timeoutMs ?? 0;
+    let timedOut = false;
+    // An interrupted fetch of a streaming result may end the stream as if it had no more rows
+    // rather than fail: whether the time limit struck is known from this flag, not from an error.
+    const timer =
+      timeoutMs > 0
+        ? setTimeout(() => {
+            timedOut = true;
+            connection.interrupt();
+          }, timeoutMs)
+        : undefined;
+    const stopReading = () => connection.interrupt();
+    limits.signal?.addEventListener('abort', stopReading, { once: true });
+    const outcome: StreamedQuery = { rows: 0, columns: false };
+    const timeLimit = (): StreamedQuery => ({ ...outcome, stoppedBy: { limit: 'time', timeoutMs } });
+    try {
+      const result = await connection.stream(sql);
+      if (timedOut) return timeLimit();
+      await sink.columns({ names: result.columnNames(), keys: result.deduplicatedColumnNames() });
+      outcome.columns = true;
+      for (;;) {
+        if (timedOut) return timeLimit();
+        if (limits.signal?.aborted) return outcome;
+        const chunk = await result.fetchChunk();
+        if (timedOut) return timeLimit();
+        if (!chunk || chunk.rowCount === 0) return outcome;
+        const room = maxRows > 0 ? maxRows - outcome.rows : Number.POSITIVE_INFINITY;
+        // The limit was reached exactly by the rows before, and here is one more.
+        if (room <= 0) return { ...outcome, stoppedBy: { limit: 'rows', maxRows } };
+        let rows = chunk.convertRows(JsonDuckDBValueConverter) as Json[][];
+        const cut = rows.length > room;
+        if (cut) rows = rows.slice(0, room);
+        outcome.rows += rows.length;
+        await sink.rows(rows);
+        if (cut) return { ...outcome, stoppedBy: { limit: 'rows', maxRows } };
+      }
+    } catch (error) {
+      // DuckDB's "INTERRUPT Error: Interrupted!", from our timer or from the reader going away.
+      if (timedOut) return timeLimit();
+      if (limits.signal?.aborted) return outcome;
+      // A syntax error comes from splitting the SQL into statements; the prefix says nothing to a user.
+      const message = error instanceof Error ? error.message : '';
+      if (message.startsWith(EXTRACT_PREFIX)) throw new Error(message.slice(EXTRACT_PREFIX.length), { cause: error });
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      limits.signal?.removeEventListener('abort', stopReading);
+    }
+  });
+}
+
+const EXTRACT_PREFIX = 'Failed to extract statements: ';
+
+/** Opens the warehouse read-only and sandboxed for `use`, and turns DuckDB's refusals into one line naming what was refused. */
+async function withWarehouse<T>(dataDir: string, use: (connection: DuckDBConnection) => Promise<T>): Promise<T> {
   const path = warehousePath(dataDir);
   if (!existsSync(path)) throw new Error(`no warehouse at ${path} yet: run a harvest (or a load) first`);
   const db = await openDatabase(path, { readOnly: true, sandboxed: true });
   try {
-    const reader = await db.connection.runAndReadAll(sql);
-    return { columns: reader.columnNames(), rows: reader.getRowObjectsJson() as Record<string, unknown>[] };
+    return await use(db.connection);
   } catch (error) {
     const message = (error as Error).message.split('\n')[0] ?? '';
     const refused = refusal(message);

@@ -1,32 +1,187 @@
+import type { Json } from '@duckdb/node-api';
 import { Command, Option } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { csvLine } from '../../text/csv.js';
-import { textTable } from '../text-table.js';
 import { exportParquet } from '../../warehouse/export.js';
 import { loadLandings, warehousePath } from '../../warehouse/loader.js';
-import { queryWarehouse } from '../../warehouse/query.js';
+import { streamWarehouseQuery, type QuerySink, type QueryStop, type StreamedQuery } from '../../warehouse/query.js';
 import { cliLogger } from '../context.js';
+import { columnWidths, textTable } from '../text-table.js';
+import { numberBetween, wholeNumber } from '../options.js';
+
+/** `harvester query`'s exit code when --max-rows or --timeout stopped it (the rows before stay printed). */
+export const QUERY_LIMIT_EXIT_CODE = 4;
+const DEFAULT_MAX_ROWS = 100_000;
+const DEFAULT_TIMEOUT_SECONDS = 60;
+/** Rows per page of the table format: the first page sets the column widths. */
+const TABLE_PAGE_ROWS = 1000;
+const TABLE_MAX_CELL_WIDTH = 60;
+
+type QueryFormat = 'table' | 'csv' | 'json';
 
 export function queryCommand(): Command {
   return new Command('query')
     .description('Run SQL against the warehouse, read-only (it never locks harvests or other readers out)')
     .argument('<sql>', 'the query')
     .addOption(new Option('--format <format>', 'output').choices(['table', 'csv', 'json']).default('table'))
+    .addOption(new Option('--max-rows <n>', 'print at most this many rows; 0 for no limit').argParser(wholeNumber(0)).default(DEFAULT_MAX_ROWS))
+    .addOption(new Option('--timeout <seconds>', 'interrupt the query after this long; 0 for no limit').argParser(numberBetween(0, 1_000_000)).default(DEFAULT_TIMEOUT_SECONDS))
     .addHelpText(
       'after',
       `
 Reads <data dir>/warehouse.duckdb (HARVESTER_DATA_DIR, default ./data). Tables: docs/data-dictionary.md.
 
+Rows are printed as DuckDB produces them, in every format, so memory stays flat. A query with more rows
+than --max-rows prints that many, and one that runs longer than --timeout is interrupted; either way the
+rows printed so far stay printed (JSON still closes its array), stderr names the limit and the flag that
+raises it, and the exit code is ${QUERY_LIMIT_EXIT_CODE}.
+The table format takes its column widths from the first ${TABLE_PAGE_ROWS} rows, and prints the header again
+above the rows where a wider cell widens a column.
+
 Examples:
   $ harvester query "SELECT platform, count(*) FROM items GROUP BY platform"
-  $ harvester query "SELECT * FROM top_items_per_account WHERE rank_in_account = 1" --format csv > top.csv`,
+  $ harvester query "SELECT * FROM top_items_per_account WHERE rank_in_account = 1" --format csv > top.csv
+  $ harvester query "SELECT * FROM item_metrics" --format csv --max-rows 0 --timeout 0 > metrics.csv`,
     )
-    .action(async (sql: string, options: { format: 'table' | 'csv' | 'json' }) => {
-      const result = await queryWarehouse(dataDirFromEnv(), sql);
-      if (options.format === 'json') process.stdout.write(`${JSON.stringify(result.rows, null, 2)}\n`);
-      else if (options.format === 'csv') process.stdout.write(`${[result.columns, ...result.rows.map((row) => result.columns.map((column) => row[column]))].map(csvLine).join('\r\n')}\r\n`);
-      else process.stdout.write(`${textTable(result.columns, result.rows.map((row) => result.columns.map((column) => (row[column] === null || row[column] === undefined ? '' : String(row[column])))), { maxCellWidth: 60 })}\n(${result.rows.length} row${result.rows.length === 1 ? '' : 's'})\n`);
+    .action(async (sql: string, options: { format: QueryFormat; maxRows: number; timeout: number }) => {
+      // A reader that goes away (`| head`) ends the query quietly; any other write error is reported.
+      const readerGone = new AbortController();
+      let writeError: NodeJS.ErrnoException | undefined;
+      const onWriteError = (error: NodeJS.ErrnoException) => {
+        writeError ??= error;
+        readerGone.abort();
+      };
+      process.stdout.on('error', onWriteError);
+      const output = queryOutput(options.format);
+      try {
+        const result = await streamWarehouseQuery(dataDirFromEnv(), sql, output, { maxRows: options.maxRows, timeoutMs: options.timeout > 0 ? Math.max(1, Math.round(options.timeout * 1000)) : 0, signal: readerGone.signal });
+        if (writeError) {
+          if (writeError.code === 'EPIPE') return;
+          throw writeError;
+        }
+        await output.end(result);
+        if (result.stoppedBy) {
+          process.stderr.write(`harvester: ${limitMessage(result.stoppedBy, result.rows)}\n`);
+          process.exitCode = QUERY_LIMIT_EXIT_CODE;
+        }
+      } finally {
+        process.stdout.off('error', onWriteError);
+      }
     });
+}
+
+/** What stopped a query, the limit's value, and the flag that raises it. */
+function limitMessage(stop: QueryStop, printed: number): string {
+  const rows = `${printed} row${printed === 1 ? '' : 's'}`;
+  if (stop.limit === 'rows') {
+    return `stopped at the row limit: printed the first ${rows} and there are more (--max-rows ${stop.maxRows}); raise it with --max-rows <n>, or --max-rows 0 for no limit`;
+  }
+  return `stopped at the time limit: the query was interrupted after ${seconds(stop.timeoutMs)} s (--timeout ${seconds(stop.timeoutMs)}) with ${rows} printed; raise it with --timeout <seconds>, or --timeout 0 for no limit`;
+}
+
+function seconds(ms: number): string {
+  return String(ms / 1000);
+}
+
+/** Writes to stdout, waiting when its buffer is full (a pipe whose reader is slower than DuckDB). */
+async function print(text: string): Promise<void> {
+  if (process.stdout.write(text)) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      process.stdout.off('drain', done);
+      process.stdout.off('error', done);
+      process.stdout.off('close', done);
+      resolve();
+    };
+    process.stdout.once('drain', done);
+    process.stdout.once('error', done);
+    process.stdout.once('close', done);
+  });
+}
+
+interface QueryOutput extends QuerySink {
+  /** After the last row (also when a limit stopped the query). */
+  end(result: StreamedQuery): Promise<void>;
+}
+
+function queryOutput(format: QueryFormat): QueryOutput {
+  if (format === 'csv') return csvOutput();
+  if (format === 'json') return jsonOutput();
+  return tableOutput();
+}
+
+/** CSV, CRLF line ends, a header line first. */
+function csvOutput(): QueryOutput {
+  return {
+    columns: (columns) => print(`${csvLine(columns.names)}\r\n`),
+    rows: (rows) => print(`${rows.map(csvLine).join('\r\n')}\r\n`),
+    end: async () => {},
+  };
+}
+
+/** One JSON array of row objects, as `JSON.stringify(rows, null, 2)` prints it, written a batch at a time. */
+function jsonOutput(): QueryOutput {
+  let keys: string[] = [];
+  let started = false;
+  let columns = false;
+  return {
+    columns: (query) => {
+      keys = query.keys;
+      columns = true;
+    },
+    rows: (rows) => {
+      const elements = rows.map((row) => {
+        const object: Record<string, Json> = {};
+        for (let index = 0; index < keys.length; index++) object[keys[index]!] = row[index] ?? null;
+        return `  ${JSON.stringify(object, null, 2).replaceAll('\n', '\n  ')}`;
+      });
+      const text = `${started ? ',\n' : '[\n'}${elements.join(',\n')}`;
+      started = true;
+      return print(text);
+    },
+    // A query interrupted before it had columns printed nothing and prints nothing.
+    end: async () => print(started ? '\n]\n' : columns ? '[]\n' : ''),
+  };
+}
+
+/**
+ * An aligned plain-text table, as `textTable` prints it, but a page of rows at a time: the widths
+ * come from the header and the first page; a later page with a wider cell widens its column and
+ * prints the header again above itself, so every block is aligned and no row waits for the last.
+ */
+function tableOutput(): QueryOutput {
+  let header: string[] = [];
+  let widths: number[] | undefined;
+  let page: string[][] = [];
+  const layout = { maxCellWidth: TABLE_MAX_CELL_WIDTH };
+  const cell = (value: Json | undefined) => (value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value));
+  const flush = async () => {
+    if (widths !== undefined && page.length === 0) return;
+    const pageWidths = columnWidths(header, page, layout);
+    const widened = widths === undefined || pageWidths.some((width, index) => width > widths![index]!);
+    const separator = widths !== undefined && widened ? '\n' : '';
+    widths = widths === undefined ? pageWidths : pageWidths.map((width, index) => Math.max(width, widths![index]!));
+    const text = textTable(header, page, { ...layout, widths, header: widened });
+    page = [];
+    if (text !== '') await print(`${separator}${text}\n`);
+  };
+  return {
+    columns: (columns) => {
+      header = columns.names;
+    },
+    rows: async (rows) => {
+      for (const row of rows) {
+        page.push(header.map((_, index) => cell(row[index])));
+        if (page.length === TABLE_PAGE_ROWS) await flush();
+      }
+    },
+    end: async (result) => {
+      if (!result.columns) return;
+      await flush();
+      const stopped = result.stoppedBy === undefined ? '' : result.stoppedBy.limit === 'rows' ? `; stopped by --max-rows ${result.stoppedBy.maxRows}` : `; stopped by --timeout ${seconds(result.stoppedBy.timeoutMs)}`;
+      await print(`(${result.rows} row${result.rows === 1 ? '' : 's'}${stopped})\n`);
+    },
+  };
 }
 
 export function exportCommand(): Command {
