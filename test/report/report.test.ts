@@ -1,10 +1,12 @@
-import { execFile } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { reportCommand } from '../../src/cli/commands/report.js';
+import { TOOLS_DIR } from '../../src/config/project-paths.js';
 import { loadReportData, type ReportData } from '../../src/report/report-data.js';
 import { REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
 import { barChart, escapeXml, formatCompact, horizontalBarChart, lineChart, niceTicks } from '../../src/report/svg-charts.js';
@@ -15,7 +17,8 @@ import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landSampleHarvest } from '../support/sample-harvest.js';
 
-const CHROMIUM = '/usr/bin/chromium';
+/** The headless Chromium that `npm run setup -- --for-tests` unpacks from @sparticuz/chromium. */
+const CHROMIUM = join(TOOLS_DIR, 'chromium', 'chromium');
 const DAY_MS = 86_400_000;
 const HOSTILE_CAPTION = `Sunrise flow <script>alert("caption")</script> & <img src=x onerror=alert(1)> 'yoga'`;
 const HOSTILE_ERROR = `upstream answered 502 <script>alert("error")</script> & gave up after 5 tries`;
@@ -280,39 +283,132 @@ describe('svg charts', () => {
   });
 });
 
-function run(file: string, args: string[]): Promise<{ code: number | null; output: string }> {
-  return new Promise((resolve) => {
-    execFile(file, args, { timeout: 90_000, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
-      const code = error ? (error as { code?: unknown }).code : 0;
-      resolve({ code: typeof code === 'number' ? code : null, output: `${stdout}\n${stderr}` });
-    });
-  });
+/** One message of the DevTools protocol: a command's answer (with its id) or an event. */
+interface DevToolsMessage {
+  id?: number;
+  method?: string;
+  sessionId?: string;
+  params?: Record<string, unknown>;
+  result?: Record<string, unknown>;
+  error?: { message: string };
 }
 
-/** Headless Chromium screenshots a page; its console, logged to stderr, comes back as lines. */
+/**
+ * Headless Chromium screenshots a page; its console comes back as lines. The build setup unpacks
+ * (from @sparticuz/chromium) has no --screenshot switch, so this speaks the DevTools protocol to it
+ * over --remote-debugging-pipe: JSON messages, each ended by a NUL byte, written to the browser's
+ * fd 3 and read from its fd 4. The console is collected twice: as protocol events (console calls,
+ * uncaught exceptions, the browser's own log entries such as CSP violations) and as the
+ * `:CONSOLE` lines Chromium logs to stderr.
+ */
 async function screenshot(page: string, png: string): Promise<string[]> {
-  const result = await run(CHROMIUM, [
-    '--headless',
-    '--disable-gpu',
-    '--no-sandbox',
-    '--no-first-run',
-    '--no-default-browser-check',
-    '--disable-dev-shm-usage',
-    '--hide-scrollbars',
-    `--user-data-dir=${join(page, '..', `profile-${Date.now()}`)}`,
-    `--screenshot=${png}`,
-    '--window-size=1280,2000',
-    '--enable-logging=stderr',
-    '--v=0',
-    pathToFileURL(page).href,
-  ]);
-  expect(result.code, result.output).toBe(0);
-  return result.output.split('\n').filter((line) => /:CONSOLE[:(]/.test(line) || /Uncaught|console\.error/.test(line));
+  const profile = join(page, '..', `profile-${Date.now()}`);
+  const child = spawn(
+    CHROMIUM,
+    [
+      '--headless',
+      '--disable-gpu',
+      '--no-sandbox',
+      '--no-first-run',
+      '--no-default-browser-check',
+      '--disable-dev-shm-usage',
+      '--hide-scrollbars',
+      `--user-data-dir=${profile}`,
+      '--window-size=1280,2000',
+      '--enable-logging=stderr',
+      '--v=0',
+      '--remote-debugging-pipe',
+      'about:blank',
+    ],
+    // HOME too, so nothing the browser might keep per user lands outside the test's folder.
+    { stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'], env: { ...process.env, HOME: profile } },
+  );
+  let output = '';
+  child.stdout!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (output += chunk));
+  const commands = child.stdio[3] as Writable;
+  const answers = child.stdio[4] as Readable;
+  // A write after the browser died fails with EPIPE; the close handler below reports that instead.
+  commands.on('error', () => {});
+  const waiting = new Map<number, { resolve: (result: Record<string, unknown>) => void; reject: (error: Error) => void }>();
+  const failAll = (error: Error) => {
+    for (const { reject } of waiting.values()) reject(error);
+    waiting.clear();
+  };
+  const exited = new Promise<number | null>((resolve) =>
+    child.on('close', (code) => {
+      failAll(new Error(`Chromium exited (${code}) before answering:\n${output}`));
+      resolve(code);
+    }),
+  );
+  // Rejects once the browser is gone, so nothing below waits on a dead one.
+  const died = exited.then((code) => Promise.reject(new Error(`Chromium exited (${code}) before the page loaded:\n${output}`)));
+  died.catch(() => {});
+  const timer = setTimeout(() => {
+    failAll(new Error(`Chromium did not finish in 50 s:\n${output}`));
+    child.kill('SIGKILL');
+  }, 50_000);
+
+  const listeners: ((message: DevToolsMessage) => void)[] = [];
+  let buffered = '';
+  answers.setEncoding('utf8').on('data', (chunk: string) => {
+    buffered += chunk;
+    for (let end = buffered.indexOf('\0'); end >= 0; end = buffered.indexOf('\0')) {
+      const message = JSON.parse(buffered.slice(0, end)) as DevToolsMessage;
+      buffered = buffered.slice(end + 1);
+      if (message.id === undefined) {
+        for (const listener of listeners) listener(message);
+        continue;
+      }
+      const waiter = waiting.get(message.id);
+      waiting.delete(message.id);
+      if (message.error) waiter?.reject(new Error(`DevTools: ${message.error.message}`));
+      else waiter?.resolve(message.result ?? {});
+    }
+  });
+  let nextId = 0;
+  const send = (method: string, params: Record<string, unknown> = {}, sessionId?: string) =>
+    new Promise<Record<string, unknown>>((resolve, reject) => {
+      const id = ++nextId;
+      waiting.set(id, { resolve, reject });
+      commands.write(`${JSON.stringify({ id, method, params, sessionId })}\0`);
+    });
+
+  const messages: string[] = [];
+  listeners.push(({ method, params }) => {
+    if (method === 'Runtime.consoleAPICalled') {
+      const { type, args } = params as { type: string; args: { value?: unknown; description?: string; type: string }[] };
+      messages.push(`console.${type}: ${args.map((arg) => String(arg.value ?? arg.description ?? arg.type)).join(' ')}`);
+    } else if (method === 'Runtime.exceptionThrown') {
+      const { exceptionDetails } = params as { exceptionDetails: { text: string; exception?: { description?: string } } };
+      messages.push(`${exceptionDetails.text} ${exceptionDetails.exception?.description ?? ''}`);
+    } else if (method === 'Log.entryAdded') {
+      const { entry } = params as { entry: { source: string; level: string; text: string } };
+      messages.push(`${entry.source} ${entry.level}: ${entry.text}`);
+    }
+  });
+  try {
+    const { targetId } = await send('Target.createTarget', { url: 'about:blank' });
+    const { sessionId } = (await send('Target.attachToTarget', { targetId, flatten: true })) as { sessionId: string };
+    for (const domain of ['Runtime', 'Log', 'Page']) await send(`${domain}.enable`, {}, sessionId);
+    const loaded = new Promise<void>((resolve) => listeners.push((message) => message.method === 'Page.loadEventFired' && message.sessionId === sessionId && resolve()));
+    const navigation = await send('Page.navigate', { url: pathToFileURL(page).href }, sessionId);
+    expect(navigation.errorText, `navigating to ${page}`).toBeUndefined();
+    await Promise.race([loaded, died]);
+    const { data } = (await send('Page.captureScreenshot', { format: 'png' }, sessionId)) as { data: string };
+    writeFileSync(png, Buffer.from(data, 'base64'));
+    commands.write(`${JSON.stringify({ id: ++nextId, method: 'Browser.close' })}\0`);
+    expect(await exited, output).toBe(0);
+  } finally {
+    clearTimeout(timer);
+    child.kill('SIGKILL');
+  }
+  return [...messages, ...output.split('\n').filter((line) => /:CONSOLE[:(]/.test(line) || /Uncaught|console\.error/.test(line))];
 }
 
 describe('the report in a browser', () => {
   it('renders in headless Chromium with no console messages at all', { timeout: 120_000 }, async () => {
-    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`npm run setup\` as root, or apt-get install chromium`).toBe(true);
+    expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`npm run setup -- --for-tests\``).toBe(true);
     const dir = mkdtempSync(join(tmpdir(), 'report-browser-'));
     // A control page first, so a quiet console below means a clean page, not a deaf logger.
     const control = join(dir, 'control.html');
