@@ -1,7 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { RateLimitedError, SocialApiError } from '../src/api/errors.js';
+import { FileWriteError } from '../src/warehouse/durable-file.js';
 
-const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'ENOTDIR']);
+const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'EFBIG', 'ENOTDIR']);
 
 /**
  * API errors as Temporal failures: transient ones (network, 5xx, 429) retry with backoff, and a
@@ -13,8 +14,10 @@ export function asActivityFailure(error: unknown): unknown {
   if (code !== undefined && UNWRITABLE.has(code)) {
     // Retrying cannot make a read-only or full disk writable, and each retry would buy its page
     // again: the run stops at once, saying which path.
+    // A FileWriteError already names the file and the cause; Node's own errors name the path.
     const path = (error as NodeJS.ErrnoException).path;
-    return ApplicationFailure.create({ type: 'DataDirNotWritable', message: `the data directory cannot be written (${code}${path ? ` at ${path}` : ''})`, nonRetryable: true });
+    const message = error instanceof FileWriteError ? `: ${error.message}` : ` (${code}${path ? ` at ${path}` : ''})`;
+    return ApplicationFailure.create({ type: 'DataDirNotWritable', message: `the data directory cannot be written${message}`, nonRetryable: true });
   }
   if (!(error instanceof SocialApiError)) return error;
   return ApplicationFailure.create({

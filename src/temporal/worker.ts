@@ -4,6 +4,7 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { PROJECT_ROOT } from '../config/project-paths.js';
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
+import { removeStrayTemporaries } from '../warehouse/durable-file.js';
 
 /** The built workflows (npm run build), for replaying histories against them. */
 export const WORKFLOWS_PATH = join(PROJECT_ROOT, 'dist', 'workflows', 'index.js');
@@ -37,6 +38,13 @@ export interface HarvestWorkerOptions {
 }
 
 export async function createHarvestWorker(options: HarvestWorkerOptions): Promise<Worker> {
+  // Temporaries of writes a kill or a full disk interrupted; a live writer's are kept.
+  try {
+    const removed = removeStrayTemporaries(options.deps.dataDir);
+    if (removed.length > 0) options.deps.logger?.info({ removed: removed.length, dataDir: options.deps.dataDir }, 'removed temporaries of interrupted writes');
+  } catch (error) {
+    options.deps.logger?.warn({ err: error, dataDir: options.deps.dataDir }, 'could not remove temporaries of interrupted writes');
+  }
   return Worker.create({
     connection: options.connection,
     namespace: options.namespace,

@@ -7,11 +7,36 @@
  * A retried activity replays it, so it never spends beyond the work's grant, and the workflow
  * settles a failed activity's grant from it.
  *
- * Lines are appended with one write each and not fsynced: a killed process loses nothing the
- * kernel has accepted, and a machine crash loses the landings' parent directory entries first.
+ * Each record is one line, `<JSON>\t<CRC-32 of the JSON, 8 hex digits>\n`, written whole (short
+ * writes continued) before `append` returns; a record that cannot be written throws, and the work
+ * stops. A reader therefore tells a whole record from a cut one, and skips only cut ones, which is
+ * exact:
+ * - a cut intent is one whose append threw, so its call was never sent (the intent is appended,
+ *   synchronously, before the call starts);
+ * - a cut settlement (`settled`, `lost`, `cancelled`) leaves its intent open, counted at its worst
+ *   case: never less than what was charged, so the work's grant is never overspent;
+ * - a cut `failed` record leaves the call out of the run's failures (so `retry` does not make it
+ *   again); its charge was cancelled or settled by a record of its own, before it.
+ * Lines without a checksum are the records of earlier versions (plain JSON lines) and are read when
+ * they parse as a JSON object, so their journals still load; a line with a checksum is read only
+ * when the checksum matches. (So a record cut exactly before its tab, a whole JSON object, is read:
+ * its content is whole, and were it an intent whose append failed just there, its call, never
+ * sent, is counted at its worst case, on the safe side.) A failed append may leave part of a record
+ * in the file: the next record this journal appends starts with a newline (as does the first one
+ * appended to a file that does not end with one), so it never glues to the cut one; and should a
+ * record be glued after a cut one all the same (another writer's failed append), the reader finds
+ * it by its checksum. The file is never truncated: an earlier attempt may still be appending to it.
+ *
+ * Records are not fsynced one by one (an fsync costs milliseconds, a call's record microseconds): a
+ * killed process loses nothing the kernel has accepted, so a kill cuts at most the record being
+ * written. A machine crash may lose the records appended since the last `sync`, which fsyncs the
+ * journal and is called before the work's position is checkpointed (one fsync for all the records
+ * the checkpoint covers), so no checkpoint outlives the records it relies on.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { FileWriteError, writeDurableFile, writeFully } from './durable-file.js';
 import { pathSegment } from './landing.js';
 
 export interface JournalTotals {
@@ -37,6 +62,8 @@ type JournalLine =
 
 /** A call that failed for good (an error answer, a refused answer): what it was, why, and the API's request id. */
 export interface CallFailure {
+  /** The target whose items the call enriched. */
+  target: string;
   endpoint: string;
   /** The item or account the call was about. */
   subject: string;
@@ -81,6 +108,8 @@ export class CallJournal {
   private lostSettledCalls = 0;
   private lostSettledCredits = 0;
   private fd: number | undefined;
+  /** The next record starts with a newline: the file may end in part of a record (a failed append). */
+  private newlineFirst = false;
   private attempt: number | undefined;
 
   private constructor(private readonly file: string) {}
@@ -94,16 +123,10 @@ export class CallJournal {
     const journal = new CallJournal(file);
     if (existsSync(journal.file)) {
       for (const text of readFileSync(journal.file, 'utf8').split('\n')) {
-        // A line cut short by a kill is the last one, and only ever an intent whose call never
-        // started: skipping it is exact.
+        // A cut record is skipped: exact, as the module's comment explains.
         if (text === '') continue;
-        let line: JournalLine;
-        try {
-          line = JSON.parse(text) as JournalLine;
-        } catch {
-          continue;
-        }
-        journal.apply(line);
+        const line = parseRecord(text);
+        if (line !== undefined) journal.apply(line);
       }
     }
     return journal;
@@ -132,7 +155,7 @@ export class CallJournal {
   claim(attempt: number): void {
     this.attempt = attempt;
     mkdirSync(dirname(this.file), { recursive: true });
-    writeFileSync(`${this.file}.owner`, String(attempt));
+    writeDurableFile(`${this.file}.owner`, String(attempt), { what: 'journal claim' });
   }
 
   intend(key: string, worst: number): void {
@@ -194,6 +217,19 @@ export class CallJournal {
     return { credits: this.committed(), settledCalls: this.settledCalls, lostCalls, lostCredits: this.openCredits + this.lostSettledCredits };
   }
 
+  /**
+   * Fsyncs the records appended so far; called before the work's position is checkpointed (once
+   * for all the records the checkpoint covers). Throws a FileWriteError naming the journal.
+   */
+  sync(): void {
+    if (this.fd === undefined) return;
+    try {
+      fsyncSync(this.fd);
+    } catch (error) {
+      throw new FileWriteError('call journal', this.file, error);
+    }
+  }
+
   close(): void {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
@@ -230,12 +266,67 @@ export class CallJournal {
     this.settledKeys.add(line.settled);
   }
 
+  /**
+   * Writes a record whole, or throws a FileWriteError naming the journal (the cause's `code`
+   * kept); the record counts only once written.
+   */
   private append(line: JournalLine): void {
-    if (this.fd === undefined) {
-      mkdirSync(dirname(this.file), { recursive: true });
-      this.fd = openSync(this.file, 'a');
+    try {
+      if (this.fd === undefined) {
+        mkdirSync(dirname(this.file), { recursive: true });
+        this.fd = openSync(this.file, 'a+');
+        this.newlineFirst = true;
+        this.newlineFirst = !endsWithNewline(this.fd);
+      }
+      const json = JSON.stringify(line);
+      const record = `${this.newlineFirst ? '\n' : ''}${json}\t${checksum(json)}\n`;
+      // Until this record is whole, the file may end in part of it.
+      this.newlineFirst = true;
+      writeFully(this.fd, Buffer.from(record));
+      this.newlineFirst = false;
+    } catch (error) {
+      throw new FileWriteError('call journal', this.file, error);
     }
-    writeSync(this.fd, `${JSON.stringify(line)}\n`);
     this.apply(line);
+  }
+}
+
+function checksum(json: string): string {
+  return crc32(json).toString(16).padStart(8, '0');
+}
+
+/** Whether a file open for appending is empty or ends with a newline. */
+function endsWithNewline(fd: number): boolean {
+  const size = fstatSync(fd).size;
+  if (size === 0) return true;
+  const last = Buffer.alloc(1);
+  return readSync(fd, last, 0, 1, size - 1) === 1 && last[0] === 0x0a;
+}
+
+const CHECKSUM = /\t([0-9a-f]{8})$/;
+
+/**
+ * A journal line's record, or undefined when the line is not a whole record (see the module's
+ * comment): `<JSON>\t<checksum>` whose checksum matches, or a JSON object without a checksum (an
+ * earlier version's line). A record glued after a cut one is found by its checksum.
+ */
+function parseRecord(text: string): JournalLine | undefined {
+  const checked = CHECKSUM.exec(text);
+  if (!checked) return text.includes('\t') ? undefined : asRecord(text);
+  const json = text.slice(0, checked.index);
+  if (checksum(json) === checked[1]) return asRecord(json);
+  // A record glued after part of another: it starts at one of the line's `{`.
+  for (let start = json.indexOf('{', 1); start > 0; start = json.indexOf('{', start + 1)) {
+    if (checksum(json.slice(start)) === checked[1]) return asRecord(json.slice(start));
+  }
+  return undefined;
+}
+
+function asRecord(json: string): JournalLine | undefined {
+  try {
+    const value: unknown = JSON.parse(json);
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JournalLine) : undefined;
+  } catch {
+    return undefined;
   }
 }

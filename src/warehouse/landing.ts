@@ -1,12 +1,15 @@
 /**
- * Landings: one immutable JSON file per fetched page, written durably (fsync, then an atomic
- * rename, then the directory fsync) before its cursor is checkpointed. The file name is fixed by
- * run, target and page, so a retried write replaces the file and never doubles it.
+ * Landings: one immutable JSON file per fetched page, written durably before it counts and before
+ * its cursor is checkpointed: every byte to a temporary (short writes continued), an fsync, an
+ * atomic rename, then the directory's fsync (writeDurableFile). A write that fails (a full disk, a
+ * quota) throws an error naming the landing's path and leaves neither the landing nor its
+ * temporary, so a page is never counted from a cut-short file. The file name is fixed by run,
+ * target and page, so a retried write replaces the file and never doubles it.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdirSync, openSync, closeSync, fsyncSync, readdirSync, readFileSync, renameSync, writeFileSync, writeSync, existsSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, existsSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import type { EndpointKey } from '../spec/endpoints.js';
+import { writeDurableFile } from './durable-file.js';
 
 /** The billed call behind a page. Free pages (a job's results) have none; the job is billed once. */
 export interface LandedCall {
@@ -108,22 +111,13 @@ function landingText(landing: Landing): string {
   return JSON.stringify({ ...rest, data });
 }
 
-/** Writes a landing durably and returns its key. */
+/**
+ * Writes a landing durably and returns its key; throws a FileWriteError (`cannot write landing
+ * <path>: <cause>`, the cause's `code` kept) when it cannot, leaving nothing new under the key.
+ */
 export function writeLanding(dataDir: string, landing: Landing): string {
   const key = landingKey(landing);
-  const file = landingFile(dataDir, key);
-  const directory = dirname(file);
-  mkdirSync(directory, { recursive: true });
-  const temporary = join(directory, `.${randomBytes(6).toString('hex')}.tmp`);
-  const fd = openSync(temporary, 'w');
-  try {
-    writeSync(fd, landingText(landing));
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temporary, file);
-  syncDirectory(directory);
+  writeDurableFile(landingFile(dataDir, key), landingText(landing), { what: 'landing' });
   return key;
 }
 
@@ -157,15 +151,6 @@ export function listLandings(dataDir: string): string[] {
   return keys.sort();
 }
 
-function syncDirectory(directory: string): void {
-  const fd = openSync(directory, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
-
 /** A landing the loader cannot load (not JSON, an unknown endpoint, a bad content URL, …), and why. */
 export interface UnloadableLanding {
   key: string;
@@ -197,7 +182,7 @@ export function quarantineLanding(dataDir: string, key: string, reason: string):
   mkdirSync(dirname(target), { recursive: true });
   // The reason first: a crash between the two leaves the landing where it was (the next load
   // quarantines it again), never a quarantined landing without its reason.
-  writeFileSync(`${target}.reason`, `${reason}\n`);
+  writeDurableFile(`${target}.reason`, `${reason}\n`, { what: 'quarantine reason' });
   renameSync(landingFile(dataDir, key), target);
   return target;
 }

@@ -4,8 +4,9 @@
  * stop at the first item the warehouse already has only after a complete listing; after an
  * incomplete one it lists again to max_items, so the gap the earlier run left is filled.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { writeDurableFile } from './durable-file.js';
 import { pathSegment } from './landing.js';
 
 export interface ListingCoverage {
@@ -31,11 +32,9 @@ export function readCoverage(dataDir: string, targetKey: string): ListingCoverag
   }
 }
 
+/** Replaces the target's coverage whole (writeDurableFile), or throws a FileWriteError naming its file. */
 export function writeCoverage(dataDir: string, targetKey: string, coverage: ListingCoverage): void {
-  const file = coverageFile(dataDir, targetKey);
-  mkdirSync(join(dataDir, 'coverage'), { recursive: true });
-  writeFileSync(`${file}.tmp`, JSON.stringify(coverage));
-  renameSync(`${file}.tmp`, file);
+  writeDurableFile(coverageFile(dataDir, targetKey), JSON.stringify(coverage), { what: 'listing coverage' });
 }
 
 /** Whether an incremental run of a target wanting `maxItems` may stop at known items. */

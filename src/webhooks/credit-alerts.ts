@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeDurableFile } from '../warehouse/durable-file.js';
 
 /**
  * The `credits.low` state, kept in the data directory so every worker and every `harvester run`
@@ -17,8 +18,7 @@ function flagFile(dataDir: string): string {
 }
 
 export function markCreditsLow(dataDir: string, details: Omit<CreditsLow, 'since'>): void {
-  mkdirSync(dirname(flagFile(dataDir)), { recursive: true });
-  writeFileSync(flagFile(dataDir), JSON.stringify({ since: new Date().toISOString(), ...details }));
+  writeDurableFile(flagFile(dataDir), JSON.stringify({ since: new Date().toISOString(), ...details }), { what: 'credits-low flag' });
 }
 
 export function clearCreditsLow(dataDir: string): void {

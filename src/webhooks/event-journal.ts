@@ -2,6 +2,7 @@ import { mkdirSync, readFileSync, truncateSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { WebhookPayload } from '../spec/resources.js';
+import { FileWriteError } from '../warehouse/durable-file.js';
 
 /**
  * The receiver's durable record of deliveries, one JSON line each: `accepted` once an event is
@@ -16,7 +17,11 @@ export interface JournalEntry {
 }
 
 export class EventJournal {
+  /** The length of the file's whole lines, when an append that failed part-way could not be cut off. */
+  private wholeLength: number | undefined;
+
   private constructor(
+    private readonly path: string,
     private readonly file: FileHandle,
     readonly seenIds: Set<string>,
     readonly unhandled: Map<string, WebhookPayload>,
@@ -51,14 +56,21 @@ export class EventJournal {
       if (entry.kind === 'accepted' && entry.payload) unhandled.set(entry.id, entry.payload);
       else unhandled.delete(entry.id);
     }
-    return new EventJournal(await open(path, 'a'), seen, unhandled);
+    return new EventJournal(path, await open(path, 'a'), seen, unhandled);
   }
 
   /** Appends and fsyncs; only then may the receiver acknowledge the delivery. */
   async accept(id: string, payload: WebhookPayload): Promise<void> {
     this.seenIds.add(id);
     this.unhandled.set(id, payload);
-    await this.append({ kind: 'accepted', id, at: new Date().toISOString(), payload });
+    try {
+      await this.append({ kind: 'accepted', id, at: new Date().toISOString(), payload });
+    } catch (error) {
+      // Not recorded, so not acknowledged: the sender's retry must not be taken for a duplicate.
+      this.seenIds.delete(id);
+      this.unhandled.delete(id);
+      throw error;
+    }
   }
 
   async handled(id: string): Promise<void> {
@@ -70,8 +82,32 @@ export class EventJournal {
     await this.file.close();
   }
 
+  /**
+   * Appends a whole line and fsyncs it, or throws a FileWriteError naming the journal (the cause's
+   * `code` kept). An append that fails part-way is cut off again, so the next line starts clean: a
+   * part line glued to a later one would be a damaged journal at the next start.
+   */
   private async append(entry: JournalEntry): Promise<void> {
-    await this.file.appendFile(`${JSON.stringify(entry)}\n`);
-    await this.file.sync();
+    let length: number | undefined;
+    try {
+      if (this.wholeLength !== undefined) {
+        await this.file.truncate(this.wholeLength);
+        this.wholeLength = undefined;
+      }
+      length = (await this.file.stat()).size;
+      await this.file.appendFile(`${JSON.stringify(entry)}\n`);
+      await this.file.sync();
+    } catch (error) {
+      if (length !== undefined) {
+        this.wholeLength = length;
+        try {
+          await this.file.truncate(length);
+          this.wholeLength = undefined;
+        } catch {
+          // Cut off before the next append, which fails if it cannot be.
+        }
+      }
+      throw new FileWriteError('webhook event journal', this.path, error);
+    }
   }
 }

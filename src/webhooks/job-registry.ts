@@ -1,5 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeDurableFile } from '../warehouse/durable-file.js';
 import { pathSegment } from '../warehouse/landing.js';
 
 /**
@@ -28,10 +29,10 @@ function readRecord(path: string): JobRecord | undefined {
   return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as JobRecord) : undefined;
 }
 
+/** Writes both records whole (writeDurableFile), or throws a FileWriteError naming the file. */
 export function registerJob(dataDir: string, record: JobRecord): void {
   for (const path of [byJob(dataDir, record.jobId), byRunTarget(dataDir, record.runId, record.target)]) {
-    mkdirSync(dirname(path), { recursive: true });
-    writeFileSync(path, JSON.stringify(record));
+    writeDurableFile(path, JSON.stringify(record), { what: 'job record' });
   }
 }
 

@@ -1,5 +1,6 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { writeDurableFile } from '../warehouse/durable-file.js';
 
 /**
  * Where `harvester webhooks register` keeps the signing secrets the API shows only once, so the
@@ -22,8 +23,10 @@ export function readSecrets(file: string): StoredSecret[] {
   return parsed as StoredSecret[];
 }
 
+/**
+ * Replaces the store whole (writeDurableFile): a failed write leaves the secrets as they were, never
+ * a cut-short file. The new file is created readable by its owner only, whatever the old one was.
+ */
 export function writeSecrets(file: string, secrets: StoredSecret[]): void {
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(file, `${JSON.stringify(secrets, null, 2)}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
+  writeDurableFile(file, `${JSON.stringify(secrets, null, 2)}\n`, { what: 'webhook secret store', mode: 0o600 });
 }

@@ -1,8 +1,9 @@
-import { mkdtempSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CallJournal } from '../../src/warehouse/call-journal.js';
+import { CallJournal, journalFile } from '../../src/warehouse/call-journal.js';
+import { built, runWithFileSizeLimit } from './limited-child.js';
 
 describe('the call journal, on real files', () => {
   it('replays what an attempt left: settled calls at their charge, a call cut off at its worst, a cancelled one at nothing', () => {
@@ -35,5 +36,131 @@ describe('the call journal, on real files', () => {
     later.intend('c', 10);
     later.close();
     expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 20, settledCalls: 1, lostCalls: 1, lostCredits: 10 });
+  });
+});
+
+describe('the call journal, record by record', () => {
+  const file = (dataDir: string) => journalFile(dataDir, 'run-1', 'w1:target');
+
+  it('writes each record with its checksum, and reads a journal back exactly', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
+    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
+    journal.sync();
+    journal.intend('a', 150);
+    journal.settle('a', 120);
+    journal.sync();
+    journal.close();
+    const lines = readFileSync(file(dataDir), 'utf8').split('\n');
+    expect(lines).toEqual([expect.stringMatching(/^\{"intent":"a","worst":150\}\t[0-9a-f]{8}$/), expect.stringMatching(/^\{"settled":"a","credits":120\}\t[0-9a-f]{8}$/), '']);
+  });
+
+  it('skips a last record cut short: a settlement cut leaves its intent open at its worst case', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
+    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
+    journal.intend('a', 150);
+    journal.settle('a', 120);
+    journal.intend('b', 150);
+    journal.settle('b', 90);
+    journal.close();
+    for (const cut of [1, 3, 9, 20]) {
+      const copy = mkdtempSync(join(tmpdir(), 'journal-'));
+      const text = readFileSync(file(dataDir));
+      mkdirSync(dirname(file(copy)), { recursive: true });
+      writeFileSync(file(copy), text.subarray(0, text.length - cut));
+      const replayed = CallJournal.load(copy, 'run-1', 'w1:target');
+      // Cutting only the newline leaves a whole record.
+      if (cut === 1) expect(replayed.totals()).toEqual({ credits: 210, settledCalls: 2, lostCalls: 0, lostCredits: 0 });
+      else expect(replayed.totals()).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
+      expect(replayed.hasOpenIntent('b')).toBe(cut !== 1);
+    }
+  });
+
+  it('skips a record whose checksum does not match, even when it is JSON', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
+    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
+    journal.intend('a', 150);
+    journal.settle('a', 120);
+    journal.close();
+    const text = readFileSync(file(dataDir), 'utf8');
+    writeFileSync(file(dataDir), text.replace('"credits":120', '"credits":  1'));
+    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 150, settledCalls: 0, lostCalls: 1, lostCredits: 150 });
+    writeFileSync(file(dataDir), text.replace(/\t([0-9a-f]{8})\n$/, (_all, crc: string) => `\t${crc.startsWith('0') ? '1' : '0'}${crc.slice(1)}\n`));
+    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 150, settledCalls: 0, lostCalls: 1, lostCredits: 150 });
+  });
+
+  it('still loads journals of earlier versions (plain JSON lines), and appends to them', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
+    mkdirSync(dirname(file(dataDir)), { recursive: true });
+    writeFileSync(
+      file(dataDir),
+      ['{"intent":"a","worst":150}', '{"settled":"a","credits":120}', '{"intent":"b","worst":150}', '{"intent":"c","worst":3}', '{"cancelled":"c"}', '123', 'null', '{"intent":"d","wor'].join('\n'),
+    );
+    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
+    expect(journal.totals()).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
+    // The file ends in a cut line: the new record starts on a line of its own.
+    journal.settle('b', 100);
+    journal.close();
+    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 220, settledCalls: 2, lostCalls: 0, lostCredits: 0 });
+  });
+
+  it('finds a whole record glued after a cut one', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
+    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
+    journal.intend('a', 150);
+    journal.settle('a', 120);
+    journal.close();
+    const [intent, settled] = readFileSync(file(dataDir), 'utf8').split('\n');
+    writeFileSync(file(dataDir), `${intent}\n{"intent":"x","wor${settled}\n`);
+    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 120, settledCalls: 1, lostCalls: 0, lostCredits: 0 });
+  });
+
+  it('throws when a record cannot be written whole (short write, then EFBIG), and the journal stays readable, with no record glued to the cut one', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
+    const result = runWithFileSizeLimit<{ intended: boolean; message?: string; code?: string; totals: unknown }>(
+      2,
+      `import { CallJournal } from ${built('src/warehouse/call-journal')};
+const journal = CallJournal.load(${JSON.stringify(dataDir)}, 'run-1', 'w1:target');
+journal.intend('a', 150);
+journal.settle('a', 120);
+journal.intend('b', 150);
+let intended = false, message, code;
+try {
+  journal.intend('c'.repeat(3000), 999);
+  intended = true;
+} catch (error) {
+  message = error.message;
+  code = error.code;
+}
+console.log(JSON.stringify({ intended, message, code, totals: journal.totals() }));`,
+    );
+    expect(result.intended).toBe(false);
+    expect(result.message).toBe(`cannot write call journal ${file(dataDir)}: EFBIG: file too large, write`);
+    expect(result.code).toBe('EFBIG');
+    // The record that failed was not counted, in the writer or by a reader.
+    expect(result.totals).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
+    expect(readFileSync(file(dataDir)).length).toBe(2048);
+    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
+    // The next attempt's records start on a line of their own.
+    const next = CallJournal.load(dataDir, 'run-1', 'w1:target');
+    next.settle('b', 100);
+    next.intend('d', 10);
+    next.close();
+    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 230, settledCalls: 2, lostCalls: 1, lostCredits: 10 });
+  });
+
+  it('starts the record after a failed append on a line of its own', () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
+    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
+    journal.intend('a', 150);
+    // The journal's descriptor swapped for one that cannot write: the append fails.
+    const writable = (journal as unknown as { fd: number }).fd;
+    (journal as unknown as { fd: number }).fd = openSync(file(dataDir), 'r');
+    expect(() => journal.settle('a', 120)).toThrow(new RegExp(`^cannot write call journal ${file(dataDir)}: EBADF`));
+    closeSync((journal as unknown as { fd: number }).fd);
+    (journal as unknown as { fd: number }).fd = writable;
+    appendFileSync(file(dataDir), '{"settled":"a","cre');
+    journal.settle('a', 120);
+    journal.close();
+    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 120, settledCalls: 1, lostCalls: 0, lostCredits: 0 });
   });
 });
