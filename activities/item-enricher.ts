@@ -31,6 +31,8 @@ export interface ItemEnricherDeps {
   dataDir: string;
   runId: string;
   harvest: string;
+  /** The target whose items these are: failed calls are recorded against it. */
+  target: string;
   journal: CallJournal;
   budget: WorkBudget;
   /** The run's calls in flight in this worker. */
@@ -230,7 +232,7 @@ export class ItemEnricher {
     if (this.stopFor(error)) tally.halted = (tally.halted ?? 0) + 1;
     else if (!(error instanceof FeatureUnavailableError)) {
       tally.failed++;
-      const failure: CallFailure = { ...call, reason: `${error.name}: ${error.message}`, ...(error.requestId ? { request_id: error.requestId } : {}), at: new Date().toISOString() };
+      const failure: CallFailure = { target: this.deps.target, ...call, reason: `${error.name}: ${error.message}`, ...(error.requestId ? { request_id: error.requestId } : {}), at: new Date().toISOString() };
       this.deps.journal.fail(key, failure);
       this.deps.logger?.warn({ runId: this.deps.runId, endpoint: call.endpoint, subject: call.subject, requestId: error.requestId, reason: failure.reason }, 'enrichment call failed');
     }

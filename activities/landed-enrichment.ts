@@ -50,6 +50,8 @@ export interface RedoFailedInput {
 export interface RedoFailedResult extends WorkSpent {
   /** Failed calls found in the run's journals and made again. */
   tried: number;
+  /** Calls that failed again, by target. */
+  stillFailed: Record<string, number>;
   enrichment: EnrichmentTally;
   stop?: WorkStop;
 }
@@ -85,7 +87,7 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
       const heartbeat = setInterval(() => context.heartbeat(durable), 2_000);
       try {
         return await withRunCallLimit(input.runId, input.calls, async (limit) => {
-          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
+          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, target: input.target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
           const tally = progress.enrichment;
           for (; progress.page <= input.toPage && !enricher.stop; progress.page++) {
             const landing = findLanding(dataDir, pageLandingKey(input.runId, input.target, progress.page));
@@ -103,6 +105,8 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
             }
             await enricher.enrich(input.platform, urls, tally);
             progress.items += urls.length;
+            // The journal's records of the page's calls reach the disk before its position is checkpointed.
+            journal.sync();
             durable = { ...structuredClone(progress), page: progress.page + 1 };
             context.heartbeat(durable);
           }
@@ -139,11 +143,20 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
         const failures = [...runFailures(dataDir, input.runId)].map(([key, failure]) => ({ key, ...failure }));
         return await withRunCallLimit(input.runId, input.calls, async (limit) => {
           const budget = new WorkBudget(input.grant, journal);
-          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
           const tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
-          await Promise.all(failures.map((failure) => enricher.redo(failure, tally)));
+          // One enricher per target, so a call that fails again is recorded against its own target.
+          const enrichers = new Map<string, ItemEnricher>();
+          const enricherOf = (target: string) => {
+            const made = enrichers.get(target) ?? new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
+            enrichers.set(target, made);
+            return made;
+          };
+          await Promise.all(failures.map((failure) => enricherOf(failure.target).redo(failure, tally)));
+          const stop = [...enrichers.values()].find((enricher) => enricher.stop)?.stop;
+          const stillFailed: Record<string, number> = {};
+          for (const failure of runFailures(dataDir, input.runId).values()) stillFailed[failure.target] = (stillFailed[failure.target] ?? 0) + 1;
           const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
-          return { tried: failures.length, credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, ...(enricher.stop ? { stop: enricher.stop } : {}) };
+          return { tried: failures.length, stillFailed, credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, ...(stop ? { stop } : {}) };
         });
       } catch (failure) {
         throw asActivityFailure(failure);

@@ -128,7 +128,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
       try {
         return await withRunCallLimit(runId, input.calls, async (callLimit) => {
           const enricher = target.enrich
-            ? new ItemEnricher({ client, dataDir, runId, harvest: input.harvest, journal, budget, limit: callLimit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger })
+            ? new ItemEnricher({ client, dataDir, runId, harvest: input.harvest, target: target.key, journal, budget, limit: callLimit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger })
             : undefined;
           /** Calls of the pages up to the durable position; each page in flight counts its own. */
           const tally = { ...progress.enrichment };
@@ -146,6 +146,8 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
             halted ||= (oldest.tally.halted ?? 0) > 0;
             if (halted) return;
             addTally(tally, oldest.tally);
+            // The journal's records of the page's calls reach the disk before its position is checkpointed.
+            journal.sync();
             durable = { ...oldest.after, enrichment: { ...tally } };
           };
           let stop: WorkStop | undefined;

@@ -17,12 +17,37 @@
  *   - re-paid calls: ledger request ids the warehouse's api_calls does not have, against the run's
  *     own callsLost;
  *   - the run's reported status (of each phase: a run and its retry), whether it is honest (no
- *     target "done" and no run "completed" over a shortfall), and budget overrun (ledger > budgets).
+ *     target "done" and no run "completed" over a shortfall), and budget overrun (ledger > budgets);
+ *   - invented rows: warehouse items whose id the emulator's world does not have (an empty id, or
+ *     one no target listed that the world does not resolve, asked with the verification key);
+ *   - ledger / reported / api_calls + lost: the ledger against the run's creditsSpent and against
+ *     the credits of the warehouse's api_calls rows plus what the run's journals count as lost
+ *     (attempts charged and never landed: cut, timed out, refused), read from data/journal/.
+ *
+ * Cases of issue "Trust nothing from outside" (exact accounting: ledger = reported = api_calls +
+ * journaled lost):
+ *   - proxy-*: the workers' SOCIAL_API_BASE_URL points at src/emulator/corrupting-proxy.ts (in this
+ *     process, on 127.0.0.1), which forwards every call to the emulator, so the emulator serves and
+ *     charges each one, and spoils chosen content answers on their way back, by count: bodies cut
+ *     mid-way, headers held past the harvest's call_deadline_seconds (5), bodies dripped at 20 B/s,
+ *     list pages with more items than their limit, items with empty ids, stats about another item
+ *     (and one `harvester call … channel-stats` probe answered about another account). A run that
+ *     does not complete is retried once with the proxy passing every answer through.
+ *   - disk-full: the data dir is a 4 MiB tmpfs (FAULT_DISK_KIB) mounted in a private mount
+ *     namespace (`unshare --mount --propagation private`; the host's mounts are untouched): a
+ *     holder process keeps the namespace, the workers and CLI commands enter it with `nsenter -m`,
+ *     and this script reads the files through /proc/<holder>/root (and queries a copy of the
+ *     warehouse: DuckDB resolves that path to the host's). The run fills it; the tmpfs is then
+ *     remounted at 256 MiB ("space freed") and `harvester retry` runs once.
+ *   - query-10m: `harvester query "SELECT * FROM range(10000000)" --format csv` to /dev/null with
+ *     --max-rows 0 --timeout 0 (exit 0, peak RSS from /proc/<pid>/status VmHWM under 500 MiB), and
+ *     with the default limits (exit 4 after 100000 rows, stderr naming --max-rows). FAULT_QUERY_ROWS.
  *
  * Each case states its expectations and prints PASS or FAIL with the reasons; the script exits 1
  * if any case fails.
  *
- *   npm run bench:faults                        (all cases, about 12 minutes on 2 cores)
+ *   npm run bench:faults                        (all cases, about 12 minutes on 2 cores; the eight of
+ *                                               "Trust nothing from outside" about 2 of them)
  *   FAULT_CASE=cursor-expiry npm run bench:faults      (one case; a comma-separated list works)
  *   FAULT_ITEMS=450                             (items per target; the rate-limit case uses 2/9 of it)
  *
@@ -34,7 +59,7 @@
  * which refuses writes to root as a read-only mount would; as another user it uses chmod -R a-w.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,12 +70,14 @@ const root = new URL('..', import.meta.url).pathname;
 const dist = join(root, 'dist');
 const CLI = join(dist, 'src', 'cli', 'main.js');
 const { SocialApiClient } = await import(join(dist, 'src/api/client.js'));
+const { startCorruptingProxy } = await import(join(dist, 'src/emulator/corrupting-proxy.js'));
 const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-config.js'));
 const { devServerArgs, TEMPORAL_BINARY } = await import(join(dist, 'src/temporal/dev-server.js'));
 const { freePort, WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
 const { queryWarehouse } = await import(join(dist, 'src/warehouse/query.js'));
-const { listLandings } = await import(join(dist, 'src/warehouse/landing.js'));
+const { landingFile, listLandings } = await import(join(dist, 'src/warehouse/landing.js'));
+const { CallJournal } = await import(join(dist, 'src/warehouse/call-journal.js'));
 
 const HARVEST_KEY = 'sk_live_faults_harvest';
 const VERIFY_KEY = 'sk_live_faults_verify';
@@ -146,10 +173,10 @@ async function waitFor(check, timeoutMs, what, everyMs = 100) {
 }
 
 /** The harvest of every case: N items of a channel, a keyword search and a reels search, each item's stats. */
-function harvestOf(items, budget) {
+function harvestOf(items, budget, extra = '') {
   const yaml = `harvests:
   - name: faults
-    budget: { credits: ${budget} }
+    budget: { credits: ${budget} }${extra ? `\n    ${extra}` : ''}
     channels:
       - { platform: tiktok, handle: happy_otter0, content: videos, max_items: ${items} }
     searches:
@@ -253,6 +280,24 @@ class CaseContext {
     this.phases = [];
     this.budgets = [];
     this.started = Date.now();
+    /** The corrupting proxy the workers reach the emulator through (src/emulator/corrupting-proxy.ts), if the case has one. */
+    this.proxy = undefined;
+    /** The process holding the private mount namespace in which the data dir is a small tmpfs, if the case has one. */
+    this.holder = undefined;
+    /** Extra harvest config lines (e.g. `call_deadline_seconds: 5`). */
+    this.harvestExtra = '';
+    /** Failures a case's drive found besides the common checks (e.g. a probe). */
+    this.failures = [];
+  }
+
+  /** Where this process reads the data dir: through the namespace holder's root when the data dir is its private tmpfs. */
+  get readDir() {
+    return this.holder ? `/proc/${this.holder.pid}/root${this.dataDir}` : this.dataDir;
+  }
+
+  /** A harvester command (node and its arguments), entered into the holder's mount namespace when there is one. */
+  command(args) {
+    return this.holder ? ['nsenter', ['-t', String(this.holder.pid), '-m', '--', process.execPath, ...args]] : [process.execPath, args];
   }
 
   env() {
@@ -261,7 +306,7 @@ class CaseContext {
       TEMPORAL_ADDRESS: temporalAddress,
       HARVESTER_TASK_QUEUE: this.taskQueue,
       HARVESTER_DATA_DIR: this.dataDir,
-      SOCIAL_API_BASE_URL: this.emulator.baseUrl,
+      SOCIAL_API_BASE_URL: this.proxy ? this.proxy.baseUrl : this.emulator.baseUrl,
       SOCIAL_API_KEY: HARVEST_KEY,
       LOG_LEVEL: 'info',
     };
@@ -277,7 +322,7 @@ class CaseContext {
   async startWorker() {
     const number = ++this.workerCount;
     const log = createWriteStream(join(this.dir, `worker-${number}.log`));
-    const child = track(spawn(process.execPath, [...WORKER_NODE_FLAGS, CLI, 'worker'], { cwd: root, env: this.env(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }), true);
+    const child = track(spawn(...this.command([...WORKER_NODE_FLAGS, CLI, 'worker']), { cwd: root, env: this.env(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }), true);
     child.number = number;
     let text = '';
     child.stdout.pipe(log);
@@ -315,7 +360,7 @@ class CaseContext {
 
   landings() {
     try {
-      return listLandings(this.dataDir).length;
+      return listLandings(this.readDir).length;
     } catch {
       return -1;
     }
@@ -329,7 +374,7 @@ class CaseContext {
   async startRun(budget) {
     this.runId = `faults-${this.name}-${Date.now()}`;
     this.budgets.push(budget);
-    await temporal.workflow.start('harvestWorkflow', { taskQueue: this.taskQueue, workflowId: this.runId, args: [{ harvest: harvestOf(this.items, budget), budgetCredits: budget }] });
+    await temporal.workflow.start('harvestWorkflow', { taskQueue: this.taskQueue, workflowId: this.runId, args: [{ harvest: harvestOf(this.items, budget, this.harvestExtra), budgetCredits: budget }] });
     this.note(`started run ${this.runId} with budget ${budget}`);
     return this.runId;
   }
@@ -346,7 +391,7 @@ class CaseContext {
       this.note(`${label}: the workflow failed (${reason}); no summary, no checkpoint`);
       return undefined;
     }
-    this.phases.push({ label, status: summary.status, reason: summary.reason });
+    this.phases.push({ label, status: summary.status, reason: summary.reason, summary });
     this.summary = summary;
     this.note(`${label}: ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}; items ${summary.itemsLanded}, credits ${summary.creditsSpent} of ${summary.budget}, callsLost ${summary.callsLost}; enrichment ${summary.enrichment.calls} calls, ${summary.enrichment.skipped} skipped, ${summary.enrichment.failed} failed; targets ${summary.targets.map((t) => `${t.status} ${t.items}/${t.wanted}`).join(', ')}`);
     return summary;
@@ -355,7 +400,7 @@ class CaseContext {
   /** `harvester retry <run> --budget N --no-local-worker --json`, on the running workers. */
   async retry(extra) {
     this.budgets.push(extra);
-    const child = track(spawn(process.execPath, [CLI, 'retry', this.runId, '--budget', String(extra), '--no-local-worker', '--json'], { cwd: root, env: { ...this.env(), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] }));
+    const child = track(spawn(...this.command([CLI, 'retry', this.runId, '--budget', String(extra), '--no-local-worker', '--json']), { cwd: root, env: { ...this.env(), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] }));
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
@@ -373,7 +418,7 @@ class CaseContext {
       return undefined;
     }
     const summary = JSON.parse(stdout.slice(start));
-    this.phases.push({ label: 'retry', status: summary.status, reason: summary.reason, exit: exited.code });
+    this.phases.push({ label: 'retry', status: summary.status, reason: summary.reason, exit: exited.code, summary });
     this.summary = summary;
     this.note(`harvester retry --budget ${extra} (exit ${exited.code}): ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}; items ${summary.itemsLanded}, credits ${summary.creditsSpent} of ${summary.budget}, callsLost ${summary.callsLost}; enrichment ${summary.enrichment.calls} calls, ${summary.enrichment.skipped} skipped, ${summary.enrichment.failed} failed; targets ${summary.targets.map((t) => `${t.status} ${t.items}/${t.wanted}`).join(', ')}`);
     return summary;
@@ -382,7 +427,7 @@ class CaseContext {
 
 /** `harvester load`: what an operator can do with landings a failed run left unloaded. */
 CaseContext.prototype.load = async function load() {
-  const child = track(spawn(process.execPath, [CLI, 'load'], { cwd: root, env: { ...this.env(), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = track(spawn(...this.command([CLI, 'load']), { cwd: root, env: { ...this.env(), LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] }));
   let output = '';
   child.stdout.on('data', (chunk) => (output += chunk));
   child.stderr.on('data', (chunk) => (output += chunk));
@@ -391,10 +436,67 @@ CaseContext.prototype.load = async function load() {
   this.note(`harvester load (exit ${code}): ${output.trim().split('\n').at(-1)}`);
 };
 
+/**
+ * The data dir as a small tmpfs in a private mount namespace: `unshare --mount --propagation
+ * private` (root here may not mount on the host, but may in a namespace of its own) runs a holder
+ * process that mounts the tmpfs and sleeps; workers and CLI commands enter its namespace with
+ * `nsenter -m`, and this process reads the files through /proc/<holder>/root.
+ */
+CaseContext.prototype.mountSmallDisk = async function mountSmallDisk(kib) {
+  const holder = track(
+    spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs -o "size=$1k" tmpfs "$2" && echo mounted && exec sleep 86400', 'sh', String(kib), this.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] }),
+  );
+  let output = '';
+  holder.stdout.on('data', (chunk) => (output += chunk));
+  holder.stderr.on('data', (chunk) => (output += chunk));
+  await Promise.race([
+    waitFor(() => /mounted/.test(output), 10_000, 'the tmpfs to be mounted', 20),
+    holder.exited.then(({ code }) => {
+      throw new Error(`unshare --mount could not mount a tmpfs (exit ${code}): ${output.trim()}`);
+    }),
+  ]);
+  this.holder = holder;
+  this.note(`data dir: a ${kib} KiB tmpfs in a private mount namespace (unshare --mount --propagation private, held by pid ${holder.pid}); read here through ${this.readDir}`);
+};
+
+/** Used and total KiB of the data dir's filesystem. */
+CaseContext.prototype.diskUsage = function diskUsage() {
+  const fs = statfsSync(this.readDir);
+  return { usedKiB: Math.round(((fs.blocks - fs.bfree) * fs.bsize) / 1024), totalKiB: Math.round((fs.blocks * fs.bsize) / 1024) };
+};
+
+/** "Frees space": the tmpfs remounted bigger, in the holder's namespace; its files stay. */
+CaseContext.prototype.growDisk = function growDisk(kib) {
+  execFileSync('nsenter', ['-t', String(this.holder.pid), '-m', 'mount', '-o', `remount,size=${kib}k`, this.dataDir]);
+  const { usedKiB, totalKiB } = this.diskUsage();
+  this.note(`tmpfs remounted at ${totalKiB} KiB (${usedKiB} KiB used)`);
+};
+
+CaseContext.prototype.unmountSmallDisk = async function unmountSmallDisk() {
+  if (!this.holder) return;
+  // The tmpfs goes with its namespace: keep the journals and run records for a post-mortem.
+  for (const folder of ['journal', 'runs']) {
+    try {
+      cpSync(join(this.readDir, folder), join(this.dir, `tmpfs-${folder}`), { recursive: true });
+    } catch {
+      /* not there */
+    }
+  }
+  this.holder.kill('SIGKILL');
+  await this.holder.exited;
+};
+
 /** The figures of a case, from the emulator's ledger, the verification readings and the warehouse. */
 async function figuresOf(ctx, expectedStart, expectedEnd) {
-  const warehouse = existsSync(join(ctx.dataDir, 'warehouse.duckdb'));
-  const q = async (sql) => (warehouse ? (await queryWarehouse(ctx.dataDir, sql)).rows : []);
+  const warehouse = existsSync(join(ctx.readDir, 'warehouse.duckdb'));
+  let warehouseDir = ctx.readDir;
+  if (warehouse && ctx.holder) {
+    // DuckDB resolves /proc/<pid>/root/… to the host's path, where the tmpfs is not: read a copy.
+    warehouseDir = join(ctx.dir, 'warehouse-copy');
+    mkdirSync(warehouseDir, { recursive: true });
+    cpSync(join(ctx.readDir, 'warehouse.duckdb'), join(warehouseDir, 'warehouse.duckdb'));
+  }
+  const q = async (sql) => (warehouse ? (await queryWarehouse(warehouseDir, sql)).rows : []);
   const items = await q(`SELECT platform || ':' || item_id AS id FROM items`);
   const [itemCounts] = await q('SELECT count(*) AS n, count(DISTINCT (platform, item_id)) AS d FROM items');
   const [metricCounts] = await q('SELECT count(*) AS n, count(DISTINCT (platform, item_id, request_id)) AS d FROM item_metrics');
@@ -402,6 +504,7 @@ async function figuresOf(ctx, expectedStart, expectedEnd) {
   const statsUrls = new Set((await q(`SELECT DISTINCT json_extract_string(params, '$.url') AS url FROM api_calls WHERE endpoint LIKE '%/stats'`)).map((row) => row.url));
   const urls = await q(`SELECT platform || ':' || item_id AS id, url FROM items`);
   const calls = new Set((await q('SELECT request_id FROM api_calls')).map((row) => row.request_id));
+  const [apiCalls] = await q('SELECT count(*) AS n, coalesce(sum(credits), 0) AS credits FROM api_calls');
   const ledger = await admin(ctx.emulator.origin, `ledger?api_key=${HARVEST_KEY}`);
   const landed = new Set(items.map((row) => row.id));
   const charged = ledger.reduce((sum, row) => sum + row.credits, 0);
@@ -423,6 +526,8 @@ async function figuresOf(ctx, expectedStart, expectedEnd) {
   const neededLanded = neededFor(perTarget.map((target) => ({ ...target, ids: target.gotIds })));
   const expected = new Set(Object.values(expectedStart).flat()).size;
   const inExpected = [...landed].filter((id) => perTarget.some((target) => target.gotIds.includes(id))).length;
+  const invented = await inventedRows(ctx, await q('SELECT platform, item_id, kind, author_handle FROM items'), new Set([...Object.values(expectedStart).flat(), ...Object.values(expectedEnd).flat()]));
+  const journal = journalTotals(ctx.readDir);
   return {
     warehouse,
     expected,
@@ -445,7 +550,91 @@ async function figuresOf(ctx, expectedStart, expectedEnd) {
     repaidEndpoints: [...new Set(repaid.map((row) => row.endpoint))],
     ledgerCalls: ledger.length,
     budget: ctx.budgets.reduce((sum, credits) => sum + credits, 0),
+    /** Warehouse item rows whose id the emulator's world does not have. */
+    invented: invented.length,
+    inventedSample: invented.slice(0, 3),
+    /** What the warehouse's api_calls rows were charged, and what the run's journals count as lost (charged, never landed: cut, timed out, refused). */
+    apiCalls: Number(apiCalls?.n ?? 0),
+    apiCallsCredits: Number(apiCalls?.credits ?? 0),
+    journalCredits: journal.credits,
+    journalLostCalls: journal.lostCalls,
+    journalLostCredits: journal.lostCredits,
+    journalLandedOpen: journal.landedOpen,
+    spoiled: ctx.proxy ? Object.fromEntries(Object.entries(ctx.proxy.spoiled).filter(([, n]) => n > 0)) : undefined,
   };
+}
+
+/**
+ * The journals of every run in the data dir, added up (src/warehouse/call-journal.ts reads them).
+ * An intent left open whose landing exists, and that no journal settled, is the call that landed
+ * before its settlement could be written (a kill, a full disk): counted settled at the landing's
+ * charge, as the harvester's own reading counts it, not lost.
+ */
+function journalTotals(dataDir) {
+  const totals = { credits: 0, lostCalls: 0, lostCredits: 0, files: 0, landedOpen: 0 };
+  const folder = join(dataDir, 'journal');
+  if (!existsSync(folder)) return totals;
+  const journals = [];
+  for (const run of readdirSync(folder)) {
+    for (const entry of readdirSync(join(folder, run), { withFileTypes: true })) {
+      if (entry.isFile() && entry.name.endsWith('.ndjson')) journals.push(CallJournal.loadFile(join(folder, run, entry.name)));
+    }
+  }
+  const settled = new Set(journals.flatMap((journal) => [...journal.settledKeys]));
+  for (const journal of journals) {
+    for (const key of journal.openKeys()) {
+      if (settled.has(key)) continue;
+      let landing;
+      try {
+        landing = JSON.parse(readFileSync(landingFile(dataDir, key), 'utf8'));
+      } catch {
+        continue;
+      }
+      journal.countAsSettled(key, landing.call?.credits ?? 0);
+      settled.add(key);
+      totals.landedOpen++;
+    }
+    const t = journal.totals();
+    totals.credits += t.credits;
+    totals.lostCalls += t.lostCalls;
+    totals.lostCredits += t.lostCredits;
+    totals.files++;
+  }
+  return totals;
+}
+
+/**
+ * Warehouse items the emulator's world does not have: an empty id, or one that none of the targets
+ * listed (in either verification reading) and that the world does not resolve, asked with the
+ * verification key by a URL built from the row's own id (not its url column, which a forged copy
+ * may have kept): a 404 or 400 means invented. Free for a 404; an item the world has costs the
+ * verification key a stats call, never the harvest's.
+ */
+async function inventedRows(ctx, rows, listed) {
+  const invented = [];
+  const unknown = rows.filter((row) => !listed.has(`${row.platform}:${row.item_id}`));
+  if (unknown.length === 0) return invented;
+  const client = new SocialApiClient({ baseUrl: ctx.emulator.baseUrl, apiKey: VERIFY_KEY, prices, retry: { maxElapsedMs: 5_000 } });
+  try {
+    for (const row of unknown) {
+      const id = `${row.platform}:${row.item_id}`;
+      if (!row.item_id) {
+        invented.push(id);
+        continue;
+      }
+      const url = row.platform === 'tiktok' ? `https://www.tiktok.com/@${row.author_handle}/video/${row.item_id}` : `https://www.instagram.com/${row.kind === 'post' ? 'p' : 'reel'}/${row.item_id}/`;
+      try {
+        await client.get(row.platform, 'stats', { url });
+      } catch (error) {
+        if (error.status === 404 || error.status === 400 || error.code === 'invalid_argument') invented.push(id);
+        else throw error;
+      }
+    }
+  } finally {
+    await client.close();
+  }
+  if (unknown.length > invented.length) ctx.note(`${unknown.length - invented.length} warehouse items outside the targets' listings, but the world has them (drift)`);
+  return invented;
 }
 
 /**
@@ -491,13 +680,158 @@ function verdictOf(ctx, figures, expect) {
   if (expect.noRepaid && figures.repaidCalls > 0) failures.push(`${figures.repaidCalls} calls paid and never landed (${figures.repaidCredits} credits), expected none`);
   if (expect.exactCredits && figures.extra > 0) failures.push(`charged ${figures.charged}, the landed items need ${figures.neededLanded}: ${figures.extra} credits bought twice`);
   if (expect.exactCredits && figures.extra < 0) failures.push(`charged ${figures.charged}, the landed items need ${figures.neededLanded}: ${-figures.extra} credits of their enrichment never bought`);
+  if (figures.invented) failures.push(`${figures.invented} invented rows in items (ids the world does not have: ${figures.inventedSample.join(', ')})`);
+  if (expect.exactLedger) {
+    if (summary && figures.charged !== summary.creditsSpent) failures.push(`the ledger charged ${figures.charged}, the run reports ${summary.creditsSpent}`);
+    const accounted = figures.apiCallsCredits + figures.journalLostCredits;
+    if (accounted !== figures.charged) failures.push(`the ledger charged ${figures.charged}, api_calls hold ${figures.apiCallsCredits} and the journals ${figures.journalLostCredits} lost (${accounted})`);
+  }
+  for (const kind of expect.faultKinds ?? []) if (!ctx.proxy?.spoiled[kind]) failures.push(`the fault never happened: no answer spoiled as ${kind}`);
+  const first = ctx.phases[0];
+  if (expect.firstNotCompleted && first?.status === 'completed') failures.push(`the ${first.label} says completed over the fault, expected a shortfall reported`);
+  if (expect.refused && first?.summary) failures.push(...refusalFailures(ctx, first, expect.refused));
   return { failures, honest };
+}
+
+/**
+ * The checks of a run whose answers the proxy spoiled so that the client must refuse them: not
+ * completed; each target with a refused answer (a list page, or an item's stats) not "done"; a
+ * refused list page is the target's error, with its request id; refused stats are failed calls
+ * with their request ids.
+ */
+function refusalFailures(ctx, phase, refused) {
+  const failures = [];
+  const summary = phase.summary;
+  const calls = ctx.proxy.spoiledCalls.filter((call) => refused.kinds.includes(call.kind));
+  if (summary.status === 'completed') failures.push(`the ${phase.label} says completed over ${calls.length} refused answers`);
+  const targetOf = (call) => {
+    const byEndpoint = TARGETS.find(([, platform, endpoint]) => call.endpoint === `${platform}/${endpoint}`);
+    if (byEndpoint) return byEndpoint[0];
+    const itemId = /\/(?:video|reel|p)\/([^/?]+)/.exec(call.query.url ?? '')?.[1];
+    return TARGETS.find(([key, platform]) => call.endpoint.startsWith(`${platform}/`) && ctx.expected?.[key]?.includes(`${platform}:${itemId}`))?.[0];
+  };
+  const affected = new Map();
+  for (const call of calls) {
+    const key = targetOf(call);
+    if (key) affected.set(key, [...(affected.get(key) ?? []), call]);
+  }
+  for (const [key, spoiled] of affected) {
+    const target = summary.targets.find((t) => t.key === key);
+    ctx.note(`refused answers of ${key}: ${spoiled.length} (${spoiled.map((call) => call.requestId).slice(0, 3).join(', ')}${spoiled.length > 3 ? ', …' : ''}); the ${phase.label} says ${target?.status} ${target?.items}/${target?.wanted}${target?.error ? `, error ${target.error.type} (request ${target.error.requestId ?? 'none'}): ${target.error.message.slice(0, 160)}` : ''}`);
+    if (target?.status === 'done') failures.push(`${key} "done" after ${spoiled.length} refused answer(s) (${[...new Set(spoiled.map((c) => c.kind))].join(', ')})`);
+    const lists = spoiled.filter((call) => !call.query.url);
+    if (lists.length && !lists.some((call) => call.requestId && target?.error?.requestId === call.requestId)) {
+      failures.push(`${key}: its error does not name a refused page's request id (${target?.error ? `${target.error.type}: ${target.error.requestId ?? 'no request id'}` : 'no error'})`);
+    }
+  }
+  const objects = calls.filter((call) => call.query.url);
+  if (objects.length) {
+    ctx.note(`refused enrichment answers: ${objects.length}; the ${phase.label} lists ${summary.failedCalls?.total ?? 0} failed calls, e.g. ${JSON.stringify(summary.failedCalls?.first?.[0] ?? null).slice(0, 300)}`);
+    const named = new Set((summary.failedCalls?.first ?? []).map((failure) => failure.request_id ?? failure.requestId));
+    if ((summary.failedCalls?.total ?? 0) < objects.length) failures.push(`${objects.length} enrichment answers refused, the run lists ${summary.failedCalls?.total ?? 0} failed calls`);
+    if (!objects.some((call) => named.has(call.requestId))) failures.push('no failed call listed with a refused answer\'s request id');
+  }
+  return failures;
 }
 
 // ---------------------------------------------------------------------------------------------
 // The cases.
 
 const fastEmulator = ['--rate-limit', '1000'];
+const [CHANNEL, TT_SEARCH, IG_REELS] = TARGETS.map(([key]) => key);
+/** The endpoint ("tiktok/channel-videos") a target lists. */
+const endpointOf = (key) => {
+  const [, platform, endpoint] = TARGETS.find(([k]) => k === key);
+  return `${platform}/${endpoint}`;
+};
+const DISK_KIB = Number(process.env.FAULT_DISK_KIB ?? 4096);
+const QUERY_ROWS = Number(process.env.FAULT_QUERY_ROWS ?? 10_000_000);
+const QUERY_PEAK_MIB = 500;
+
+/** A proxy case: one run through the proxy; if it did not complete, the proxy lets every answer through and `harvester retry` runs once. */
+async function proxyDrive(ctx) {
+  await ctx.startWorker();
+  await ctx.startRun(BUDGET);
+  const first = await ctx.runResult('run');
+  if (first?.status === 'completed') return;
+  ctx.proxy.passThrough();
+  ctx.note(`the proxy passes every answer through from now on (spoiled so far: ${JSON.stringify(Object.fromEntries(Object.entries(ctx.proxy.spoiled).filter(([, n]) => n > 0)))})`);
+  await ctx.retry(BUDGET);
+}
+
+/**
+ * `harvester call tiktok channel-stats --handle happy_otter0` through the proxy, with the
+ * verification key (the harvest key's ledger stays the run's), its answer about another account:
+ * the client must refuse it. A harvest never calls channel-stats, so this is its only check here.
+ */
+async function channelStatsProbe(ctx) {
+  const choose = (call) => (call.endpoint === 'tiktok/channel-stats' ? { kind: 'other_entity' } : undefined);
+  ctx.proxy.setChoice(choose);
+  const child = track(spawn(process.execPath, [CLI, 'call', 'tiktok', 'channel-stats', '--handle', 'happy_otter0'], { cwd: root, env: { ...ctx.env(), SOCIAL_API_KEY: VERIFY_KEY, LOG_LEVEL: 'warn' }, stdio: ['ignore', 'pipe', 'pipe'] }));
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  const { code } = await child.exited;
+  ctx.proxy.setChoice(ctx.proxyChoice);
+  const spoiled = ctx.proxy.spoiledCalls.filter((call) => call.endpoint === 'tiktok/channel-stats');
+  const line = output.trim().split('\n').at(-1);
+  ctx.note(`channel-stats probe (${spoiled.length} answer(s) spoiled, handle -> another account): exit ${code}: ${line}`);
+  // Not the harvest's: the refusal checks of the run leave it out.
+  ctx.proxy.spoiledCalls.splice(0, ctx.proxy.spoiledCalls.length, ...ctx.proxy.spoiledCalls.filter((call) => call.endpoint !== 'tiktok/channel-stats'));
+  ctx.proxy.spoiled.other_entity -= spoiled.length;
+  if (spoiled.length === 0) ctx.failures.push('channel-stats probe: the proxy spoiled nothing');
+  else if (code === 0 || !/account/.test(output)) ctx.failures.push(`channel-stats probe: an answer about another account was not refused (exit ${code}: ${line})`);
+}
+
+/** `harvester query` as a child, stdout to /dev/null or counted; its exit, seconds, peak RSS (VmHWM, polled) and stderr. */
+async function queryRun(dataDir, args, { count = false } = {}) {
+  const devNull = count ? undefined : openSync('/dev/null', 'w');
+  const startedAt = Date.now();
+  const child = track(spawn(process.execPath, [CLI, 'query', ...args], { env: { ...process.env, HARVESTER_DATA_DIR: dataDir }, stdio: ['ignore', count ? 'pipe' : devNull, 'pipe'] }));
+  let stderr = '';
+  let lines = 0;
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  child.stdout?.on('data', (chunk) => {
+    for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
+  });
+  let peakKiB = 0;
+  const poll = setInterval(() => {
+    try {
+      peakKiB = Math.max(peakKiB, Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1] ?? 0));
+    } catch {
+      /* exited between two polls */
+    }
+  }, 20);
+  const timer = setTimeout(() => child.kill('SIGKILL'), 600_000);
+  const { code, signal } = await child.exited;
+  clearInterval(poll);
+  clearTimeout(timer);
+  if (devNull !== undefined) closeSync(devNull);
+  return { code, signal, seconds: (Date.now() - startedAt) / 1000, peakMiB: peakKiB / 1024, lines, stderr: stderr.trim() };
+}
+
+/** The large query: on an empty warehouse (range() needs no table), limits lifted, then the default limits. */
+async function queryCase(dir) {
+  const dataDir = join(dir, 'data');
+  mkdirSync(dataDir, { recursive: true });
+  execFileSync(process.execPath, [CLI, 'load'], { env: { ...process.env, HARVESTER_DATA_DIR: dataDir, LOG_LEVEL: 'warn' }, stdio: 'ignore' });
+  const sql = `SELECT * FROM range(${QUERY_ROWS})`;
+  const failures = [];
+  const lifted = await queryRun(dataDir, [sql, '--format', 'csv', '--max-rows', '0', '--timeout', '0']);
+  const limited = await queryRun(dataDir, [sql, '--format', 'csv'], { count: true });
+  if (lifted.code !== 0) failures.push(`limits lifted: exit ${lifted.code ?? lifted.signal}, expected 0 (${lifted.stderr.split('\n').at(-1)})`);
+  if (lifted.peakMiB >= QUERY_PEAK_MIB) failures.push(`limits lifted: peak RSS ${lifted.peakMiB.toFixed(0)} MiB, expected under ${QUERY_PEAK_MIB}`);
+  if (limited.code !== 4) failures.push(`default limits: exit ${limited.code ?? limited.signal}, expected 4`);
+  if (limited.lines !== 100_001) failures.push(`default limits: ${limited.lines} lines printed, expected 100001 (a header and 100000 rows)`);
+  if (!/--max-rows/.test(limited.stderr)) failures.push(`default limits: stderr does not name --max-rows: ${JSON.stringify(limited.stderr)}`);
+  return {
+    failures,
+    lines: [
+      `--max-rows 0 --timeout 0: exit ${lifted.code ?? lifted.signal}, ${lifted.seconds.toFixed(1)} s, peak RSS ${lifted.peakMiB.toFixed(0)} MiB`,
+      `default limits: exit ${limited.code ?? limited.signal}, ${limited.lines} lines, ${limited.seconds.toFixed(1)} s, peak RSS ${limited.peakMiB.toFixed(0)} MiB; stderr: ${limited.stderr.split('\n').at(-1)}`,
+    ],
+  };
+}
 
 const CASES = [
   {
@@ -686,11 +1020,119 @@ const CASES = [
       if (first.status !== 'completed') await ctx.retry(BUDGET);
     },
   },
+  // ---- Trust nothing from outside: answers spoiled between the API and the client (src/emulator/corrupting-proxy.ts).
+  {
+    name: 'proxy-cut-body',
+    describe: 'corrupting proxy: every 7th content call (after the emulator served and charged it) gets its headers and half its body, then the socket is destroyed',
+    expect: 'completed in one run, all rows, 0 duplicates, 0 invented; ledger = reported credits = api_calls + journaled lost attempts; re-paid <= callsLost',
+    emulator: fastEmulator,
+    proxy: (call) => (call.number % 7 === 0 ? { kind: 'cut_body' } : undefined),
+    faultKinds: ['cut_body'],
+    phases: ['completed'],
+    exactLedger: true,
+    drive: proxyDrive,
+  },
+  {
+    name: 'proxy-slow-headers',
+    describe: 'corrupting proxy, call_deadline_seconds 5: every 50th content call, and the 5th page of the TikTok channel, answered only after 8 s (nothing at all before)',
+    expect: 'completed in one run (the held calls made again), all rows, 0 duplicates, 0 invented; ledger = reported = api_calls + journaled lost',
+    emulator: fastEmulator,
+    harvestExtra: 'call_deadline_seconds: 5',
+    proxy: (call) => (call.number % 50 === 0 || (call.endpoint === endpointOf(CHANNEL) && call.endpointNumber === 5) ? { kind: 'slow_headers', ms: 8_000 } : undefined),
+    faultKinds: ['slow_headers'],
+    phases: ['completed'],
+    exactLedger: true,
+    drive: proxyDrive,
+  },
+  {
+    name: 'proxy-slow-drip',
+    describe: 'corrupting proxy, call_deadline_seconds 5: every 50th content call, and the 5th page of the TikTok search, get their headers at once, then the body 4 bytes every 200 ms (20 B/s; every answer is over 100 B)',
+    expect: 'completed in one run (the dripped calls made again), all rows, 0 duplicates, 0 invented; ledger = reported = api_calls + journaled lost',
+    emulator: fastEmulator,
+    harvestExtra: 'call_deadline_seconds: 5',
+    proxy: (call) => (call.number % 50 === 0 || (call.endpoint === endpointOf(TT_SEARCH) && call.endpointNumber === 5) ? { kind: 'slow_drip', bytes: 4, everyMs: 200 } : undefined),
+    faultKinds: ['slow_drip'],
+    phases: ['completed'],
+    exactLedger: true,
+    drive: proxyDrive,
+  },
+  {
+    name: 'proxy-oversize',
+    describe: 'corrupting proxy: the 4th page of the TikTok channel and of the TikTok search comes back with its 50 items twice, the copies under new ids (100 items for limit 50); the Instagram search untouched; then harvester retry with the proxy passing answers through',
+    expect: 'run not completed, channel and TikTok search not done (error = the page\'s request id), nothing of the refused pages landed; retry completed, all rows, 0 duplicates, 0 invented; ledger = reported = api_calls + journaled lost',
+    emulator: fastEmulator,
+    proxy: (call) => ([endpointOf(CHANNEL), endpointOf(TT_SEARCH)].includes(call.endpoint) && call.endpointNumber === 4 ? { kind: 'oversize' } : undefined),
+    faultKinds: ['oversize'],
+    refused: { kinds: ['oversize'] },
+    firstNotCompleted: true,
+    phases: [undefined, 'completed'],
+    exactLedger: true,
+    drive: proxyDrive,
+  },
+  {
+    name: 'proxy-empty-id',
+    describe: 'corrupting proxy: item 8 of the 3rd Instagram reels-search page and of the 6th TikTok channel page has the id ""; the TikTok search untouched; then harvester retry with the proxy passing answers through',
+    expect: 'run not completed, the two targets not done (error = the page\'s request id); retry completed, all rows, 0 duplicates, 0 invented (no row with an empty id); ledger = reported = api_calls + journaled lost',
+    emulator: fastEmulator,
+    proxy: (call) =>
+      (call.endpoint === endpointOf(IG_REELS) && call.endpointNumber === 3) || (call.endpoint === endpointOf(CHANNEL) && call.endpointNumber === 6) ? { kind: 'empty_id', index: 7 } : undefined,
+    faultKinds: ['empty_id'],
+    refused: { kinds: ['empty_id'] },
+    firstNotCompleted: true,
+    phases: [undefined, 'completed'],
+    exactLedger: true,
+    drive: proxyDrive,
+  },
+  {
+    name: 'proxy-other-entity',
+    describe: "corrupting proxy: every 40th stats answer of each platform is about another item (its entity_id set to the last other item's id the proxy saw); first a probe: `harvester call tiktok channel-stats` (verification key) answered with another account's handle; then harvester retry with the proxy passing answers through",
+    expect: 'probe refused; run not completed, the affected targets not done, each refused stats call a failed call with its request id; retry completed, all rows with their stats, 0 duplicates, 0 invented; ledger = reported = api_calls + journaled lost',
+    emulator: fastEmulator,
+    proxy: (call) => (call.endpoint.endsWith('/stats') && call.endpointNumber % 40 === 0 ? { kind: 'other_entity' } : undefined),
+    faultKinds: ['other_entity'],
+    refused: { kinds: ['other_entity'] },
+    firstNotCompleted: true,
+    phases: [undefined, 'completed'],
+    exactLedger: true,
+    async drive(ctx) {
+      await channelStatsProbe(ctx);
+      await proxyDrive(ctx);
+    },
+  },
+  // ---- A disk that fills.
+  {
+    name: 'disk-full',
+    describe: `data dir on a ${DISK_KIB} KiB tmpfs (a private mount namespace: unshare --mount), which fills mid-run; then the tmpfs is remounted at 256 MiB and harvester retry runs once`,
+    expect: 'run stops, not completed (the data dir cannot be written); retry completed, all rows, 0 duplicates, 0 invented; ledger = reported = api_calls + journaled lost; budgets held',
+    emulator: [...fastEmulator, '--latency-ms', '50'],
+    faults: { latency_ms: 50 },
+    smallDisk: DISK_KIB,
+    firstNotCompleted: true,
+    phases: [undefined, 'completed'],
+    exactLedger: true,
+    async drive(ctx) {
+      await ctx.startWorker();
+      await ctx.startRun(BUDGET);
+      const first = await ctx.runResult('run');
+      const { usedKiB, totalKiB } = ctx.diskUsage();
+      ctx.note(`the tmpfs holds ${usedKiB} of ${totalKiB} KiB, ${ctx.landings()} landings`);
+      ctx.growDisk(256 * 1024);
+      if (first?.status !== 'completed') await ctx.retry(BUDGET);
+    },
+  },
+  // ---- A 10M-row query.
+  {
+    name: 'query-10m',
+    describe: `harvester query "SELECT * FROM range(${QUERY_ROWS})" --format csv, stdout to /dev/null: with --max-rows 0 --timeout 0, and with the default limits`,
+    expect: 'limits lifted: exit 0, peak RSS (VmHWM) under 500 MiB; default limits: exit 4 after 100000 rows, stderr naming the limit and --max-rows',
+    standalone: queryCase,
+  },
 ];
 
 async function runCase(def) {
   const items = def.items ?? ITEMS;
   console.log(`\n== ${def.name}: ${def.describe}\n   expected: ${def.expect}`);
+  if (def.standalone) return runStandalone(def);
   const emulator = await startEmulatorProcess(['--seed', '42', '--credits', '100000000', '--api-key', HARVEST_KEY, '--api-key', VERIFY_KEY, ...def.emulator]);
   track(emulator.child);
   const ctx = new CaseContext(def.name, { ...emulator }, items);
@@ -698,6 +1140,15 @@ async function runCase(def) {
   const row = { name: def.name, items };
   try {
     const expectedStart = await expectedItems(ctx.emulator, items, restore);
+    ctx.expected = expectedStart;
+    if (def.harvestExtra) ctx.harvestExtra = def.harvestExtra;
+    if (def.proxy) {
+      const catalog = await admin(ctx.emulator.origin, 'catalog');
+      ctx.proxyChoice = def.proxy;
+      ctx.proxy = await startCorruptingProxy({ upstream: ctx.emulator.origin, choose: def.proxy, otherHandles: { tiktok: catalog.tiktok.handles, instagram: catalog.instagram.handles } });
+      ctx.note(`corrupting proxy on ${ctx.proxy.baseUrl} -> ${ctx.emulator.origin}`);
+    }
+    if (def.smallDisk) await ctx.mountSmallDisk(def.smallDisk);
     let driveError;
     try {
       await def.drive(ctx);
@@ -709,14 +1160,18 @@ async function runCase(def) {
     await ctx.stopWorkers();
     const expectedEnd = await expectedItems(ctx.emulator, items);
     const figures = await figuresOf(ctx, expectedStart, expectedEnd);
+    if (ctx.proxy) ctx.note(`proxy: ${ctx.proxy.forwarded} content calls forwarded, spoiled ${JSON.stringify(figures.spoiled)}`);
     const { failures, honest } = verdictOf(ctx, figures, def);
     if (driveError) failures.unshift(`the case did not finish: ${driveError.message}`);
+    failures.push(...ctx.failures);
     if (ctx.firstOverrun) failures.push(`the first run charged ${ctx.firstOverrun} over its budget of ${ctx.budgets[0]}`);
     Object.assign(row, { figures, failures, honest, phases: ctx.phases, summary: ctx.summary, seconds: (Date.now() - ctx.started) / 1000 });
   } catch (error) {
     Object.assign(row, { failures: [`the case could not be measured: ${error.stack ?? error.message}`], phases: ctx.phases, seconds: (Date.now() - ctx.started) / 1000 });
   } finally {
     await ctx.stopWorkers();
+    await ctx.proxy?.close();
+    await ctx.unmountSmallDisk();
     emulator.child.kill('SIGTERM');
     await emulator.child.exited;
   }
@@ -724,14 +1179,33 @@ async function runCase(def) {
   return row;
 }
 
+/** A case without a harvest (the large query): its own figures and verdict. */
+async function runStandalone(def) {
+  const started = Date.now();
+  const dir = join(OUT, def.name);
+  mkdirSync(dir, { recursive: true });
+  const row = { name: def.name, standalone: true, phases: [] };
+  try {
+    const { lines, failures } = await def.standalone(dir);
+    Object.assign(row, { lines, failures });
+  } catch (error) {
+    Object.assign(row, { lines: [], failures: [`the case could not be measured: ${error.stack ?? error.message}`] });
+  }
+  row.seconds = (Date.now() - started) / 1000;
+  printCase(row);
+  return row;
+}
+
 function printCase(row) {
   const f = row.figures;
+  for (const line of row.lines ?? []) console.log(`   ${line}`);
   if (f) {
     console.log(`   phases: ${row.phases.map((phase) => `${phase.label} ${phase.status}${phase.reason ? ` (${phase.reason})` : ''}`).join(' -> ')}`);
     console.log(`   rows expected/landed: ${f.expected}/${f.landedExpected} (lost ${f.lost}${f.drift ? `, world drift ${f.drift}` : ''}; warehouse items ${f.landed}); per target: ${f.perTarget.map((t) => `${t.key} ${t.landed}/${t.expected} (${row.summary?.targets.find((x) => x.key === t.key)?.status ?? '?'})`).join('; ')}`);
     console.log(`   duplicates: items ${f.dupItems}, item_metrics per request ${f.dupMetrics}, stats landed twice ${f.statsTwice}; items with their stats call ${f.statsLanded} of ${f.landedExpected} landed`);
     console.log(`   credits charged ${f.charged} vs needed ${f.needed} (landed items need ${f.neededLanded}; extra ${f.extra}); run's figures ${row.summary?.creditsSpent ?? '?'}; budget ${f.budget}, overrun ${Math.max(0, f.charged - f.budget)}`);
     console.log(`   re-paid calls ${f.repaidCalls} (${f.repaidCredits} credits${f.repaidEndpoints.length ? `, ${f.repaidEndpoints.join(', ')}` : ''}); run's callsLost ${row.summary?.callsLost ?? '?'}; ledger calls ${f.ledgerCalls}`);
+    console.log(`   ledger ${f.charged} / run's creditsSpent ${row.summary?.creditsSpent ?? '?'} / api_calls ${f.apiCallsCredits} (${f.apiCalls} calls) + journaled lost ${f.journalLostCredits} (${f.journalLostCalls} calls) = ${f.apiCallsCredits + f.journalLostCredits}; journals' total ${f.journalCredits}${f.journalLandedOpen ? ` (${f.journalLandedOpen} open intents found landed, counted settled)` : ''}; invented rows ${f.invented}${f.spoiled ? `; spoiled by the proxy ${JSON.stringify(f.spoiled)}` : ''}`);
   }
   console.log(`   ${row.failures.length ? 'FAIL' : 'PASS'} (${row.seconds.toFixed(0)} s)${row.failures.length ? `: ${row.failures.join('; ')}` : ''}`);
 }
@@ -749,17 +1223,21 @@ for (const def of CASES.filter((c) => wanted.includes(c.name))) rows.push(await 
 await connection.close();
 await stopTemporal();
 
-console.log(`\n| case | phases (final status) | honest | rows expected / landed (lost) | dup items / metrics / stats | items with stats | credits charged / needed (extra) | re-paid calls (credits) / callsLost | budget (overrun) | result |`);
-console.log('|---|---|---|---|---|---|---|---|---|---|');
+console.log(`\n| case | phases (final status) | honest | rows expected / landed (lost) | invented | dup items / metrics / stats | items with stats | credits charged / needed (extra) | ledger / reported / api_calls + lost | re-paid calls (credits) / callsLost | budget (overrun) | result |`);
+console.log('|---|---|---|---|---|---|---|---|---|---|---|---|');
 for (const row of rows) {
   const f = row.figures;
   const phases = row.phases.map((phase) => phase.status).join(' → ') || '—';
+  if (row.standalone) {
+    console.log(`| ${row.name} | ${row.lines.join('; ').replaceAll('|', '/')} | | | | | | | | | | ${row.failures.length ? 'FAIL' : 'PASS'} |`);
+    continue;
+  }
   if (!f) {
-    console.log(`| ${row.name} | ${phases} | ? | ? | ? | ? | ? | ? | ? | FAIL |`);
+    console.log(`| ${row.name} | ${phases} | ? | ? | ? | ? | ? | ? | ? | ? | ? | FAIL |`);
     continue;
   }
   console.log(
-    `| ${row.name} | ${phases} | ${row.honest ? 'yes' : 'no'} | ${f.expected} / ${f.landedExpected} (${f.lost}) | ${f.dupItems} / ${f.dupMetrics} / ${f.statsTwice} | ${f.statsLanded} | ${f.charged} / ${f.needed} (${f.extra >= 0 ? '+' : ''}${f.extra}) | ${f.repaidCalls} (${f.repaidCredits}) / ${row.summary?.callsLost ?? '?'} | ${f.budget} (${Math.max(0, f.charged - f.budget)}) | ${row.failures.length ? 'FAIL' : 'PASS'} |`,
+    `| ${row.name} | ${phases} | ${row.honest ? 'yes' : 'no'} | ${f.expected} / ${f.landedExpected} (${f.lost}) | ${f.invented} | ${f.dupItems} / ${f.dupMetrics} / ${f.statsTwice} | ${f.statsLanded} | ${f.charged} / ${f.needed} (${f.extra >= 0 ? '+' : ''}${f.extra}) | ${f.charged} / ${row.summary?.creditsSpent ?? '?'} / ${f.apiCallsCredits} + ${f.journalLostCredits} | ${f.repaidCalls} (${f.repaidCredits}) / ${row.summary?.callsLost ?? '?'} | ${f.budget} (${Math.max(0, f.charged - f.budget)}) | ${row.failures.length ? 'FAIL' : 'PASS'} |`,
   );
 }
 const failed = rows.filter((row) => row.failures.length);

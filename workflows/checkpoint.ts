@@ -10,6 +10,8 @@ export const RETRYABLE_STATUSES = ['failed', 'completed_with_errors', 'budget_ex
 
 function resumedTarget(target: TargetState): TargetState {
   if (target.status === 'done') return target;
+  // Listed, with enrichment calls that failed: the retry makes those again (the run's first work).
+  if (target.listed) return { ...target, status: 'done', error: undefined };
   // A job still in flight (the run stopped while it ran) is awaited again, its reservation kept; a
   // job that failed is forgotten, so the retry starts a new one.
   const jobFailed = target.jobId !== undefined && (target.status === 'failed' || target.status === 'paused');

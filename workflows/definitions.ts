@@ -44,6 +44,8 @@ export interface HarvestProgress {
 export interface FailedCall {
   /** The landing key its answer would have had. */
   key: string;
+  /** The target whose items the call enriched. */
+  target: string;
   endpoint: string;
   /** The item's URL (or the account) the call was about. */
   subject: string;

@@ -61,6 +61,10 @@ export interface TargetState {
   paged?: boolean;
   /** A job's landed results pages whose items still need enriching. */
   unenrichedPages?: { from: number; to: number };
+  /** The listing is complete (its items may still lack enrichment). */
+  listed?: boolean;
+  /** Enrichment calls of its items that failed for good: while any stands, the target is not done. */
+  failedCalls?: number;
   error?: { type: string; message: string; requestId?: string };
 }
 
@@ -275,7 +279,8 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
   target.pages += result.pagesLanded;
   target.items = result.position.items;
   addTally(state.enrichment, result.enrichment);
-  if (result.status === 'done') target.status = 'done';
+  target.failedCalls = (target.failedCalls ?? 0) + result.enrichment.failed;
+  if (result.status === 'done') finishListing(target);
   else if (result.status === 'failed' || result.status === 'paused') await recordStop(state, target, result.status, result.error!);
   // A work that could buy nothing at all with its grant: granting the same again would loop.
   else if (result.credits === 0 && result.pagesLanded === 0) target.status = 'budget_exhausted';
@@ -294,6 +299,21 @@ async function spentByFailedWork(state: HarvestState, workId: string, reservatio
     log.warn('the journal of a failed work cannot be read; its whole grant counts as spent', { workId, message: messageOf(error) });
     return { credits: reservation.credits, lostCalls: 0 };
   }
+}
+
+/**
+ * A target whose listing is complete: done, unless enrichment calls of its items failed for good
+ * (an answer refused, a 404): then it is failed, saying how many, and `harvester retry` makes them again.
+ */
+function finishListing(target: TargetState): void {
+  target.listed = true;
+  const failed = target.failedCalls ?? 0;
+  if (failed === 0) {
+    target.status = 'done';
+    return;
+  }
+  target.status = 'failed';
+  target.error = { type: 'EnrichmentFailed', message: `${failed} enrichment call${failed === 1 ? '' : 's'} of its items failed for good (\`harvester show\` lists them; \`harvester retry\` makes them again)` };
 }
 
 /** Settles a piece of work's grant with what it spent, and counts that against its target. */
@@ -405,6 +425,8 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
       return;
     }
     target.unenrichedPages = undefined;
+    target.failedCalls = (target.failedCalls ?? 0) + result.enrichment.failed;
+    finishListing(target);
     if (result.unenriched > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unenriched} items ${target.plan.key} listed were not enriched: the budget ran out` };
   } catch (error) {
     chargeWork(state, target, reservation, await spentByFailedWork(state, workId, reservation));
@@ -431,10 +453,17 @@ async function redoFailed(run: RunContext): Promise<void> {
     // The journals are the record of failed calls; a count kept before they were is never below zero.
     state.enrichment.failed = Math.max(0, state.enrichment.failed - result.tried);
     addTally(state.enrichment, result.enrichment);
+    for (const target of state.targets) {
+      if (!target.listed) continue;
+      target.failedCalls = result.stillFailed[target.plan.key] ?? 0;
+      finishListing(target);
+    }
     if (result.stop?.status === 'paused') await stopForCredits(state, result.stop.error.message);
   } catch (error) {
     settle(state.budget, reservation, (await spentByFailedWork(state, workId, reservation)).credits);
     log.warn('failed enrichment calls could not be made again', { message: messageOf(error) });
+    // Their targets stay failed, as the run before left them.
+    for (const target of state.targets) if (target.listed) finishListing(target);
   }
 }
 
@@ -516,7 +545,8 @@ async function recordStop(state: HarvestState, target: TargetState, status: 'pau
   }
   log.warn('target failed', { target: target.plan.key, type: error.type, message: error.message });
   const why = RUN_STOPPING_ERRORS[error.type];
-  if (why) state.stopped ??= { status: 'failed', reason: `${why}: ${error.message}` };
+  // Said once: a message that already says why is not prefixed with it again.
+  if (why) state.stopped ??= { status: 'failed', reason: error.message.startsWith(why) ? error.message : `${why}: ${error.message}` };
 }
 
 /** A 402: stop buying, and pause the harvest's schedule, instead of retrying into the wall. */
@@ -546,7 +576,8 @@ function requestIdOf(error: unknown): string | undefined {
 function finalStatus(state: HarvestState): HarvestStatus {
   if (state.stopped) return state.stopped.status;
   if (state.targets.some((target) => target.status === 'budget_exhausted')) return 'budget_exhausted';
-  if (state.targets.length > 0 && state.targets.every((target) => target.status === 'failed')) return 'failed';
+  // Failed listings, that is: a listed target whose enrichment calls failed still landed its items.
+  if (state.targets.length > 0 && state.targets.every((target) => target.status === 'failed' && !target.listed)) return 'failed';
   if (state.targets.some((target) => target.status === 'failed') || state.enrichment.failed > 0) return 'completed_with_errors';
   return 'completed';
 }

@@ -37,7 +37,7 @@ import {
   type Transcript,
   type WebhookEndpoint,
 } from '../spec/resources.js';
-import { InvalidRequestError, NetworkError, ResponseValidationError, SocialApiError, errorFromResponse } from './errors.js';
+import { CallDeadlineError, InvalidRequestError, NetworkError, ResponseValidationError, SocialApiError, errorFromResponse } from './errors.js';
 import type { JobCompletions } from './job-completions.js';
 import { RateGate } from './rate-gate.js';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
@@ -401,8 +401,7 @@ export class SocialApiClient {
     // One timer for the whole call: a slow drip of bytes resets undici's body timeout at every
     // chunk, so only a deadline over all of it bounds how long a sender can hold the call.
     const deadline = AbortSignal.timeout(deadlineMs);
-    const pastDeadline = (cause?: unknown) =>
-      new SocialApiError(`${method} ${path}: no whole answer within the call's deadline of ${deadlineMs} ms`, { code: 'call_deadline', cause });
+    const pastDeadline = (cause?: unknown) => new CallDeadlineError(`${method} ${path}: no whole answer within the call's deadline of ${deadlineMs} ms`, { code: 'call_deadline', cause });
     /** The last attempt's failure, when its answer was lost after the request left. */
     let lost: NetworkError | undefined;
     return withRetries(

@@ -91,6 +91,17 @@ export class ServerError extends SocialApiError {
   override readonly retryable = true;
 }
 
+/**
+ * No whole answer within the call's overall deadline (headers held back, a body dripped slowly):
+ * the client makes no further attempt, as the deadline covers them all, but the call may succeed
+ * if made again later, so it is retryable for its caller (an activity, which Temporal retries).
+ * The attempt that ran into the deadline may have been charged.
+ */
+export class CallDeadlineError extends SocialApiError {
+  override name = 'CallDeadlineError';
+  override readonly retryable = true;
+}
+
 /** 503 `download_unavailable`: the feature is switched off; asking again would only fail again. */
 export class FeatureUnavailableError extends SocialApiError {
   override name = 'FeatureUnavailableError';

@@ -1,6 +1,6 @@
 import pRetry from 'p-retry';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { RateLimitedError, SocialApiError } from './errors.js';
+import { CallDeadlineError, RateLimitedError, SocialApiError } from './errors.js';
 
 /**
  * When the client tries a call again: only for errors marked retryable (network errors, 5xx and
@@ -17,9 +17,12 @@ export interface RetryPolicy {
 
 export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxAttempts: 6, minDelayMs: 200, maxDelayMs: 10_000, maxElapsedMs: 120_000 };
 
-/** Errors worth another attempt: the API marked them retryable (network, 5xx, 429), so nothing was charged. */
+/**
+ * Errors worth another attempt here: network errors, 5xx and 429. A call past its deadline is
+ * retryable for its caller, but not here: the deadline is over all of the client's attempts.
+ */
 function isRetryable(error: unknown): error is SocialApiError {
-  return error instanceof SocialApiError && error.retryable;
+  return error instanceof SocialApiError && error.retryable && !(error instanceof CallDeadlineError);
 }
 
 export async function withRetries<T>(

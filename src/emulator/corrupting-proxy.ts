@@ -1,36 +1,66 @@
 /**
- * A proxy that stands between a client and the emulator and spoils answers on their way back,
- * after the emulator has served (and charged) them: bodies cut mid-way, headers held back, bodies
- * dripped a few bytes at a time, list pages with more items than asked for, items with empty ids,
- * answers about another item or account. It is how the harvester's distrust of what comes back is
- * tested, and how a user can watch a harvest meet a bad network before it meets the real API.
- * Which answers are spoiled, and how, is the caller's choice (`choose`), so cases are exact.
+ * A proxy between a client and the emulator that spoils answers on their way back, after the
+ * emulator has served (and charged) them: bodies cut mid-way, headers held back, bodies dripped a
+ * few bytes at a time, list pages with more items than asked for, items with empty ids, answers
+ * about another item or account. The emulator's ledger stays the truth of what was charged. It is
+ * how the harvester's distrust of what comes back is tested (tests and the fault matrix), and how
+ * a user can watch a harvest meet a bad network before it meets the real API.
+ *
+ * Only content calls (/v1/tiktok/…, /v1/instagram/…) answered whole (200, JSON, not compressed)
+ * are ever spoiled; webhooks, jobs and the emulator's /_emulator admin API pass through untouched.
+ * Which answers are spoiled is the caller's `choose(call)`, given the call's 1-based number among
+ * content calls and among calls of its endpoint: deterministic by count, so a case is repeatable.
+ * A choice that does not fit the answer (an empty page, an error answer) passes it through
+ * unchanged and is not counted.
  */
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { Agent, createServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { request } from 'undici';
 
 export type Corruption =
-  /** The headers and part of the body, then the connection is destroyed. */
-  | { kind: 'cut_body' }
+  /** The headers (with the full content-length) and `fraction` of the body (default half), then the socket is destroyed. */
+  | { kind: 'cut_body'; fraction?: number }
   /** Nothing at all for `ms`, then the answer as it was. */
   | { kind: 'slow_headers'; ms: number }
-  /** The headers at once, then the body `bytes` bytes every `everyMs`. */
+  /** The headers at once, then the body `bytes` bytes every `everyMs`, until the client hangs up. */
   | { kind: 'slow_drip'; bytes: number; everyMs: number }
-  /** A list page with each item twice, the copies under new ids: more items than `limit`. */
+  /** A list page with each item twice, the copies under new ids (and URLs): more items than `limit`. */
   | { kind: 'oversize' }
-  /** A list page whose first item has an empty id. */
-  | { kind: 'empty_id' }
-  /** An object answer about another item (`entity_id`) or account (`handle`). */
+  /** A list page whose item `index` (default 0) has the id "". */
+  | { kind: 'empty_id'; index?: number }
+  /**
+   * An object answer about another entity: a stats-like answer's `entity_id` set to the previous
+   * item of its platform the proxy saw, a profile's `handle` to another of `otherHandles`.
+   */
   | { kind: 'other_entity' };
 
+export type CorruptionKind = Corruption['kind'];
+export const CORRUPTION_KINDS: readonly CorruptionKind[] = ['cut_body', 'slow_headers', 'slow_drip', 'oversize', 'empty_id', 'other_entity'];
+const REWRITES = new Set<CorruptionKind>(['oversize', 'empty_id', 'other_entity']);
+const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'proxy-connection', 'upgrade']);
+
+/** A content call on its way through. */
 export interface ProxiedCall {
+  /** 1-based, among the content calls the proxy has seen, in arrival order. */
+  number: number;
+  /** 1-based, among the calls of its endpoint. */
+  endpointNumber: number;
+  /** `platform/name`, e.g. `tiktok/stats`. */
+  endpoint: string;
   method: string;
   /** The path and query, as the client sent them. */
   path: string;
-  /** 1-based count of the calls the proxy has seen, in arrival order. */
+  query: URLSearchParams;
+}
+
+/** An answer the proxy spoiled, with what the emulator said of it. */
+export interface SpoiledCall {
   number: number;
+  kind: CorruptionKind;
+  endpoint: string;
+  query: Record<string, string>;
+  requestId: string | undefined;
+  credits: number;
 }
 
 export interface CorruptingProxyOptions {
@@ -38,116 +68,206 @@ export interface CorruptingProxyOptions {
   upstream: string;
   host?: string;
   port?: number;
-  /** What to do to a call's answer; undefined passes it through unchanged. */
-  choose: (call: ProxiedCall) => Corruption | undefined;
+  /** What to do to a content call's answer; undefined passes it through unchanged. */
+  choose?: (call: ProxiedCall) => Corruption | undefined;
+  /** Accounts a profile answer may be made about instead, per platform. */
+  otherHandles?: Partial<Record<string, readonly string[]>>;
 }
 
 export interface CorruptingProxy {
-  /** Origin the client should use as its base URL. */
-  url: string;
-  /** Calls whose answers were spoiled, by kind. */
-  spoiled: Record<Corruption['kind'], number>;
-  /** Replaces the choice, e.g. to let every answer through for a retry. */
-  setChoice(choose: CorruptingProxyOptions['choose']): void;
+  origin: string;
+  /** What a client's base URL should be: the origin and /v1. */
+  baseUrl: string;
+  /** Content calls forwarded (each served, and charged, by the emulator). */
+  readonly forwarded: number;
+  /** Answers spoiled, by kind. */
+  spoiled: Record<CorruptionKind, number>;
+  spoiledCalls: SpoiledCall[];
+  setChoice(choose: NonNullable<CorruptingProxyOptions['choose']>): void;
+  /** Lets every answer through unchanged from now on (answers being held or dripped go on). */
+  passThrough(): void;
   close(): Promise<void>;
 }
 
-/** Whether a call is a content call (a billed endpoint), not webhooks, jobs or the emulator's admin API. */
-export function isContentCall(call: ProxiedCall): boolean {
-  return /^\/v1\/(tiktok|instagram)\//.test(call.path);
+/** The content endpoint of a path (`tiktok/stats`), or undefined for any other call. */
+export function contentEndpoint(path: string): string | undefined {
+  const match = /^\/v1\/(tiktok|instagram)\/([a-z-]+)(?:[/?]|$)/.exec(path);
+  return match ? `${match[1]}/${match[2]}` : undefined;
 }
 
+type Envelope = { data?: unknown };
+type ListItem = { id?: unknown; url?: unknown };
+
 export async function startCorruptingProxy(options: CorruptingProxyOptions): Promise<CorruptingProxy> {
-  let choose = options.choose;
-  let calls = 0;
-  const spoiled: CorruptingProxy['spoiled'] = { cut_body: 0, slow_headers: 0, slow_drip: 0, oversize: 0, empty_id: 0, other_entity: 0 };
-  const server: Server = createServer((req, res) => {
-    const call: ProxiedCall = { method: req.method ?? 'GET', path: req.url ?? '/', number: ++calls };
-    void forward(options.upstream, req, res, choose(call), spoiled).catch(() => res.destroy());
+  const target = new URL(options.upstream);
+  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  let choose = options.choose ?? (() => undefined);
+  let contentCalls = 0;
+  let forwarded = 0;
+  const perEndpoint = new Map<string, number>();
+  /** The last item id seen in an answer, per platform: what an `other_entity` answer is made about. */
+  const lastEntity = new Map<string, string>();
+  const spoiled = Object.fromEntries(CORRUPTION_KINDS.map((kind) => [kind, 0])) as Record<CorruptionKind, number>;
+  const spoiledCalls: SpoiledCall[] = [];
+  const sockets = new Set<Socket>();
+
+  const server = createServer((req, res) => {
+    const path = req.url ?? '/';
+    const endpoint = contentEndpoint(path);
+    let call: ProxiedCall | undefined;
+    if (endpoint) {
+      const count = (perEndpoint.get(endpoint) ?? 0) + 1;
+      perEndpoint.set(endpoint, count);
+      call = { number: ++contentCalls, endpointNumber: count, endpoint, method: req.method ?? 'GET', path, query: new URL(path, 'http://proxy').searchParams };
+    }
+    forward(req, res, call, call ? choose(call) : undefined).catch(() => res.destroy());
   });
+  server.on('connection', (socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.keepAliveTimeout = 30_000;
+
+  async function forward(req: IncomingMessage, res: ServerResponse, call: ProxiedCall | undefined, corruption: Corruption | undefined): Promise<void> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const headers = { ...req.headers, host: target.host };
+    delete headers.connection;
+    const answer = await new Promise<IncomingMessage>((resolve, reject) => {
+      const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers, agent }, resolve);
+      upstream.once('error', reject);
+      upstream.end(chunks.length > 0 ? Buffer.concat(chunks) : undefined);
+    });
+    const parts: Buffer[] = [];
+    for await (const chunk of answer) parts.push(chunk as Buffer);
+    if (call) forwarded++;
+    let body: Buffer = Buffer.concat(parts);
+    const outHeaders: Record<string, string | string[]> = {};
+    for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) outHeaders[name] = value;
+
+    const whole = answer.statusCode === 200 && !answer.headers['content-encoding'] && /json/.test(answer.headers['content-type'] ?? '');
+    let envelope: Envelope | undefined;
+    let previousEntity: string | undefined;
+    if (call && whole) {
+      try {
+        envelope = JSON.parse(body.toString('utf8')) as Envelope;
+      } catch {
+        envelope = undefined;
+      }
+      previousEntity = remember(call, envelope?.data);
+    }
+    let send = call && answer.statusCode === 200 ? corruption : undefined;
+    if (send && REWRITES.has(send.kind)) {
+      const rewritten = envelope && call ? rewrite(call, envelope, send, previousEntity) : undefined;
+      if (rewritten) body = rewritten;
+      else send = undefined;
+    }
+    if (send && call) {
+      spoiled[send.kind]++;
+      const requestId = answer.headers['x-request-id'];
+      spoiledCalls.push({
+        number: call.number,
+        kind: send.kind,
+        endpoint: call.endpoint,
+        query: Object.fromEntries(call.query),
+        requestId: Array.isArray(requestId) ? requestId[0] : requestId,
+        credits: Number(answer.headers['x-credits-charged'] ?? 0),
+      });
+    }
+    if (res.destroyed) return;
+    if (send?.kind === 'slow_headers') {
+      await sleep(send.ms);
+      if (res.destroyed) return;
+    }
+    res.writeHead(answer.statusCode ?? 502, { ...outHeaders, 'content-length': String(body.length) });
+    if (send?.kind === 'cut_body') {
+      res.write(body.subarray(0, Math.max(1, Math.floor(body.length * (send.fraction ?? 0.5)))));
+      // Let the part reach the client before the connection goes.
+      await sleep(20);
+      res.destroy();
+      return;
+    }
+    if (send?.kind === 'slow_drip') {
+      for (let offset = 0; offset < body.length; offset += send.bytes) {
+        if (res.destroyed) return;
+        res.write(body.subarray(offset, offset + send.bytes));
+        await sleep(send.everyMs);
+      }
+      if (!res.destroyed) res.end();
+      return;
+    }
+    res.end(body);
+  }
+
+  /** Remembers the item an answer is about; returns the one remembered before it, of the same platform. */
+  function remember(call: ProxiedCall, data: unknown): string | undefined {
+    const platform = call.endpoint.split('/')[0] as string;
+    const previous = lastEntity.get(platform);
+    if (Array.isArray(data)) {
+      const last = data.at(-1) as ListItem | undefined;
+      if (typeof last?.id === 'string' && last.id !== '') lastEntity.set(platform, last.id);
+    } else if (data && typeof data === 'object' && typeof (data as { entity_id?: unknown }).entity_id === 'string') {
+      lastEntity.set(platform, (data as { entity_id: string }).entity_id);
+    }
+    return previous;
+  }
+
+  /** The envelope with the corruption applied, as bytes; undefined when it does not fit the answer. */
+  function rewrite(call: ProxiedCall, envelope: Envelope, corruption: Corruption, previousEntity: string | undefined): Buffer | undefined {
+    const data = envelope.data;
+    const platform = call.endpoint.split('/')[0] as string;
+    if (corruption.kind === 'oversize' && Array.isArray(data) && data.length > 0) {
+      const copies = (data as ListItem[]).map((item) => {
+        const id = otherId(item.id);
+        return { ...item, id, ...(typeof item.url === 'string' && typeof item.id === 'string' ? { url: item.url.replace(item.id, id) } : {}) };
+      });
+      envelope.data = [...data, ...copies];
+    } else if (corruption.kind === 'empty_id' && Array.isArray(data) && data.length > 0) {
+      const index = Math.min(corruption.index ?? 0, data.length - 1);
+      envelope.data = (data as ListItem[]).map((item, at) => (at === index ? { ...item, id: '' } : item));
+    } else if (corruption.kind === 'other_entity' && data && typeof data === 'object' && !Array.isArray(data)) {
+      const object = data as { entity_id?: unknown; handle?: unknown };
+      if (typeof object.entity_id === 'string') {
+        object.entity_id = previousEntity !== undefined && previousEntity !== object.entity_id ? previousEntity : otherId(object.entity_id);
+      } else if (typeof object.handle === 'string') {
+        const asked = object.handle.toLowerCase();
+        object.handle = (options.otherHandles?.[platform] ?? []).find((handle) => handle.toLowerCase() !== asked) ?? `${object.handle}0`;
+      } else return undefined;
+    } else {
+      return undefined;
+    }
+    return Buffer.from(JSON.stringify(envelope));
+  }
+
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
   const address = server.address() as AddressInfo;
+  const origin = `http://${address.address}:${address.port}`;
   return {
-    url: `http://${address.address}:${address.port}`,
+    origin,
+    baseUrl: `${origin}/v1`,
+    get forwarded() {
+      return forwarded;
+    },
     spoiled,
+    spoiledCalls,
     setChoice(next) {
       choose = next;
     },
+    passThrough() {
+      choose = () => undefined;
+    },
     async close() {
-      server.closeAllConnections();
+      for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      agent.destroy();
     },
   };
 }
 
-async function forward(upstream: string, req: IncomingMessage, res: ServerResponse, corruption: Corruption | undefined, spoiled: CorruptingProxy['spoiled']): Promise<void> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const headers = { ...req.headers };
-  delete headers.host;
-  delete headers.connection;
-  const answer = await request(`${upstream}${req.url ?? '/'}`, {
-    method: (req.method ?? 'GET') as 'GET',
-    headers,
-    ...(chunks.length > 0 ? { body: Buffer.concat(chunks) } : {}),
-  });
-  let body: Buffer = Buffer.from(await answer.body.arrayBuffer());
-  const outHeaders: Record<string, string | string[]> = {};
-  for (const [name, value] of Object.entries(answer.headers)) {
-    if (value !== undefined && name !== 'content-length' && name !== 'transfer-encoding' && name !== 'connection' && name !== 'keep-alive') outHeaders[name] = value;
-  }
-  // Only answers the emulator served whole are spoiled; a rewrite that does not fit the answer (an
-  // empty page, say) leaves it as it was.
-  let send = answer.statusCode === 200 ? corruption : undefined;
-  if (send && REWRITES.has(send.kind)) {
-    const rewritten = rewrite(body, send);
-    if (rewritten) body = rewritten;
-    else send = undefined;
-  }
-  if (send) spoiled[send.kind]++;
-  if (send?.kind === 'slow_headers') await sleep(send.ms);
-  res.writeHead(answer.statusCode, { ...outHeaders, 'content-length': String(body.length) });
-  if (send?.kind === 'cut_body') {
-    res.write(body.subarray(0, Math.floor(body.length / 2)));
-    // Let the half reach the client before the connection goes.
-    await sleep(20);
-    res.destroy();
-    return;
-  }
-  if (send?.kind === 'slow_drip') {
-    for (let offset = 0; offset < body.length; offset += send.bytes) {
-      if (res.destroyed) return;
-      res.write(body.subarray(offset, offset + send.bytes));
-      await sleep(send.everyMs);
-    }
-    res.end();
-    return;
-  }
-  res.end(body);
-}
-
-const REWRITES = new Set<Corruption['kind']>(['oversize', 'empty_id', 'other_entity']);
-
-/** The answer's JSON changed as the corruption says, or undefined when it does not apply to this answer. */
-function rewrite(body: Buffer, corruption: Corruption): Buffer | undefined {
-  let envelope: { data?: unknown };
-  try {
-    envelope = JSON.parse(body.toString('utf8')) as { data?: unknown };
-  } catch {
-    return undefined;
-  }
-  const data = envelope.data;
-  if (corruption.kind === 'oversize' && Array.isArray(data) && data.length > 0) {
-    envelope.data = [...data, ...data.map((item: { id?: string }) => ({ ...item, id: `${item.id ?? ''}0` }))];
-  } else if (corruption.kind === 'empty_id' && Array.isArray(data) && data.length > 0) {
-    envelope.data = [{ ...(data[0] as object), id: '' }, ...data.slice(1)];
-  } else if (corruption.kind === 'other_entity' && data && typeof data === 'object' && !Array.isArray(data)) {
-    const object = data as { entity_id?: string; handle?: string };
-    if (object.entity_id !== undefined) object.entity_id = `${object.entity_id}0`;
-    else if (object.handle !== undefined) object.handle = `${object.handle}0`;
-    else return undefined;
-  } else {
-    return undefined;
-  }
-  return Buffer.from(JSON.stringify(envelope));
+/** A different id of the same shape: its last character changed (a digit stays a digit). */
+function otherId(id: unknown): string {
+  if (typeof id !== 'string' || id === '') return 'x0';
+  const last = id.at(-1) as string;
+  const next = /\d/.test(last) ? String((Number(last) + 1) % 10) : last === 'z' ? 'a' : last === 'Z' ? 'A' : /[a-yA-Y]/.test(last) ? String.fromCharCode(last.charCodeAt(0) + 1) : '0';
+  return `${id.slice(0, -1)}${next}`;
 }

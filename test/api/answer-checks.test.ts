@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SocialApiClient } from '../../src/api/client.js';
 import { ResponseValidationError, SocialApiError } from '../../src/api/errors.js';
-import { isContentCall, startCorruptingProxy, type Corruption, type CorruptingProxy } from '../../src/emulator/corrupting-proxy.js';
+import { startCorruptingProxy, type Corruption, type CorruptingProxy } from '../../src/emulator/corrupting-proxy.js';
 import { prices } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 
@@ -17,14 +17,13 @@ beforeAll(async () => {
   catalog = await emulator.catalog();
   proxy = await startCorruptingProxy({
     upstream: new URL(emulator.baseUrl).origin,
-    choose: (call) => {
-      if (!isContentCall(call)) return undefined;
+    choose: () => {
       const corruption = next;
       next = undefined;
       return corruption;
     },
   });
-  client = new SocialApiClient({ baseUrl: proxy.url, apiKey: emulator.apiKey, prices, retry: { minDelayMs: 5, maxDelayMs: 20, maxElapsedMs: 20_000 } });
+  client = new SocialApiClient({ baseUrl: proxy.baseUrl, apiKey: emulator.apiKey, prices, retry: { minDelayMs: 5, maxDelayMs: 20, maxElapsedMs: 20_000 } });
 });
 
 afterAll(async () => {
@@ -69,7 +68,7 @@ describe('answers are checked against what was asked before anyone may use them'
     const url = page.items[0]!.url;
     next = { kind: 'other_entity' };
     const stats = await refusal(client.get('tiktok', 'stats', { url }));
-    expect(stats.message).toMatch(/tiktok\/stats: the answer is about item "\d+0", not "\d+" as asked/);
+    expect(stats.message).toMatch(/tiktok\/stats: the answer is about item "\d+", not "\d+" as asked/);
     next = { kind: 'other_entity' };
     const profile = await refusal(client.get('instagram', 'channel-stats', { handle: catalog.instagram.handles[0]! }));
     expect(profile.message).toContain(`the answer is about account "${catalog.instagram.handles[0]!}0", not "${catalog.instagram.handles[0]!}" as asked`);

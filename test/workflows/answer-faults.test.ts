@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import { SocialApiClient } from '../../src/api/client.js';
-import { isContentCall, startCorruptingProxy, type Corruption, type ProxiedCall } from '../../src/emulator/corrupting-proxy.js';
+import { startCorruptingProxy, type Corruption, type ProxiedCall } from '../../src/emulator/corrupting-proxy.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { resumableState } from '../../workflows/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
@@ -18,8 +18,8 @@ afterAll(async () => {
 /** A harvest rig whose worker reaches the emulator through a proxy that spoils the answers `choose` picks. */
 async function setup(choose: (call: ProxiedCall) => Corruption | undefined) {
   const rig = await startHarvestRig({ harvest: HARVEST_KEY, verify: VERIFY_KEY });
-  const proxy = await startCorruptingProxy({ upstream: new URL(rig.emulator.baseUrl).origin, choose: (call) => (isContentCall(call) ? choose(call) : undefined) });
-  const api = new SocialApiClient({ baseUrl: proxy.url, apiKey: HARVEST_KEY, prices, retry: { minDelayMs: 5, maxDelayMs: 50, maxElapsedMs: 20_000 } });
+  const proxy = await startCorruptingProxy({ upstream: new URL(rig.emulator.baseUrl).origin, choose });
+  const api = new SocialApiClient({ baseUrl: proxy.baseUrl, apiKey: HARVEST_KEY, prices, retry: { minDelayMs: 5, maxDelayMs: 50, maxElapsedMs: 20_000 } });
   const worker = await startTestWorker(api);
   cleanups.push(
     () => rig.close(),
@@ -109,17 +109,20 @@ describe('answers that do not fit what was asked', () => {
     const harvest = channelWithStats(handle, 40);
     const first = await execute(rig.temporal, rig.worker, { harvest });
     expect(first.status).toBe('completed_with_errors');
+    // Its items are listed, but not all enriched: the target is not done, and says why.
+    expect(first.targets[0]).toMatchObject({ status: 'failed', items: 40, error: { type: 'EnrichmentFailed' } });
     expect(first.enrichment.failed).toBe(4);
     expect(first.failedCalls?.total).toBe(4);
     for (const failed of first.failedCalls!.first) {
       expect(failed).toMatchObject({ endpoint: 'tiktok/stats', request_id: expect.stringMatching(/^req_/) });
-      expect(failed.reason).toMatch(/the answer is about item "\d+0", not "\d+" as asked/);
+      expect(failed.reason).toMatch(/the answer is about item "\d+", not "\d+" as asked/);
     }
     expect(first.creditsSpent).toBe(await ledgerCredits(rig));
     expect((await itemCounts(rig.worker, handle)).withStats).toBe(36);
     spoil = false;
     const retried = await execute(rig.temporal, rig.worker, { harvest, resume: resumableState(first.checkpoint, 100_000) }, `${first.runId}-retry`);
     expect(retried.status).toBe('completed');
+    expect(retried.targets[0]).toMatchObject({ status: 'done', items: 40 });
     expect(retried.enrichment.failed).toBe(0);
     expect(retried.failedCalls).toBeUndefined();
     expect(await itemCounts(rig.worker, handle)).toEqual({ items: 40, distinct: 40, withStats: 40 });
