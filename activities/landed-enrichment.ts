@@ -36,16 +36,8 @@ export interface EnrichLandedInput {
   callDeadlineMs?: number;
 }
 
-export interface RedoFailedInput {
-  runId: string;
-  harvest: string;
-  workId: string;
-  grant: number;
-  prices: PriceTable;
-  enrich: Enrichment;
-  calls: number;
-  callDeadlineMs?: number;
-}
+/** The run-wide setting of a work that makes the run's failed enrichment calls again. */
+export type RedoFailedInput = Omit<EnrichLandedInput, 'platform' | 'target' | 'fromPage' | 'toPage'>;
 
 export interface RedoFailedResult extends WorkSpent {
   /** Failed calls found in the run's journals and made again. */

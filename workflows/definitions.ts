@@ -41,9 +41,7 @@ export interface HarvestProgress {
 }
 
 /** An enrichment call that failed for good: what it was, why, and the API's request id. A retry makes it again. */
-export interface FailedCall {
-  /** The landing key its answer would have had. */
-  key: string;
+export interface CallFailure {
   /** The target whose items the call enriched. */
   target: string;
   endpoint: string;
@@ -52,6 +50,11 @@ export interface FailedCall {
   reason: string;
   request_id?: string;
   at: string;
+}
+
+/** A failed call and the landing key its answer would have had. */
+export interface FailedCall extends CallFailure {
+  key: string;
 }
 
 /** Sent by the webhook receiver when `job.completed` arrives for a job this run waits on. */

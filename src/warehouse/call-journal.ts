@@ -37,6 +37,7 @@ import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readd
 import { dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { FileWriteError, writeDurableFile, writeFully } from './durable-file.js';
+import type { CallFailure } from '../../workflows/definitions.js';
 import { pathSegment } from './landing.js';
 
 export interface JournalTotals {
@@ -59,18 +60,6 @@ type JournalLine =
   | { lost: string; credits: number }
   | { cancelled: string }
   | ({ failed: string } & CallFailure);
-
-/** A call that failed for good (an error answer, a refused answer): what it was, why, and the API's request id. */
-export interface CallFailure {
-  /** The target whose items the call enriched. */
-  target: string;
-  endpoint: string;
-  /** The item or account the call was about. */
-  subject: string;
-  reason: string;
-  request_id?: string;
-  at: string;
-}
 
 export function journalFile(dataDir: string, runId: string, workId: string): string {
   return join(dataDir, 'journal', pathSegment(runId), `${pathSegment(workId)}.ndjson`);
