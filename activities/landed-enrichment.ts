@@ -167,6 +167,8 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
       try {
         // Counted, not written: the data directory may be why the work failed.
         for (const key of journal.openKeys()) {
+          // A settled key's open intents are attempts whose answers were lost, not its landing's.
+          if (journal.isSettled(key)) continue;
           const landing = findLanding(dataDir, key);
           if (landing?.kind === 'page') journal.countAsSettled(key, landing.call?.credits ?? 0);
         }

@@ -167,8 +167,10 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
             let held: number;
             const landed = findLanding(dataDir, key);
             if (landed?.kind === 'page') {
-              // Landed by an attempt that died before its heartbeat: read back, not bought again.
-              if (journal.hasOpenIntent(key)) journal.settle(key, landed.call?.credits ?? 0);
+              // Landed by an attempt that died before its heartbeat: read back, not bought again. An
+              // open intent is the landing's own only while the key is unsettled; once it is settled,
+              // the open ones are attempts whose answers were lost, and stay counted as such.
+              if (journal.hasOpenIntent(key) && !journal.isSettled(key)) journal.settle(key, landed.call?.credits ?? 0);
               const items = (Array.isArray(landed.data) ? landed.data : []) as ListedItem[];
               page = { items, hasMore: landed.has_more ?? false, ...(landed.next_cursor ? { nextCursor: landed.next_cursor } : {}) };
               held = Math.min(enricher ? items.reduce((sum, item) => sum + (item.url ? enricher.worstOf(target.platform, item.url) : 0), 0) : 0, Math.max(0, budget.free()));

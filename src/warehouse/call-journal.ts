@@ -237,18 +237,22 @@ export class CallJournal {
       this.openCredits += line.worst;
       return;
     }
+    // Each record closes the key's latest open intent: a call's attempts are journaled in order, and
+    // the one that answered (or was refused, or landed before its worker died) is the last of them.
+    // The earlier ones are attempts whose answers were lost, each at its own worst case (an attempt
+    // of a retried activity may have asked for a different limit).
     if ('cancelled' in line) {
-      this.openCredits -= this.open.get(line.cancelled)?.shift() ?? 0;
+      this.openCredits -= this.open.get(line.cancelled)?.pop() ?? 0;
       return;
     }
     if ('lost' in line) {
-      this.openCredits -= this.open.get(line.lost)?.shift() ?? 0;
+      this.openCredits -= this.open.get(line.lost)?.pop() ?? 0;
       this.settledCredits += line.credits;
       this.lostSettledCalls++;
       this.lostSettledCredits += line.credits;
       return;
     }
-    this.openCredits -= this.open.get(line.settled)?.shift() ?? 0;
+    this.openCredits -= this.open.get(line.settled)?.pop() ?? 0;
     this.failedKeys.delete(line.settled);
     this.settledCredits += line.credits;
     this.settledCalls++;

@@ -75,6 +75,36 @@ describe('answers lost on the way back', () => {
   }, 120_000);
 });
 
+describe('answers that come too late', () => {
+  it('a page and a stats call held past the deadline are bought again by the retried activity, and stay counted as lost when the page is read back', async () => {
+    // Page 2 is held past the deadline once; after it is bought again, one stats call of its items
+    // is too, so the next attempt reads page 2 back from disk with the first attempt's intent open.
+    let pagesWithCursor = 0;
+    let statsHeld = false;
+    const rig = await setup((call) => {
+      if (call.endpoint === 'tiktok/channel-videos' && call.query.has('cursor')) {
+        pagesWithCursor++;
+        return pagesWithCursor === 1 ? { kind: 'slow_headers', ms: 1_500 } : undefined;
+      }
+      // The first stats call after page 2 was bought again is for one of its items.
+      if (call.endpoint === 'tiktok/stats' && pagesWithCursor >= 2 && !statsHeld) {
+        statsHeld = true;
+        return { kind: 'slow_headers', ms: 1_500 };
+      }
+      return undefined;
+    });
+    const handle = rig.catalog.tiktok.handles[4]!;
+    const harvest = { ...channelWithStats(handle, 100), call_deadline_seconds: 1 };
+    const summary = await execute(rig.temporal, rig.worker, { harvest });
+    expect(rig.proxy.spoiled.slow_headers).toBe(2);
+    expect(summary.status).toBe('completed');
+    expect(summary.targets[0]).toMatchObject({ status: 'done', items: 100 });
+    expect(summary.creditsSpent).toBe(await ledgerCredits(rig));
+    expect(summary.callsLost).toBe(2);
+    expect(await itemCounts(rig.worker, handle)).toEqual({ items: 100, distinct: 100, withStats: 100 });
+  }, 120_000);
+});
+
 describe('answers that do not fit what was asked', () => {
   it('a page with more items than its limit is never landed: the target fails with the request id, and a retry completes it', async () => {
     let spoil = true;
