@@ -1,5 +1,6 @@
 import type { SocialApiClient } from '../src/api/client.js';
 import type { Logger } from '../src/logger.js';
+import { guardApi } from './api-guard.js';
 import { jobActivities } from './jobs.js';
 import { landedEnrichmentActivities } from './landed-enrichment.js';
 import { runActivities } from './runs.js';
@@ -13,14 +14,20 @@ export interface ActivityDeps {
   pauseSchedule?: (harvest: string, note: string) => Promise<void>;
 }
 
-/** Every activity the harvest workflow calls, bound to one client and one data directory. */
+/**
+ * Every activity the harvest workflow calls, bound to one client and one data directory; each
+ * refuses the tasks of a run started for another API than its client's (activities/api-guard.ts).
+ */
 export function createActivities(deps: ActivityDeps) {
-  return {
-    ...targetWorkActivities(deps),
-    ...landedEnrichmentActivities(deps),
-    ...jobActivities(deps),
-    ...runActivities(deps),
-  };
+  return guardApi(
+    {
+      ...targetWorkActivities(deps),
+      ...landedEnrichmentActivities(deps),
+      ...jobActivities(deps),
+      ...runActivities(deps),
+    },
+    deps.client.identity,
+  );
 }
 
 export type HarvestActivities = ReturnType<typeof createActivities>;

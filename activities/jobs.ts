@@ -11,6 +11,7 @@ import { endpointKey, type EndpointName, type Platform } from '../src/spec/endpo
 import { CallJournal } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../src/warehouse/landing.js';
 import { findJob, findJobOfTarget, registerJob } from '../src/webhooks/job-registry.js';
+import type { RunApi } from './api-guard.js';
 import { asActivity } from './failures.js';
 
 export interface TargetRef {
@@ -20,7 +21,7 @@ export interface TargetRef {
   params: Record<string, string>;
 }
 
-export interface StartJobInput {
+export interface StartJobInput extends RunApi {
   runId: string;
   target: TargetRef;
   limit: number;
@@ -36,7 +37,7 @@ export interface JobState {
   error?: string;
 }
 
-export interface LandJobResultsInput {
+export interface LandJobResultsInput extends RunApi {
   runId: string;
   harvest: string;
   target: TargetRef;
@@ -115,7 +116,8 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
       });
     },
 
-    async checkJob(jobId: string): Promise<JobState> {
+    /** `run` carries the API the run was started for (activities/api-guard.ts checks it). */
+    async checkJob(jobId: string, _run?: RunApi): Promise<JobState> {
       return asActivity(async () => {
         const job = await client.getJob(jobId);
         return {

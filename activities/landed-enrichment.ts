@@ -12,6 +12,7 @@ import type { Platform } from '../src/spec/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import { CallJournal, runFailures } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey } from '../src/warehouse/landing.js';
+import type { RunApi } from './api-guard.js';
 import { asActivityFailure } from './failures.js';
 import type { EnrichmentTally } from '../workflows/enrichment-tally.js';
 import { ItemEnricher, type WorkStop } from './item-enricher.js';
@@ -19,7 +20,7 @@ import { claimJournal } from './metered-call.js';
 import { withRunCallLimit } from './run-call-limits.js';
 import { WorkBudget } from './work-budget.js';
 
-export interface EnrichLandedInput {
+export interface EnrichLandedInput extends RunApi {
   runId: string;
   harvest: string;
   workId: string;

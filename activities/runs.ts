@@ -11,6 +11,7 @@ import { runFailures } from '../src/warehouse/call-journal.js';
 import { pathSegment, writeLanding } from '../src/warehouse/landing.js';
 import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
+import type { RunApi } from './api-guard.js';
 import { asActivity } from './failures.js';
 import type { FailedCall } from '../workflows/definitions.js';
 import type { TargetPlan } from '../workflows/targets.js';
@@ -22,7 +23,7 @@ export interface TargetKnowledge {
   firstPageLimit?: number;
 }
 
-export interface PrepareRunInput {
+export interface PrepareRunInput extends RunApi {
   runId: string;
   harvest: string;
   startedAt: string;
@@ -37,7 +38,7 @@ export interface PreparedRun {
   blocked?: string;
 }
 
-export interface FinishRunInput {
+export interface FinishRunInput extends RunApi {
   runId: string;
   harvest: string;
   startedAt: string;

@@ -19,6 +19,7 @@ import { writeCoverage } from '../src/warehouse/listing-coverage.js';
 import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../workflows/rules.js';
 import { addTally, type EnrichmentTally } from '../workflows/enrichment-tally.js';
 import type { TargetPlan } from '../workflows/targets.js';
+import type { RunApi } from './api-guard.js';
 import { asActivityFailure } from './failures.js';
 import { describe, ItemEnricher, workStopOf, type WorkStop } from './item-enricher.js';
 import { claimJournal, meteredCall } from './metered-call.js';
@@ -41,7 +42,7 @@ export interface ListingPosition {
   relists: number;
 }
 
-export interface TargetWorkInput {
+export interface TargetWorkInput extends RunApi {
   runId: string;
   harvest: string;
   target: TargetPlan;

@@ -20,6 +20,7 @@ import {
 } from '@temporalio/workflow';
 import type { HarvestActivities } from '../activities/index.js';
 import type { ListingPosition, TargetWorkResult } from '../activities/target-work.js';
+import type { ApiIdentity } from '../src/api/identity.js';
 import type { Harvest } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import { availableCredits, newBudget, reserve, settle, type BudgetState, type Reservation } from './budget.js';
@@ -40,6 +41,12 @@ export interface HarvestInput {
   concurrency?: { targets?: number; calls?: number };
   /** Continue-as-new once the history holds this many events, besides when Temporal suggests it (tests). */
   historyLimit?: number;
+  /**
+   * The API the run was started for (base URL and key fingerprint, never the key): every activity
+   * is given it, and a worker set up for another API refuses the task (WrongApi), which stops the
+   * run. Absent on runs started before runs carried it: then no worker checks.
+   */
+  api?: ApiIdentity;
 }
 
 export type TargetStatus = 'pending' | 'done' | 'failed' | 'budget_exhausted' | 'paused';
@@ -138,6 +145,7 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
     calls: input.concurrency?.calls ?? input.harvest.concurrency.calls,
     completedJobs,
     jobsLanding: 0,
+    api: apiOf(input),
   };
 
   // Big pulls go through async jobs: all of them are started first, so the API prepares them while
@@ -160,6 +168,7 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
     creditsSpent: state.budget.spent,
     itemsLanded: progressOf(state).itemsLanded,
     ...(state.stopped ? { error: state.stopped.reason } : {}),
+    ...apiOf(input),
   };
   let loaded: Awaited<ReturnType<typeof finishRun>>;
   try {
@@ -168,7 +177,9 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
     // What the run bought is landed, but not loaded (a data directory that cannot be written, say):
     // the run ends failed, with its checkpoint, so `harvester retry` or `harvester load` can finish it.
     status = 'failed';
-    state.stopped = { status, reason: `the final load failed: ${messageOf(error)}${state.stopped ? `; before it: ${state.stopped.reason}` : ''}` };
+    // A worker set up for another API that already stopped the run and refused its load too: said once.
+    const repeated = failureType(error) === 'WrongApi' && state.stopped?.reason.startsWith(RUN_STOPPING_ERRORS.WrongApi!);
+    if (!repeated) state.stopped = { status, reason: `the final load failed: ${messageOf(error)}${state.stopped ? `; before it: ${state.stopped.reason}` : ''}` };
     loaded = { landingsLoaded: 0, rowsLoaded: 0, quarantined: [] };
   }
   const progress = progressOf(state, status);
@@ -193,6 +204,12 @@ interface RunContext {
   calls: number;
   completedJobs: Set<string>;
   jobsLanding: number;
+  /** `{ api }` when the run carries the API it was started for, given to every activity. */
+  api: { api?: ApiIdentity };
+}
+
+function apiOf(input: HarvestInput): { api?: ApiIdentity } {
+  return input.api ? { api: input.api } : {};
 }
 
 /**
@@ -268,9 +285,10 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
       from: target.position,
       stopAtIds: target.knownIds,
       callDeadlineMs: callDeadlineMs(run.harvest),
+      ...run.api,
     });
   } catch (error) {
-    chargeWork(state, target, reservation, await spentByFailedWork(state, workId, reservation));
+    chargeWork(state, target, reservation, await spentByFailedWork(run, workId, reservation));
     await recordFailure(state, target, error);
     return;
   }
@@ -292,9 +310,11 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
  * journal cannot be read (a data directory gone bad), all of its grant, which it cannot have
  * exceeded.
  */
-async function spentByFailedWork(state: HarvestState, workId: string, reservation: Reservation): Promise<{ credits: number; lostCalls: number }> {
+async function spentByFailedWork(run: RunContext, workId: string, reservation: Reservation): Promise<{ credits: number; lostCalls: number }> {
   try {
-    return await workSpent({ runId: state.runId, workId });
+    // Not given the run's API: it buys nothing, and a work refused by another API's worker
+    // (WrongApi) spent nothing, which its journal says, rather than its whole grant.
+    return await workSpent({ runId: run.state.runId, workId });
   } catch (error) {
     log.warn('the journal of a failed work cannot be read; its whole grant counts as spent', { workId, message: messageOf(error) });
     return { credits: reservation.credits, lostCalls: 0 };
@@ -336,7 +356,7 @@ async function startTargetJob(run: RunContext, target: TargetState): Promise<voi
   }
   const reservation = reserve(state.budget, limit * price);
   try {
-    const { jobId } = await startJob({ runId: state.runId, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId });
+    const { jobId } = await startJob({ runId: state.runId, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...run.api });
     target.jobId = jobId;
     target.jobReserved = reservation.credits;
   } catch (error) {
@@ -362,7 +382,7 @@ async function finishTargetJob(run: RunContext, target: TargetState): Promise<vo
     let pollMs = 2_000;
     for (;;) {
       await condition(() => run.completedJobs.has(jobId), pollMs);
-      const job = await checkJob(jobId);
+      const job = await checkJob(jobId, run.api);
       if (job.status === 'failed') {
         release(0);
         const paused = /insufficient_credits/.test(job.error ?? '');
@@ -375,7 +395,7 @@ async function finishTargetJob(run: RunContext, target: TargetState): Promise<vo
     // Waiting is free, but landing holds results pages in the worker: `targets` jobs land at once.
     await condition(() => run.jobsLanding < run.targets);
     run.jobsLanding++;
-    const results = await landJobResults({ runId: state.runId, harvest: state.harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items }).finally(() => run.jobsLanding--);
+    const results = await landJobResults({ runId: state.runId, harvest: state.harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items, ...run.api }).finally(() => run.jobsLanding--);
     release(results.credits);
     if (target.plan.enrich && results.pages > 0) target.unenrichedPages = { from: target.pages + 1, to: target.pages + results.pages };
     target.credits += results.credits;
@@ -413,6 +433,7 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
       fromPage: pages.from,
       toPage: pages.to,
       callDeadlineMs: callDeadlineMs(run.harvest),
+      ...run.api,
     });
     chargeWork(state, target, reservation, result);
     addTally(state.enrichment, result.enrichment);
@@ -429,7 +450,7 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
     finishListing(target);
     if (result.unenriched > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unenriched} items ${target.plan.key} listed were not enriched: the budget ran out` };
   } catch (error) {
-    chargeWork(state, target, reservation, await spentByFailedWork(state, workId, reservation));
+    chargeWork(state, target, reservation, await spentByFailedWork(run, workId, reservation));
     target.unenrichedPages = undefined;
     state.enrichment.failed++;
     await recordFailure(state, target, error);
@@ -447,7 +468,7 @@ async function redoFailed(run: RunContext): Promise<void> {
   const reservation = reserve(state.budget, credits);
   const workId = nextWorkId(state, 'redo-failed-calls');
   try {
-    const result = await redoFailedCalls({ runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest) });
+    const result = await redoFailedCalls({ runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest), ...run.api });
     settle(state.budget, reservation, result.credits);
     state.callsLost += result.lostCalls;
     // The journals are the record of failed calls; a count kept before they were is never below zero.
@@ -460,8 +481,11 @@ async function redoFailed(run: RunContext): Promise<void> {
     }
     if (result.stop?.status === 'paused') await stopForCredits(state, result.stop.error.message);
   } catch (error) {
-    settle(state.budget, reservation, (await spentByFailedWork(state, workId, reservation)).credits);
+    settle(state.budget, reservation, (await spentByFailedWork(run, workId, reservation)).credits);
     log.warn('failed enrichment calls could not be made again', { message: messageOf(error) });
+    // An error no work can get past (another API's worker, a refused key) stops the run here too.
+    const why = RUN_STOPPING_ERRORS[failureType(error)];
+    if (why) state.stopped ??= { status: 'failed', reason: messageOf(error).startsWith(why) ? messageOf(error) : `${why}: ${messageOf(error)}` };
     // Their targets stay failed, as the run before left them.
     for (const target of state.targets) if (target.listed) finishListing(target);
   }
@@ -489,7 +513,7 @@ async function startRun(input: HarvestInput, workflowId: string): Promise<Harves
   const budgetCredits = input.budgetCredits ?? input.harvest.budget.credits;
   let prepared: Awaited<ReturnType<typeof prepareRun>>;
   try {
-    prepared = await prepareRun({ runId: workflowId, harvest: input.harvest.name, startedAt, budgetCredits, targets: plans });
+    prepared = await prepareRun({ runId: workflowId, harvest: input.harvest.name, startedAt, budgetCredits, targets: plans, ...apiOf(input) });
   } catch (error) {
     // Nothing was bought: the run fails with one line that says why it could not start.
     throw ApplicationFailure.nonRetryable(`the run could not start: ${messageOf(error)}`, failureType(error));
@@ -534,6 +558,8 @@ const RUN_STOPPING_ERRORS: Record<string, string> = {
   AuthenticationError: 'the API refused the key',
   DataDirNotWritable: 'the data directory cannot be written',
   NetworkError: 'the API cannot be reached',
+  // activities/api-guard.ts: its messages begin with this, and name both APIs.
+  WrongApi: "a worker set up for another API took the run's task",
 };
 
 async function recordStop(state: HarvestState, target: TargetState, status: 'paused' | 'failed', error: NonNullable<TargetState['error']>): Promise<void> {

@@ -37,6 +37,7 @@ import {
   type Transcript,
   type WebhookEndpoint,
 } from '../spec/resources.js';
+import { apiIdentity, type ApiIdentity } from './identity.js';
 import { CallDeadlineError, InvalidRequestError, NetworkError, ResponseValidationError, SocialApiError, errorFromResponse } from './errors.js';
 import type { JobCompletions } from './job-completions.js';
 import { RateGate } from './rate-gate.js';
@@ -213,6 +214,11 @@ export class SocialApiClient {
 
   get prices(): PriceTable {
     return this.options.prices;
+  }
+
+  /** The API this client calls: its base URL and its key's fingerprint (never the key). */
+  get identity(): ApiIdentity {
+    return apiIdentity(this.options);
   }
 
   async close(): Promise<void> {

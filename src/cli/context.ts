@@ -1,4 +1,5 @@
 import { SocialApiClient } from '../api/client.js';
+import { apiIdentity, type ApiIdentity } from '../api/identity.js';
 import type { RetryPolicy } from '../api/retry.js';
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 import { apiSettingsFromEnv } from '../config/environment.js';
@@ -19,4 +20,14 @@ export function clientFromEnv(logger: Logger, retry?: Partial<RetryPolicy>): Soc
 /** The task queue workers poll and runs start on: HARVESTER_TASK_QUEUE, or `harvester`. */
 export function taskQueueFromEnv(): string {
   return process.env.HARVESTER_TASK_QUEUE || HARVEST_TASK_QUEUE;
+}
+
+/**
+ * The API a run started from this environment is for, as the run carries it (base URL and key
+ * fingerprint): workers set up for another API refuse its tasks. Without SOCIAL_API_BASE_URL and
+ * SOCIAL_API_KEY (a run left to workers elsewhere), the run carries none and no worker checks.
+ */
+export function runApiFromEnv(env: NodeJS.ProcessEnv = process.env): { api?: ApiIdentity } {
+  if (!env.SOCIAL_API_BASE_URL && !env.SOCIAL_API_KEY) return {};
+  return { api: apiIdentity(apiSettingsFromEnv(env)) };
 }

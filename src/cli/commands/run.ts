@@ -7,7 +7,7 @@ import { createLogger } from '../../logger.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import type { HarvestStatus } from '../../../workflows/definitions.js';
 import type { HarvestSummary } from '../../../workflows/harvest.js';
-import { taskQueueFromEnv } from '../context.js';
+import { runApiFromEnv, taskQueueFromEnv } from '../context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { wholeNumber } from '../options.js';
 
@@ -96,6 +96,8 @@ Examples:
     )
     .action(async (name: string, options: { config: string; budget?: number; targets?: number; calls?: number; localWorker: boolean; json?: boolean }) => {
       const harvest = findHarvest(loadHarvestConfig(options.config), name);
+      // The run carries the API it is for: a worker set up for another one refuses its tasks.
+      const api = runApiFromEnv();
       const logger = createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' });
       // The client connects while the local worker starts: the worker module (Temporal's worker,
       // the activities, DuckDB) is only loaded when one runs here.
@@ -114,7 +116,7 @@ Examples:
         const handle = await client.workflow.start('harvestWorkflow', {
           taskQueue: taskQueueFromEnv(),
           workflowId,
-          args: [{ harvest, ...(options.budget ? { budgetCredits: options.budget } : {}), concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) } }],
+          args: [{ harvest, ...api, ...(options.budget ? { budgetCredits: options.budget } : {}), concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) } }],
         });
         runStarted = workflowId;
         process.stderr.write(`started ${workflowId}\n`);
