@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { EXPORTED_TABLES } from '../../src/warehouse/export.js';
 import { listLandings, readLanding, writeLanding, type PageLanding } from '../../src/warehouse/landing.js';
 import { clientFor } from '../support/client.js';
 import { runCli } from '../support/cli.js';
@@ -88,6 +89,9 @@ describe('harvester load, query and export', () => {
     expect(result.code).toBe(0);
     expect(result.stdout).toContain(`items\t${expected.itemIds.size}`);
     expect(existsSync(join(out, 'items', 'platform=tiktok'))).toBe(true);
+    // Every table has its directory, an empty one too.
+    for (const table of EXPORTED_TABLES) expect(existsSync(join(out, table)), table).toBe(true);
+    expect(result.stderr).toMatch(new RegExp(`^exported ${EXPORTED_TABLES.length} tables in \\d+ files to ${out}\n$`));
   });
 
   it('with no warehouse yet, query says so', async () => {

@@ -188,11 +188,18 @@ export function exportCommand(): Command {
   return new Command('export')
     .description('Write every table as Parquet, hive-partitioned by platform and date')
     .requiredOption('--out <dir>', 'output folder; each table goes to <dir>/<table>/ and replaces an earlier export')
+    .addHelpText(
+      'after',
+      `
+One file per partition, or files of about 64 MB for a larger one; an empty table gets a file with its
+columns and no rows; JSON columns (api_calls.params) are written as text.`,
+    )
     .addHelpText('after', '\nExample:\n  $ harvester export --out exports/2026-11-21\n  $ duckdb -c "SELECT count(*) FROM read_parquet(\'exports/2026-11-21/items/**/*.parquet\', hive_partitioning=true)"')
     .action(async (options: { out: string }) => {
       const result = await exportParquet(dataDirFromEnv(), options.out);
       for (const [table, rows] of Object.entries(result.tables)) process.stdout.write(`${table}\t${rows}\n`);
-      process.stderr.write(`exported to ${result.directory}\n`);
+      const files = Object.values(result.files).reduce((sum, count) => sum + count, 0);
+      process.stderr.write(`exported ${Object.keys(result.tables).length} tables in ${files} files to ${result.directory}\n`);
     });
 }
 
