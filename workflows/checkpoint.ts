@@ -9,7 +9,7 @@ import type { HarvestState, TargetState } from './harvest.js';
 export const RETRYABLE_STATUSES = ['failed', 'completed_with_errors', 'budget_exhausted', 'paused'] as const;
 
 function resumedTarget(target: TargetState): TargetState {
-  if (target.status === 'done') return target;
+  if (target.status === 'done' || target.status === 'empty') return target;
   // Listed, with enrichment calls that failed: the retry makes those again (the run's first work).
   if (target.listed) return { ...target, status: 'done', error: undefined };
   // A job still in flight (the run stopped while it ran) is awaited again, its reservation kept; a

@@ -17,6 +17,8 @@ export interface TargetProgress {
   /** The checkpoint a resumed listing continues from. */
   cursor?: string;
   error?: { type: string; message: string; requestId?: string };
+  /** Something to look at that is no failure: a target whose listing found no item (status `empty`). */
+  warning?: string;
 }
 
 export interface HarvestProgress {

@@ -49,7 +49,8 @@ export interface HarvestInput {
   api?: ApiIdentity;
 }
 
-export type TargetStatus = 'pending' | 'done' | 'failed' | 'budget_exhausted' | 'paused';
+/** `empty`: the listing ended having found no item at all (a warning, not a failure). */
+export type TargetStatus = 'pending' | 'done' | 'empty' | 'failed' | 'budget_exhausted' | 'paused';
 
 export interface TargetState {
   plan: TargetPlan;
@@ -298,8 +299,12 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
   target.items = result.position.items;
   addTally(state.enrichment, result.enrichment);
   target.failedCalls = (target.failedCalls ?? 0) + result.enrichment.failed;
-  if (result.status === 'done') finishListing(target);
-  else if (result.status === 'failed' || result.status === 'paused') await recordStop(state, target, result.status, result.error!);
+  if (result.status === 'done') {
+    // The list ended without a single item: said as a warning, the run goes on as usual.
+    const empty = result.ended === 'list_end' && target.items === 0;
+    if (empty) warnEmpty(state, target);
+    finishListing(target, empty);
+  } else if (result.status === 'failed' || result.status === 'paused') await recordStop(state, target, result.status, result.error!);
   // A work that could buy nothing at all with its grant: granting the same again would loop.
   else if (result.credits === 0 && result.pagesLanded === 0) target.status = 'budget_exhausted';
   // Otherwise (grant_spent) the target stays pending, and goes on when the budget has room for another item.
@@ -322,14 +327,15 @@ async function spentByFailedWork(run: RunContext, workId: string, reservation: R
 }
 
 /**
- * A target whose listing is complete: done, unless enrichment calls of its items failed for good
- * (an answer refused, a 404): then it is failed, saying how many, and `harvester retry` makes them again.
+ * A target whose listing is complete: done (or empty, when it found no item), unless enrichment
+ * calls of its items failed for good (an answer refused, a 404): then it is failed, saying how
+ * many, and `harvester retry` makes them again.
  */
-function finishListing(target: TargetState): void {
+function finishListing(target: TargetState, empty = target.status === 'empty'): void {
   target.listed = true;
   const failed = target.failedCalls ?? 0;
   if (failed === 0) {
-    target.status = 'done';
+    target.status = empty ? 'empty' : 'done';
     return;
   }
   target.status = 'failed';
@@ -401,7 +407,8 @@ async function finishTargetJob(run: RunContext, target: TargetState): Promise<vo
     target.credits += results.credits;
     target.pages += results.pages;
     target.items += results.count;
-    target.status = 'done';
+    target.status = target.items === 0 ? 'empty' : 'done';
+    if (target.status === 'empty') warnEmpty(state, target);
   } catch (error) {
     release(0);
     await recordFailure(state, target, error);
@@ -575,6 +582,16 @@ async function recordStop(state: HarvestState, target: TargetState, status: 'pau
   if (why) state.stopped ??= { status: 'failed', reason: error.message.startsWith(why) ? error.message : `${why}: ${error.message}` };
 }
 
+/** What an empty target's warning says: the listing found nothing, and what to check. */
+function emptyWarning(plan: TargetPlan): string {
+  const check = plan.kind === 'channel' ? `the handle (${plan.params.handle}) and the content kind` : plan.kind === 'search' ? `the query (${plan.params.query})` : `the URL (${plan.params.url})`;
+  return `the API listed no items for it: check ${check}`;
+}
+
+function warnEmpty(state: HarvestState, target: TargetState): void {
+  log.warn('target returned no items', { run: state.runId, target: target.plan.key, warning: emptyWarning(target.plan) });
+}
+
 /** A 402: stop buying, and pause the harvest's schedule, instead of retrying into the wall. */
 async function stopForCredits(state: HarvestState, reason: string): Promise<void> {
   if (state.stopped) return;
@@ -618,6 +635,7 @@ function progressOf(state: HarvestState, status?: HarvestStatus): HarvestProgres
     wanted: target.plan.maxItems,
     ...(target.position.cursor ? { cursor: target.position.cursor } : {}),
     ...(target.error ? { error: target.error } : {}),
+    ...(target.status === 'empty' ? { warning: emptyWarning(target.plan) } : {}),
   }));
   return {
     runId: state.runId,

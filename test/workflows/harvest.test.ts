@@ -4,7 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import type { SocialApiClient } from '../../src/api/client.js';
+import { summaryText } from '../../src/cli/commands/run.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
+import { resumableState } from '../../workflows/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
 import { q, type TestEmulator } from '../support/emulator.js';
@@ -199,6 +201,34 @@ harvests:
       expect(summary.targets[0]).toMatchObject({ status: 'done', items: 30 });
       expect(summary.targets[1]).toMatchObject({ status: 'failed', error: { type: 'NotFoundError' } });
       expect(summary.targets[1]!.error!.requestId).toMatch(/^req_/);
+    } finally {
+      await worker.stop();
+    }
+  });
+
+  it('a target whose listing finds nothing ends empty, with a warning in the summary, and the run still completes', async () => {
+    const worker = await startTestWorker(api);
+    try {
+      const harvest = harvestFrom(`
+harvests:
+  - name: with-an-empty-search
+    budget: { credits: 10000 }
+    channels:
+      - { platform: instagram, handle: ${catalog.instagram.handles[3]}, content: reels, max_items: 10 }
+    searches:
+      - { platform: tiktok, query: no such topic anywhere, max_results: 50 }
+`);
+      const summary = await runHarvest(worker, { harvest });
+      expect(summary.status).toBe('completed');
+      expect(summary.targets[0]).toMatchObject({ status: 'done', items: 10 });
+      expect(summary.targets[0]!.warning).toBeUndefined();
+      expect(summary.targets[1]).toMatchObject({ key: 'search:tiktok:keyword:no such topic anywhere', status: 'empty', items: 0, pages: 1, warning: 'the API listed no items for it: check the query (no such topic anywhere)' });
+      expect(summary.targets[1]!.error).toBeUndefined();
+      const text = summaryText(summary, 1000);
+      expect(text).toMatch(/^search:tiktok:keyword:no such topic anywhere +empty +0 +1 +0$/m);
+      expect(text).toMatch(/^ +warning: the API listed no items for it: check the query \(no such topic anywhere\)$/m);
+      // A retry leaves it empty: there is nothing to list again.
+      expect(resumableState(summary.checkpoint, 100).targets[1]!.status).toBe('empty');
     } finally {
       await worker.stop();
     }

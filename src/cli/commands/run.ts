@@ -29,6 +29,7 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
     lines.push(`${target.key.padEnd(width)}  ${target.status.padEnd(16)}  ${String(target.items).padStart(5)}  ${String(target.pages).padStart(5)}  ${String(target.credits).padStart(7)}`);
     // An API error's message already ends with its request id.
     if (target.error) lines.push(`${''.padEnd(width)}  ${target.error.type}: ${target.error.message}`);
+    if (target.warning) lines.push(`${''.padEnd(width)}  warning: ${target.warning}`);
   }
   const enrichment = summary.enrichment;
   lines.push(`enrichment: ${enrichment.calls} calls, ${enrichment.skipped} skipped, ${enrichment.failed} failed`);
