@@ -248,6 +248,7 @@ export interface HarvestScheduleView {
   workflowIdPrefix?: string;
   overlap: string;
   catchupWindowMs: number;
+  /** When it starts its next runs; none while it is paused (Temporal lists them all the same). */
   nextRuns: string[];
   /** Newest last. */
   recentRuns: ScheduledRun[];
@@ -276,7 +277,8 @@ export function scheduleView(description: ScheduleDescription): HarvestScheduleV
     // Unspecified means the server's default, which is SKIP.
     overlap: description.policies.overlap ?? ScheduleOverlapPolicy.SKIP,
     catchupWindowMs: description.policies.catchupWindow,
-    nextRuns: description.info.nextActionTimes.map(iso),
+    // A paused schedule starts nothing: the times Temporal lists are when it would, once resumed.
+    nextRuns: description.state.paused ? [] : description.info.nextActionTimes.map(iso),
     recentRuns: description.info.recentActions.map((run) => ({ scheduledAt: iso(run.scheduledAt), takenAt: iso(run.takenAt), workflowId: run.action.workflow.workflowId })),
     runningWorkflows: description.info.runningActions.map((run) => run.workflow.workflowId),
     actionsTaken: description.info.numActionsTaken,

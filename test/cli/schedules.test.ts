@@ -223,14 +223,16 @@ describe('harvester schedules', () => {
     await waitListed([A, B]);
     const views = await listed();
     expect(views.get(A)).toMatchObject({ id: scheduleIdOf(A), cron: '0 6 * * *', timezone: 'UTC', paused: true, note: 'quota review', taskQueue: TASK_QUEUE, overlap: 'SKIP' });
-    expect(views.get(A)!.nextRuns[0]).toMatch(/T06:00:00Z$/);
+    // Paused, it starts no run: none is shown as next.
+    expect(views.get(A)!.nextRuns).toEqual([]);
+    expect(views.get(B)!.nextRuns[0]).toMatch(/T03:30:00Z$|T04:30:00Z$/);
     expect(views.get(B)).toMatchObject({ cron: '30 5 * * 1', timezone: 'Europe/Berlin', paused: false, recentRuns: [] });
 
     const text = await cli(['list']);
     expect(text.code).toBe(0);
     expect(text.stdout).toMatch(/^schedule +cron +timezone +paused +note +next run +recent runs +task queue$/m);
     const row = text.stdout.split('\n').find((line) => line.startsWith(`${scheduleIdOf(A)} `));
-    expect(row).toMatch(/ 0 6 \* \* \* +UTC +yes +quota review +\S+T06:00:00Z +none /);
+    expect(row).toMatch(/ 0 6 \* \* \* +UTC +yes +quota review +none \(paused\) +none /);
   });
 
   it('a changed cron or harvest updates the schedule, and a paused one stays paused', async () => {
@@ -254,6 +256,8 @@ describe('harvester schedules', () => {
     expect(resumed.stdout).toBe(`resumed ${scheduleIdOf(A)}\n`);
     expect((await temporal.schedule.getHandle(scheduleIdOf(A)).describe()).state.paused).toBe(false);
     await waitFor(async () => ((await listed()).get(A)?.paused === false ? true : undefined), 10_000, 'list to show it resumed');
+    // Resumed, its next run is shown again (the cron was changed to 15 7 * * * above).
+    expect((await listed()).get(A)!.nextRuns[0]).toMatch(/T07:15:00Z$/);
 
     const again = await cli(['resume', A]);
     expect(again.stdout).toBe(`${scheduleIdOf(A)} was not paused\n`);

@@ -96,7 +96,7 @@ function listText(views: HarvestScheduleView[]): string {
       view.timezone,
       view.paused ? 'yes' : 'no',
       view.note ?? '',
-      view.nextRuns[0] ?? '-',
+      view.nextRuns[0] ?? (view.paused ? 'none (paused)' : '-'),
       last ? `${view.recentRuns.length}, last ${last.workflowId}${view.runningWorkflows.includes(last.workflowId) ? ' (running)' : ''}` : 'none',
       view.taskQueue,
     ];
