@@ -13,6 +13,7 @@ import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.j
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import type { RunApi } from './api-guard.js';
 import { asActivity } from './failures.js';
+import type { Logger } from '../src/logger.js';
 import type { FailedCall } from '../workflows/definitions.js';
 import type { TargetPlan } from '../workflows/targets.js';
 
@@ -64,6 +65,7 @@ const FAILED_CALLS_SHOWN = 20;
 export interface RunActivityDeps {
   client: SocialApiClient;
   dataDir: string;
+  logger?: Logger;
   pricesFile?: string;
   /** Pauses a harvest's Temporal Schedule, if it has one. */
   pauseSchedule?: (harvest: string, note: string) => Promise<void>;
@@ -139,10 +141,15 @@ export function runActivities(deps: RunActivityDeps) {
     const heartbeat = setInterval(() => context.heartbeat(), 5_000);
     try {
       const result = await loader.load(deps.dataDir, context.cancellationSignal);
+      const landingsLoaded = result.landingsLoadedByRun[pathSegment(input.runId)] ?? 0;
+      deps.logger?.info(
+        { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: result.rowsLoaded, quarantined: result.quarantined.length, ms: result.durationMs },
+        'run loaded into the warehouse',
+      );
       const failed = [...runFailures(deps.dataDir, input.runId)];
       return {
         // This run's landings only: a load on a shared data directory also loads other runs'.
-        landingsLoaded: result.landingsLoadedByRun[pathSegment(input.runId)] ?? 0,
+        landingsLoaded,
         rowsLoaded: result.rowsLoaded,
         quarantined: result.quarantined.map((landing) => `${landing.file}: ${landing.reason}`),
         failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) },

@@ -135,6 +135,9 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
   const state = input.resume ?? (await startRun(input, info.workflowId));
   // The run's start, not this execution's: `harvester runs` shows it for a run that continued as new.
   upsertMemo({ startedAt: state.startedAt } satisfies Partial<RunMemo>);
+  // The worker's log says what each run does, one line per event, each with the run id.
+  if (!input.resume) log.info('run started', { run: state.runId, harvest: state.harvestName, budget: state.budget.limit, targets: state.targets.length, ...(state.stopped ? { reason: state.stopped.reason } : {}) });
+  else if (!info.continuedFromExecutionRunId) log.info('run resumed from its checkpoint', { run: state.runId, harvest: state.harvestName, budget: state.budget.limit, spent: state.budget.spent });
   const completedJobs = new Set<string>();
   setHandler(jobCompletedSignal, ({ jobId }) => void completedJobs.add(jobId));
   setHandler(progressQuery, () => progressOf(state));
@@ -184,6 +187,17 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
     loaded = { landingsLoaded: 0, rowsLoaded: 0, quarantined: [] };
   }
   const progress = progressOf(state, status);
+  log.info('run ended', {
+    run: state.runId,
+    harvest: state.harvestName,
+    status,
+    credits: progress.creditsSpent,
+    budget: progress.budget,
+    items: progress.itemsLanded,
+    pages: progress.pagesLanded,
+    landingsLoaded: loaded.landingsLoaded,
+    ...(state.stopped ? { reason: state.stopped.reason } : {}),
+  });
   upsertSearchAttributes([{ key: HARVEST_STATUS, value: status }]);
   const memo: RunMemo = { items: progress.itemsLanded, credits: progress.creditsSpent, budget: progress.budget, pages: progress.pagesLanded };
   upsertMemo(memo as unknown as Record<string, unknown>);
@@ -222,7 +236,10 @@ async function runWork(run: RunContext, drain: () => boolean): Promise<'done' | 
   const { state } = run;
   const inFlight = new Map<TargetState, Promise<void>>();
   const launch = (target: TargetState, work: () => Promise<void>) => {
-    const running = work().finally(() => inFlight.delete(target));
+    const running = work().finally(() => {
+      inFlight.delete(target);
+      if (target.status !== 'pending' && !target.unenrichedPages) logTargetFinished(state, target);
+    });
     inFlight.set(target, running);
   };
   for (;;) {
@@ -249,10 +266,25 @@ async function runWork(run: RunContext, drain: () => boolean): Promise<'done' | 
   }
   // Nothing in flight and nothing could start: what is still pending found no budget left.
   for (const target of state.targets) {
-    if (target.status === 'pending') target.status = state.stopped ? target.status : 'budget_exhausted';
+    if (target.status === 'pending' && !state.stopped) {
+      target.status = 'budget_exhausted';
+      logTargetFinished(state, target);
+    }
     if (target.unenrichedPages && !state.stopped) state.stopped = { status: 'budget_exhausted', reason: `no budget left to enrich the items ${target.plan.key} listed` };
   }
   return 'done';
+}
+
+function logTargetFinished(state: HarvestState, target: TargetState): void {
+  log.info('target finished', {
+    run: state.runId,
+    target: target.plan.key,
+    status: target.status,
+    items: target.items,
+    pages: target.pages,
+    credits: target.credits,
+    ...(target.error ? { error: `${target.error.type}: ${target.error.message}` } : {}),
+  });
 }
 
 /** What one more item of a target costs at worst: its listing, and its enrichment when it has one. */

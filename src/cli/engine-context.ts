@@ -1,6 +1,7 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
+import type { Logger as TemporalLogger, LogMetadata } from '@temporalio/common';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { AuthenticationError } from '../api/errors.js';
 import { apiSettingsFromEnv, dataDirFromEnv, EnvironmentError } from '../config/environment.js';
@@ -13,13 +14,35 @@ import { clientFromEnv, taskQueueFromEnv } from './context.js';
 
 let runtimeInstalled = false;
 
-/** Temporal's own worker logs go to stderr at WARN and above (LOG_LEVEL=debug shows more). */
-export function installQuietRuntime(): void {
+/**
+ * Temporal's logger as one of ours: what the SDK, the workflows (`log` of @temporalio/workflow) and
+ * activity contexts log goes through `logger`, as its lines, at its level.
+ */
+export function temporalLoggerOf(logger: Logger): TemporalLogger {
+  const write = (level: LogLevel, message: string, meta?: LogMetadata) => {
+    const fields = meta ? Object.fromEntries(Object.entries(meta).filter(([key]) => typeof key === 'string')) : {};
+    logger[level.toLowerCase() as 'info'](fields, message);
+  };
+  return {
+    log: write,
+    trace: (message, meta) => write('TRACE', message, meta),
+    debug: (message, meta) => write('DEBUG', message, meta),
+    info: (message, meta) => write('INFO', message, meta),
+    warn: (message, meta) => write('WARN', message, meta),
+    error: (message, meta) => write('ERROR', message, meta),
+  };
+}
+
+/**
+ * Temporal's own worker logs go to stderr at WARN and above (LOG_LEVEL=debug shows more); given a
+ * logger (a `harvester worker`'s), they go through it instead, with the workflows' per-run lines.
+ */
+export function installQuietRuntime(logger?: Logger): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.LOG_LEVEL ?? 'warn').toUpperCase() as LogLevel;
   Runtime.install({
-    logger: new DefaultLogger(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'].includes(level) ? level : 'WARN'),
+    logger: logger ? temporalLoggerOf(logger) : new DefaultLogger(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'].includes(level) ? level : 'WARN'),
     // Each command decides what SIGINT and SIGTERM do. Temporal's default handlers shut the worker
     // down under a `harvester run` that kept waiting for its result, and Ctrl-C hung it.
     shutdownSignals: [],

@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { createLogger } from '../../logger.js';
 import { taskQueueFromEnv } from '../context.js';
-import { startWorkerFromEnv } from '../engine-context.js';
+import { installQuietRuntime, startWorkerFromEnv } from '../engine-context.js';
 
 export function workerCommand(): Command {
   return new Command('worker')
@@ -18,6 +18,9 @@ Example:
     )
     .action(async () => {
       const logger = createLogger({ name: 'worker' });
+      // Workflows and the SDK log through the worker's logger: one line per run event (run
+      // started, target finished, loaded, run ended), each with its run id, at LOG_LEVEL (info).
+      installQuietRuntime(logger);
       const worker = await startWorkerFromEnv(logger);
       process.stderr.write(`worker: polling task queue "${taskQueueFromEnv()}"; Ctrl-C stops it\n`);
       const stop = () => void worker.shutdown().then(() => process.exit(0));
