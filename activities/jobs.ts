@@ -13,6 +13,7 @@ import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../
 import { findJob, findJobOfTarget, registerJob } from '../src/webhooks/job-registry.js';
 import type { RunApi } from './api-guard.js';
 import { asActivity } from './failures.js';
+import type { LiveWork } from '../workflows/definitions.js';
 
 export interface TargetRef {
   key: string;
@@ -166,7 +167,8 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
           progress.pages++;
           progress.count += results.items.length;
           progress.cursor = results.nextCursor;
-          Context.current().heartbeat(progress);
+          // The job's charge counts once its results are landed; shown live meanwhile.
+          Context.current().heartbeat({ ...progress, live: { credits: job.credits_charged, items: progress.count, pages: progress.pages, enriched: 0 } satisfies LiveWork });
         }
         return { count: progress.count, pages: progress.pages, credits: job.credits_charged };
       });

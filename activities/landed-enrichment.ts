@@ -14,6 +14,7 @@ import { CallJournal, runFailures } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey } from '../src/warehouse/landing.js';
 import type { RunApi } from './api-guard.js';
 import { asActivityFailure } from './failures.js';
+import type { LiveWork } from '../workflows/definitions.js';
 import type { EnrichmentTally } from '../workflows/enrichment-tally.js';
 import { ItemEnricher, type WorkStop } from './item-enricher.js';
 import { claimJournal } from './metered-call.js';
@@ -77,7 +78,8 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
       const budget = new WorkBudget(input.grant, journal);
       const progress: Progress = (context.info.heartbeatDetails as Progress | undefined) ?? { page: input.fromPage, items: 0, unenriched: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } };
       let durable = structuredClone(progress);
-      const heartbeat = setInterval(() => context.heartbeat(durable), 2_000);
+      const beat = () => context.heartbeat({ ...durable, live: { credits: journal.charged(), items: 0, pages: 0, enriched: durable.items } satisfies LiveWork });
+      const heartbeat = setInterval(beat, 2_000);
       try {
         return await withRunCallLimit(input.runId, input.calls, async (limit) => {
           const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, target: input.target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
@@ -101,7 +103,7 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
             // The journal's records of the page's calls reach the disk before its position is checkpointed.
             journal.sync();
             durable = { ...structuredClone(progress), page: progress.page + 1 };
-            context.heartbeat(durable);
+            beat();
           }
           // Read back from disk, not from memory: an earlier attempt that Temporal gave up but that
           // had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
@@ -131,7 +133,7 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
     async redoFailedCalls(input: RedoFailedInput): Promise<RedoFailedResult> {
       const context = Context.current();
       const journal = claimJournal(dataDir, input.runId, input.workId, context.info.attempt);
-      const heartbeat = setInterval(() => context.heartbeat(), 2_000);
+      const heartbeat = setInterval(() => context.heartbeat({ live: { credits: journal.charged(), items: 0, pages: 0, enriched: 0 } satisfies LiveWork }), 2_000);
       try {
         const failures = [...runFailures(dataDir, input.runId)].map(([key, failure]) => ({ key, ...failure }));
         return await withRunCallLimit(input.runId, input.calls, async (limit) => {

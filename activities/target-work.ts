@@ -18,6 +18,7 @@ import { findLanding, pageLandingKey, writeLanding } from '../src/warehouse/land
 import { writeCoverage } from '../src/warehouse/listing-coverage.js';
 import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../workflows/rules.js';
 import { addTally, type EnrichmentTally } from '../workflows/enrichment-tally.js';
+import type { LiveWork } from '../workflows/definitions.js';
 import type { TargetPlan } from '../workflows/targets.js';
 import type { RunApi } from './api-guard.js';
 import { asActivityFailure } from './failures.js';
@@ -124,7 +125,9 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
       const position = progress.position;
       // What a retry resumes from: a page counts only once it is landed and its items enriched.
       let durable: Progress = structuredClone(progress);
-      const heartbeat = setInterval(() => context.heartbeat(durable), HEARTBEAT_EVERY_MS);
+      // The checkpoint, and what the work has done so far for live progress (LiveWork).
+      const beat = () => context.heartbeat({ ...durable, live: { credits: journal.charged(), items: durable.itemsLanded, pages: durable.pagesLanded, enriched: 0 } satisfies LiveWork });
+      const heartbeat = setInterval(beat, HEARTBEAT_EVERY_MS);
       let inFlight: Promise<unknown> = Promise.resolve();
       try {
         return await withRunCallLimit(runId, input.calls, async (callLimit) => {
@@ -264,7 +267,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
             inFlight = Promise.allSettled([inFlight, done]);
             enriching.push({ done, after: structuredClone({ position, pagesLanded: progress.pagesLanded, itemsLanded: progress.itemsLanded }), tally: pageTally });
             while (enriching.length > PAGES_ENRICHED_AT_ONCE) await settleOldest();
-            context.heartbeat(durable);
+            beat();
             if (starved) break;
 
             if (reachedKnown) ended = 'known';

@@ -19,6 +19,23 @@ export interface TargetProgress {
   error?: { type: string; message: string; requestId?: string };
   /** Something to look at that is no failure: a target whose listing found no item (status `empty`). */
   warning?: string;
+  /** A job listed its items, and their enrichment is still to do (or under way). */
+  enrichmentPending?: boolean;
+}
+
+/**
+ * What a piece of work in flight has done that the workflow counts only once it settles: sent in
+ * its heartbeats (as `live`), and read by `harvester run` from the pending activities, so the
+ * progress shows credits as they are charged and items as they land.
+ */
+export interface LiveWork {
+  /** Credits the API charged the work's calls so far. */
+  credits: number;
+  /** Items it listed (with their enrichment done), beyond the workflow's count. */
+  items: number;
+  pages: number;
+  /** Items of a job's landed pages it enriched. */
+  enriched: number;
 }
 
 export interface HarvestProgress {

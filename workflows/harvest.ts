@@ -668,6 +668,7 @@ function progressOf(state: HarvestState, status?: HarvestStatus): HarvestProgres
     ...(target.position.cursor ? { cursor: target.position.cursor } : {}),
     ...(target.error ? { error: target.error } : {}),
     ...(target.status === 'empty' ? { warning: emptyWarning(target.plan) } : {}),
+    ...(target.unenrichedPages ? { enrichmentPending: true } : {}),
   }));
   return {
     runId: state.runId,

@@ -1,19 +1,139 @@
 import cliProgress from 'cli-progress';
 import type { WorkflowHandle } from '@temporalio/client';
-import { progressQuery, type HarvestProgress } from '../../workflows/definitions.js';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { progressQuery, type HarvestProgress, type LiveWork } from '../../workflows/definitions.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 
 /**
- * Live progress of a run, read from its `progress` query once a second: a progress bar (items
- * landed of items wanted, with targets, pages, credits against the budget, and an ETA) on a
- * terminal, plain lines when stderr is not one (logs, CI).
+ * A run's progress as it stands: the workflow's `progress` query, which counts a piece of work's
+ * credits and items only once the work settles, plus what the work in flight reported in its
+ * heartbeats (LiveWork), read from the run's pending activities. Work is measured in units:
+ * items to list (each counted once listed and enriched) and the items of jobs to enrich.
  */
-export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WriteStream = process.stderr): { stop(): Promise<void> } {
+export interface LiveProgress {
+  progress: HarvestProgress;
+  /** Credits charged so far: settled work's, and what the API charged the work in flight. */
+  credits: number;
+  items: number;
+  pages: number;
+  /** Units of work left to do. */
+  remaining: number;
+  /** Units of work in all (as far as known: a listing that ends short takes its rest away). */
+  total: number;
+}
+
+/** The `live` part of each pending activity's last heartbeat. */
+function liveWorkOf(pending: readonly { heartbeatDetails?: { payloads?: Payload[] | null } | null }[]): LiveWork[] {
+  const live: LiveWork[] = [];
+  for (const activity of pending) {
+    const payload = activity.heartbeatDetails?.payloads?.[0];
+    if (!payload) continue;
+    try {
+      const details = defaultPayloadConverter.fromPayload<{ live?: LiveWork }>(payload);
+      if (details?.live) live.push(details.live);
+    } catch {
+      // Details of another shape (an older worker's): nothing live to add.
+    }
+  }
+  return live;
+}
+
+export function liveProgressOf(progress: HarvestProgress, live: readonly LiveWork[]): LiveProgress {
+  const sum = (pick: (work: LiveWork) => number) => live.reduce((total, work) => total + pick(work), 0);
+  let total = 0;
+  let done = 0;
+  for (const target of progress.targets) {
+    // A target still listing wants its max items; one that finished wants what it found.
+    total += target.status === 'pending' ? Math.max(target.wanted, target.items) : target.items;
+    done += target.items;
+    // A job's items to enrich are work too, done as the enrichment reports them.
+    if (target.enrichmentPending) total += target.items;
+  }
+  done += sum((work) => work.items) + sum((work) => work.enriched);
+  return {
+    progress,
+    credits: progress.creditsSpent + sum((work) => work.credits),
+    items: progress.itemsLanded + sum((work) => work.items),
+    pages: progress.pagesLanded + sum((work) => work.pages),
+    remaining: Math.max(0, total - done),
+    total,
+  };
+}
+
+/** Reads a run's live progress: its query and its pending activities' heartbeats. */
+export async function readLiveProgress(handle: WorkflowHandle): Promise<LiveProgress> {
+  const [progress, description] = await Promise.all([handle.query(progressQuery), handle.describe()]);
+  return liveProgressOf(progress, liveWorkOf(description.raw.pendingActivities ?? []));
+}
+
+/**
+ * An ETA that does not jump: the rate at which the work left shrinks, measured over a window (so
+ * bursts of progress, such as heartbeats a few seconds apart, average out), shown only once the
+ * window holds a few seconds of progress, and then moved toward each new estimate by a fraction,
+ * at most a tenth (or two seconds) at a time, while it counts down between estimates.
+ */
+export class EtaEstimator {
+  private samples: { at: number; remaining: number }[] = [];
+  private shown: { at: number; seconds: number } | undefined;
+
+  constructor(
+    private readonly windowMs = 30_000,
+    /** No ETA before the samples span this long with progress in them. */
+    private readonly basisMs = 5_000,
+    /** How far each update moves the ETA toward the new estimate. */
+    private readonly weight = 0.2,
+  ) {}
+
+  /** The ETA in seconds at time `at` (ms), with `remaining` units left; undefined while there is no basis. */
+  update(at: number, remaining: number): number | undefined {
+    if (remaining <= 0) {
+      this.shown = undefined;
+      return 0;
+    }
+    this.samples.push({ at, remaining });
+    while (this.samples.length > 2 && this.samples[1]!.at <= at - this.windowMs) this.samples.shift();
+    const first = this.samples[0]!;
+    const span = at - first.at;
+    const progress = first.remaining - remaining;
+    const countedDown = this.shown ? Math.max(0, this.shown.seconds - (at - this.shown.at) / 1000) : undefined;
+    if (span < this.basisMs || progress <= 0) {
+      // No new basis (no progress in the window): the last ETA counts down, until it runs out.
+      if (countedDown === undefined || countedDown <= 0) return undefined;
+      this.shown = { at, seconds: countedDown };
+      return countedDown;
+    }
+    const estimate = remaining / (progress / span) / 1000;
+    if (countedDown === undefined) {
+      this.shown = { at, seconds: estimate };
+      return estimate;
+    }
+    const step = this.weight * (estimate - countedDown);
+    const bound = Math.max(2, countedDown * 0.1);
+    const seconds = Math.max(0, countedDown + Math.max(-bound, Math.min(bound, step)));
+    this.shown = { at, seconds };
+    return seconds;
+  }
+}
+
+function formatEta(seconds: number): string {
+  const whole = Math.max(1, Math.round(seconds));
+  if (whole < 60) return `${whole}s`;
+  const minutes = Math.floor(whole / 60);
+  return minutes < 60 ? `${minutes}m${String(whole % 60).padStart(2, '0')}s` : `${Math.floor(minutes / 60)}h${String(minutes % 60).padStart(2, '0')}m`;
+}
+
+/**
+ * Live progress of a run, read once a second: a progress bar (work done of work wanted, with
+ * targets, items, pages, credits charged against the budget, and an ETA) on a terminal, plain
+ * lines when stderr is not one (logs, CI). Credits include what the work in flight was charged;
+ * items count once listed and enriched.
+ */
+export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr): { stop(): Promise<void> } {
   const bar = stream.isTTY
     ? new cliProgress.SingleBar(
         {
-          stream,
-          format: ' {bar} {percentage}% | targets {targets} | items {value}/{total} | pages {pages} | credits {credits}/{budget} | {phase}',
+          stream: stream as NodeJS.WriteStream,
+          format: ' {bar} {percentage}% | targets {targets} | items {items} | pages {pages} | credits {credits}/{budget} | {phase}',
           hideCursor: true,
         },
         cliProgress.Presets.shades_classic,
@@ -21,32 +141,34 @@ export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WriteStream
     : undefined;
   let started = false;
   let lastLine = '';
-  const startedAt = Date.now();
-  /** Listing: an ETA from the item rate so far. Enrichment (the bar is full by then): what is left. */
-  const phase = (progress: HarvestProgress, wanted: number): string => {
-    if (progress.itemsLanded < wanted) {
-      const perMs = progress.itemsLanded / Math.max(1, Date.now() - startedAt);
-      return perMs > 0 ? `ETA ${Math.ceil((wanted - progress.itemsLanded) / perMs / 1000)}s` : 'ETA …';
-    }
-    return progress.enrichment.pending > 0 ? `enriching, ${progress.enrichment.pending} items left` : 'finishing';
+  const eta = new EtaEstimator();
+  const phase = (live: LiveProgress): string => {
+    if (live.remaining === 0) return 'finishing';
+    const seconds = eta.update(Date.now(), live.remaining);
+    const pending = live.progress.enrichment.pending;
+    const what = pending > 0 && live.progress.targets.every((target) => target.status !== 'pending') ? `enriching the items of ${pending} job${pending === 1 ? '' : 's'}, ` : '';
+    return `${what}${seconds === undefined || seconds <= 0 ? 'ETA …' : `ETA ${formatEta(seconds)}`}`;
   };
   let inFlight: Promise<void> = Promise.resolve();
-  const show = (progress: HarvestProgress) => {
-    const wanted = progress.targets.reduce((sum, target) => sum + target.wanted, 0);
-    const payload = { targets: `${progress.targetsDone}/${progress.targets.length}`, pages: progress.pagesLanded, credits: progress.creditsSpent, budget: progress.budget, phase: phase(progress, wanted) };
+  const show = (live: LiveProgress) => {
+    const { progress } = live;
+    const wanted = progress.targets.reduce((sum, target) => sum + (target.status === 'pending' ? target.wanted : target.items), 0);
+    const payload = { targets: `${progress.targetsDone}/${progress.targets.length}`, items: `${live.items}/${wanted}`, pages: live.pages, credits: live.credits, budget: progress.budget, phase: phase(live) };
     if (bar) {
-      if (!started) bar.start(wanted, progress.itemsLanded, payload);
-      else bar.update(progress.itemsLanded, payload);
+      if (!started) bar.start(Math.max(1, live.total), live.total - live.remaining, payload);
+      else {
+        bar.setTotal(Math.max(1, live.total));
+        bar.update(live.total - live.remaining, payload);
+      }
       started = true;
       return;
     }
-    const line = `${progress.status}: targets ${payload.targets}, items ${progress.itemsLanded}/${wanted}, pages ${payload.pages}, credits ${payload.credits}/${payload.budget}, ${payload.phase}`;
+    const line = `${progress.status}: targets ${payload.targets}, items ${payload.items}, pages ${payload.pages}, credits ${payload.credits}/${payload.budget}, ${payload.phase}`;
     if (line !== lastLine) stream.write(`${line}\n`);
     lastLine = line;
   };
   const timer = setInterval(() => {
-    inFlight = handle
-      .query(progressQuery)
+    inFlight = readLiveProgress(handle)
       .then(show)
       .catch(() => undefined); // between executions (continue-as-new) or at the end: try again next tick
   }, 1_000);
@@ -61,8 +183,8 @@ export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WriteStream
 }
 
 /** Waits for a run's result, showing its progress meanwhile. */
-export async function resultWithProgress(handle: WorkflowHandle): Promise<HarvestSummary> {
-  const progress = watchProgress(handle);
+export async function resultWithProgress(handle: WorkflowHandle, stream?: NodeJS.WritableStream & { isTTY?: boolean }): Promise<HarvestSummary> {
+  const progress = watchProgress(handle, stream);
   try {
     return (await handle.result()) as HarvestSummary;
   } finally {

@@ -196,6 +196,11 @@ export class CallJournal {
     return this.settledCredits + this.openCredits;
   }
 
+  /** What the API charged the work's calls so far: settled charges only (what its heartbeats show live). */
+  charged(): number {
+    return this.settledCredits;
+  }
+
   /**
    * The journal's account; called between calls, when the open intents are the lost ones. Lost
    * calls are those open intents plus the attempts settled as lost.
