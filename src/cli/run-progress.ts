@@ -60,9 +60,14 @@ export function liveProgressOf(progress: HarvestProgress, live: readonly LiveWor
   };
 }
 
-/** Reads a run's live progress: its query and its pending activities' heartbeats. */
+/**
+ * Reads a run's live progress: its query, then its pending activities' heartbeats. In that order:
+ * a work that completes between the two is missed for a moment (the display keeps its highest
+ * figures), never counted twice.
+ */
 export async function readLiveProgress(handle: WorkflowHandle): Promise<LiveProgress> {
-  const [progress, description] = await Promise.all([handle.query(progressQuery), handle.describe()]);
+  const progress = await handle.query(progressQuery);
+  const description = await handle.describe();
   return liveProgressOf(progress, liveWorkOf(description.raw.pendingActivities ?? []));
 }
 
@@ -150,7 +155,12 @@ export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WritableStr
     return `${what}${seconds === undefined || seconds <= 0 ? 'ETA …' : `ETA ${formatEta(seconds)}`}`;
   };
   let inFlight: Promise<void> = Promise.resolve();
-  const show = (live: LiveProgress) => {
+  // Credits charged and items landed only grow: a reading that missed a work settling meanwhile
+  // does not take them back.
+  let most = { credits: 0, items: 0, pages: 0 };
+  const show = (reading: LiveProgress) => {
+    most = { credits: Math.max(most.credits, reading.credits), items: Math.max(most.items, reading.items), pages: Math.max(most.pages, reading.pages) };
+    const live = { ...reading, ...most };
     const { progress } = live;
     const wanted = progress.targets.reduce((sum, target) => sum + (target.status === 'pending' ? target.wanted : target.items), 0);
     const payload = { targets: `${progress.targetsDone}/${progress.targets.length}`, items: `${live.items}/${wanted}`, pages: live.pages, credits: live.credits, budget: progress.budget, phase: phase(live) };
