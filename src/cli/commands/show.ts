@@ -22,6 +22,7 @@ function describeProgress(progress: HarvestProgress & Pick<HarvestSummary, 'fail
     lines.push(`    ${target.status}: ${target.items}/${target.wanted} items, ${target.pages} pages, ${target.credits} credits; checkpoint: ${target.cursor ? `cursor after page ${target.pages}` : target.pages > 0 ? `page ${target.pages}, listing finished` : 'not started'}`);
     // An API error's message already ends with its request id.
     if (target.error) lines.push(`    error: ${target.error.type}: ${target.error.message}`);
+    if (target.warning) lines.push(`    warning: ${target.warning}`);
   }
   lines.push(...failedCallLines(progress.failedCalls));
   return lines.join('\n');
