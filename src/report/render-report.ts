@@ -138,8 +138,10 @@ function itemsLanded(data: ReportData): string {
     categories,
     series,
     integer: true,
+    // Each bar says which run it is and how the run ended (its latest attempt, as `harvester runs` says).
+    categoryNotes: runs.map((run) => `run ${run.runId}: ${run.status}`),
   })}</div>${note}`;
-  return section('items-landed', 'Items landed per run', 'Items each run landed (<code>harvest_runs.items_landed</code>), oldest run on the left.', body);
+  return section('items-landed', 'Items landed per run', 'Items each run landed (<code>harvest_runs.items_landed</code>), oldest run on the left; a bar\'s tooltip names the run and its status (<code>harvest_runs.status</code>).', body);
 }
 
 function topGrowth(data: ReportData): string {

@@ -50,6 +50,8 @@ export interface CategoryChartOptions extends ChartOptions {
 export interface BarChartOptions extends CategoryChartOptions {
   /** Total above each stack, when there is room. */
   showTotals?: boolean;
+  /** A note per category, added to its bars' tooltips and kept as their data-note (what the bar is: a run and its status). */
+  categoryNotes?: string[];
 }
 
 export interface HorizontalBar {
@@ -252,9 +254,10 @@ export function barChart(options: BarChartOptions): string {
       const y0 = plot.y(base);
       const y1 = plot.y(base + value);
       base += value;
-      const tooltip = series.length > 1 ? `${category} · ${entry.name}: ${formatFull(value)}` : `${category}: ${formatFull(value)}`;
+      const note = options.categoryNotes?.[index];
+      const tooltip = `${series.length > 1 ? `${category} · ${entry.name}: ${formatFull(value)}` : `${category}: ${formatFull(value)}`}${note ? ` · ${note}` : ''}`;
       bars.push(
-        `<rect class="bar" x="${n(center(index) - barWidth / 2)}" y="${n(y1)}" width="${n(barWidth)}" height="${n(Math.max(y0 - y1, 0.5))}" fill="${escapeXml(legend[seriesIndex]!.color)}" data-series="${escapeXml(entry.name)}" data-category="${escapeXml(category)}" data-value="${value}"><title>${escapeXml(tooltip)}</title></rect>`,
+        `<rect class="bar" x="${n(center(index) - barWidth / 2)}" y="${n(y1)}" width="${n(barWidth)}" height="${n(Math.max(y0 - y1, 0.5))}" fill="${escapeXml(legend[seriesIndex]!.color)}" data-series="${escapeXml(entry.name)}" data-category="${escapeXml(category)}" data-value="${value}"${note ? ` data-note="${escapeXml(note)}"` : ''}><title>${escapeXml(tooltip)}</title></rect>`,
       );
     });
     const total = totals[index]!;

@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -12,11 +12,12 @@ import { harvestFrom, prices, startTestWorker, temporalClient } from '../support
 let emulator: TestEmulator;
 let env: Record<string, string>;
 let configFile: string;
+let dir: string;
 const name = `retry-me-${Date.now().toString(36)}`;
 
 beforeAll(async () => {
   emulator = await startTestEmulator({ apiKeys: ['sk_live_cli_runs'] });
-  const dir = mkdtempSync(join(tmpdir(), 'cli-runs-'));
+  dir = mkdtempSync(join(tmpdir(), 'cli-runs-'));
   env = {
     TEMPORAL_ADDRESS: inject('temporalAddress'),
     HARVESTER_TASK_QUEUE: `cli-runs-${Date.now()}`,
@@ -57,7 +58,10 @@ describe('running and recovering harvests from the command line', () => {
   it('retry: resumes from the checkpoint to completion, paying for no page twice', async () => {
     const result = await runCli(['retry', runId, '--budget', '1000'], env);
     expect(result.code).toBe(0);
-    expect(result.stdout).toMatch(/: completed/);
+    // The same run, its second attempt: no other id in sight.
+    expect(result.stderr).toContain(`retrying ${runId} (attempt 2) with 1000 more credits`);
+    expect(result.stdout).toMatch(new RegExp(`^run ${runId} of ${name}: completed$`, 'm'));
+    expect(`${result.stdout}${result.stderr}`).not.toContain(`${runId}-retry`);
     const ledger = await emulator.ledger('sk_live_cli_runs');
     // Every video bought once: 150 units in all, across the run and its retry.
     expect(ledger.reduce((sum, row) => sum + row.units, 0)).toBe(150);
@@ -65,6 +69,44 @@ describe('running and recovering harvests from the command line', () => {
     const items = await runCli(['query', 'SELECT count(*) AS n, count(DISTINCT item_id) AS d FROM items', '--format', 'json'], env);
     expect(JSON.parse(items.stdout)).toEqual([{ n: '150', d: '150' }]);
   }, 60_000);
+
+  it('after the retry, runs, show, the warehouse and the report give the run one status: its latest attempt\'s', async () => {
+    const runs = await runCli(['runs', '--name', name, '--json'], env);
+    expect(runs.code).toBe(0);
+    expect(JSON.parse(runs.stdout)).toEqual([expect.objectContaining({ workflowId: runId, harvest: name, status: 'completed', items: 150, credits: 450, budget: 1198, attempts: 2 })]);
+    expect(JSON.parse((await runCli(['runs', '--name', name, '--status', 'budget_exhausted', '--json'], env)).stdout)).toEqual([]);
+    expect(JSON.parse((await runCli(['runs', '--name', name, '--status', 'completed', '--json'], env)).stdout)).toEqual([expect.objectContaining({ workflowId: runId, status: 'completed' })]);
+    const table = await runCli(['runs', '--name', name], env);
+    expect(table.stdout.split('\n')[0]).toMatch(/^run +harvest +status +items +credits +started +ended +attempts$/);
+    expect(table.stdout).toMatch(new RegExp(`^${runId} +${name} +completed +150 +450/1198 .* 2$`, 'm'));
+
+    const show = await runCli(['show', runId, '--json'], env);
+    expect(show.code).toBe(0);
+    const shown = JSON.parse(show.stdout) as { runId: string; status: string; attempts: { attempt: number; status: string; credits: number; budget: number; temporalRunIds: string[] }[] };
+    expect(shown).toMatchObject({
+      runId,
+      status: 'completed',
+      attempts: [
+        { attempt: 1, status: 'budget_exhausted', credits: 198, budget: 200 },
+        { attempt: 2, status: 'completed', credits: 450, budget: 1198 },
+      ],
+    });
+    expect(new Set(shown.attempts.flatMap((attempt) => attempt.temporalRunIds)).size).toBe(2);
+    const text = await runCli(['show', runId], env);
+    expect(text.stdout).toMatch(/^status: +completed$/m);
+    expect(text.stdout).toMatch(/^attempts:\n {2}1\. budget_exhausted: started \S+, ended \S+, 198 of 200 credits \(Temporal run \S+\)\n {2}2\. completed: started \S+, ended \S+, 450 of 1198 credits \(Temporal run \S+\)$/m);
+
+    const warehouse = await runCli(['query', 'SELECT run_id, status, credits_spent FROM harvest_runs', '--format', 'json'], env);
+    expect(JSON.parse(warehouse.stdout)).toEqual([{ run_id: runId, status: 'completed', credits_spent: '450' }]);
+
+    const out = join(dir, 'report.html');
+    const report = await runCli(['report', '--out', out], env);
+    expect(report.code, report.stderr).toBe(0);
+    const html = readFileSync(out, 'utf8');
+    // The run's bar names it with its status; it is no failure.
+    expect(html).toContain(`data-note="run ${runId}: completed"`);
+    expect(html).not.toContain(`<td class="id">${runId}</td>`);
+  }, 90_000);
 
   it('replay: the run and a recorded history replay against the current code', async () => {
     const live = await runCli(['replay', runId], env);
@@ -103,8 +145,12 @@ describe('running and recovering harvests from the command line', () => {
       expect(later.length).toBeGreaterThanOrEqual(1);
       const runs = await runCli(['runs', '--name', longName, '--json'], env);
       expect(runs.code).toBe(0);
-      const [listed] = JSON.parse(runs.stdout) as { workflowId: string; startedAt: string }[];
+      const [listed] = JSON.parse(runs.stdout) as { workflowId: string; startedAt: string; attempts: number }[];
       expect(listed!.workflowId).toBe(workflowId);
+      // Continuing as new is Temporal's business: still one attempt, whose executions `show` lists.
+      expect(listed!.attempts).toBe(1);
+      const show = JSON.parse((await runCli(['show', workflowId, '--json'], env)).stdout) as { attempts: { status: string; temporalRunIds: string[] }[] };
+      expect(show.attempts).toEqual([expect.objectContaining({ status: 'completed', temporalRunIds: [first!.runId, ...later.map((execution) => execution.runId)] })]);
       const startedAt = Date.parse(listed!.startedAt);
       expect(startedAt).toBeGreaterThanOrEqual(first!.startTime.getTime());
       expect(startedAt).toBeLessThan(later[0]!.startTime.getTime());

@@ -1,4 +1,5 @@
 import { Command } from 'commander';
+import { WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { RETRYABLE_STATUSES, resumableState } from '../../../workflows/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../../workflows/harvest.js';
@@ -6,6 +7,7 @@ import { createLogger } from '../../logger.js';
 import { taskQueueFromEnv } from '../context.js';
 import { startWorkerFromEnv } from '../engine-context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
+import { runAttempts } from '../run-queries.js';
 import { wholeNumber } from '../options.js';
 import { RUN_EXIT_CODES, summaryText } from './run.js';
 
@@ -16,14 +18,18 @@ export function retryCommand(): Command {
     .option('--budget <credits>', "credits this attempt may spend (default: the harvest's budget)", wholeNumber(1))
     .option('--no-local-worker', 'rely on running `harvester worker` processes')
     .option('--json', 'print the final summary as JSON')
-    .addHelpText('after', '\nThe retry keeps the run id: pages it landed before are read back from disk, not bought again.\n\nExample:\n  $ harvester retry run-creators-daily-20261121T060000-ab12 --budget 2000')
+    .addHelpText(
+      'after',
+      '\nThe retry is the same run, another attempt at it: `runs`, `show`, the warehouse and the report give its\noutcome under the run id, and `show` lists the attempts. Pages landed before are read back from disk,\nnot bought again.\n\nExample:\n  $ harvester retry run-creators-daily-20261121T060000-ab12 --budget 2000',
+    )
     .action(async (runId: string, options: { budget?: number; localWorker: boolean; json?: boolean }) => {
       const client = await connectClient(temporalSettingsFromEnv());
       const worker = options.localWorker ? await startWorkerFromEnv(createLogger({ name: 'retry', level: process.env.LOG_LEVEL ?? 'warn' })) : undefined;
       try {
         const original = client.workflow.getHandle(runId);
         const description = await original.describe();
-        if (description.status.name !== 'COMPLETED') throw new Error(`run ${runId} is ${description.status.name.toLowerCase()}; only a finished run can be retried from its checkpoint`);
+        if (description.status.name === 'RUNNING') throw new Error(`run ${runId} is running; only a finished run can be retried from its checkpoint`);
+        if (description.status.name !== 'COMPLETED') throw new Error(`run ${runId} ${description.status.name.toLowerCase()} with no checkpoint to resume from; start the harvest again with \`harvester run\``);
         const previous = (await original.result()) as HarvestSummary;
         if (!(RETRYABLE_STATUSES as readonly string[]).includes(previous.status)) throw new Error(`run ${runId} ${previous.status}: there is nothing to retry`);
         // The harvest as the run saw it: the input of its (latest) execution, JSON-encoded by Temporal.
@@ -32,15 +38,27 @@ export function retryCommand(): Command {
         if (!payload) throw new Error(`run ${runId}: its start input cannot be read`);
         const startInput = JSON.parse(Buffer.from(payload).toString('utf8')) as HarvestInput;
         const budget = options.budget ?? startInput.harvest.budget.credits;
-        const retryId = `${runId}-retry-${Date.now().toString(36)}`;
-        const handle = await client.workflow.start('harvestWorkflow', {
-          taskQueue: taskQueueFromEnv(),
-          workflowId: retryId,
-          args: [{ ...startInput, resume: resumableState(previous.checkpoint, budget) }],
-        });
-        process.stderr.write(`retrying ${runId} as ${retryId} with ${budget} more credits\n`);
+        const attempt = (await runAttempts(client, runId)).length + 1;
+        // The same run: a new execution of its workflow id (Temporal allows one once the last has
+        // closed), resumed from its checkpoint, so the run id stays the run's everywhere.
+        const started = Date.now();
+        let handle: WorkflowHandle;
+        try {
+          handle = await client.workflow.start('harvestWorkflow', {
+            taskQueue: taskQueueFromEnv(),
+            workflowId: runId,
+            workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+            workflowIdConflictPolicy: 'FAIL',
+            staticSummary: `${startInput.harvest.name}: attempt ${attempt} (a retry), ${budget} more credits`,
+            args: [{ ...startInput, resume: resumableState(previous.checkpoint, budget) }],
+          });
+        } catch (error) {
+          if (error instanceof WorkflowExecutionAlreadyStartedError) throw new Error(`run ${runId} is being retried already (\`harvester show ${runId}\` follows it)`);
+          throw error;
+        }
+        process.stderr.write(`retrying ${runId} (attempt ${attempt}) with ${budget} more credits\n`);
         const summary = await resultWithProgress(handle);
-        process.stdout.write(options.json ? `${JSON.stringify(printableSummary(summary), null, 2)}\n` : `${summaryText(summary, Date.now() - Date.parse(summary.startedAt))}\n`);
+        process.stdout.write(options.json ? `${JSON.stringify(printableSummary(summary), null, 2)}\n` : `${summaryText(summary, Date.now() - started)}\n`);
         process.exitCode = RUN_EXIT_CODES[summary.status];
       } finally {
         await worker?.shutdown();

@@ -1,13 +1,16 @@
-import { Command } from 'commander';
+import { Command, InvalidArgumentError } from 'commander';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
-import { listRuns } from '../run-queries.js';
+import { LISTED_STATUSES, listRuns } from '../run-queries.js';
 import { wholeNumber } from '../options.js';
 import { textTable } from '../text-table.js';
 
 export function runsCommand(): Command {
   return new Command('runs')
-    .description('List recent runs with their status, items, credits, start and end')
-    .option('--status <status>', 'only runs that ended so: completed, completed_with_errors, budget_exhausted, paused, failed, running')
+    .description('List recent runs with their status, items, credits, start, end and attempts; a retried run once, as its latest attempt')
+    .option('--status <status>', `only runs whose latest attempt is so: ${LISTED_STATUSES.join(', ')}`, (value: string) => {
+      if (!(LISTED_STATUSES as readonly string[]).includes(value)) throw new InvalidArgumentError(`expected one of ${LISTED_STATUSES.join(', ')}`);
+      return value;
+    })
     .option('--name <harvest>', 'only runs of this harvest')
     .option('--limit <n>', 'how many', wholeNumber(1, 1000), 20)
     .option('--json', 'print JSON')
@@ -20,8 +23,8 @@ export function runsCommand(): Command {
           process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
           return;
         }
-        const rows = runs.map((run) => [run.workflowId, run.harvest, run.status, String(run.items ?? ''), run.credits === undefined ? '' : `${run.credits}/${run.budget}`, run.startedAt.slice(0, 19), run.closedAt?.slice(0, 19) ?? '']);
-        process.stdout.write(`${textTable(['run', 'harvest', 'status', 'items', 'credits', 'started', 'ended'], rows, { rule: false })}\n`);
+        const rows = runs.map((run) => [run.workflowId, run.harvest, run.status, String(run.items ?? ''), run.credits === undefined ? '' : `${run.credits}/${run.budget}`, run.startedAt.slice(0, 19), run.closedAt?.slice(0, 19) ?? '', String(run.attempts)]);
+        process.stdout.write(`${textTable(['run', 'harvest', 'status', 'items', 'credits', 'started', 'ended', 'attempts'], rows, { rule: false })}\n`);
       } finally {
         await client.connection.close();
       }

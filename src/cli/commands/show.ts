@@ -4,9 +4,22 @@ import { connectClient, temporalSettingsFromEnv } from '../../temporal/connectio
 import { progressQuery, type HarvestProgress } from '../../../workflows/definitions.js';
 import type { HarvestSummary } from '../../../workflows/harvest.js';
 import { printableSummary } from '../run-progress.js';
+import { runAttempts, type RunAttempt } from '../run-queries.js';
 import { failedCallLines } from './run.js';
 
-function describeProgress(progress: HarvestProgress & Pick<HarvestSummary, 'failedCalls'>): string {
+/** The run's attempts, oldest first: when each started and ended, how it ended, and its Temporal run ids. */
+function attemptLines(attempts: RunAttempt[]): string[] {
+  const lines = ['attempts:'];
+  for (const attempt of attempts) {
+    const credits = attempt.credits === undefined ? '' : `, ${attempt.credits} of ${attempt.budget} credits`;
+    const ended = attempt.closedAt ? `, ended ${attempt.closedAt}` : '';
+    const ids = attempt.temporalRunIds.length > 1 ? `Temporal run ${attempt.temporalRunIds[0]} and ${attempt.temporalRunIds.length - 1} continued as new` : `Temporal run ${attempt.temporalRunIds[0]}`;
+    lines.push(`  ${attempt.attempt}. ${attempt.status}: started ${attempt.startedAt}${ended}${credits} (${ids})`);
+  }
+  return lines;
+}
+
+function describeProgress(progress: HarvestProgress & Pick<HarvestSummary, 'failedCalls'>, attempts: RunAttempt[]): string {
   const lines = [
     `run:      ${progress.runId}`,
     `harvest:  ${progress.harvest}`,
@@ -25,20 +38,22 @@ function describeProgress(progress: HarvestProgress & Pick<HarvestSummary, 'fail
     if (target.warning) lines.push(`    warning: ${target.warning}`);
   }
   lines.push(...failedCallLines(progress.failedCalls));
+  lines.push(...attemptLines(attempts));
   return lines.join('\n');
 }
 
 export function showCommand(): Command {
   return new Command('show')
-    .description('Show one run in detail: targets, checkpoints, and errors with their request ids')
+    .description('Show one run in detail: targets, checkpoints, errors with their request ids, and its attempts (the first, and each retry)')
     .argument('<run>', 'the run id (its workflow id), as `harvester runs` lists it')
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  $ harvester show run-creators-daily-20261121T060000-ab12')
     .action(async (runId: string, options: { json?: boolean }) => {
       const client = await connectClient(temporalSettingsFromEnv());
       try {
+        // The run's latest attempt: a retried run shows its retry's outcome.
         const handle = client.workflow.getHandle(runId);
-        const description = await handle.describe();
+        const [description, attempts] = await Promise.all([handle.describe(), runAttempts(client, runId)]);
         let progress: HarvestProgress & Pick<HarvestSummary, 'failedCalls'>;
         if (description.status.name === 'RUNNING') {
           progress = await handle.query(progressQuery);
@@ -50,7 +65,7 @@ export function showCommand(): Command {
             throw new Error(`run ${runId} ${description.status.name.toLowerCase()}: ${error.cause?.message ?? error.message}`);
           }
         }
-        process.stdout.write(options.json ? `${JSON.stringify(progress, null, 2)}\n` : `${describeProgress(progress)}\n`);
+        process.stdout.write(options.json ? `${JSON.stringify({ ...progress, attempts }, null, 2)}\n` : `${describeProgress(progress, attempts)}\n`);
       } finally {
         await client.connection.close();
       }
