@@ -76,6 +76,17 @@ export interface FailedCall extends CallFailure {
   key: string;
 }
 
+/**
+ * A run's status in one line, as its Temporal workflow shows it (the workflow's current details,
+ * in the UI's "Summary & Details"): the status first, so the five outcomes are told apart at a
+ * glance, then what the run has so far, then why it stopped.
+ */
+export function statusLine(progress: HarvestProgress): string {
+  const running = progress.status === 'running' ? `, targets ${progress.targetsDone}/${progress.targets.length}` : '';
+  const reason = progress.reason ? `; ${progress.reason}` : '';
+  return `${progress.status}: ${progress.itemsLanded} items in ${progress.pagesLanded} pages, ${progress.creditsSpent} of ${progress.budget} credits${running}${reason}`;
+}
+
 /** Sent by the webhook receiver when `job.completed` arrives for a job this run waits on. */
 export const jobCompletedSignal = defineSignal<[{ jobId: string }]>('jobCompleted');
 

@@ -10,9 +10,12 @@ import {
   ActivityFailure,
   ApplicationFailure,
   condition,
+  ContinueAsNew,
   continueAsNew,
+  isCancellation,
   log,
   proxyActivities,
+  setCurrentDetails,
   setHandler,
   upsertMemo,
   upsertSearchAttributes,
@@ -25,7 +28,7 @@ import type { Harvest } from '../src/config/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import { availableCredits, newBudget, reserve, settle, type BudgetState, type Reservation } from './budget.js';
 import { addTally } from './enrichment-tally.js';
-import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery, type FailedCall, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress } from './definitions.js';
+import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery, type FailedCall, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress, statusLine } from './definitions.js';
 import { grant, itemEnrichmentWorst, jobItems, listsPhotoPosts, priceOf, takesJob, targetWorst } from './rules.js';
 import { planTargets, type TargetPlan } from './targets.js';
 
@@ -126,6 +129,16 @@ const { finishRun } = proxyActivities<HarvestActivities>({
 });
 
 export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSummary> {
+  try {
+    return await harvest(input);
+  } catch (error) {
+    // A run that ends in a workflow failure says so in the UI too; continuing as new is no end.
+    if (!(error instanceof ContinueAsNew)) setCurrentDetails(`${isCancellation(error) ? 'cancelled' : 'failed'}: ${messageOf(error)}`);
+    throw error;
+  }
+}
+
+async function harvest(input: HarvestInput): Promise<HarvestSummary> {
   const info = workflowInfo();
   // Every execution says what it is, including a retry resumed from a checkpoint.
   upsertSearchAttributes([
@@ -141,6 +154,7 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
   const completedJobs = new Set<string>();
   setHandler(jobCompletedSignal, ({ jobId }) => void completedJobs.add(jobId));
   setHandler(progressQuery, () => progressOf(state));
+  showStatus(state);
   const run: RunContext = {
     state,
     harvest: input.harvest,
@@ -198,6 +212,7 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
     landingsLoaded: loaded.landingsLoaded,
     ...(state.stopped ? { reason: state.stopped.reason } : {}),
   });
+  setCurrentDetails(statusLine(progress));
   upsertSearchAttributes([{ key: HARVEST_STATUS, value: status }]);
   const memo: RunMemo = { items: progress.itemsLanded, credits: progress.creditsSpent, budget: progress.budget, pages: progress.pagesLanded };
   upsertMemo(memo as unknown as Record<string, unknown>);
@@ -261,6 +276,7 @@ async function runWork(run: RunContext, drain: () => boolean): Promise<'done' | 
         launch(target, () => listTarget(run, target));
       }
     }
+    showStatus(state);
     if (inFlight.size === 0) break;
     await Promise.race(inFlight.values());
   }
@@ -655,6 +671,14 @@ function finalStatus(state: HarvestState): HarvestStatus {
   if (state.targets.length > 0 && state.targets.every((target) => target.status === 'failed' && !target.listed)) return 'failed';
   if (state.targets.some((target) => target.status === 'failed') || state.enrichment.failed > 0) return 'completed_with_errors';
   return 'completed';
+}
+
+/**
+ * The run's status line as the workflow's current details (no command, so histories replay as
+ * before): what the Temporal UI shows for the run, kept up to date while it runs.
+ */
+function showStatus(state: HarvestState): void {
+  setCurrentDetails(statusLine(progressOf(state)));
 }
 
 function progressOf(state: HarvestState, status?: HarvestStatus): HarvestProgress {

@@ -117,6 +117,7 @@ Examples:
         const handle = await client.workflow.start('harvestWorkflow', {
           taskQueue: taskQueueFromEnv(),
           workflowId,
+          staticSummary: `${name}: budget ${options.budget ?? harvest.budget.credits} credits`,
           args: [{ harvest, ...api, ...(options.budget ? { budgetCredits: options.budget } : {}), concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) } }],
         });
         runStarted = workflowId;
