@@ -13,8 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { SocialApiClient } from '../api/client.js';
 import { loadPriceTable } from '../config/prices.js';
 import { TOOLS_DIR } from '../config/project-paths.js';
-import { TEMPORAL_BINARY, devServerArgs } from '../temporal/dev-server.js';
+import { TEMPORAL_BINARY, devServerArgs, devServerDbFile, recordDevServer, runningDevServer, servedAlready } from '../temporal/dev-server.js';
 import { readSecrets, secretStorePath, writeSecrets } from '../webhooks/secret-store.js';
+import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 
 
 /**
@@ -34,12 +35,23 @@ export interface StackOptions {
   uiPort: number;
   emulatorPort: number;
   receiverPort: number;
-  /** Keep Temporal's state in a SQLite file under the data directory (dev), or in memory (demo). */
+  /** Keep Temporal's state in a SQLite file under the data directory (dev, demo), or in memory. */
   persistent: boolean;
+  /** The command that starts the stack (dev, demo), as the dev server's record names it. */
+  by: string;
+  /**
+   * When a dev server already serves the data directory's Temporal state, use it (the demo) with
+   * a task queue of the stack's own, instead of refusing to start a second one (dev).
+   */
+  reuseTemporal?: boolean;
 }
 
 export interface Stack {
   temporalAddress: string;
+  /** Set when the stack uses a dev server that was running already, not one of its own. */
+  reusedTemporal?: { pid: number; by: string };
+  /** The task queue of the stack's worker. */
+  taskQueue: string;
   uiUrl?: string;
   apiBaseUrl: string;
   apiKey: string;
@@ -103,15 +115,33 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);
     }
   };
+  let forgetServer: (() => void) | undefined;
+  const stopAll = async () => {
+    await stop();
+    forgetServer?.();
+  };
   try {
-    const temporal = launch(
-      'temporal',
-      TEMPORAL_BINARY,
-      devServerArgs({ port: options.temporalPort, uiPort: options.uiPort || undefined, ...(options.persistent ? { dbFile: join(options.dataDir, 'temporal.sqlite') } : {}) }),
-      {},
-    );
-    await waitForPort(options.temporalPort, temporal, 'the Temporal dev server');
-    const temporalAddress = `127.0.0.1:${options.temporalPort}`;
+    const running = options.persistent ? await runningDevServer(options.dataDir) : undefined;
+    if (running && !options.reuseTemporal) throw new Error(servedAlready(options.dataDir, running));
+    let temporalAddress: string;
+    let uiUrl: string | undefined;
+    if (running) {
+      temporalAddress = running.address;
+      uiUrl = running.uiUrl;
+    } else {
+      const temporal = launch(
+        'temporal',
+        TEMPORAL_BINARY,
+        devServerArgs({ port: options.temporalPort, uiPort: options.uiPort || undefined, ...(options.persistent ? { dbFile: devServerDbFile(options.dataDir) } : {}) }),
+        {},
+      );
+      await waitForPort(options.temporalPort, temporal, 'the Temporal dev server');
+      temporalAddress = `127.0.0.1:${options.temporalPort}`;
+      uiUrl = options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined;
+      if (options.persistent) forgetServer = recordDevServer(options.dataDir, { pid: temporal.pid!, address: temporalAddress, ...(uiUrl ? { uiUrl } : {}), by: options.by });
+    }
+    // On a server that was running already, the stack's worker takes only the stack's own runs.
+    const taskQueue = running ? `${options.by}-${process.pid}` : (process.env.HARVESTER_TASK_QUEUE || HARVEST_TASK_QUEUE);
 
     let apiBaseUrl = process.env.SOCIAL_API_BASE_URL ?? '';
     let apiKey = process.env.SOCIAL_API_KEY ?? '';
@@ -128,6 +158,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       SOCIAL_API_BASE_URL: apiBaseUrl,
       SOCIAL_API_KEY: apiKey,
       HARVESTER_DATA_DIR: options.dataDir,
+      ...(running ? { HARVESTER_TASK_QUEUE: taskQueue } : {}),
       NODE_EXTRA_CA_CERTS: DEV_CA,
     };
 
@@ -154,16 +185,18 @@ export async function startStack(options: StackOptions): Promise<Stack> {
 
     return {
       temporalAddress,
-      ...(options.uiPort ? { uiUrl: `http://127.0.0.1:${options.uiPort}` } : {}),
+      ...(running ? { reusedTemporal: { pid: running.pid, by: running.by } } : {}),
+      taskQueue,
+      ...(uiUrl ? { uiUrl } : {}),
       apiBaseUrl,
       apiKey,
       receiverUrl,
       logsDir,
       env,
-      stop,
+      stop: stopAll,
     };
   } catch (error) {
-    await stop();
+    await stopAll();
     throw error;
   }
 }

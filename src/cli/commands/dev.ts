@@ -25,7 +25,7 @@ Example:
     .action(async (options: { emulator: boolean; temporalPort: number; uiPort: number; emulatorPort: number; receiverPort: number }) => {
       const dataDir = dataDirFromEnv();
       process.stderr.write('dev: starting the Temporal dev server, emulator, receiver and worker…\n');
-      const stack = await startStack({ dataDir, persistent: true, ...options });
+      const stack = await startStack({ dataDir, persistent: true, by: 'dev', ...options });
       process.stdout.write(
         [
           `Temporal UI:   ${stack.uiUrl}`,

@@ -1,9 +1,8 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
-import { join } from 'node:path';
 import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { TEMPORAL_BINARY, devServerArgs } from '../../temporal/dev-server.js';
+import { TEMPORAL_BINARY, devServerArgs, devServerDbFile, recordDevServer, runningDevServer, servedAlready } from '../../temporal/dev-server.js';
 import { wholeNumber } from '../options.js';
 
 export function temporalCommand(): Command {
@@ -15,13 +14,21 @@ export function temporalCommand(): Command {
     .action(async (options: { port: number; uiPort: number }) => {
       const dataDir = dataDirFromEnv();
       mkdirSync(dataDir, { recursive: true });
-      const child = spawn(TEMPORAL_BINARY, devServerArgs({ port: options.port, uiPort: options.uiPort, dbFile: join(dataDir, 'temporal.sqlite') }), { stdio: 'inherit' });
+      const running = await runningDevServer(dataDir);
+      if (running) throw new Error(servedAlready(dataDir, running));
+      const child = spawn(TEMPORAL_BINARY, devServerArgs({ port: options.port, uiPort: options.uiPort, dbFile: devServerDbFile(dataDir) }), { stdio: 'inherit' });
+      // Recorded at once: the demo, started meanwhile, finds the server once it answers.
+      const forget = child.pid ? recordDevServer(dataDir, { pid: child.pid, address: `127.0.0.1:${options.port}`, uiUrl: `http://127.0.0.1:${options.uiPort}`, by: 'temporal' }) : undefined;
       const stop = () => child.kill('SIGTERM');
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
-      await new Promise<void>((resolve, reject) => {
-        child.once('error', (error) => reject(new Error(`cannot start ${TEMPORAL_BINARY}: ${error.message}; run \`npm run setup\``)));
-        child.once('exit', () => resolve());
-      });
+      try {
+        await new Promise<void>((resolve, reject) => {
+          child.once('error', (error) => reject(new Error(`cannot start ${TEMPORAL_BINARY}: ${error.message}; run \`npm run setup\``)));
+          child.once('exit', () => resolve());
+        });
+      } finally {
+        forget?.();
+      }
     });
 }

@@ -1,0 +1,85 @@
+/**
+ * `harvester demo` keeps its Temporal state in the data directory, as `harvester dev` does: after
+ * the demo, `harvester temporal` serves its run again, and `runs`, `show`, `replay` and the
+ * warehouse agree on it. The real CLI in its own processes: the demo's whole stack (Temporal dev
+ * server, emulator, receiver, worker), then the dev server alone.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { freePort } from '../../src/cli/stack.js';
+import { reachable } from '../../src/temporal/connection.js';
+import { CLI, runCli, type CliResult } from '../support/cli.js';
+import { waitFor } from '../support/emulator.js';
+
+/** The CLI in its own process, killed if it outlives `deadlineMs`. */
+function cliWithin(args: string[], env: Record<string, string>, deadlineMs: number): Promise<CliResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    const deadline = setTimeout(() => child.kill('SIGKILL'), deadlineMs);
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => {
+      clearTimeout(deadline);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+describe('the demo keeps its Temporal state in the data directory', () => {
+  it('after `harvester demo`, `harvester temporal` serves its run to runs, show and replay, and no second server opens that state', async () => {
+    const dataDir = join(mkdtempSync(join(tmpdir(), 'cli-demo-')), 'data');
+    const env = { HARVESTER_DATA_DIR: dataDir, LOG_LEVEL: 'error' };
+    const demo = await cliWithin(['demo'], env, 240_000);
+    expect(demo.code, demo.stderr).toBe(0);
+    const runId = /as (demo-\S+)…$/m.exec(demo.stdout)![1]!;
+    const [, credits, items] = /^credits: (\d+) of \d+; items: (\d+);/m.exec(demo.stdout)!;
+    expect(demo.stdout).toMatch(/^run demo-\S+ of demo: completed$/m);
+    // The demo says where its run is now: in the data directory, for `harvester temporal` to serve.
+    expect(demo.stdout).toContain(`temporal   serves it again from ${join(dataDir, 'temporal.sqlite')}`);
+    expect(demo.stdout).toContain(`show ${runId}`);
+    expect(existsSync(join(dataDir, 'temporal.sqlite'))).toBe(true);
+
+    const port = await freePort();
+    const address = `127.0.0.1:${port}`;
+    const temporalEnv = { ...env, TEMPORAL_ADDRESS: address };
+    // Nothing serves it yet: the command says so, and how to serve it.
+    const down = await runCli(['runs'], temporalEnv);
+    expect(down.code).toBe(1);
+    expect(down.stderr).toContain(`cannot reach Temporal at ${address}`);
+    expect(down.stderr).toContain(`\`harvester temporal\` (Temporal alone; both keep runs, the demo's too, in ${join(dataDir, 'temporal.sqlite')})`);
+
+    const server = spawn(process.execPath, [CLI, 'temporal', '--port', String(port), '--ui-port', String(await freePort())], { env: { ...process.env, ...env }, stdio: 'ignore' });
+    const exited = new Promise((resolve) => server.once('exit', resolve));
+    try {
+      await waitFor(async () => ((await reachable(address)) ? true : undefined), 30_000, 'the Temporal dev server');
+      const runs = await runCli(['runs', '--json'], temporalEnv);
+      expect(runs.code, runs.stderr).toBe(0);
+      expect(JSON.parse(runs.stdout)).toEqual([expect.objectContaining({ workflowId: runId, harvest: 'demo', status: 'completed', items: Number(items), credits: Number(credits), attempts: 1 })]);
+      const show = await runCli(['show', runId], temporalEnv);
+      expect(show.code, show.stderr).toBe(0);
+      expect(show.stdout).toMatch(/^status: +completed$/m);
+      const replay = await runCli(['replay', runId], temporalEnv);
+      expect(replay.code, replay.stderr).toBe(0);
+      expect(replay.stdout).toMatch(new RegExp(`^${runId}: \\d+ events replay cleanly`));
+      const warehouse = await runCli(['query', 'SELECT run_id, status FROM harvest_runs', '--format', 'json'], temporalEnv);
+      expect(JSON.parse(warehouse.stdout)).toEqual([{ run_id: runId, status: 'completed' }]);
+
+      // A second dev server on the same state would fight the first over it: refused, naming the first.
+      const second = await cliWithin(['temporal', '--port', String(await freePort()), '--ui-port', String(await freePort())], env, 15_000);
+      expect(second.code).toBe(1);
+      expect(second.stderr).toContain(`already serves ${join(dataDir, 'temporal.sqlite')} at ${address}`);
+      const dev = await cliWithin(['dev', '--temporal-port', String(await freePort()), '--ui-port', String(await freePort()), '--emulator-port', String(await freePort()), '--receiver-port', String(await freePort())], env, 15_000);
+      expect(dev.code).toBe(1);
+      expect(dev.stderr).toContain(`started by \`harvester temporal\`) already serves ${join(dataDir, 'temporal.sqlite')} at ${address}`);
+    } finally {
+      server.kill('SIGTERM');
+      await exited;
+    }
+  }, 300_000);
+});
