@@ -7,6 +7,7 @@ import {
   type ScheduleSpec,
   type Workflow,
 } from '@temporalio/client';
+import type { ApiIdentity } from '../api/identity.js';
 import type { Harvest } from '../config/harvest-types.js';
 
 /**
@@ -76,7 +77,8 @@ function normalCron(cron: string): string {
   return cron.trim().split(/\s+/).join(' ');
 }
 
-export function desiredScheduleOf(harvest: ScheduledHarvest, taskQueue: string): DesiredSchedule {
+/** `api`: the API the schedule's runs are for (see src/api/identity.ts); a worker for another refuses them. */
+export function desiredScheduleOf(harvest: ScheduledHarvest, taskQueue: string, api?: ApiIdentity): DesiredSchedule {
   const cron = normalCron(harvest.schedule.cron);
   return {
     scheduleId: scheduleIdOf(harvest.name),
@@ -86,7 +88,7 @@ export function desiredScheduleOf(harvest: ScheduledHarvest, taskQueue: string):
     // Temporal keeps a cron expression only compiled into a calendar; the comment after # keeps
     // its text in that calendar, so `list` can show it and `apply` can compare it.
     spec: { cronExpressions: [`${cron} # ${cron}`], timezone: harvest.schedule.timezone },
-    action: { type: 'startWorkflow', workflowType: HARVEST_WORKFLOW_TYPE, taskQueue, workflowId: scheduledWorkflowIdPrefix(harvest.name), args: [{ harvest }] },
+    action: { type: 'startWorkflow', workflowType: HARVEST_WORKFLOW_TYPE, taskQueue, workflowId: scheduledWorkflowIdPrefix(harvest.name), args: [{ harvest, ...(api ? { api } : {}) }] },
     policies: { overlap: SCHEDULE_OVERLAP, catchupWindow: SCHEDULE_CATCHUP_WINDOW_MS },
   };
 }
@@ -109,12 +111,14 @@ function canonical(value: unknown): string {
 }
 
 /** A run argument `{ harvest }` without the harvest's schedule. */
+/** A run argument without the harvest's schedule and the API: both are compared, and said, on their own. */
 function withoutSchedule(arg: unknown): unknown {
   if (arg === null || typeof arg !== 'object' || !('harvest' in arg)) return arg;
   const harvest = (arg as { harvest: unknown }).harvest;
   if (harvest === null || typeof harvest !== 'object') return arg;
   const { schedule: _schedule, ...rest } = harvest as Record<string, unknown>;
-  return { ...arg, harvest: rest };
+  const { api: _api, ...others } = arg as Record<string, unknown>;
+  return { ...others, harvest: rest };
 }
 
 /** What differs between a schedule and what the config wants of it; empty when they match. */
@@ -129,6 +133,8 @@ export function scheduleDifferences(current: ScheduleDescription, desired: Desir
   if (action.workflowType !== desired.action.workflowType) changes.push(`workflow ${action.workflowType} → ${String(desired.action.workflowType)}`);
   if (action.taskQueue !== desired.action.taskQueue) changes.push(`task queue ${action.taskQueue} → ${desired.action.taskQueue}`);
   if (action.workflowId !== desired.action.workflowId) changes.push(`workflow id prefix ${action.workflowId} → ${desired.action.workflowId}`);
+  const apiOf = (args: readonly unknown[] | undefined) => canonical((args?.[0] as { api?: unknown } | undefined)?.api ?? null);
+  if (apiOf(action.args) !== apiOf(desired.action.args)) changes.push('the API its runs are for');
   if (canonical(action.args ?? []) !== canonical(desired.action.args ?? [])) {
     // The arguments carry the harvest, its schedule included: a new cron alone is said once, above.
     const rest = (args: readonly unknown[] | undefined) => canonical((args ?? []).map((arg) => withoutSchedule(arg)));
@@ -171,12 +177,12 @@ function messageOf(error: unknown): string {
  * whose harvest is gone from the config or has no schedule any more. Schedules that start runs on
  * another task queue belong to another deployment and are left alone.
  */
-export async function applyHarvestSchedules(client: Client, harvests: readonly Harvest[], taskQueue: string): Promise<ApplyResult> {
+export async function applyHarvestSchedules(client: Client, harvests: readonly Harvest[], taskQueue: string, api?: ApiIdentity): Promise<ApplyResult> {
   const result: ApplyResult = { taskQueue, created: [], updated: [], deleted: [], kept: [], ignored: [], failed: [] };
   const wanted = new Set<string>();
   for (const harvest of harvests) {
     if (!harvest.schedule) continue;
-    const desired = desiredScheduleOf(harvest as ScheduledHarvest, taskQueue);
+    const desired = desiredScheduleOf(harvest as ScheduledHarvest, taskQueue, api);
     wanted.add(desired.scheduleId);
     try {
       const current = await describeOrUndefined(client, desired.scheduleId);

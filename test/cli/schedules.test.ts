@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -213,6 +214,22 @@ describe('harvester schedules', () => {
     const result = await apply();
     for (const name of [A, B, E]) expect(lineFor(result.stdout, name)).toMatch(/^kept +\S+ +matches the config$/);
     expect(result.stdout).toMatch(/^0 created, 0 updated, 0 deleted, 3 kept /m);
+  });
+
+  it('apply records the API its runs are for (base URL and key fingerprint, never the key), and another key updates it', async () => {
+    const api = { SOCIAL_API_BASE_URL: 'http://127.0.0.1:8787', SOCIAL_API_KEY: 'sk_live_schedules_one' };
+    const first = await cli(['apply', '--config', writeConfig()], api);
+    expect(first.code).toBe(0);
+    expect(lineFor(first.stdout, A)).toMatch(/^updated .*the API its runs are for/);
+    const described = await temporal.schedule.getHandle(scheduleIdOf(A)).describe();
+    const args = described.action.type === 'startWorkflow' ? (described.action.args as { api?: unknown }[]) : [];
+    expect(args[0]?.api).toEqual({ baseUrl: 'http://127.0.0.1:8787/v1', keyFingerprint: createHash('sha256').update('sk_live_schedules_one').digest('hex').slice(0, 12) });
+    expect(JSON.stringify(described.action)).not.toContain('sk_live_schedules_one');
+    expect(lineFor((await cli(['apply', '--config', writeConfig()], api)).stdout, A)).toMatch(/^kept /);
+    const other = await cli(['apply', '--config', writeConfig()], { ...api, SOCIAL_API_KEY: 'sk_live_schedules_two' });
+    expect(lineFor(other.stdout, A)).toMatch(/^updated .*the API its runs are for/);
+    // Back to no API in the environment: the runs are unchecked again, as before this setting existed.
+    expect(lineFor((await apply()).stdout, A)).toMatch(/^updated .*the API its runs are for/);
   });
 
   it('pause --reason: list shows it paused, with the reason', async () => {
