@@ -6,7 +6,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
-import { neverCharged, SocialApiError } from '../src/api/errors.js';
+import { neverCharged } from '../src/api/errors.js';
 import { endpointKey, type EndpointName, type Platform } from '../src/spec/endpoints.js';
 import { CallJournal } from '../src/warehouse/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../src/warehouse/landing.js';
@@ -94,9 +94,10 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
               input.target.endpoint as ListEndpoint,
               { ...input.target.params, limit: input.limit },
               {
-                // Sent again, a start whose answer was lost could make a second job, charged too.
+                // Sent again, a start whose answer was lost could make a second job, charged too:
+                // the start fails at once instead, its intent left open.
                 beforeRepeat: (lost) => {
-                  throw new SocialApiError(`${lost.message} (not sent again: a second start could make and charge a second job)`, { code: 'answer_lost', cause: lost });
+                  throw jobLost(`the answer to starting this target's job was lost (${lost.message}); it was not sent again`, input.limit);
                 },
               },
             );
@@ -104,7 +105,6 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
             // An answer with a status (a refusal, a 5xx, a 429) created no job, nor did a request
             // that never left; only one whose answer never came may have.
             if (neverCharged(error)) journal.cancel(key);
-            if (error instanceof SocialApiError && error.code === 'answer_lost') throw jobLost(`the answer to starting this target's job was lost (${error.message})`, input.limit);
             throw error;
           }
           const { job, requestId } = started;
