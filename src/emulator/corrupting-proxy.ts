@@ -6,7 +6,7 @@
  * how the harvester's distrust of what comes back is tested (tests and the fault matrix), and how
  * a user can watch a harvest meet a bad network before it meets the real API.
  *
- * Only content calls (/v1/tiktok/…, /v1/instagram/…) answered whole (200, JSON, not compressed)
+ * Only content calls (/v1/tiktok/…, /v1/instagram/…) answered whole (200 or 202, JSON, not compressed)
  * are ever spoiled; webhooks, jobs and the emulator's /_emulator admin API pass through untouched.
  * Which answers are spoiled is the caller's `choose(call)`, given the call's 1-based number among
  * content calls and among calls of its endpoint: deterministic by count, so a case is repeatable.
@@ -145,7 +145,9 @@ export async function startCorruptingProxy(options: CorruptingProxyOptions): Pro
     const outHeaders: Record<string, string | string[]> = {};
     for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) outHeaders[name] = value;
 
-    const whole = answer.statusCode === 200 && !answer.headers['content-encoding'] && /json/.test(answer.headers['content-type'] ?? '');
+    // A success: 200, or 202 for a job started.
+    const served = answer.statusCode === 200 || answer.statusCode === 202;
+    const whole = served && !answer.headers['content-encoding'] && /json/.test(answer.headers['content-type'] ?? '');
     let envelope: Envelope | undefined;
     let previousEntity: string | undefined;
     if (call && whole) {
@@ -156,7 +158,7 @@ export async function startCorruptingProxy(options: CorruptingProxyOptions): Pro
       }
       previousEntity = remember(call, envelope?.data);
     }
-    let send = call && answer.statusCode === 200 ? corruption : undefined;
+    let send = call && served ? corruption : undefined;
     if (send && REWRITES.has(send.kind)) {
       const rewritten = envelope && call ? rewrite(call, envelope, send, previousEntity) : undefined;
       if (rewritten) body = rewritten;

@@ -75,6 +75,21 @@ describe('answers lost on the way back', () => {
   }, 120_000);
 });
 
+describe('a job start whose answer is lost', () => {
+  it('is not sent again, since a second start could make a second job: the target fails as JobLost at its worst case', async () => {
+    const rig = await setup((call) => (call.endpoint === 'tiktok/channel-videos' && Number(call.query.get('limit')) > 50 ? { kind: 'cut_body' } : undefined));
+    const handle = rig.catalog.tiktok.handles[5]!;
+    const harvest = { ...channelWithStats(handle, 600), job_threshold: 500 };
+    const summary = await execute(rig.temporal, rig.worker, { harvest });
+    expect(rig.proxy.spoiled.cut_body).toBe(1);
+    expect(rig.proxy.forwarded).toBe(1);
+    expect(summary.targets[0]).toMatchObject({ status: 'failed', error: { type: 'JobLost' } });
+    expect(summary.targets[0]!.error!.message).toMatch(/the answer to starting this target's job was lost .*; it was not sent again, so a job of up to 600 items may exist/);
+    expect(summary.creditsSpent).toBe(600 * prices['tiktok/channel-videos']);
+    expect(summary.callsLost).toBe(1);
+  }, 120_000);
+});
+
 describe('answers that come too late', () => {
   it('a page and a stats call held past the deadline are bought again by the retried activity, and stay counted as lost when the page is read back', async () => {
     // Page 2 is held past the deadline once; after it is bought again, one stats call of its items
