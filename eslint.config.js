@@ -15,8 +15,8 @@ const WORKFLOW_FORBIDDEN_IMPORTS = {
   patterns: [
     { group: ['node:*'], message: 'Node built-ins do I/O or differ between replays: keep them in activities/ or src/.' },
     {
-      // src/spec/endpoints.ts is plain data (the endpoint catalog) with no imports of its own.
-      regex: '^\\.\\./src/(?!spec/endpoints\\.js$)',
+      // src/harvest is the pure domain, and src/api-catalog/endpoints.ts plain data (the endpoint catalog).
+      regex: '^\\.\\./src/(?!(api-catalog/endpoints|harvest/[^/]+)\\.js$)',
       allowTypeImports: true,
       message: 'Workflows may import only types from src/ (and the pure endpoint catalog): src/ modules do I/O.',
     },

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { RateLimitedError, SocialApiError } from '../src/api/errors.js';
-import { FileWriteError } from '../src/warehouse/durable-file.js';
+import { FileWriteError } from '../src/store/durable-file.js';
 
 const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'EFBIG', 'ENOTDIR']);
 

@@ -6,16 +6,16 @@
  */
 import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
-import type { Enrichment } from '../src/config/harvest-types.js';
+import type { Enrichment } from '../src/harvest/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
-import type { Platform } from '../src/spec/endpoints.js';
+import type { Platform } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
-import { CallJournal, runFailures } from '../src/warehouse/call-journal.js';
-import { findLanding, pageLandingKey } from '../src/warehouse/landing.js';
+import { CallJournal, runFailures } from '../src/store/call-journal.js';
+import { findLanding, pageLandingKey } from '../src/store/landing.js';
 import type { RunApi } from './api-guard.js';
 import { asActivityFailure } from './failures.js';
 import type { LiveWork } from '../workflows/definitions.js';
-import type { EnrichmentTally } from '../workflows/enrichment-tally.js';
+import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { ItemEnricher, type WorkStop } from './item-enricher.js';
 import { claimJournal } from './metered-call.js';
 import { withRunCallLimit } from './run-call-limits.js';

@@ -8,7 +8,7 @@
  */
 import type { CallOptions, CallReport } from '../src/api/client.js';
 import { neverCharged, SocialApiError } from '../src/api/errors.js';
-import { CallJournal } from '../src/warehouse/call-journal.js';
+import { CallJournal } from '../src/store/call-journal.js';
 import { asActivityFailure } from './failures.js';
 
 export interface MeteredCall<R extends CallReport> {

@@ -1,5 +1,5 @@
 import type { CallReport } from '../src/api/client.js';
-import type { PageLanding } from '../src/warehouse/landing.js';
+import type { PageLanding } from '../src/store/landing.js';
 
 /** Where a page sits: the run, the target and its page number, and the call's parameters. */
 export interface PagePlace {

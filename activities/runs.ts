@@ -6,16 +6,16 @@
 import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
 import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
-import { creditsLow } from '../src/webhooks/credit-alerts.js';
-import { runFailures } from '../src/warehouse/call-journal.js';
-import { pathSegment, writeLanding } from '../src/warehouse/landing.js';
-import { coversListing, readCoverage } from '../src/warehouse/listing-coverage.js';
+import { creditsLow } from '../src/store/credit-alerts.js';
+import { runFailures } from '../src/store/call-journal.js';
+import { pathSegment, writeLanding } from '../src/store/landing.js';
+import { coversListing, readCoverage } from '../src/store/listing-coverage.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import type { RunApi } from './api-guard.js';
 import { asActivity } from './failures.js';
 import type { Logger } from '../src/logger.js';
 import type { FailedCall } from '../workflows/definitions.js';
-import type { TargetPlan } from '../workflows/targets.js';
+import type { TargetPlan } from '../src/harvest/targets.js';
 
 export interface TargetKnowledge {
   /** Newest ids already in the warehouse: an incremental run stops at the first it meets. */

@@ -1,4 +1,4 @@
-import type { CallJournal } from '../src/warehouse/call-journal.js';
+import type { CallJournal } from '../src/store/call-journal.js';
 
 /**
  * The credits one activity's work may spend: the grant the workflow gave it, less what its journal

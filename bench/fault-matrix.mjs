@@ -76,8 +76,8 @@ const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-confi
 const { devServerArgs, TEMPORAL_BINARY } = await import(join(dist, 'src/temporal/dev-server.js'));
 const { freePort, WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
 const { queryWarehouse } = await import(join(dist, 'src/warehouse/query.js'));
-const { landingFile, listLandings } = await import(join(dist, 'src/warehouse/landing.js'));
-const { CallJournal } = await import(join(dist, 'src/warehouse/call-journal.js'));
+const { landingFile, listLandings } = await import(join(dist, 'src/store/landing.js'));
+const { CallJournal } = await import(join(dist, 'src/store/call-journal.js'));
 
 const HARVEST_KEY = 'sk_live_faults_harvest';
 const VERIFY_KEY = 'sk_live_faults_verify';
@@ -565,7 +565,7 @@ async function figuresOf(ctx, expectedStart, expectedEnd) {
 }
 
 /**
- * The journals of every run in the data dir, added up (src/warehouse/call-journal.ts reads them).
+ * The journals of every run in the data dir, added up (src/store/call-journal.ts reads them).
  * An intent left open whose landing exists, and that no journal settled, is the call that landed
  * before its settlement could be written (a kill, a full disk): counted settled at the landing's
  * charge, as the harvester's own reading counts it, not lost.

@@ -24,13 +24,13 @@ import {
 import type { HarvestActivities } from '../activities/index.js';
 import type { ListingPosition, TargetWorkResult } from '../activities/target-work.js';
 import type { ApiIdentity } from '../src/api/identity.js';
-import type { Harvest } from '../src/config/harvest-types.js';
+import type { Harvest } from '../src/harvest/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
-import { availableCredits, newBudget, reserve, settle, type BudgetState, type Reservation } from './budget.js';
-import { addTally } from './enrichment-tally.js';
+import { availableCredits, newBudget, reserve, settle, type BudgetState, type Reservation } from '../src/harvest/budget.js';
+import { addTally } from '../src/harvest/enrichment-tally.js';
 import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery, type FailedCall, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress, statusLine } from './definitions.js';
-import { grant, itemEnrichmentWorst, jobItems, listsPhotoPosts, priceOf, takesJob, targetWorst } from './rules.js';
-import { planTargets, type TargetPlan } from './targets.js';
+import { grant, itemEnrichmentWorst, jobItems, listsPhotoPosts, priceOf, takesJob, targetWorst } from '../src/harvest/rules.js';
+import { planTargets, type TargetPlan } from '../src/harvest/targets.js';
 
 export interface HarvestInput {
   harvest: Harvest;

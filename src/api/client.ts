@@ -8,8 +8,8 @@ import { Pool } from 'undici';
 import { z } from 'zod';
 import type { PriceTable } from '../config/prices.js';
 import type { Logger } from '../logger.js';
-import { parseContentUrl } from '../spec/content-urls.js';
-import { PAGE_LIMITS, endpointKey, findEndpoint, type EndpointKey, type EndpointName, type EndpointSpec, type Platform, type WebhookEvent } from '../spec/endpoints.js';
+import { parseContentUrl } from '../api-catalog/content-urls.js';
+import { PAGE_LIMITS, endpointKey, findEndpoint, type EndpointKey, type EndpointName, type EndpointSpec, type Platform, type WebhookEvent } from '../api-catalog/endpoints.js';
 import {
   channelItemSchema,
   channelProfileSchema,
@@ -36,7 +36,7 @@ import {
   type Summary,
   type Transcript,
   type WebhookEndpoint,
-} from '../spec/resources.js';
+} from '../api-catalog/resources.js';
 import { apiIdentity, type ApiIdentity } from './identity.js';
 import { CallDeadlineError, InvalidRequestError, NetworkError, ResponseValidationError, SocialApiError, errorFromResponse } from './errors.js';
 import type { JobCompletions } from './job-completions.js';

@@ -14,7 +14,7 @@ import { SocialApiClient } from '../api/client.js';
 import { loadPriceTable } from '../config/prices.js';
 import { TOOLS_DIR } from '../config/project-paths.js';
 import { TEMPORAL_BINARY, devServerArgs, devServerDbFile, recordDevServer, runningDevServer, servedAlready } from '../temporal/dev-server.js';
-import { readSecrets, secretStorePath, writeSecrets } from '../webhooks/secret-store.js';
+import { readSecrets, secretStorePath, writeSecrets } from '../store/secret-store.js';
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 
 

@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, isAlias, isMap, isScalar, isSeq, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
-import { parseContentUrl } from '../spec/content-urls.js';
-import { PAGE_LIMITS, PLATFORMS, type Platform } from '../spec/endpoints.js';
+import { parseContentUrl } from '../api-catalog/content-urls.js';
+import { PAGE_LIMITS, PLATFORMS, type Platform } from '../api-catalog/endpoints.js';
 import { ConfigError } from './config-error.js';
-import type { CommentTarget, Enrichment, Harvest, HarvestConfig, SearchTarget } from './harvest-types.js';
+import type { CommentTarget, Enrichment, Harvest, HarvestConfig, SearchTarget } from '../harvest/harvest-types.js';
 import { CONFIG_DIR } from './project-paths.js';
-import { DEFAULT_CONCURRENCY } from '../../workflows/rules.js';
-import { planTargets } from '../../workflows/targets.js';
+import { DEFAULT_CONCURRENCY } from '../harvest/rules.js';
+import { planTargets } from '../harvest/targets.js';
 
 /**
  * The harvest config loader: YAML read with positions, `${VAR}` taken from the environment, then
@@ -18,7 +18,7 @@ import { planTargets } from '../../workflows/targets.js';
  * Workflows must not import this module (it reads files); they use ./harvest-types.ts.
  */
 
-export type * from './harvest-types.js';
+export type * from '../harvest/harvest-types.js';
 
 export const DEFAULT_HARVESTS_FILE = join(CONFIG_DIR, 'harvests.yaml');
 

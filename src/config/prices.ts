@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { ENDPOINTS, endpointKey, type EndpointKey } from '../spec/endpoints.js';
+import { ENDPOINTS, endpointKey, type EndpointKey } from '../api-catalog/endpoints.js';
 import { ConfigError } from './config-error.js';
 import { CONFIG_DIR } from './project-paths.js';
 

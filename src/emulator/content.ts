@@ -2,7 +2,7 @@
  * What each content endpoint answers, computed from the world: resolving the request's
  * identifying parameter, and building the spec's data objects and list items.
  */
-import type { EndpointSpec, ItemKind } from '../spec/endpoints.js';
+import type { EndpointSpec, ItemKind } from '../api-catalog/endpoints.js';
 import { ApiError, invalidParameter, missingParameter } from './api-error.js';
 import { isoSeconds } from './clock.js';
 import type { Account, Item, SearchBoundary, World } from './world/world.js';

@@ -3,7 +3,7 @@
  * catalog and the resource schemas, so it describes exactly what the server routes and answers.
  */
 import { z } from 'zod';
-import { ENDPOINTS, PAGE_LIMITS, WEBHOOK_EVENTS, type EndpointSpec } from '../spec/endpoints.js';
+import { ENDPOINTS, PAGE_LIMITS, WEBHOOK_EVENTS, type EndpointSpec } from '../api-catalog/endpoints.js';
 import {
   channelItemSchema,
   channelProfileSchema,
@@ -18,7 +18,7 @@ import {
   summarySchema,
   transcriptSchema,
   webhookEndpointSchema,
-} from '../spec/resources.js';
+} from '../api-catalog/resources.js';
 
 const COMPONENTS: Record<string, z.ZodType> = {
   Transcript: transcriptSchema,

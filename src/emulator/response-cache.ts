@@ -1,4 +1,4 @@
-import type { CachePolicy } from '../spec/endpoints.js';
+import type { CachePolicy } from '../api-catalog/endpoints.js';
 
 /**
  * The API's server-side result cache. Entries are keyed by endpoint and request, kept for the

@@ -15,7 +15,7 @@ import {
   type EndpointKey,
   type EndpointSpec,
   type WebhookEvent,
-} from '../spec/endpoints.js';
+} from '../api-catalog/endpoints.js';
 import { ApiError, invalidParameter } from './api-error.js';
 import { Billing, type KeyAccount } from './billing.js';
 import { EmulatedClock, isoSeconds } from './clock.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { ClientRequest } from 'node:http';
 import { request } from 'node:https';
 import { Webhook } from 'standardwebhooks';
-import type { WebhookEvent } from '../spec/endpoints.js';
+import type { WebhookEvent } from '../api-catalog/endpoints.js';
 
 /**
  * Webhook endpoints of each key, and delivery of events to them as Standard Webhooks: signed with

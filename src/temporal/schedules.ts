@@ -8,7 +8,7 @@ import {
   type Workflow,
 } from '@temporalio/client';
 import type { ApiIdentity } from '../api/identity.js';
-import type { Harvest } from '../config/harvest-types.js';
+import type { Harvest } from '../harvest/harvest-types.js';
 
 /**
  * Each harvest with a `schedule` in the config has a Temporal Schedule, `harvest-<name>`, that

@@ -4,7 +4,7 @@ import { Worker, type NativeConnection } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
 import { PROJECT_ROOT } from '../config/project-paths.js';
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
-import { removeStrayTemporaries } from '../warehouse/durable-file.js';
+import { removeStrayTemporaries } from '../store/durable-file.js';
 
 /** The built workflows (npm run build), for replaying histories against them. */
 export const WORKFLOWS_PATH = join(PROJECT_ROOT, 'dist', 'workflows', 'index.js');

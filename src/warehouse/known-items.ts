@@ -3,7 +3,7 @@
  * incremental run stops at, with their posting times, from which its first page is sized.
  */
 import { existsSync } from 'node:fs';
-import type { TargetPlan } from '../../workflows/targets.js';
+import type { TargetPlan } from '../harvest/targets.js';
 import { sqlString } from './duckdb.js';
 import { warehousePath } from './loader.js';
 import { queryWarehouse } from './query.js';

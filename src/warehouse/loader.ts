@@ -16,7 +16,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase } from './duckdb.js';
-import { landingFile, listLandings, notJsonReason, quarantineLanding, type UnloadableLanding } from './landing.js';
+import { landingFile, listLandings, notJsonReason, quarantineLanding, type UnloadableLanding } from '../store/landing.js';
 import { writeLoadPackage, type LoadPackage } from './load-package.js';
 import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readPackageSql, type StagedTable } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL } from './schema.js';

@@ -5,8 +5,8 @@
  * warehouse tables is the loader's. Pure functions of the landings, so loading the same landing
  * twice gives the same rows.
  */
-import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../spec/content-urls.js';
-import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../spec/endpoints.js';
+import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../api-catalog/content-urls.js';
+import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../api-catalog/endpoints.js';
 import { sqlString } from './duckdb.js';
 import type { LandingShape } from './load-package.js';
 import { WAREHOUSE_TABLES, type WarehouseTable } from './schema.js';

@@ -15,8 +15,8 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { Logger } from '../logger.js';
-import { webhookPayloadSchema, type WebhookPayload } from '../spec/resources.js';
-import { EventJournal } from './event-journal.js';
+import { webhookPayloadSchema, type WebhookPayload } from '../api-catalog/resources.js';
+import { EventJournal } from '../store/event-journal.js';
 
 export type WebhookHandler = (event: WebhookPayload, webhookId: string) => Promise<void> | void;
 

@@ -6,11 +6,11 @@
  */
 import { ScheduleNotFoundError, type Client, type ScheduleHandle } from '@temporalio/client';
 import type { Logger } from '../logger.js';
-import type { WebhookPayload } from '../spec/resources.js';
+import type { WebhookPayload } from '../api-catalog/resources.js';
 import { harvestScheduleIds } from '../temporal/schedules.js';
 import { jobCompletedSignal } from '../../workflows/definitions.js';
-import { clearCreditsLow, markCreditsLow } from './credit-alerts.js';
-import { findJob } from './job-registry.js';
+import { clearCreditsLow, markCreditsLow } from '../store/credit-alerts.js';
+import { findJob } from '../store/job-registry.js';
 
 export const CREDITS_LOW_NOTE = 'paused: credits.low';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseHarvestConfig } from '../../src/config/harvest-config.js';
 import { loadPriceTable } from '../../src/config/prices.js';
-import { planHarvestCost, type CostPlan } from '../../src/cli/plan/cost-plan.js';
+import { planHarvestCost, type CostPlan } from '../../src/harvest/cost-plan.js';
 import { runCli } from '../support/cli.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXPORTED_TABLES } from '../../src/warehouse/export.js';
-import { listLandings, readLanding, writeLanding, type PageLanding } from '../../src/warehouse/landing.js';
+import { listLandings, readLanding, writeLanding, type PageLanding } from '../../src/store/landing.js';
 import { clientFor } from '../support/client.js';
 import { runCli } from '../support/cli.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';

@@ -562,7 +562,7 @@ describe('YAML and file errors', () => {
 
 describe('module boundaries', () => {
   it('keeps harvest-types.ts free of runtime imports (Temporal workflows import it)', () => {
-    const source = readFileSync(new URL('../../src/config/harvest-types.ts', import.meta.url), 'utf8');
+    const source = readFileSync(new URL('../../src/harvest/harvest-types.ts', import.meta.url), 'utf8');
     expect(source).not.toMatch(/^\s*import(?!\s+type\b)/m);
     expect(source).not.toMatch(/^\s*export\s+(const|function|class|let|var)\b/m);
   });

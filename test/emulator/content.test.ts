@@ -11,7 +11,7 @@ import {
   statsSchema,
   summarySchema,
   transcriptSchema,
-} from '../../src/spec/resources.js';
+} from '../../src/api-catalog/resources.js';
 import { q, startTestEmulator, type TestEmulator } from '../support/emulator.js';
 
 const prices = loadPriceTable();

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { errorBodySchema } from '../../src/spec/resources.js';
+import { errorBodySchema } from '../../src/api-catalog/resources.js';
 import { http, q, startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 
 let emulator: TestEmulator;

@@ -1,6 +1,6 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ENDPOINTS, endpointKey } from '../../src/spec/endpoints.js';
+import { ENDPOINTS, endpointKey } from '../../src/api-catalog/endpoints.js';
 import { http, q, startTestEmulator, type HttpResult, type TestEmulator } from '../support/emulator.js';
 
 type Operation = { responses: Record<string, { content?: Record<string, { schema: object }> }>; parameters?: { name: string; schema: { enum?: string[] } }[] };

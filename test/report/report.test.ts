@@ -10,7 +10,7 @@ import { TOOLS_DIR } from '../../src/config/project-paths.js';
 import { loadReportData, type ReportData } from '../../src/report/report-data.js';
 import { REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
 import { barChart, escapeXml, formatCompact, horizontalBarChart, lineChart, niceTicks } from '../../src/report/svg-charts.js';
-import { listLandings, readLanding, writeLanding, type Landing, type RunLanding } from '../../src/warehouse/landing.js';
+import { listLandings, readLanding, writeLanding, type Landing, type RunLanding } from '../../src/store/landing.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';

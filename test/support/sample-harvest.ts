@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { landingOfCall } from '../../activities/page-landing.js';
 import type { CallReport, SocialApiClient } from '../../src/api/client.js';
-import { writeLanding } from '../../src/warehouse/landing.js';
+import { writeLanding } from '../../src/store/landing.js';
 import { clientFor } from './client.js';
 import type { TestEmulator } from './emulator.js';
 

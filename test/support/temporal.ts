@@ -6,7 +6,7 @@ import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporal
 import { inject } from 'vitest';
 import type { SocialApiClient } from '../../src/api/client.js';
 import { parseHarvestConfig } from '../../src/config/harvest-config.js';
-import type { Harvest } from '../../src/config/harvest-types.js';
+import type { Harvest } from '../../src/harvest/harvest-types.js';
 import { createHarvestWorker, prebuiltWorkflowBundle } from '../../src/temporal/worker.js';
 
 let runtimeInstalled = false;

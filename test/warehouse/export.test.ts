@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { landingOfCall } from '../../activities/page-landing.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
 import { EXPORTED_TABLES, exportParquet } from '../../src/warehouse/export.js';
-import { writeLanding } from '../../src/warehouse/landing.js';
+import { writeLanding } from '../../src/store/landing.js';
 import { loadLandings, warehousePath } from '../../src/warehouse/loader.js';
 import { TABLES_DDL } from '../../src/warehouse/schema.js';
 import { clientFor } from '../support/client.js';

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeLanding, listLandings, pageLandingKey, readLanding, type PageLanding } from '../../src/warehouse/landing.js';
+import { writeLanding, listLandings, pageLandingKey, readLanding, type PageLanding } from '../../src/store/landing.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
 import { loadLandings, workDatabasePath, type QuarantinedLanding } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';

@@ -6,7 +6,7 @@ import { Agent, request } from 'undici';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import { JobCompletions } from '../../src/api/job-completions.js';
-import type { WebhookPayload } from '../../src/spec/resources.js';
+import type { WebhookPayload } from '../../src/api-catalog/resources.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../src/webhooks/receiver.js';
 import { startTestEmulator, waitFor } from '../support/emulator.js';
 import { clientFor, memoryLogger } from '../support/client.js';

@@ -3,7 +3,7 @@ import type { Client } from '@temporalio/client';
 import { SocialApiClient } from '../../src/api/client.js';
 import { startCorruptingProxy, type Corruption, type ProxiedCall } from '../../src/emulator/corrupting-proxy.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
-import { resumableState } from '../../workflows/checkpoint.js';
+import { resumableState } from '../../src/harvest/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { startHarvestRig } from '../support/harvest-rig.js';
 import { harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';

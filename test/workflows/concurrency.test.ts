@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { planHarvestCost } from '../../src/cli/plan/cost-plan.js';
+import { planHarvestCost } from '../../src/harvest/cost-plan.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';

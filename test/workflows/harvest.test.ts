@@ -6,7 +6,7 @@ import type { Client } from '@temporalio/client';
 import type { SocialApiClient } from '../../src/api/client.js';
 import { summaryText } from '../../src/cli/commands/run.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
-import { resumableState } from '../../workflows/checkpoint.js';
+import { resumableState } from '../../src/harvest/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
 import { q, type TestEmulator } from '../support/emulator.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import { scheduleIdOf } from '../../src/temporal/schedules.js';
-import { creditsLow } from '../../src/webhooks/credit-alerts.js';
+import { creditsLow } from '../../src/store/credit-alerts.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../src/webhooks/receiver.js';
 import { CREDITS_LOW_NOTE, temporalWebhookHandler } from '../../src/webhooks/temporal-bridge.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Client } from '@temporalio/client';
-import { listLandings } from '../../src/warehouse/landing.js';
+import { listLandings } from '../../src/store/landing.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { CLI } from '../support/cli.js';

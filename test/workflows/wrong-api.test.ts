@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { WorkflowFailedError } from '@temporalio/client';
 import { apiIdentity } from '../../src/api/identity.js';
-import { resumableState } from '../../workflows/checkpoint.js';
+import { resumableState } from '../../src/harvest/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { runCli } from '../support/cli.js';
 import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';

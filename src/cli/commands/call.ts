@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import type { ListEndpoint, ObjectEndpoint } from '../../api/client.js';
-import { ENDPOINTS, PAGE_LIMITS, PLATFORMS, findEndpoint, type EndpointName, type Platform } from '../../spec/endpoints.js';
+import { ENDPOINTS, PAGE_LIMITS, PLATFORMS, findEndpoint, type EndpointName, type Platform } from '../../api-catalog/endpoints.js';
 import { clientFromEnv, cliLogger } from '../context.js';
 import { UsageError, wholeNumber } from '../options.js';
 

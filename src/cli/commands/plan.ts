@@ -3,7 +3,7 @@ import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../con
 import { DEFAULT_PRICES_FILE, loadPriceTable } from '../../config/prices.js';
 import { wholeNumber } from '../options.js';
 import { textTable } from '../text-table.js';
-import { planHarvestCost, type CostPlan, type PlanLine } from '../plan/cost-plan.js';
+import { planHarvestCost, type CostPlan, type PlanLine } from '../../harvest/cost-plan.js';
 
 const ENRICHMENT_LABEL: Record<PlanLine['what'], string> = {
   list: 'list',

@@ -7,7 +7,7 @@ import { createLogger } from '../../logger.js';
 import { startWebhookReceiver } from '../../webhooks/receiver.js';
 import { temporalWebhookHandler } from '../../webhooks/temporal-bridge.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
-import { readSecrets, secretStorePath } from '../../webhooks/secret-store.js';
+import { readSecrets, secretStorePath } from '../../store/secret-store.js';
 import { wholeNumber } from '../options.js';
 
 export function receiverCommand(): Command {

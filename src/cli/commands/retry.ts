@@ -1,7 +1,7 @@
 import { Command } from 'commander';
 import { WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
-import { RETRYABLE_STATUSES, resumableState } from '../../../workflows/checkpoint.js';
+import { RETRYABLE_STATUSES, resumableState } from '../../harvest/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../../workflows/harvest.js';
 import { createLogger } from '../../logger.js';
 import { taskQueueFromEnv } from '../context.js';

@@ -15,7 +15,7 @@ import {
   type ApplyResult,
   type HarvestScheduleView,
 } from '../../temporal/schedules.js';
-import { creditsLow } from '../../webhooks/credit-alerts.js';
+import { creditsLow } from '../../store/credit-alerts.js';
 import { runApiFromEnv, taskQueueFromEnv } from '../context.js';
 import { UsageError } from '../options.js';
 import { textTable } from '../text-table.js';

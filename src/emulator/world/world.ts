@@ -3,7 +3,7 @@
  * computed on demand from the seed. Time matters: items are posted on a schedule per account, so
  * moving the emulated clock forward makes new items appear and metrics grow.
  */
-import type { ItemKind, Platform } from '../../spec/endpoints.js';
+import type { ItemKind, Platform } from '../../api-catalog/endpoints.js';
 import { hash32, hashDigits, intBetween, logUniform, pick, unit } from './random.js';
 import {
   ADJECTIVES,

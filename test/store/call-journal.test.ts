@@ -2,8 +2,8 @@ import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSy
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CallJournal, journalFile } from '../../src/warehouse/call-journal.js';
-import { built, runWithFileSizeLimit } from './limited-child.js';
+import { CallJournal, journalFile } from '../../src/store/call-journal.js';
+import { built, runWithFileSizeLimit } from '../support/limited-child.js';
 
 describe('the call journal, on real files', () => {
   it('replays what an attempt left: settled calls at their charge, a call cut off at its worst, a cancelled one at nothing', () => {
@@ -118,7 +118,7 @@ describe('the call journal, record by record', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
     const result = runWithFileSizeLimit<{ intended: boolean; message?: string; code?: string; totals: unknown }>(
       2,
-      `import { CallJournal } from ${built('src/warehouse/call-journal')};
+      `import { CallJournal } from ${built('src/store/call-journal')};
 const journal = CallJournal.load(${JSON.stringify(dataDir)}, 'run-1', 'w1:target');
 journal.intend('a', 150);
 journal.settle('a', 120);

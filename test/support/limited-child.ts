@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PROJECT_ROOT } from '../../src/config/project-paths.js';
 
-/** The built module of a source file, e.g. `src/warehouse/landing` → an absolute specifier. */
+/** The built module of a source file, e.g. `src/store/landing` → an absolute specifier. */
 export function built(module: string): string {
   return JSON.stringify(join(PROJECT_ROOT, 'dist', `${module}.js`));
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resumableState } from '../../workflows/checkpoint.js';
+import { resumableState } from '../../src/harvest/checkpoint.js';
 import type { HarvestState, TargetState } from '../../workflows/harvest.js';
 
 function target(key: string, fields: Partial<TargetState>): TargetState {

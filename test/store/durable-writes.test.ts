@@ -4,14 +4,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SocialApiClient } from '../../src/api/client.js';
-import { removeStrayTemporaries, writeDurableFile, type WriteFunction } from '../../src/warehouse/durable-file.js';
-import { landingFile, pageLandingKey, readLanding, writeLanding, type PageLanding } from '../../src/warehouse/landing.js';
-import { readCoverage, writeCoverage } from '../../src/warehouse/listing-coverage.js';
-import { findJob, registerJob } from '../../src/webhooks/job-registry.js';
-import { EventJournal } from '../../src/webhooks/event-journal.js';
-import { readSecrets, writeSecrets } from '../../src/webhooks/secret-store.js';
+import { removeStrayTemporaries, writeDurableFile, type WriteFunction } from '../../src/store/durable-file.js';
+import { landingFile, pageLandingKey, readLanding, writeLanding, type PageLanding } from '../../src/store/landing.js';
+import { readCoverage, writeCoverage } from '../../src/store/listing-coverage.js';
+import { findJob, registerJob } from '../../src/store/job-registry.js';
+import { EventJournal } from '../../src/store/event-journal.js';
+import { readSecrets, writeSecrets } from '../../src/store/secret-store.js';
 import { startTestWorker } from '../support/temporal.js';
-import { built, runWithFileSizeLimit } from './limited-child.js';
+import { built, runWithFileSizeLimit } from '../support/limited-child.js';
 
 function page(page: number, items: number): PageLanding {
   return {
@@ -107,7 +107,7 @@ describe('durable file writes', () => {
     const key = pageLandingKey(landing.run_id, landing.target, landing.page);
     const result = runWithFileSizeLimit<{ ok?: string; message?: string; code?: string }>(
       12,
-      `import { writeLanding } from ${built('src/warehouse/landing')};
+      `import { writeLanding } from ${built('src/store/landing')};
 try {
   console.log(JSON.stringify({ ok: writeLanding(${JSON.stringify(dataDir)}, ${JSON.stringify(landing)}) }));
 } catch (error) {
@@ -127,7 +127,7 @@ try {
     const landing = page(2, 10);
     const result = runWithFileSizeLimit<{ ok?: string; message?: string }>(
       12,
-      `import { writeLanding } from ${built('src/warehouse/landing')};
+      `import { writeLanding } from ${built('src/store/landing')};
 console.log(JSON.stringify({ ok: writeLanding(${JSON.stringify(dataDir)}, ${JSON.stringify(landing)}) }));`,
     );
     expect(result.ok).toBe(pageLandingKey(landing.run_id, landing.target, 2));
@@ -156,7 +156,7 @@ async function writerKilledMidWrite(dataDir: string): Promise<void> {
   const script = join(mkdtempSync(join(tmpdir(), 'killed-')), 'child.mjs');
   writeFileSync(
     script,
-    `import { writeDurableFile } from ${built('src/warehouse/durable-file')};
+    `import { writeDurableFile } from ${built('src/store/durable-file')};
 writeDurableFile(${JSON.stringify(join(dataDir, 'landing', 'run-1', 'target', 'page-000001.json'))}, 'x'.repeat(100), { what: 'landing', write: () => process.kill(process.pid, 'SIGKILL') });`,
   );
   await new Promise<void>((resolve) => spawn(process.execPath, [script], { stdio: 'ignore' }).once('exit', () => resolve()));
@@ -168,7 +168,7 @@ async function writerStalledMidWrite(dataDir: string) {
   writeFileSync(
     script,
     `import { writeSync } from 'node:fs';
-import { writeDurableFile } from ${built('src/warehouse/durable-file')};
+import { writeDurableFile } from ${built('src/store/durable-file')};
 writeDurableFile(${JSON.stringify(join(dataDir, 'landing', 'run-1', 'target', 'page-000002.json'))}, 'x'.repeat(100), { what: 'landing', write: (fd, buffer, offset, length) => {
   writeSync(1, 'writing\\n');
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 60_000);
@@ -236,7 +236,7 @@ describe('the webhook event journal', () => {
     const payload = (size: number) => ({ type: 'job.completed', timestamp: '2026-01-01T00:00:00Z', data: { job_id: 'j', note: 'x'.repeat(size) } });
     const result = runWithFileSizeLimit<{ message?: string; code?: string; seenAfterFailure: boolean }>(
       2,
-      `import { EventJournal } from ${built('src/webhooks/event-journal')};
+      `import { EventJournal } from ${built('src/store/event-journal')};
 const journal = await EventJournal.open(${JSON.stringify(path)});
 await journal.accept('first', ${JSON.stringify(payload(100))});
 let message, code;

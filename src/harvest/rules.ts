@@ -4,9 +4,9 @@
  * work in flight. The workflow runs by these rules and `harvester plan` forecasts by them, so the
  * forecast and the run cannot disagree.
  */
-import type { Enrichment } from '../src/config/harvest-types.js';
-import type { PriceTable } from '../src/config/prices.js';
-import { PAGE_LIMITS, type EndpointKey, type Platform } from '../src/spec/endpoints.js';
+import type { Enrichment } from './harvest-types.js';
+import type { PriceTable } from '../config/prices.js';
+import { PAGE_LIMITS, type EndpointKey, type Platform } from '../api-catalog/endpoints.js';
 import type { TargetPlan } from './targets.js';
 
 /** The object endpoints an item can be enriched with, in the order their calls are made. */

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeDurableFile } from '../warehouse/durable-file.js';
+import { writeDurableFile } from './durable-file.js';
 
 /**
  * The `credits.low` state, kept in the data directory so every worker and every `harvester run`

@@ -1,7 +1,7 @@
 /**
  * What one run of a harvest would buy, and what it would cost, worked out from the config and the
  * price table alone: no API call, no warehouse. Pure arithmetic, for `harvester plan`, by the same
- * rules the workflow runs by (workflows/rules.ts): job or pages, which calls an item gets, worst
+ * rules the workflow runs by (src/harvest/rules.ts): job or pages, which calls an item gets, worst
  * cases, and the order a short budget is spent in.
  *
  * Two figures per line:
@@ -13,9 +13,9 @@
  *   first; then each paged target, in config order, buys items while the next item's worst case
  *   (its listing and its enrichment) fits what is free; then the items jobs listed are enriched.
  */
-import type { Harvest } from '../../config/harvest-types.js';
-import type { PriceTable } from '../../config/prices.js';
-import { PAGE_LIMITS, type EndpointKey, type Platform } from '../../spec/endpoints.js';
+import type { Harvest } from './harvest-types.js';
+import type { PriceTable } from '../config/prices.js';
+import { PAGE_LIMITS, type EndpointKey, type Platform } from '../api-catalog/endpoints.js';
 import {
   commentsPerItem,
   itemEnrichmentWorst,
@@ -27,8 +27,8 @@ import {
   takesJob,
   targetWorst,
   type ObjectEnrichment,
-} from '../../../workflows/rules.js';
-import { planTargets, type TargetKind, type TargetPlan } from '../../../workflows/targets.js';
+} from './rules.js';
+import { planTargets, type TargetKind, type TargetPlan } from './targets.js';
 
 /** The enrichment a listed item gets, in the order the workflow makes the calls. */
 export type EnrichmentKind = ObjectEnrichment | 'comments';

@@ -2,8 +2,8 @@
  * The targets of a harvest, planned from its config: what each one lists, through which endpoint,
  * and how far. Pure, so the workflow can plan deterministically.
  */
-import type { Harvest } from '../src/config/harvest-types.js';
-import type { EndpointName, Platform } from '../src/spec/endpoints.js';
+import type { Harvest } from './harvest-types.js';
+import type { EndpointName, Platform } from '../api-catalog/endpoints.js';
 
 export type TargetKind = 'channel' | 'search' | 'comments';
 

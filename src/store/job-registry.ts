@@ -1,7 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeDurableFile } from '../warehouse/durable-file.js';
-import { pathSegment } from '../warehouse/landing.js';
+import { writeDurableFile } from './durable-file.js';
+import { pathSegment } from './landing.js';
 
 /**
  * Which run waits on which job, on disk in the data directory: the activity that starts a job

@@ -8,7 +8,7 @@
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, existsSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
-import type { EndpointKey } from '../spec/endpoints.js';
+import type { EndpointKey } from '../api-catalog/endpoints.js';
 import { writeDurableFile } from './durable-file.js';
 
 /** The billed call behind a page. Free pages (a job's results) have none; the job is billed once. */

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeDurableFile } from '../warehouse/durable-file.js';
+import { writeDurableFile } from './durable-file.js';
 
 /**
  * Where `harvester webhooks register` keeps the signing secrets the API shows only once, so the

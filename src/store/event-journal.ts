@@ -1,8 +1,8 @@
 import { mkdirSync, readFileSync, truncateSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { WebhookPayload } from '../spec/resources.js';
-import { FileWriteError } from '../warehouse/durable-file.js';
+import type { WebhookPayload } from '../api-catalog/resources.js';
+import { FileWriteError } from './durable-file.js';
 
 /**
  * The receiver's durable record of deliveries, one JSON line each: `accepted` once an event is
