@@ -13,7 +13,7 @@ import type { Platform } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import type { CallJournal } from '../src/store/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding } from '../src/store/landing.js';
-import type { CallFailure, FailedCall } from '../workflows/definitions.js';
+import type { CallFailure, FailedCall } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../src/harvest/rules.js';
 import { meteredCall } from './metered-call.js';

@@ -13,7 +13,7 @@ import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../
 import { findJob, findJobOfTarget, registerJob } from '../src/store/job-registry.js';
 import type { RunApi } from './api-guard.js';
 import { asActivity } from './failures.js';
-import type { LiveWork } from '../workflows/definitions.js';
+import type { LiveWork } from '../src/harvest/progress.js';
 
 export interface TargetRef {
   key: string;

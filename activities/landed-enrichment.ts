@@ -14,7 +14,7 @@ import { CallJournal, runFailures } from '../src/store/call-journal.js';
 import { findLanding, pageLandingKey } from '../src/store/landing.js';
 import type { RunApi } from './api-guard.js';
 import { asActivityFailure } from './failures.js';
-import type { LiveWork } from '../workflows/definitions.js';
+import type { LiveWork } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { ItemEnricher, type WorkStop } from './item-enricher.js';
 import { claimJournal } from './metered-call.js';

@@ -14,7 +14,7 @@ import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import type { RunApi } from './api-guard.js';
 import { asActivity } from './failures.js';
 import type { Logger } from '../src/logger.js';
-import type { FailedCall } from '../workflows/definitions.js';
+import type { FailedCall } from '../src/harvest/progress.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 
 export interface TargetKnowledge {

@@ -18,7 +18,7 @@ import { findLanding, pageLandingKey, writeLanding } from '../src/store/landing.
 import { writeCoverage } from '../src/store/listing-coverage.js';
 import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../src/harvest/rules.js';
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';
-import type { LiveWork } from '../workflows/definitions.js';
+import type { LiveWork } from '../src/harvest/progress.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 import type { RunApi } from './api-guard.js';
 import { asActivityFailure } from './failures.js';

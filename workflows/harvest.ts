@@ -28,7 +28,8 @@ import type { Harvest } from '../src/harvest/harvest-types.js';
 import type { PriceTable } from '../src/config/prices.js';
 import { availableCredits, newBudget, reserve, settle, type BudgetState, type Reservation } from '../src/harvest/budget.js';
 import { addTally } from '../src/harvest/enrichment-tally.js';
-import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery, type FailedCall, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress, statusLine } from './definitions.js';
+import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery } from './definitions.js';
+import { statusLine, type FailedCall, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress } from '../src/harvest/progress.js';
 import { grant, itemEnrichmentWorst, jobItems, listsPhotoPosts, priceOf, takesJob, targetWorst } from '../src/harvest/rules.js';
 import { planTargets, type TargetPlan } from '../src/harvest/targets.js';
 

@@ -1,7 +1,8 @@
 import cliProgress from 'cli-progress';
 import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import { progressQuery, type HarvestProgress, type LiveWork } from '../../workflows/definitions.js';
+import type { HarvestProgress, LiveWork } from '../harvest/progress.js';
+import { progressQuery } from '../../workflows/definitions.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
-import type { RunMemo } from '../../workflows/definitions.js';
+import type { RunMemo } from '../harvest/progress.js';
 
 /**
  * A run is one identity: its workflow id. Underneath, Temporal keeps executions of that id: the

@@ -37,7 +37,7 @@ import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readd
 import { dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { FileWriteError, writeDurableFile, writeFully } from './durable-file.js';
-import type { CallFailure } from '../../workflows/definitions.js';
+import type { CallFailure } from '../harvest/progress.js';
 import { pathSegment } from './landing.js';
 
 export interface JournalTotals {

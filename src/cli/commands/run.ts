@@ -5,7 +5,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { createLogger } from '../../logger.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
-import type { HarvestStatus } from '../../../workflows/definitions.js';
+import type { HarvestStatus } from '../../harvest/progress.js';
 import type { HarvestSummary } from '../../../workflows/harvest.js';
 import { runApiFromEnv, taskQueueFromEnv } from '../context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';

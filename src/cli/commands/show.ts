@@ -1,7 +1,8 @@
 import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
-import { progressQuery, type HarvestProgress } from '../../../workflows/definitions.js';
+import type { HarvestProgress } from '../../harvest/progress.js';
+import { progressQuery } from '../../../workflows/definitions.js';
 import type { HarvestSummary } from '../../../workflows/harvest.js';
 import { printableSummary } from '../run-progress.js';
 import { runAttempts, type RunAttempt } from '../run-queries.js';
