@@ -30,7 +30,8 @@ import { availableCredits, newBudget, reserve, settle, type BudgetState, type Re
 import { addTally } from '../src/harvest/enrichment-tally.js';
 import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery } from './definitions.js';
 import { statusLine, type FailedCall, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress } from '../src/harvest/progress.js';
-import { grant, itemEnrichmentWorst, jobItems, listsPhotoPosts, priceOf, takesJob, targetWorst } from '../src/harvest/rules.js';
+import { grant, itemEnrichmentWorst, jobLimit, listsPhotoPosts, priceOf, takesJob, targetWorst } from '../src/harvest/rules.js';
+import { mayEnrichJobItems, mayList } from '../src/harvest/spend-order.js';
 import { planTargets, type TargetPlan } from '../src/harvest/targets.js';
 
 export interface HarvestInput {
@@ -264,15 +265,14 @@ async function runWork(run: RunContext, drain: () => boolean): Promise<'done' | 
       return state.targets.some((target) => target.status === 'pending' || target.unenrichedPages) && !state.stopped ? 'continue' : 'done';
     }
     let listing = [...inFlight.keys()].filter((target) => target.jobId === undefined).length;
-    // A short budget goes to the paged targets first, in config order, then to the items jobs
-    // listed (the order `harvester plan` forecasts); with room for everything, all run at once.
+    // Jobs were reserved before this loop; the rest goes by src/harvest/spend-order.ts.
     const listingsLeft = listing > 0 || state.targets.some((target) => target.status === 'pending' && target.jobId === undefined);
     for (const target of state.targets) {
       if (state.stopped || inFlight.has(target)) continue;
       if (target.jobId !== undefined && target.status === 'pending') launch(target, () => finishTargetJob(run, target));
-      else if (target.unenrichedPages && availableCredits(state.budget) > 0 && (!listingsLeft || availableCredits(state.budget) >= jobEnrichmentWorst(run, target))) {
+      else if (target.unenrichedPages && mayEnrichJobItems(availableCredits(state.budget), jobEnrichmentWorst(run, target), listingsLeft)) {
         launch(target, () => enrichJobPages(run, target));
-      } else if (target.status === 'pending' && target.jobId === undefined && listing < run.targets && availableCredits(state.budget) >= perItemWorst(run, target)) {
+      } else if (target.status === 'pending' && target.jobId === undefined && listing < run.targets && mayList(availableCredits(state.budget), perItemWorst(run, target))) {
         listing++;
         launch(target, () => listTarget(run, target));
       }
@@ -403,9 +403,8 @@ async function startTargetJob(run: RunContext, target: TargetState): Promise<voi
   const { state } = run;
   const { plan } = target;
   const price = priceOf(state.prices, plan.platform, plan.endpoint);
-  const limit = Math.max(0, Math.min(jobItems(plan), Math.floor(availableCredits(state.budget) / price)));
-  if (limit <= 50) {
-    // Jobs take more than 50 items: page instead, within what is left of the budget.
+  const limit = jobLimit(state.prices, plan, availableCredits(state.budget));
+  if (limit === 0) {
     target.paged = true;
     return;
   }

@@ -21,12 +21,6 @@ export function availableCredits(budget: BudgetState): number {
   return Math.max(0, budget.limit - budget.spent - budget.reserved);
 }
 
-/** The largest item count, up to `wanted`, whose worst case fits the budget at `price` per item. */
-export function fitLimit(budget: BudgetState, price: number, wanted: number): number {
-  if (price <= 0) return wanted;
-  return Math.max(0, Math.min(wanted, Math.floor(availableCredits(budget) / price)));
-}
-
 export function reserve(budget: BudgetState, credits: number): Reservation {
   if (credits > availableCredits(budget)) {
     throw new Error(`cannot reserve ${credits} credits: only ${availableCredits(budget)} of ${budget.limit} are free`);

@@ -9,9 +9,8 @@
  *   were endless; the plan's total worst case is that sum capped at the budget.
  * - expected: what a first run is expected to spend. Lists are assumed to hold max_items (so
  *   before the budget bites, expected list credits equal worst), TikTok downloads are refused by
- *   the API and cost nothing, and the budget is spent in the workflow's order: jobs are reserved
- *   first; then each paged target, in config order, buys items while the next item's worst case
- *   (its listing and its enrichment) fits what is free; then the items jobs listed are enriched.
+ *   the API and cost nothing, and a short budget is spent in the workflow's order (SPEND_ORDER in
+ *   spend-order.ts).
  */
 import type { Harvest } from './harvest-types.js';
 import type { PriceTable } from '../config/prices.js';
@@ -20,6 +19,7 @@ import {
   commentsPerItem,
   itemEnrichmentWorst,
   jobItems,
+  jobLimit,
   listsPhotoPosts,
   objectEnrichments,
   priceOf,
@@ -28,6 +28,7 @@ import {
   targetWorst,
   type ObjectEnrichment,
 } from './rules.js';
+import { itemsBought, SPEND_ORDER } from './spend-order.js';
 import { planTargets, type TargetKind, type TargetPlan } from './targets.js';
 
 /** The enrichment a listed item gets, in the order the workflow makes the calls. */
@@ -106,16 +107,6 @@ function pagesFor(items: number, pageSize: number): number {
   return Math.ceil(items / pageSize);
 }
 
-/**
- * How many of `wanted` items a run buys from `free` credits, as the workflow does: one more while
- * its worst case `worst` still fits, each then costing `actual`.
- */
-function itemsBought(free: number, worst: number, actual: number, wanted: number): number {
-  if (free < worst || wanted <= 0) return 0;
-  if (actual <= 0) return wanted;
-  return Math.min(wanted, Math.floor((free - worst) / actual) + 1);
-}
-
 /** The enrichment lines of one target's items: their worst case as if the budget were endless. */
 function enrichmentLines(target: TargetPlan, harvest: Harvest, prices: PriceTable, pageSize: number, worstItems: number): PlanLine[] {
   if (!target.enrich) return [];
@@ -154,10 +145,8 @@ interface TargetLines {
 }
 
 /**
- * Every target's lines, and what a run is expected to buy, spent in the workflow's order: each
- * job target (config order) reserves what fits of its job, and one that fits 50 items or fewer is
- * paged instead; then the paged targets, in config order, buy items (with their enrichment) while
- * the next item's worst case fits what is free; then the items the jobs listed are enriched.
+ * Every target's lines, and what a run is expected to buy, its budget spent in SPEND_ORDER
+ * (spend-order.ts), as the workflow spends it.
  */
 function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pageSize: number, budget: number): TargetLines[] {
   let free = budget;
@@ -177,31 +166,29 @@ function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, 
     if (job && target.maxItems > PAGE_LIMITS.maxJob) list.note = `a job returns at most ${PAGE_LIMITS.maxJob} items; max_items is ${target.maxItems}`;
     return { target, price, byJob: job, list, enrichment: enrichmentLines(target, harvest, prices, pageSize, wanted) };
   });
-  for (const line of lines) {
-    if (!line.byJob) continue;
-    const limit = Math.min(line.list.worst.items, Math.floor(free / line.price));
-    if (limit <= PAGE_LIMITS.maxSynchronous) {
-      // Jobs take more than 50 items: the workflow pages this target instead.
-      line.byJob = false;
-      continue;
+  for (const step of SPEND_ORDER) {
+    for (const line of lines) {
+      if (step === 'job' && line.byJob) {
+        const limit = jobLimit(prices, line.target, free);
+        if (limit === 0) {
+          line.byJob = false;
+          continue;
+        }
+        free -= limit * line.price;
+        line.list.expected = { calls: 1, items: limit, credits: limit * line.price };
+      } else if (step === 'pages' && !line.byJob) {
+        const worst = targetWorst(prices, line.target, harvest.enrich, 1);
+        const items = itemsBought(free, worst, line.price + chargedPerItem(line.enrichment, harvest), line.target.maxItems);
+        line.list.expected = { calls: pagesFor(items, pageSize), items, credits: items * line.price };
+        expectEnrichment(line.enrichment, harvest, pageSize, items);
+        free -= items * line.price + items * chargedPerItem(line.enrichment, harvest);
+      } else if (step === 'job-items' && line.byJob && line.enrichment.length > 0) {
+        const worst = itemEnrichmentWorst(prices, line.target.platform, harvest.enrich, listsPhotoPosts(line.target));
+        const items = itemsBought(free, worst, chargedPerItem(line.enrichment, harvest), line.list.expected.items);
+        expectEnrichment(line.enrichment, harvest, pageSize, items);
+        free -= items * chargedPerItem(line.enrichment, harvest);
+      }
     }
-    free -= limit * line.price;
-    line.list.expected = { calls: 1, items: limit, credits: limit * line.price };
-  }
-  for (const line of lines) {
-    if (line.byJob) continue;
-    const worst = targetWorst(prices, line.target, harvest.enrich, 1);
-    const items = itemsBought(free, worst, line.price + chargedPerItem(line.enrichment, harvest), line.target.maxItems);
-    line.list.expected = { calls: pagesFor(items, pageSize), items, credits: items * line.price };
-    expectEnrichment(line.enrichment, harvest, pageSize, items);
-    free -= items * line.price + items * chargedPerItem(line.enrichment, harvest);
-  }
-  for (const line of lines) {
-    if (!line.byJob || line.enrichment.length === 0) continue;
-    const worst = itemEnrichmentWorst(prices, line.target.platform, harvest.enrich, listsPhotoPosts(line.target));
-    const items = itemsBought(free, worst, chargedPerItem(line.enrichment, harvest), line.list.expected.items);
-    expectEnrichment(line.enrichment, harvest, pageSize, items);
-    free -= items * chargedPerItem(line.enrichment, harvest);
   }
   return lines.map(({ list, enrichment }) => ({ list, enrichment }));
 }

@@ -21,9 +21,9 @@ export function priceOf(prices: PriceTable, platform: Platform, endpoint: string
 }
 
 /**
- * Whether a target is bought as one async job: only a first listing (an incremental one stops at
- * known items, which a job cannot do) of more than `job_threshold` items, and only while the
- * budget fits more than a page of it (a job takes more than 50 items).
+ * Whether a target is meant to be bought as one async job: only a first listing (an incremental
+ * one stops at known items, which a job cannot do) of more than `job_threshold` items. Whether the
+ * budget fits a job is jobLimit's to say.
  */
 export function takesJob(target: TargetPlan, jobThreshold: number, incremental: boolean): boolean {
   return !incremental && target.maxItems > jobThreshold;
@@ -32,6 +32,16 @@ export function takesJob(target: TargetPlan, jobThreshold: number, incremental: 
 /** Items one job of this target asks for: a job returns at most PAGE_LIMITS.maxJob. */
 export function jobItems(target: TargetPlan): number {
   return Math.min(target.maxItems, PAGE_LIMITS.maxJob);
+}
+
+/**
+ * Items a job of this target asks for out of `free` credits: as many of jobItems as the budget
+ * fits, or 0 when that is too few for a job (a job takes more than PAGE_LIMITS.maxSynchronous
+ * items), and the target is paged instead, within what is left of the budget.
+ */
+export function jobLimit(prices: PriceTable, target: TargetPlan, free: number): number {
+  const limit = Math.max(0, Math.min(jobItems(target), Math.floor(free / priceOf(prices, target.platform, target.endpoint))));
+  return limit > PAGE_LIMITS.maxSynchronous ? limit : 0;
 }
 
 /** Instagram photo posts (`/p/` URLs; a channel's `posts`) have no audio: no transcript, no summary. */
