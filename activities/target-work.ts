@@ -19,6 +19,7 @@ import { writeCoverage } from '../src/store/listing-coverage.js';
 import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../src/harvest/rules.js';
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import type { LiveWork } from '../src/harvest/progress.js';
+import type { ListingPosition } from '../src/harvest/run-state.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 import type { RunApi } from './api-guard.js';
 import { asActivityFailure } from './failures.js';
@@ -29,20 +30,6 @@ import { withRunCallLimit } from './run-call-limits.js';
 import { WorkBudget } from './work-budget.js';
 
 /** Where a target's listing stands: where the next page comes from, and what the run has of it. */
-export interface ListingPosition {
-  /** Number of the next page to land (1-based, per target and run). */
-  page: number;
-  cursor?: string;
-  /** Distinct items the run has landed for the target. */
-  items: number;
-  /** Items listed in the current pass from the top of the list (search ranks count from here). */
-  offset: number;
-  /** The next page's size on an incremental run, grown from the first page's estimate. */
-  nextLimit?: number;
-  /** Times the listing started again from the top after its cursor expired or was refused. */
-  relists: number;
-}
-
 export interface TargetWorkInput extends RunApi {
   runId: string;
   harvest: string;

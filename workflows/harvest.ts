@@ -22,14 +22,14 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { HarvestActivities } from '../activities/index.js';
-import type { ListingPosition, TargetWorkResult } from '../activities/target-work.js';
+import type { TargetWorkResult } from '../activities/target-work.js';
 import type { ApiIdentity } from '../src/api/identity.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
-import type { PriceTable } from '../src/config/prices.js';
-import { availableCredits, newBudget, reserve, settle, type BudgetState, type Reservation } from '../src/harvest/budget.js';
+import { availableCredits, newBudget, reserve, settle, type Reservation } from '../src/harvest/budget.js';
 import { addTally } from '../src/harvest/enrichment-tally.js';
 import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery } from './definitions.js';
-import { statusLine, type FailedCall, type HarvestProgress, type HarvestStatus, type RunMemo, type TargetProgress } from '../src/harvest/progress.js';
+import { statusLine, type FailedCall, type HarvestProgress, type RunMemo } from '../src/harvest/progress.js';
+import { emptyWarning, finalStatus, finishListing, progressOf, type HarvestState, type TargetState } from '../src/harvest/run-state.js';
 import { grant, itemEnrichmentWorst, jobLimit, listsPhotoPosts, priceOf, takesJob, targetWorst } from '../src/harvest/rules.js';
 import { mayEnrichJobItems, mayList } from '../src/harvest/spend-order.js';
 import { planTargets, type TargetPlan } from '../src/harvest/targets.js';
@@ -52,49 +52,6 @@ export interface HarvestInput {
    * run. Absent on runs started before runs carried it: then no worker checks.
    */
   api?: ApiIdentity;
-}
-
-/** `empty`: the listing ended having found no item at all (a warning, not a failure). */
-export type TargetStatus = 'pending' | 'done' | 'empty' | 'failed' | 'budget_exhausted' | 'paused';
-
-export interface TargetState {
-  plan: TargetPlan;
-  status: TargetStatus;
-  /** The checkpoint: where the listing resumes. */
-  position: ListingPosition;
-  pages: number;
-  items: number;
-  credits: number;
-  /** Items the warehouse has from an earlier complete listing: an incremental run stops at the first. */
-  knownIds: string[];
-  /** A job in flight for this target, and the credits reserved for it (carried across continue-as-new). */
-  jobId?: string;
-  jobReserved?: number;
-  /** The budget left too little for a job, so the target is paged instead. */
-  paged?: boolean;
-  /** A job's landed results pages whose items still need enriching. */
-  unenrichedPages?: { from: number; to: number };
-  /** The listing is complete (its items may still lack enrichment). */
-  listed?: boolean;
-  /** Enrichment calls of its items that failed for good: while any stands, the target is not done. */
-  failedCalls?: number;
-  error?: { type: string; message: string; requestId?: string };
-}
-
-export interface HarvestState {
-  runId: string;
-  harvestName: string;
-  startedAt: string;
-  budget: BudgetState;
-  prices: PriceTable;
-  targets: TargetState[];
-  enrichment: { calls: number; skipped: number; failed: number; unenriched: number };
-  callsLost: number;
-  /** Numbers the run's pieces of work: each activity's journal is its own. */
-  nextWork: number;
-  /** Set by `harvester retry` when the run has enrichment calls that failed for good: made again first. */
-  redoFailedCalls?: boolean;
-  stopped?: { status: HarvestStatus; reason: string };
 }
 
 export interface HarvestSummary extends HarvestProgress {
@@ -375,22 +332,6 @@ async function spentByFailedWork(run: RunContext, workId: string, reservation: R
   }
 }
 
-/**
- * A target whose listing is complete: done (or empty, when it found no item), unless enrichment
- * calls of its items failed for good (an answer refused, a 404): then it is failed, saying how
- * many, and `harvester retry` makes them again.
- */
-function finishListing(target: TargetState, empty = target.status === 'empty'): void {
-  target.listed = true;
-  const failed = target.failedCalls ?? 0;
-  if (failed === 0) {
-    target.status = empty ? 'empty' : 'done';
-    return;
-  }
-  target.status = 'failed';
-  target.error = { type: 'EnrichmentFailed', message: `${failed} enrichment call${failed === 1 ? '' : 's'} of its items failed for good (\`harvester show\` lists them; \`harvester retry\` makes them again)` };
-}
-
 /** Settles a piece of work's grant with what it spent, and counts that against its target. */
 function chargeWork(state: HarvestState, target: TargetState, reservation: Reservation, spent: { credits: number; lostCalls: number }): void {
   settle(state.budget, reservation, spent.credits);
@@ -630,12 +571,6 @@ async function recordStop(state: HarvestState, target: TargetState, status: 'pau
   if (why) state.stopped ??= { status: 'failed', reason: error.message.startsWith(why) ? error.message : `${why}: ${error.message}` };
 }
 
-/** What an empty target's warning says: the listing found nothing, and what to check. */
-function emptyWarning(plan: TargetPlan): string {
-  const check = plan.kind === 'channel' ? `the handle (${plan.params.handle}) and the content kind` : plan.kind === 'search' ? `the query (${plan.params.query})` : `the URL (${plan.params.url})`;
-  return `the API listed no items for it: check ${check}`;
-}
-
 function warnEmpty(state: HarvestState, target: TargetState): void {
   log.warn('target returned no items', { run: state.runId, target: target.plan.key, warning: emptyWarning(target.plan) });
 }
@@ -664,50 +599,10 @@ function requestIdOf(error: unknown): string | undefined {
   return details?.requestId ?? undefined;
 }
 
-function finalStatus(state: HarvestState): HarvestStatus {
-  if (state.stopped) return state.stopped.status;
-  if (state.targets.some((target) => target.status === 'budget_exhausted')) return 'budget_exhausted';
-  // Failed listings, that is: a listed target whose enrichment calls failed still landed its items.
-  if (state.targets.length > 0 && state.targets.every((target) => target.status === 'failed' && !target.listed)) return 'failed';
-  if (state.targets.some((target) => target.status === 'failed') || state.enrichment.failed > 0) return 'completed_with_errors';
-  return 'completed';
-}
-
 /**
  * The run's status line as the workflow's current details (no command, so histories replay as
  * before): what the Temporal UI shows for the run, kept up to date while it runs.
  */
 function showStatus(state: HarvestState): void {
   setCurrentDetails(statusLine(progressOf(state)));
-}
-
-function progressOf(state: HarvestState, status?: HarvestStatus): HarvestProgress {
-  const targets: TargetProgress[] = state.targets.map((target) => ({
-    key: target.plan.key,
-    status: target.status,
-    items: target.items,
-    pages: target.pages,
-    credits: target.credits,
-    wanted: target.plan.maxItems,
-    ...(target.position.cursor ? { cursor: target.position.cursor } : {}),
-    ...(target.error ? { error: target.error } : {}),
-    ...(target.status === 'empty' ? { warning: emptyWarning(target.plan) } : {}),
-    ...(target.unenrichedPages ? { enrichmentPending: true } : {}),
-  }));
-  return {
-    runId: state.runId,
-    harvest: state.harvestName,
-    status: status ?? state.stopped?.status ?? 'running',
-    startedAt: state.startedAt,
-    budget: state.budget.limit,
-    creditsSpent: state.budget.spent,
-    creditsReserved: state.budget.reserved,
-    itemsLanded: targets.reduce((sum, target) => sum + target.items, 0),
-    pagesLanded: targets.reduce((sum, target) => sum + target.pages, 0),
-    targetsDone: state.targets.filter((target) => target.status !== 'pending').length,
-    targets,
-    enrichment: { calls: state.enrichment.calls, skipped: state.enrichment.skipped, failed: state.enrichment.failed + state.enrichment.unenriched, pending: state.targets.filter((target) => target.unenrichedPages).length },
-    callsLost: state.callsLost,
-    ...(state.stopped ? { reason: state.stopped.reason } : {}),
-  };
 }

@@ -4,7 +4,7 @@
  * and the budget gets room for this attempt. The run id stays the same, so every page already
  * landed is found on disk and not bought again.
  */
-import type { HarvestState, TargetState } from '../../workflows/harvest.js';
+import type { HarvestState, TargetState } from './run-state.js';
 
 export const RETRYABLE_STATUSES = ['failed', 'completed_with_errors', 'budget_exhausted', 'paused'] as const;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { resumableState } from '../../src/harvest/checkpoint.js';
-import type { HarvestState, TargetState } from '../../workflows/harvest.js';
+import type { HarvestState, TargetState } from '../../src/harvest/run-state.js';
 
 function target(key: string, fields: Partial<TargetState>): TargetState {
   return {

@@ -1,0 +1,132 @@
+/**
+ * A run's state, as the workflow keeps it and a retry resumes it (checkpoint.ts): each target's
+ * plan, status and checkpoint (its listing position), the budget, the enrichment tally. Also its
+ * projection into the progress everyone reads (progress.ts). Pure: the workflow sandbox imports it.
+ */
+import type { PriceTable } from '../config/prices.js';
+import type { BudgetState } from './budget.js';
+import type { HarvestProgress, HarvestStatus, TargetProgress } from './progress.js';
+import type { TargetPlan } from './targets.js';
+
+/** Where a target's listing resumes: the checkpoint the workflow keeps and its activity heartbeats. */
+export interface ListingPosition {
+  /** Number of the next page to land (1-based, per target and run). */
+  page: number;
+  cursor?: string;
+  /** Distinct items the run has landed for the target. */
+  items: number;
+  /** Items listed in the current pass from the top of the list (search ranks count from here). */
+  offset: number;
+  /** The next page's size on an incremental run, grown from the first page's estimate. */
+  nextLimit?: number;
+  /** Times the listing started again from the top after its cursor expired or was refused. */
+  relists: number;
+}
+
+/** `empty`: the listing ended having found no item at all (a warning, not a failure). */
+export type TargetStatus = 'pending' | 'done' | 'empty' | 'failed' | 'budget_exhausted' | 'paused';
+
+export interface TargetState {
+  plan: TargetPlan;
+  status: TargetStatus;
+  /** The checkpoint: where the listing resumes. */
+  position: ListingPosition;
+  pages: number;
+  items: number;
+  credits: number;
+  /** Items the warehouse has from an earlier complete listing: an incremental run stops at the first. */
+  knownIds: string[];
+  /** A job in flight for this target, and the credits reserved for it (carried across continue-as-new). */
+  jobId?: string;
+  jobReserved?: number;
+  /** The budget left too little for a job, so the target is paged instead. */
+  paged?: boolean;
+  /** A job's landed results pages whose items still need enriching. */
+  unenrichedPages?: { from: number; to: number };
+  /** The listing is complete (its items may still lack enrichment). */
+  listed?: boolean;
+  /** Enrichment calls of its items that failed for good: while any stands, the target is not done. */
+  failedCalls?: number;
+  error?: { type: string; message: string; requestId?: string };
+}
+
+export interface HarvestState {
+  runId: string;
+  harvestName: string;
+  startedAt: string;
+  budget: BudgetState;
+  prices: PriceTable;
+  targets: TargetState[];
+  enrichment: { calls: number; skipped: number; failed: number; unenriched: number };
+  callsLost: number;
+  /** Numbers the run's pieces of work: each activity's journal is its own. */
+  nextWork: number;
+  /** Set by `harvester retry` when the run has enrichment calls that failed for good: made again first. */
+  redoFailedCalls?: boolean;
+  stopped?: { status: HarvestStatus; reason: string };
+}
+
+/**
+ * A target whose listing is complete: done (or empty, when it found no item), unless enrichment
+ * calls of its items failed for good (an answer refused, a 404): then it is failed, saying how
+ * many, and `harvester retry` makes them again.
+ */
+export function finishListing(target: TargetState, empty = target.status === 'empty'): void {
+  target.listed = true;
+  const failed = target.failedCalls ?? 0;
+  if (failed === 0) {
+    target.status = empty ? 'empty' : 'done';
+    return;
+  }
+  target.status = 'failed';
+  target.error = { type: 'EnrichmentFailed', message: `${failed} enrichment call${failed === 1 ? '' : 's'} of its items failed for good (\`harvester show\` lists them; \`harvester retry\` makes them again)` };
+}
+
+/** What an empty target's warning says: the listing found nothing, and what to check. */
+export function emptyWarning(plan: TargetPlan): string {
+  const check = plan.kind === 'channel' ? `the handle (${plan.params.handle}) and the content kind` : plan.kind === 'search' ? `the query (${plan.params.query})` : `the URL (${plan.params.url})`;
+  return `the API listed no items for it: check ${check}`;
+}
+
+/** A finished run's status, from its targets and what stopped it. */
+export function finalStatus(state: HarvestState): HarvestStatus {
+  if (state.stopped) return state.stopped.status;
+  if (state.targets.some((target) => target.status === 'budget_exhausted')) return 'budget_exhausted';
+  // Failed listings, that is: a listed target whose enrichment calls failed still landed its items.
+  if (state.targets.length > 0 && state.targets.every((target) => target.status === 'failed' && !target.listed)) return 'failed';
+  if (state.targets.some((target) => target.status === 'failed') || state.enrichment.failed > 0) return 'completed_with_errors';
+  return 'completed';
+}
+
+
+/** The run's progress, as the CLI, the UI's status line and the run's summary show it. */
+export function progressOf(state: HarvestState, status?: HarvestStatus): HarvestProgress {
+  const targets: TargetProgress[] = state.targets.map((target) => ({
+    key: target.plan.key,
+    status: target.status,
+    items: target.items,
+    pages: target.pages,
+    credits: target.credits,
+    wanted: target.plan.maxItems,
+    ...(target.position.cursor ? { cursor: target.position.cursor } : {}),
+    ...(target.error ? { error: target.error } : {}),
+    ...(target.status === 'empty' ? { warning: emptyWarning(target.plan) } : {}),
+    ...(target.unenrichedPages ? { enrichmentPending: true } : {}),
+  }));
+  return {
+    runId: state.runId,
+    harvest: state.harvestName,
+    status: status ?? state.stopped?.status ?? 'running',
+    startedAt: state.startedAt,
+    budget: state.budget.limit,
+    creditsSpent: state.budget.spent,
+    creditsReserved: state.budget.reserved,
+    itemsLanded: targets.reduce((sum, target) => sum + target.items, 0),
+    pagesLanded: targets.reduce((sum, target) => sum + target.pages, 0),
+    targetsDone: state.targets.filter((target) => target.status !== 'pending').length,
+    targets,
+    enrichment: { calls: state.enrichment.calls, skipped: state.enrichment.skipped, failed: state.enrichment.failed + state.enrichment.unenriched, pending: state.targets.filter((target) => target.unenrichedPages).length },
+    callsLost: state.callsLost,
+    ...(state.stopped ? { reason: state.stopped.reason } : {}),
+  };
+}
