@@ -3,7 +3,7 @@ import type { WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import type { HarvestProgress, LiveWork } from '../harvest/progress.js';
 import { progressQuery } from '../../workflows/definitions.js';
-import type { HarvestSummary } from '../../workflows/harvest.js';
+import type { harvestWorkflow, HarvestSummary } from '../../workflows/harvest.js';
 
 /**
  * A run's progress as it stands: the workflow's `progress` query, which counts a piece of work's
@@ -194,10 +194,10 @@ export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WritableStr
 }
 
 /** Waits for a run's result, showing its progress meanwhile. */
-export async function resultWithProgress(handle: WorkflowHandle, stream?: NodeJS.WritableStream & { isTTY?: boolean }): Promise<HarvestSummary> {
+export async function resultWithProgress(handle: WorkflowHandle<typeof harvestWorkflow>, stream?: NodeJS.WritableStream & { isTTY?: boolean }): Promise<HarvestSummary> {
   const progress = watchProgress(handle, stream);
   try {
-    return (await handle.result()) as HarvestSummary;
+    return await handle.result();
   } finally {
     await progress.stop();
   }

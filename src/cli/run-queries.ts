@@ -1,5 +1,6 @@
 import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
 import type { RunMemo } from '../harvest/progress.js';
+import { HARVEST_WORKFLOW_TYPE } from '../temporal/schedules.js';
 
 /**
  * A run is one identity: its workflow id. Underneath, Temporal keeps executions of that id: the
@@ -137,7 +138,7 @@ function statusClause(status: string): string {
  * and the status filter is checked against the run's latest attempt.
  */
 export async function listRuns(client: Client, filter: { name?: string; status?: string; limit?: number }): Promise<RunListing[]> {
-  const clauses = ["WorkflowType = 'harvestWorkflow'", "ExecutionStatus != 'ContinuedAsNew'"];
+  const clauses = [`WorkflowType = '${HARVEST_WORKFLOW_TYPE}'`, "ExecutionStatus != 'ContinuedAsNew'"];
   if (filter.name) clauses.push(`HarvestName = ${quoted(filter.name)}`);
   if (filter.status) clauses.push(statusClause(filter.status));
   const runs: RunListing[] = [];

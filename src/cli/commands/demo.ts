@@ -11,6 +11,7 @@ import { queryWarehouse } from '../../warehouse/query.js';
 import { freePort, startStack, type Stack } from '../stack.js';
 import { resultWithProgress } from '../run-progress.js';
 import { textTable } from '../text-table.js';
+import { harvestWorkflow } from '../../../workflows/harvest.js';
 import { summaryText } from './run.js';
 
 /** The questions the demo answers from the warehouse once its harvest has landed. */
@@ -76,7 +77,7 @@ export function demoCommand(): Command {
         const workflowId = `demo-${new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
         process.stdout.write(`Running the "demo" harvest (config/demo.yaml) as ${workflowId}…\n`);
         const started = Date.now();
-        const handle = await client.workflow.start('harvestWorkflow', { taskQueue: stack.taskQueue, workflowId, staticSummary: `demo: budget ${harvest.budget.credits} credits`, args: [{ harvest, api: apiIdentity({ baseUrl: stack.apiBaseUrl, apiKey: stack.apiKey }) }] });
+        const handle = await client.workflow.start(harvestWorkflow, { taskQueue: stack.taskQueue, workflowId, staticSummary: `demo: budget ${harvest.budget.credits} credits`, args: [{ harvest, api: apiIdentity({ baseUrl: stack.apiBaseUrl, apiKey: stack.apiKey }) }] });
         const summary = await resultWithProgress(handle);
         process.stdout.write(`\n${summaryText(summary, Date.now() - started)}\n`);
         for (const question of ANALYST_QUESTIONS) {

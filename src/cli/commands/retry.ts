@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { RETRYABLE_STATUSES, resumableState } from '../../harvest/checkpoint.js';
-import type { HarvestInput, HarvestSummary } from '../../../workflows/harvest.js';
+import { harvestWorkflow } from '../../../workflows/harvest.js';
 import { createLogger } from '../../logger.js';
 import { taskQueueFromEnv } from '../context.js';
 import { startWorkerFromEnv } from '../engine-context.js';
@@ -26,25 +26,25 @@ export function retryCommand(): Command {
       const client = await connectClient(temporalSettingsFromEnv());
       const worker = options.localWorker ? await startWorkerFromEnv(createLogger({ name: 'retry', level: process.env.LOG_LEVEL ?? 'warn' })) : undefined;
       try {
-        const original = client.workflow.getHandle(runId);
+        const original = client.workflow.getHandle<typeof harvestWorkflow>(runId);
         const description = await original.describe();
         if (description.status.name === 'RUNNING') throw new Error(`run ${runId} is running; only a finished run can be retried from its checkpoint`);
         if (description.status.name !== 'COMPLETED') throw new Error(`run ${runId} ${description.status.name.toLowerCase()} with no checkpoint to resume from; start the harvest again with \`harvester run\``);
-        const previous = (await original.result()) as HarvestSummary;
+        const previous = await original.result();
         if (!(RETRYABLE_STATUSES as readonly string[]).includes(previous.status)) throw new Error(`run ${runId} ${previous.status}: there is nothing to retry`);
         // The harvest as the run saw it: the input of its (latest) execution, JSON-encoded by Temporal.
         const history = await original.fetchHistory();
         const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
         if (!payload) throw new Error(`run ${runId}: its start input cannot be read`);
-        const startInput = JSON.parse(Buffer.from(payload).toString('utf8')) as HarvestInput;
+        const startInput = JSON.parse(Buffer.from(payload).toString('utf8')) as Parameters<typeof harvestWorkflow>[0];
         const budget = options.budget ?? startInput.harvest.budget.credits;
         const attempt = (await runAttempts(client, runId)).length + 1;
         // The same run: a new execution of its workflow id (Temporal allows one once the last has
         // closed), resumed from its checkpoint, so the run id stays the run's everywhere.
         const started = Date.now();
-        let handle: WorkflowHandle;
+        let handle: WorkflowHandle<typeof harvestWorkflow>;
         try {
-          handle = await client.workflow.start('harvestWorkflow', {
+          handle = await client.workflow.start(harvestWorkflow, {
             taskQueue: taskQueueFromEnv(),
             workflowId: runId,
             workflowIdReusePolicy: 'ALLOW_DUPLICATE',

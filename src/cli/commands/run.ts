@@ -6,7 +6,7 @@ import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../con
 import { createLogger } from '../../logger.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import type { HarvestStatus } from '../../harvest/progress.js';
-import type { HarvestSummary } from '../../../workflows/harvest.js';
+import { harvestWorkflow, type HarvestSummary } from '../../../workflows/harvest.js';
 import { runApiFromEnv, taskQueueFromEnv } from '../context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { wholeNumber } from '../options.js';
@@ -114,7 +114,7 @@ Examples:
       const started = Date.now();
       const workflowId = `run-${name}-${new Date(started).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
       try {
-        const handle = await client.workflow.start('harvestWorkflow', {
+        const handle = await client.workflow.start(harvestWorkflow, {
           taskQueue: taskQueueFromEnv(),
           workflowId,
           staticSummary: `${name}: budget ${options.budget ?? harvest.budget.credits} credits`,

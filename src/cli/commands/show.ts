@@ -3,7 +3,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import type { HarvestProgress } from '../../harvest/progress.js';
 import { progressQuery } from '../../../workflows/definitions.js';
-import type { HarvestSummary } from '../../../workflows/harvest.js';
+import type { harvestWorkflow, HarvestSummary } from '../../../workflows/harvest.js';
 import { printableSummary } from '../run-progress.js';
 import { runAttempts, type RunAttempt } from '../run-queries.js';
 import { failedCallLines } from './run.js';
@@ -53,14 +53,14 @@ export function showCommand(): Command {
       const client = await connectClient(temporalSettingsFromEnv());
       try {
         // The run's latest attempt: a retried run shows its retry's outcome.
-        const handle = client.workflow.getHandle(runId);
+        const handle = client.workflow.getHandle<typeof harvestWorkflow>(runId);
         const [description, attempts] = await Promise.all([handle.describe(), runAttempts(client, runId)]);
         let progress: HarvestProgress & Pick<HarvestSummary, 'failedCalls'>;
         if (description.status.name === 'RUNNING') {
           progress = await handle.query(progressQuery);
         } else {
           try {
-            progress = printableSummary((await handle.result()) as HarvestSummary);
+            progress = printableSummary(await handle.result());
           } catch (error) {
             if (!(error instanceof WorkflowFailedError)) throw error;
             throw new Error(`run ${runId} ${description.status.name.toLowerCase()}: ${error.cause?.message ?? error.message}`);
