@@ -1,4 +1,4 @@
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
@@ -14,20 +14,39 @@ export const WORKFLOW_BUNDLE_PATH = join(PROJECT_ROOT, 'dist', 'workflow-bundle.
 
 /**
  * The prebuilt workflow bundle, checked: bundling at every worker start cost about 3 s, so workers
- * load the one `npm run build` made. A missing bundle, or one older than the compiled workflows
- * (tsc run without the bundling step), would run no code or old code, so both are refused.
+ * load the one `npm run build` made. A missing bundle, or one older than any compiled module it
+ * was made of (tsc run without the bundling step), would run no code or old code, so both are
+ * refused.
  */
 export function prebuiltWorkflowBundle(): { codePath: string } {
   let bundled: number;
+  let code: string;
   try {
     bundled = statSync(WORKFLOW_BUNDLE_PATH).mtimeMs;
+    code = readFileSync(WORKFLOW_BUNDLE_PATH, 'utf8');
   } catch {
     throw new Error(`the workflow bundle ${WORKFLOW_BUNDLE_PATH} is missing: run npm run build`);
   }
-  const workflowsDir = join(PROJECT_ROOT, 'dist', 'workflows');
-  const newer = readdirSync(workflowsDir).find((file) => file.endsWith('.js') && statSync(join(workflowsDir, file)).mtimeMs > bundled);
-  if (newer) throw new Error(`the workflow bundle ${WORKFLOW_BUNDLE_PATH} is older than ${join(workflowsDir, newer)}: run npm run build`);
+  for (const module of bundledModules(code)) {
+    const file = join(PROJECT_ROOT, module);
+    let compiled: number;
+    try {
+      compiled = statSync(file).mtimeMs;
+    } catch {
+      throw new Error(`the workflow bundle ${WORKFLOW_BUNDLE_PATH} was made of ${file}, which is gone: run npm run build`);
+    }
+    if (compiled > bundled) throw new Error(`the workflow bundle ${WORKFLOW_BUNDLE_PATH} is older than ${file}: run npm run build`);
+  }
   return { codePath: WORKFLOW_BUNDLE_PATH };
+}
+
+/**
+ * The project's own modules in a bundle: webpack names each by its path from the project root
+ * (scripts/bundle-workflows.mjs bundles from there), e.g. "./dist/src/harvest/rules.js". The
+ * workflows and all they import at run time (src/harvest, the API catalog) are among them.
+ */
+function bundledModules(code: string): Set<string> {
+  return new Set([...code.matchAll(/"\.\/(dist\/[^"]+\.js)"/g)].map((match) => match[1] as string));
 }
 
 export interface HarvestWorkerOptions {

@@ -145,7 +145,15 @@ describe('start-up failures say what and where, in one line', () => {
       utimesSync(join(copy, 'dist', 'workflow-bundle.js'), old, old);
       const stale = await cli(['worker'], env, { deadlineMs: 20_000, main });
       expect(stale.code).toBe(1);
-      expect(oneLine(stale.stderr)).toMatch(new RegExp(`^harvester: the workflow bundle ${join(copy, 'dist', 'workflow-bundle.js')} is older than ${join(copy, 'dist', 'workflows')}/\\S+\\.js: run npm run build$`));
+      expect(oneLine(stale.stderr)).toMatch(new RegExp(`^harvester: the workflow bundle ${join(copy, 'dist', 'workflow-bundle.js')} is older than ${join(copy, 'dist')}/(workflows|src)/\\S+\\.js: run npm run build$`));
+
+      // Newer than every module but one the workflows import from src/harvest: still stale.
+      utimesSync(join(copy, 'dist', 'workflow-bundle.js'), new Date(), new Date());
+      const later = new Date(Date.now() + 60_000);
+      utimesSync(join(copy, 'dist', 'src', 'harvest', 'rules.js'), later, later);
+      const staleRules = await cli(['worker'], env, { deadlineMs: 20_000, main });
+      expect(staleRules.code).toBe(1);
+      expect(oneLine(staleRules.stderr)).toBe(`harvester: the workflow bundle ${join(copy, 'dist', 'workflow-bundle.js')} is older than ${join(copy, 'dist', 'src', 'harvest', 'rules.js')}: run npm run build`);
     } finally {
       rmSync(copy, { recursive: true, force: true });
     }
