@@ -7,8 +7,7 @@
 import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
 import type { Enrichment } from '../src/harvest/harvest-types.js';
-import type { PriceTable } from '../src/config/prices.js';
-import type { Platform } from '../src/api-catalog/endpoints.js';
+import type { Platform, PriceTable } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import { CallJournal, runFailures } from '../src/store/call-journal.js';
 import { findLanding, pageLandingKey } from '../src/store/landing.js';

@@ -5,7 +5,8 @@
  */
 import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
-import { loadPriceTable, type PriceTable } from '../src/config/prices.js';
+import type { PriceTable } from '../src/api-catalog/endpoints.js';
+import { loadPriceTable } from '../src/config/prices.js';
 import { creditsLow } from '../src/store/credit-alerts.js';
 import { runFailures } from '../src/store/call-journal.js';
 import { pathSegment, writeLanding } from '../src/store/landing.js';

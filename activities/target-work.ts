@@ -11,7 +11,7 @@ import { Context } from '@temporalio/activity';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
 import { CursorExpiredError, SocialApiError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/harvest/harvest-types.js';
-import type { PriceTable } from '../src/config/prices.js';
+import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding } from '../src/store/landing.js';

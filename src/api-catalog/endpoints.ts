@@ -91,6 +91,9 @@ export const ENDPOINTS: readonly EndpointSpec[] = [
 /** `tiktok/channel-videos`: how the ledger, prices and job records name an endpoint. */
 export type EndpointKey = `${Platform}/${EndpointName}`;
 
+/** Credits per unit for every endpoint, keyed like `tiktok/channel-videos` (config/prices.yaml). */
+export type PriceTable = Readonly<Record<EndpointKey, number>>;
+
 export function endpointKey(spec: Pick<EndpointSpec, 'platform' | 'name'>): EndpointKey {
   return `${spec.platform}/${spec.name}`;
 }

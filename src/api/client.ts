@@ -6,10 +6,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Pool } from 'undici';
 import { z } from 'zod';
-import type { PriceTable } from '../config/prices.js';
 import type { Logger } from '../logger.js';
 import { parseContentUrl } from '../api-catalog/content-urls.js';
-import { PAGE_LIMITS, endpointKey, findEndpoint, type EndpointKey, type EndpointName, type EndpointSpec, type Platform, type WebhookEvent } from '../api-catalog/endpoints.js';
+import { PAGE_LIMITS, endpointKey, findEndpoint, type EndpointKey, type EndpointName, type EndpointSpec, type Platform, type PriceTable, type WebhookEvent } from '../api-catalog/endpoints.js';
 import {
   channelItemSchema,
   channelProfileSchema,

@@ -2,15 +2,12 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
-import { ENDPOINTS, endpointKey, type EndpointKey } from '../api-catalog/endpoints.js';
+import { ENDPOINTS, endpointKey, type EndpointKey, type PriceTable } from '../api-catalog/endpoints.js';
 import { ConfigError } from './config-error.js';
 import { CONFIG_DIR } from './project-paths.js';
 
 /** Re-exported: ConfigError used to live here, and importers of it from this module keep working. */
 export { ConfigError };
-
-/** Credits per unit for every endpoint, keyed like `tiktok/channel-videos`. */
-export type PriceTable = Readonly<Record<EndpointKey, number>>;
 
 export const DEFAULT_PRICES_FILE = join(CONFIG_DIR, 'prices.yaml');
 

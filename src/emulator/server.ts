@@ -6,7 +6,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { loadPriceTable, type PriceTable } from '../config/prices.js';
+import { loadPriceTable } from '../config/prices.js';
 import {
   PAGE_LIMITS,
   WEBHOOK_EVENTS,
@@ -14,6 +14,7 @@ import {
   findEndpoint,
   type EndpointKey,
   type EndpointSpec,
+  type PriceTable,
   type WebhookEvent,
 } from '../api-catalog/endpoints.js';
 import { ApiError, invalidParameter } from './api-error.js';

@@ -13,8 +13,7 @@
  *   spend-order.ts).
  */
 import type { Harvest } from './harvest-types.js';
-import type { PriceTable } from '../config/prices.js';
-import { PAGE_LIMITS, type EndpointKey, type Platform } from '../api-catalog/endpoints.js';
+import { PAGE_LIMITS, type EndpointKey, type Platform, type PriceTable } from '../api-catalog/endpoints.js';
 import {
   commentsPerItem,
   itemEnrichmentWorst,

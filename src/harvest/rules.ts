@@ -5,8 +5,7 @@
  * forecast and the run cannot disagree.
  */
 import type { Enrichment } from './harvest-types.js';
-import type { PriceTable } from '../config/prices.js';
-import { PAGE_LIMITS, type EndpointKey, type Platform } from '../api-catalog/endpoints.js';
+import { PAGE_LIMITS, type EndpointKey, type Platform, type PriceTable } from '../api-catalog/endpoints.js';
 import type { TargetPlan } from './targets.js';
 
 /** The object endpoints an item can be enriched with, in the order their calls are made. */

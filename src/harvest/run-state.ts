@@ -3,7 +3,7 @@
  * plan, status and checkpoint (its listing position), the budget, the enrichment tally. Also its
  * projection into the progress everyone reads (progress.ts). Pure: the workflow sandbox imports it.
  */
-import type { PriceTable } from '../config/prices.js';
+import type { PriceTable } from '../api-catalog/endpoints.js';
 import type { BudgetState } from './budget.js';
 import type { HarvestProgress, HarvestStatus, TargetProgress } from './progress.js';
 import type { TargetPlan } from './targets.js';
