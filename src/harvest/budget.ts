@@ -34,3 +34,12 @@ export function settle(budget: BudgetState, reservation: Reservation, charged: n
   budget.reserved -= reservation.credits;
   budget.spent += charged;
 }
+
+/**
+ * How much of the budget a piece of work is granted: its worst case, or all that is free when
+ * less is. The grant is held against the budget until the work returns and settles it with what
+ * it spent, so work in flight at once can never together spend beyond the budget.
+ */
+export function grant(free: number, worst: number): number {
+  return Math.max(0, Math.min(free, worst));
+}

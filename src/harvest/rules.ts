@@ -1,8 +1,7 @@
 /**
  * The harvest rules, in one pure module: how a target is bought (pages or one async job), which
- * calls each listed item gets, what each costs at worst, and how a run's budget is granted to the
- * work in flight. The workflow runs by these rules and `harvester plan` forecasts by them, so the
- * forecast and the run cannot disagree.
+ * calls each listed item gets, and what each costs at worst. The workflow runs by these rules and
+ * `harvester plan` forecasts by them, so the forecast and the run cannot disagree.
  */
 import type { Enrichment } from './harvest-types.js';
 import { PAGE_LIMITS, type EndpointKey, type Platform, type PriceTable } from '../api-catalog/endpoints.js';
@@ -77,13 +76,4 @@ export function itemEnrichmentWorst(prices: PriceTable, platform: Platform, enri
 export function targetWorst(prices: PriceTable, target: TargetPlan, enrich: Enrichment, items: number): number {
   const perItem = priceOf(prices, target.platform, target.endpoint) + (target.enrich ? itemEnrichmentWorst(prices, target.platform, enrich, listsPhotoPosts(target)) : 0);
   return Math.max(0, items) * perItem;
-}
-
-/**
- * How much of the budget a piece of work is granted: its worst case, or all that is free when
- * less is. The grant is held against the budget until the work returns and settles it with what
- * it spent, so work in flight at once can never together spend beyond the budget.
- */
-export function grant(free: number, worst: number): number {
-  return Math.max(0, Math.min(free, worst));
 }
