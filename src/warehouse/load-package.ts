@@ -74,11 +74,11 @@ class BufferedFile {
 const LANDINGS_PER_TURN = 100;
 
 /**
- * Writes the package of a batch into `directory` (replacing what was there). It yields to the
- * event loop every few landings, so the loader can write the next batch's package while DuckDB
- * loads the current one: the reads here and DuckDB's work then share the cores.
+ * Extracts a batch of landings: writes their package into `directory` (replacing what was there).
+ * It yields to the event loop every few landings, so the loader can write the next batch's package
+ * while DuckDB loads the current one: the reads here and DuckDB's work then share the cores.
  */
-export async function writeLoadPackage(dataDir: string, keys: string[], directory: string): Promise<LoadPackage> {
+export async function extract(dataDir: string, keys: string[], directory: string): Promise<LoadPackage> {
   rmSync(directory, { recursive: true, force: true });
   mkdirSync(directory, { recursive: true });
   const files = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, join(directory, `${shape}.jsonl`)])) as Record<LandingShape, string>;

@@ -17,7 +17,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase } from './duckdb.js';
 import { landingFile, listLandings, notJsonReason, quarantineLanding, type UnloadableLanding } from '../store/landing.js';
-import { writeLoadPackage, type LoadPackage } from './load-package.js';
+import { extract, type LoadPackage } from './load-package.js';
 import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readPackageSql, type StagedTable } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL } from './schema.js';
 
@@ -211,7 +211,7 @@ async function loadPending(
   const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
   const plan = batchesOf(dataDir, pending, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
   // Each batch's package is written while the batch before it loads (two package folders take turns).
-  const packageOf = (index: number) => guarded(writeLoadPackage(dataDir, plan[index] as string[], packageDir(dataDir, index % 2)));
+  const packageOf = (index: number) => guarded(extract(dataDir, plan[index] as string[], packageDir(dataDir, index % 2)));
   let nextPackage = plan.length > 0 ? packageOf(0) : undefined;
   let batch = 0;
   try {
@@ -302,7 +302,7 @@ class UnloadableLandingsError extends Error {
 async function unreadableLandings(connection: DuckDBConnection, dataDir: string, keys: string[], error: Error): Promise<Error> {
   const directory = join(dataDir, '.loader', 'check');
   const readFails = async (part: string[]): Promise<string | undefined> => {
-    const loadPackage = await writeLoadPackage(dataDir, part, directory);
+    const loadPackage = await extract(dataDir, part, directory);
     try {
       for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
       return undefined;
