@@ -1,7 +1,8 @@
 /**
- * The load stage: landed pages are normalized and merged into the warehouse tables exactly once,
- * a batch per transaction that also records which landings it loaded, and the result is then
- * published for readers as a new file swapped in atomically.
+ * A load: landings not loaded yet go, batch by batch, through the three stages, extract (a load
+ * package, load-package.ts), normalize (normalize.ts) and merge (merge.ts, a transaction per batch
+ * that also records which landings it loaded), and the result is then published for readers as a
+ * new file swapped in atomically.
  *
  * Why a published copy: DuckDB lets one process write a database file, and while it has the file
  * open no other process can open it, not even read-only ("could not set lock"). So the loader
@@ -16,9 +17,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase } from './duckdb.js';
-import { landingFile, listLandings, notJsonReason, quarantineLanding, type UnloadableLanding } from '../store/landing.js';
+import { landingFile, listLandings, quarantineLanding, type UnloadableLanding } from '../store/landing.js';
 import { extract, type LoadPackage } from './load-package.js';
-import { CHECK_SQL, LANDING_ROWS_SQL, STAGE_SQL, STAGED_TABLES, readPackageSql, type StagedTable } from './normalize.js';
+import { merge } from './merge.js';
+import { normalize, UnloadableLandingsError } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL } from './schema.js';
 
 export interface LoadOptions {
@@ -69,85 +71,6 @@ export function workDatabasePath(dataDir: string): string {
   return join(dataDir, '.loader', 'work.duckdb');
 }
 
-/** For upserts: take the newer observation's value, falling back to what is known. */
-function newer(table: string, column: string, seenColumn = 'last_seen_at'): string {
-  return `${column} = CASE WHEN s.${seenColumn} >= ${table}.${seenColumn} THEN coalesce(s.${column}, ${table}.${column}) ELSE coalesce(${table}.${column}, s.${column}) END`;
-}
-const seenRange = (table: string) => `first_seen_at = least(${table}.first_seen_at, s.first_seen_at), last_seen_at = greatest(${table}.last_seen_at, s.last_seen_at)`;
-/** The latest non-null value of a column within a batch. */
-const latest = (column: string, order = 'seen_at') => `arg_max(${column}, ${order}) FILTER (WHERE ${column} IS NOT NULL) AS ${column}`;
-/**
- * One row per key of a staged latest-state table, as MERGE needs: each column's latest non-null
- * value in the batch, and when the key was first and last seen. Keys seen once in the batch (nearly
- * all of them) skip the aggregation, which costs more than the merge itself for string columns.
- */
-function onePerKey(stage: string, keys: string[], anyColumns: string[], latestColumns: string[]): string {
-  const keyList = keys.join(', ');
-  return `WITH repeated AS (SELECT ${keyList} FROM ${stage} GROUP BY ${keyList} HAVING count(*) > 1)
-    SELECT ${[...keys, ...anyColumns, ...latestColumns].join(', ')}, seen_at AS first_seen_at, seen_at AS last_seen_at FROM ${stage} ANTI JOIN repeated USING (${keyList})
-    UNION ALL
-    SELECT ${[keyList, ...anyColumns.map((column) => `any_value(${column}) AS ${column}`), ...latestColumns.map((column) => latest(column))].join(', ')},
-      min(seen_at) AS first_seen_at, max(seen_at) AS last_seen_at
-    FROM ${stage} SEMI JOIN repeated USING (${keyList}) GROUP BY ${keyList}`;
-}
-/** One row per key within the batch, so a merge never meets the same key twice. */
-const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${keys}) = 1`;
-/** Latest state: rows of `source` (one per key) update the row with their key, or are inserted. */
-const upsert = (table: string, keys: string[], source: string, updates: string) => [
-  `MERGE INTO ${table} USING (${source}) AS s ON ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}
-   WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`,
-];
-/**
- * A latest-state table seen over time (accounts, items, comments): each key's newest non-null
- * values win, and its first and last sightings widen. `fixedColumns` never change for a key.
- */
-const latestState = (table: StagedTable, keys: string[], fixedColumns: string[], latestColumns: string[]) =>
-  upsert(
-    table,
-    keys,
-    onePerKey(`stage_${table}`, keys, fixedColumns, latestColumns),
-    `${latestColumns.map((column) => newer(table, column)).join(', ')}, ${seenRange(table)}`,
-  );
-const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EXCLUDE (_landing) FROM stage_${table}`;
-
-/**
- * How each staged table merges into its warehouse table: latest state is upserted (newer
- * observations win), history is appended.
- */
-const MERGES: Record<StagedTable, string[]> = {
-  accounts: latestState('accounts', ['platform', 'handle'], [], ['name', 'bio', 'verified', 'followers', 'following', 'posts']),
-  account_metrics: [append('account_metrics')],
-  items: latestState('items', ['platform', 'item_id'], ['kind'], ['url', 'caption', 'author_handle', 'posted_at']),
-  item_metrics: [append('item_metrics')],
-  comments: latestState('comments', ['platform', 'comment_id'], ['item_id'], ['text', 'author_handle', 'likes', 'posted_at']),
-  search_hits: [append('search_hits')],
-  transcripts: upsert(
-    'transcripts',
-    ['platform', 'item_id'],
-    'SELECT * EXCLUDE (_landing) FROM stage_transcripts QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
-    `${['language', 'source', 'text', 'request_id'].map((column) => newer('transcripts', column, 'fetched_at')).join(', ')}, fetched_at = greatest(transcripts.fetched_at, s.fetched_at)`,
-  ),
-  transcript_segments: [
-    // A transcript's segments are replaced whole, so a shorter new transcript leaves no stale tail.
-    `DELETE FROM transcript_segments WHERE (platform, item_id) IN (SELECT DISTINCT platform, item_id FROM stage_transcript_segments)`,
-    `INSERT INTO transcript_segments BY NAME SELECT * EXCLUDE (_landing) FROM stage_transcript_segments ${distinctBy('platform, item_id, seq')}`,
-  ],
-  summaries: upsert(
-    'summaries',
-    ['platform', 'item_id'],
-    'SELECT * EXCLUDE (_landing) FROM stage_summaries QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
-    `${['language', 'summary', 'request_id'].map((column) => newer('summaries', column, 'fetched_at')).join(', ')}, fetched_at = greatest(summaries.fetched_at, s.fetched_at)`,
-  ),
-  downloads: [append('downloads')],
-  api_calls: [append('api_calls')],
-  harvest_runs: upsert(
-    'harvest_runs',
-    ['run_id'],
-    `SELECT * EXCLUDE (_landing, seq) FROM stage_harvest_runs QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) = 1`,
-    'status = s.status, finished_at = s.finished_at, budget_credits = s.budget_credits, credits_spent = s.credits_spent, items_landed = s.items_landed, error = s.error',
-  ),
-};
-
 /** Loads every landing not loaded yet, then publishes the warehouse for readers. */
 export async function loadLandings(dataDir: string, options: LoadOptions = {}): Promise<LoadResult> {
   const started = Date.now();
@@ -170,8 +93,8 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     };
     // A landing that cannot be loaded is moved to quarantine/ and the load goes on without it. One
     // the package leaves out is set aside before its batch loads; one that only DuckDB finds fault
-    // with rolls its batch back, and the load starts over from that batch (batches committed
-    // before it stay loaded).
+    // with stops its batch before it merges, and the load starts over from that batch (batches
+    // committed before it stay loaded).
     for (;;) {
       try {
         await loadPending(db.connection, dataDir, options, quarantine, (loaded) => {
@@ -221,7 +144,8 @@ async function loadPending(
       quarantine(loadPackage.rejected);
       if (loadPackage.keys.length === 0) continue;
       batch++;
-      const rows = await loadBatch(connection, dataDir, loadPackage, () => options.beforeCommit?.(batch));
+      await normalize(connection, dataDir, loadPackage);
+      const rows = await merge(connection, () => options.beforeCommit?.(batch));
       onBatch({ keys: loadPackage.keys, rows });
       options.logger?.info({ batch, landings: loadPackage.keys.length }, 'loaded a batch of landings');
       await options.afterBatch?.(batch);
@@ -255,85 +179,6 @@ function packageDir(dataDir: string, turn: number): string {
 function guarded<T>(promise: Promise<T>): Promise<T> {
   promise.catch(() => undefined);
   return promise;
-}
-
-async function loadBatch(connection: DuckDBConnection, dataDir: string, loadPackage: LoadPackage, beforeCommit: () => void | Promise<void>): Promise<number> {
-  await connection.run('BEGIN TRANSACTION');
-  let unreadable: Error | undefined;
-  try {
-    try {
-      for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
-    } catch (error) {
-      unreadable = error as Error;
-      throw error;
-    }
-    for (const statement of STAGE_SQL) await connection.run(statement);
-    const problems = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson();
-    if (problems.length > 0) throw new UnloadableLandingsError(problems.map((problem) => ({ key: String(problem._landing), reason: `${String(problem.problem)} (${String(problem.endpoint)})` })));
-    for (const table of STAGED_TABLES) for (const statement of MERGES[table]) await connection.run(statement);
-    await connection.run(`CREATE OR REPLACE TEMP TABLE landing_rows AS ${LANDING_ROWS_SQL}`);
-    await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
-    const rows = Number((await connection.runAndReadAll('SELECT coalesce(sum(rows), 0) FROM landing_rows')).getRows()[0]?.[0] ?? 0);
-    await beforeCommit();
-    await connection.run('COMMIT');
-    return rows;
-  } catch (error) {
-    await connection.run('ROLLBACK');
-    if (unreadable) throw await unreadableLandings(connection, dataDir, loadPackage.keys, unreadable);
-    throw error;
-  }
-}
-
-/** Landings that cannot be loaded; the batch that met them was rolled back. */
-class UnloadableLandingsError extends Error {
-  override name = 'UnloadableLandingsError';
-  constructor(readonly landings: UnloadableLanding[]) {
-    super(landings.map((landing) => `landing ${landing.key} cannot be loaded: ${landing.reason}`).join('; '));
-  }
-}
-
-/**
- * DuckDB could not read a batch's package: finds the landings at fault by reading halves of the
- * batch (each in a package of its own) until each failing part is one landing. A landing at fault
- * costs about two more reads of the batch, only when a batch fails, and nothing depends on how
- * DuckDB words its errors or numbers the package's lines.
- * When no landing fails alone (memory ran out, say), the batch's error is reported as it is.
- */
-async function unreadableLandings(connection: DuckDBConnection, dataDir: string, keys: string[], error: Error): Promise<Error> {
-  const directory = join(dataDir, '.loader', 'check');
-  const readFails = async (part: string[]): Promise<string | undefined> => {
-    const loadPackage = await extract(dataDir, part, directory);
-    try {
-      for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
-      return undefined;
-    } catch (partError) {
-      return (partError as Error).message;
-    }
-  };
-  const halves = (part: string[]) => [part.slice(0, Math.ceil(part.length / 2)), part.slice(Math.ceil(part.length / 2))];
-  const find = async (part: string[]): Promise<UnloadableLanding[]> => {
-    const failure = await readFails(part);
-    if (failure === undefined) return [];
-    const key = part[0] as string;
-    if (part.length === 1) return [{ key, reason: notJsonReason(dataDir, key) ?? duckdbReason(failure) }];
-    const found: UnloadableLanding[] = [];
-    for (const side of halves(part)) found.push(...(await find(side)));
-    return found;
-  };
-  try {
-    // The whole batch is known to fail: its halves are where the search starts.
-    const landings: UnloadableLanding[] = [];
-    for (const part of keys.length === 1 ? [keys] : halves(keys)) landings.push(...(await find(part)));
-    if (landings.length > 0) return new UnloadableLandingsError(landings);
-    return new Error(`landings ${keys[0]} to ${keys.at(-1)} (${keys.length}) cannot be loaded: ${error.message}`, { cause: error });
-  } finally {
-    rmSync(directory, { recursive: true, force: true });
-  }
-}
-
-/** DuckDB's reason for not reading a one-landing package, without the package's file name and line. */
-function duckdbReason(message: string): string {
-  return (message.split('\n')[0] ?? '').replace(/ in file "[^"]*",?/, '').replace(/,? (at byte \d+ )?in line \d+/, '');
 }
 
 /**

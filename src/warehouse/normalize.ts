@@ -1,19 +1,19 @@
 /**
- * The normalize stage, in SQL: a load package's landings (pages as the API sent them, and run
- * statuses) become one staged relation per warehouse table, `stage_<table>`, each row carrying the
- * `_landing` it came from. DuckDB reads and reshapes the pages itself; the merge into the
- * warehouse tables is the loader's. Pure functions of the landings, so loading the same landing
+ * The normalize stage of a load, in SQL: a load package's landings (pages as the API sent them,
+ * and run statuses) become one staged relation per warehouse table, `stage_<table>`, each row
+ * carrying the `_landing` it came from. DuckDB reads and reshapes the pages itself; the merge into
+ * the warehouse tables is merge.ts's. Pure functions of the landings, so loading the same landing
  * twice gives the same rows.
  */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../api-catalog/content-urls.js';
 import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../api-catalog/endpoints.js';
+import { notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import { sqlString } from './duckdb.js';
-import type { LandingShape } from './load-package.js';
-import { WAREHOUSE_TABLES, type WarehouseTable } from './schema.js';
-
-/** Tables the loader stages rows for: every data table (`loaded_landings` is the loader's own record). */
-export type StagedTable = Exclude<WarehouseTable, 'loaded_landings'>;
-export const STAGED_TABLES = WAREHOUSE_TABLES.filter((table): table is StagedTable => table !== 'loaded_landings');
+import { extract, type LandingShape, type LoadPackage } from './load-package.js';
+import { STAGED_TABLES } from './schema.js';
 
 const PAGE_COLUMNS = {
   _landing: 'VARCHAR',
@@ -101,7 +101,7 @@ const withPageColumns = (source: string) => `
  * unnested as they are read, into `listed` (they feed items, item_metrics, search_hits and
  * comments). Unnesting while reading spares keeping every page's item list a second time.
  */
-export function readPackageSql(files: Record<LandingShape, string>): string[] {
+function readPackageSql(files: Record<LandingShape, string>): string[] {
   return [
     `CREATE OR REPLACE TEMP TABLE raw_list AS SELECT * FROM ${readJson(files.list, 'list', false)}`,
     `CREATE OR REPLACE TEMP TABLE raw_object AS SELECT * FROM ${readJson(files.object, 'object')}`,
@@ -113,8 +113,11 @@ export function readPackageSql(files: Record<LandingShape, string>): string[] {
   ];
 }
 
-/** Builds `stage_<table>` for every staged table from what `readPackageSql` read. */
-export const STAGE_SQL = [
+/**
+ * Builds `stage_<table>` for every staged table from what `readPackageSql` read, then
+ * `stage_loaded_landings`, the batch's record for `loaded_landings`.
+ */
+const STAGE_SQL = [
   `CREATE OR REPLACE TEMP VIEW pages_list AS ${withPageColumns('raw_list')}`,
   `CREATE OR REPLACE TEMP VIEW pages_object AS ${withPageColumns('raw_object')}`,
   `CREATE OR REPLACE TEMP VIEW stage_items AS
@@ -170,6 +173,12 @@ export const STAGE_SQL = [
     WHERE call IS NOT NULL`,
   `CREATE OR REPLACE TEMP VIEW stage_harvest_runs AS
     SELECT _landing, run_id, harvest, status, seq, started_at, finished_at, budget_credits, credits_spent, items_landed, error FROM raw_run`,
+  // Every landing of the batch with the rows it contributed (its key, run and row count).
+  `CREATE OR REPLACE TEMP VIEW stage_loaded_landings AS
+  SELECT landings._landing AS landing, landings.run_id, coalesce(staged.rows, 0) AS rows
+  FROM (SELECT _landing, run_id FROM raw_list UNION ALL SELECT _landing, run_id FROM raw_object UNION ALL SELECT _landing, run_id FROM raw_run) AS landings
+  LEFT JOIN (SELECT _landing, count(*) AS rows FROM (${STAGED_TABLES.map((table) => `SELECT _landing FROM stage_${table}`).join(' UNION ALL ')}) GROUP BY _landing) AS staged
+  USING (_landing)`,
 ];
 
 /**
@@ -177,7 +186,7 @@ export const STAGE_SQL = [
  * shape, or a content URL in `params.url` that is none. One row (landing, endpoint, problem) per
  * landing at fault, so a batch with several is rolled back once, not once for each.
  */
-export const CHECK_SQL = `
+const CHECK_SQL = `
   SELECT * FROM (
     SELECT _landing, endpoint, 'no normalizer for a page of this endpoint with a list of items' AS problem FROM pages_list
       WHERE platform NOT IN (${inList([...PLATFORMS])}) OR name NOT IN (${inList(LIST_ENDPOINTS)})
@@ -190,9 +199,70 @@ export const CHECK_SQL = `
       WHERE name IN (${inList(URL_ENDPOINTS)}) AND subject_id = '')
   QUALIFY row_number() OVER (PARTITION BY _landing ORDER BY problem) = 1`;
 
-/** Every landing of the batch with the rows it contributed (its key, run and row count). */
-export const LANDING_ROWS_SQL = `
-  SELECT landings._landing AS landing, landings.run_id, coalesce(staged.rows, 0) AS rows
-  FROM (SELECT _landing, run_id FROM raw_list UNION ALL SELECT _landing, run_id FROM raw_object UNION ALL SELECT _landing, run_id FROM raw_run) AS landings
-  LEFT JOIN (SELECT _landing, count(*) AS rows FROM (${STAGED_TABLES.map((table) => `SELECT _landing FROM stage_${table}`).join(' UNION ALL ')}) GROUP BY _landing) AS staged
-  USING (_landing)`;
+/**
+ * Normalizes a load package: reads it into DuckDB and stages its rows, `stage_<table>` for every
+ * warehouse table, ready to merge. Throws `UnloadableLandingsError`, naming each landing at fault
+ * and why, when any landing of the package cannot be read or normalized.
+ */
+export async function normalize(connection: DuckDBConnection, dataDir: string, loadPackage: LoadPackage): Promise<void> {
+  try {
+    for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
+  } catch (error) {
+    throw await unreadableLandings(connection, dataDir, loadPackage.keys, error as Error);
+  }
+  for (const statement of STAGE_SQL) await connection.run(statement);
+  const problems = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson();
+  if (problems.length > 0) throw new UnloadableLandingsError(problems.map((problem) => ({ key: String(problem._landing), reason: `${String(problem.problem)} (${String(problem.endpoint)})` })));
+}
+
+/** Landings that cannot be loaded; nothing of the batch that met them was loaded. */
+export class UnloadableLandingsError extends Error {
+  override name = 'UnloadableLandingsError';
+  constructor(readonly landings: UnloadableLanding[]) {
+    super(landings.map((landing) => `landing ${landing.key} cannot be loaded: ${landing.reason}`).join('; '));
+  }
+}
+
+/**
+ * DuckDB could not read a batch's package: finds the landings at fault by reading halves of the
+ * batch (each in a package of its own) until each failing part is one landing. A landing at fault
+ * costs about two more reads of the batch, only when a batch fails, and nothing depends on how
+ * DuckDB words its errors or numbers the package's lines.
+ * When no landing fails alone (memory ran out, say), the batch's error is reported as it is.
+ */
+async function unreadableLandings(connection: DuckDBConnection, dataDir: string, keys: string[], error: Error): Promise<Error> {
+  const directory = join(dataDir, '.loader', 'check');
+  const readFails = async (part: string[]): Promise<string | undefined> => {
+    const loadPackage = await extract(dataDir, part, directory);
+    try {
+      for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
+      return undefined;
+    } catch (partError) {
+      return (partError as Error).message;
+    }
+  };
+  const halves = (part: string[]) => [part.slice(0, Math.ceil(part.length / 2)), part.slice(Math.ceil(part.length / 2))];
+  const find = async (part: string[]): Promise<UnloadableLanding[]> => {
+    const failure = await readFails(part);
+    if (failure === undefined) return [];
+    const key = part[0] as string;
+    if (part.length === 1) return [{ key, reason: notJsonReason(dataDir, key) ?? duckdbReason(failure) }];
+    const found: UnloadableLanding[] = [];
+    for (const side of halves(part)) found.push(...(await find(side)));
+    return found;
+  };
+  try {
+    // The whole batch is known to fail: its halves are where the search starts.
+    const landings: UnloadableLanding[] = [];
+    for (const part of keys.length === 1 ? [keys] : halves(keys)) landings.push(...(await find(part)));
+    if (landings.length > 0) return new UnloadableLandingsError(landings);
+    return new Error(`landings ${keys[0]} to ${keys.at(-1)} (${keys.length}) cannot be loaded: ${error.message}`, { cause: error });
+  } finally {
+    rmSync(directory, { recursive: true, force: true });
+  }
+}
+
+/** DuckDB's reason for not reading a one-landing package, without the package's file name and line. */
+function duckdbReason(message: string): string {
+  return (message.split('\n')[0] ?? '').replace(/ in file "[^"]*",?/, '').replace(/,? (at byte \d+ )?in line \d+/, '');
+}

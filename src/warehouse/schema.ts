@@ -95,4 +95,7 @@ export const WAREHOUSE_TABLES = [
   'loaded_landings',
 ] as const;
 export type WarehouseTable = (typeof WAREHOUSE_TABLES)[number];
+/** Tables a load stages rows for: every data table (`loaded_landings` is the load's own record). */
+export type StagedTable = Exclude<WarehouseTable, 'loaded_landings'>;
+export const STAGED_TABLES = WAREHOUSE_TABLES.filter((table): table is StagedTable => table !== 'loaded_landings');
 export const WAREHOUSE_VIEWS = ['latest_item_metrics', 'item_growth', 'top_items_per_account'] as const;

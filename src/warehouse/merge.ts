@@ -1,0 +1,108 @@
+/**
+ * The merge stage of a load: what normalize staged (`stage_<table>`) goes into the warehouse
+ * tables, latest state upserted (newer observations win) and history appended, and the landings it
+ * came from are recorded in `loaded_landings`, all in one transaction. A landing's rows and its
+ * record commit together or not at all, so each landing is loaded exactly once.
+ */
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { STAGED_TABLES, type StagedTable } from './schema.js';
+
+/** For upserts: take the newer observation's value, falling back to what is known. */
+function newer(table: string, column: string, seenColumn = 'last_seen_at'): string {
+  return `${column} = CASE WHEN s.${seenColumn} >= ${table}.${seenColumn} THEN coalesce(s.${column}, ${table}.${column}) ELSE coalesce(${table}.${column}, s.${column}) END`;
+}
+const seenRange = (table: string) => `first_seen_at = least(${table}.first_seen_at, s.first_seen_at), last_seen_at = greatest(${table}.last_seen_at, s.last_seen_at)`;
+/** The latest non-null value of a column within a batch. */
+const latest = (column: string, order = 'seen_at') => `arg_max(${column}, ${order}) FILTER (WHERE ${column} IS NOT NULL) AS ${column}`;
+/**
+ * One row per key of a staged latest-state table, as MERGE needs: each column's latest non-null
+ * value in the batch, and when the key was first and last seen. Keys seen once in the batch (nearly
+ * all of them) skip the aggregation, which costs more than the merge itself for string columns.
+ */
+function onePerKey(stage: string, keys: string[], anyColumns: string[], latestColumns: string[]): string {
+  const keyList = keys.join(', ');
+  return `WITH repeated AS (SELECT ${keyList} FROM ${stage} GROUP BY ${keyList} HAVING count(*) > 1)
+    SELECT ${[...keys, ...anyColumns, ...latestColumns].join(', ')}, seen_at AS first_seen_at, seen_at AS last_seen_at FROM ${stage} ANTI JOIN repeated USING (${keyList})
+    UNION ALL
+    SELECT ${[keyList, ...anyColumns.map((column) => `any_value(${column}) AS ${column}`), ...latestColumns.map((column) => latest(column))].join(', ')},
+      min(seen_at) AS first_seen_at, max(seen_at) AS last_seen_at
+    FROM ${stage} SEMI JOIN repeated USING (${keyList}) GROUP BY ${keyList}`;
+}
+/** One row per key within the batch, so a merge never meets the same key twice. */
+const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${keys}) = 1`;
+/** Latest state: rows of `source` (one per key) update the row with their key, or are inserted. */
+const upsert = (table: string, keys: string[], source: string, updates: string) => [
+  `MERGE INTO ${table} USING (${source}) AS s ON ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}
+   WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`,
+];
+/**
+ * A latest-state table seen over time (accounts, items, comments): each key's newest non-null
+ * values win, and its first and last sightings widen. `fixedColumns` never change for a key.
+ */
+const latestState = (table: StagedTable, keys: string[], fixedColumns: string[], latestColumns: string[]) =>
+  upsert(
+    table,
+    keys,
+    onePerKey(`stage_${table}`, keys, fixedColumns, latestColumns),
+    `${latestColumns.map((column) => newer(table, column)).join(', ')}, ${seenRange(table)}`,
+  );
+const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EXCLUDE (_landing) FROM stage_${table}`;
+
+/**
+ * How each staged table merges into its warehouse table: latest state is upserted (newer
+ * observations win), history is appended.
+ */
+const MERGES: Record<StagedTable, string[]> = {
+  accounts: latestState('accounts', ['platform', 'handle'], [], ['name', 'bio', 'verified', 'followers', 'following', 'posts']),
+  account_metrics: [append('account_metrics')],
+  items: latestState('items', ['platform', 'item_id'], ['kind'], ['url', 'caption', 'author_handle', 'posted_at']),
+  item_metrics: [append('item_metrics')],
+  comments: latestState('comments', ['platform', 'comment_id'], ['item_id'], ['text', 'author_handle', 'likes', 'posted_at']),
+  search_hits: [append('search_hits')],
+  transcripts: upsert(
+    'transcripts',
+    ['platform', 'item_id'],
+    'SELECT * EXCLUDE (_landing) FROM stage_transcripts QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
+    `${['language', 'source', 'text', 'request_id'].map((column) => newer('transcripts', column, 'fetched_at')).join(', ')}, fetched_at = greatest(transcripts.fetched_at, s.fetched_at)`,
+  ),
+  transcript_segments: [
+    // A transcript's segments are replaced whole, so a shorter new transcript leaves no stale tail.
+    `DELETE FROM transcript_segments WHERE (platform, item_id) IN (SELECT DISTINCT platform, item_id FROM stage_transcript_segments)`,
+    `INSERT INTO transcript_segments BY NAME SELECT * EXCLUDE (_landing) FROM stage_transcript_segments ${distinctBy('platform, item_id, seq')}`,
+  ],
+  summaries: upsert(
+    'summaries',
+    ['platform', 'item_id'],
+    'SELECT * EXCLUDE (_landing) FROM stage_summaries QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
+    `${['language', 'summary', 'request_id'].map((column) => newer('summaries', column, 'fetched_at')).join(', ')}, fetched_at = greatest(summaries.fetched_at, s.fetched_at)`,
+  ),
+  downloads: [append('downloads')],
+  api_calls: [append('api_calls')],
+  harvest_runs: upsert(
+    'harvest_runs',
+    ['run_id'],
+    `SELECT * EXCLUDE (_landing, seq) FROM stage_harvest_runs QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) = 1`,
+    'status = s.status, finished_at = s.finished_at, budget_credits = s.budget_credits, credits_spent = s.credits_spent, items_landed = s.items_landed, error = s.error',
+  ),
+};
+
+/**
+ * Merges what normalize staged into the warehouse tables and records the batch's landings, in one
+ * transaction; returns the rows loaded. `beforeCommit` runs inside the transaction, just before
+ * COMMIT; when anything fails, the transaction is rolled back and nothing of the batch is loaded.
+ */
+export async function merge(connection: DuckDBConnection, beforeCommit: () => void | Promise<void>): Promise<number> {
+  await connection.run('BEGIN TRANSACTION');
+  try {
+    for (const table of STAGED_TABLES) for (const statement of MERGES[table]) await connection.run(statement);
+    await connection.run('CREATE OR REPLACE TEMP TABLE landing_rows AS SELECT * FROM stage_loaded_landings');
+    await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
+    const rows = Number((await connection.runAndReadAll('SELECT coalesce(sum(rows), 0) FROM landing_rows')).getRows()[0]?.[0] ?? 0);
+    await beforeCommit();
+    await connection.run('COMMIT');
+    return rows;
+  } catch (error) {
+    await connection.run('ROLLBACK');
+    throw error;
+  }
+}
