@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import type { TargetPlan } from '../harvest/targets.js';
 import { sqlString } from './duckdb.js';
 import { warehousePath } from './loader.js';
+import { LIST_KINDS, SEARCH_KINDS } from './normalize.js';
 import { queryWarehouse } from './query.js';
 
 export interface KnownItem {
@@ -14,16 +15,13 @@ export interface KnownItem {
   postedAtMs: number | null;
 }
 
-const ITEM_KINDS: Record<string, string> = { 'channel-videos': 'video', 'channel-posts': 'post', 'channel-reels': 'reel' };
-const SEARCH_KINDS: Record<string, string> = { search: 'search', 'hashtag-search': 'hashtag', 'reels-search': 'reels' };
-
 /** The newest `limit` items the warehouse has of a target; none when there is no warehouse yet. */
 export async function newestKnownItems(dataDir: string, target: TargetPlan, limit: number): Promise<KnownItem[]> {
   if (!existsSync(warehousePath(dataDir))) return [];
   const platform = sqlString(target.platform);
   let sql: string;
   if (target.kind === 'channel') {
-    sql = `SELECT item_id AS id, epoch_ms(posted_at) AS t FROM items WHERE platform = ${platform} AND author_handle = ${sqlString(target.params.handle ?? '')} AND kind = '${ITEM_KINDS[target.endpoint] ?? 'video'}' ORDER BY posted_at DESC LIMIT ${limit}`;
+    sql = `SELECT item_id AS id, epoch_ms(posted_at) AS t FROM items WHERE platform = ${platform} AND author_handle = ${sqlString(target.params.handle ?? '')} AND kind = '${LIST_KINDS[target.endpoint] ?? 'video'}' ORDER BY posted_at DESC LIMIT ${limit}`;
   } else if (target.kind === 'search') {
     sql = `SELECT h.item_id AS id, epoch_ms(i.posted_at) AS t FROM search_hits h JOIN items i USING (platform, item_id)
            WHERE h.platform = ${platform} AND h.query = ${sqlString(target.params.query ?? '')} AND h.kind = '${SEARCH_KINDS[target.endpoint] ?? 'search'}'

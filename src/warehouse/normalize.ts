@@ -73,9 +73,9 @@ function readJson(file: string, shape: LandingShape, withData = true): string {
 /** Endpoint names (of either platform) the catalog describes so. */
 const endpointNames = (test: (spec: EndpointSpec) => boolean) => [...new Set(ENDPOINTS.filter(test).map((spec) => spec.name))];
 /** Channel lists, with the kind of item each lists (the API's meta.item). */
-const LIST_KINDS = Object.fromEntries(ENDPOINTS.filter((spec) => spec.shape === 'list' && spec.param === 'handle').map((spec) => [spec.name, spec.item as string]));
+export const LIST_KINDS = Object.fromEntries(ENDPOINTS.filter((spec) => spec.shape === 'list' && spec.param === 'handle').map((spec) => [spec.name, spec.item as string]));
 /** Searches, with the kind the warehouse records for their hits. */
-const SEARCH_KINDS: Record<string, string> = { search: 'search', 'hashtag-search': 'hashtag', 'reels-search': 'reels' };
+export const SEARCH_KINDS: Record<string, string> = { search: 'search', 'hashtag-search': 'hashtag', 'reels-search': 'reels' };
 const LIST_ENDPOINTS = endpointNames((spec) => spec.shape === 'list');
 const OBJECT_ENDPOINTS = endpointNames((spec) => spec.shape === 'object');
 /** Endpoints whose subject is the content URL in `params.url`. */
