@@ -17,7 +17,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const dist = new URL('../dist/src/warehouse/', import.meta.url).pathname;
-const { writeLanding } = await import(join(dist, 'landing.js'));
+const store = new URL('../dist/src/store/', import.meta.url).pathname;
+const { writeLanding } = await import(join(store, 'landing.js'));
 const { loadLandings } = await import(join(dist, 'loader.js'));
 const { openDatabase, closeDatabase, sqlString } = await import(join(dist, 'duckdb.js'));
 
@@ -70,7 +71,7 @@ async function baseline(dataDir, rows) {
 function peakRss(landings, batch, preloadRuns) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-rss-'));
   const script = `
-    const { writeLanding } = await import(${JSON.stringify(join(dist, 'landing.js'))});
+    const { writeLanding } = await import(${JSON.stringify(join(store, 'landing.js'))});
     const { loadLandings } = await import(${JSON.stringify(join(dist, 'loader.js'))});
     ${synthesize.toString()}
     for (let run = 0; run < ${preloadRuns}; run++) { synthesize(${JSON.stringify(dir)}, ${landings}, 'pre' + run); await loadLandings(${JSON.stringify(dir)}); }
