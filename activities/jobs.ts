@@ -3,17 +3,16 @@
  * look at it (free), and land its results page by page with heartbeats, so a retried activity
  * resumes at the page it had reached.
  */
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
-import { neverCharged } from '../src/api/errors.js';
 import { endpointKey, type EndpointName, type Platform } from '../src/api-catalog/endpoints.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../src/store/landing.js';
 import { findJob, findJobOfTarget, registerJob } from '../src/store/job-registry.js';
 import type { RunApi } from './api-guard.js';
+import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivity } from './failures.js';
-import type { LiveWork } from '../src/harvest/progress.js';
+import { meteredCall } from './metered-call.js';
 
 export interface TargetRef {
   key: string;
@@ -86,30 +85,19 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
         try {
           const key = `job:${input.target.key}`;
           if (journal.hasOpenIntent(key)) throw jobLost('a worker died while starting this target\'s job', input.limit);
-          journal.intend(key, input.worst);
-          let started: Awaited<ReturnType<SocialApiClient['startJob']>>;
-          try {
-            started = await client.startJob(
-              input.target.platform,
-              input.target.endpoint as ListEndpoint,
-              { ...input.target.params, limit: input.limit },
-              {
-                // Sent again, a start whose answer was lost could make a second job, charged too:
-                // the start fails at once instead, its intent left open.
-                beforeRepeat: (lost) => {
-                  throw jobLost(`the answer to starting this target's job was lost (${lost.message}); it was not sent again`, input.limit);
-                },
-              },
-            );
-          } catch (error) {
-            // An answer with a status (a refusal, a 5xx, a 429) created no job, nor did a request
-            // that never left; only one whose answer never came may have.
-            if (neverCharged(error)) journal.cancel(key);
-            throw error;
-          }
-          const { job, requestId } = started;
-          registerJob(dataDir, { jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key });
-          journal.cancel(key);
+          // The job's worst case is held until it is registered: a start whose answer never came
+          // may have made a job, which will be charged. The start itself is free (the job is
+          // charged when it completes, with its results), so it settles at 0.
+          const { job } = await meteredCall({
+            journal,
+            key,
+            worst: input.worst,
+            call: async (options) => ({ ...(await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit }, options)), creditsCharged: 0 }),
+            land: ({ job, requestId }) => registerJob(dataDir, { jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key }),
+            neverRepeat: (lost) => {
+              throw jobLost(`the answer to starting this target's job was lost (${lost.message}); it was not sent again`, input.limit);
+            },
+          });
           return { jobId: job.job_id };
         } finally {
           journal.close();
@@ -135,40 +123,48 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
       if (!file) throw new Error(`no record of job ${input.jobId} in the data directory's job registry`);
       return asActivity(async () => {
         const job = await client.getJob(input.jobId);
-        const progress: ResultsProgress = (Context.current().info.heartbeatDetails as ResultsProgress | undefined) ?? { pages: 0, count: 0 };
+        // The job's charge counts once its results are landed; shown live meanwhile.
+        const checkpoint = new CheckpointHeartbeat<ResultsProgress>(
+          () => ({ pages: 0, count: 0 }),
+          (durable) => ({ credits: job.credits_charged, items: durable.count, pages: durable.pages, enriched: 0 }),
+        );
+        const progress = checkpoint.resumed;
         // Results pages of 200, not the API's 1,000: a 1,000-result page's text is large enough for
         // V8 to allocate it outside the young generation, where garbage waits for a full collection,
         // and the worker's memory then grew with the items a run landed (bench/harvest-e2e.mjs).
         const pages = client.jobResults(input.jobId, { cursor: progress.cursor, pageSize: 200 });
-        for await (const results of pages) {
-          const page = input.firstPage + progress.pages;
-          const key = pageLandingKey(input.runId, input.target.key, page);
-          if (!findLanding(dataDir, key)) {
-            const landing: PageLanding = {
-              format: 1,
-              kind: 'page',
-              run_id: input.runId,
-              harvest: input.harvest,
-              target: input.target.key,
-              page,
-              endpoint: endpointKey({ platform: input.target.platform, name: input.target.endpoint }),
-              params: input.target.params,
-              request_id: results.requestId,
-              observed_at: new Date().toISOString(),
-              // The job is one billed call: its charge lands once, with its first results page.
-              ...(progress.pages === 0 ? { call: { request_id: file.requestId, units: job.item_count ?? 0, credits: job.credits_charged, job_id: input.jobId } } : {}),
-              rank_offset: input.rankOffset + progress.count,
-              ...(results.nextCursor ? { next_cursor: results.nextCursor } : {}),
-              has_more: results.nextCursor !== undefined,
-              data: results.items,
-            };
-            writeLanding(dataDir, landing);
+        try {
+          for await (const results of pages) {
+            const page = input.firstPage + progress.pages;
+            const key = pageLandingKey(input.runId, input.target.key, page);
+            if (!findLanding(dataDir, key)) {
+              const landing: PageLanding = {
+                format: 1,
+                kind: 'page',
+                run_id: input.runId,
+                harvest: input.harvest,
+                target: input.target.key,
+                page,
+                endpoint: endpointKey({ platform: input.target.platform, name: input.target.endpoint }),
+                params: input.target.params,
+                request_id: results.requestId,
+                observed_at: new Date().toISOString(),
+                // The job is one billed call: its charge lands once, with its first results page.
+                ...(progress.pages === 0 ? { call: { request_id: file.requestId, units: job.item_count ?? 0, credits: job.credits_charged, job_id: input.jobId } } : {}),
+                rank_offset: input.rankOffset + progress.count,
+                ...(results.nextCursor ? { next_cursor: results.nextCursor } : {}),
+                has_more: results.nextCursor !== undefined,
+                data: results.items,
+              };
+              writeLanding(dataDir, landing);
+            }
+            progress.pages++;
+            progress.count += results.items.length;
+            progress.cursor = results.nextCursor;
+            checkpoint.commit(progress);
           }
-          progress.pages++;
-          progress.count += results.items.length;
-          progress.cursor = results.nextCursor;
-          // The job's charge counts once its results are landed; shown live meanwhile.
-          Context.current().heartbeat({ ...progress, live: { credits: job.credits_charged, items: progress.count, pages: progress.pages, enriched: 0 } satisfies LiveWork });
+        } finally {
+          checkpoint.stop();
         }
         return { count: progress.count, pages: progress.pages, credits: job.credits_charged };
       });

@@ -12,6 +12,7 @@ import type { Logger } from '../src/logger.js';
 import { CallJournal, runFailures } from '../src/store/call-journal.js';
 import { findLanding, pageLandingKey } from '../src/store/landing.js';
 import type { RunApi } from './api-guard.js';
+import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
 import type { LiveWork } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
@@ -75,10 +76,11 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
       const context = Context.current();
       const journal = claimJournal(dataDir, input.runId, input.workId, context.info.attempt);
       const budget = new WorkBudget(input.grant, journal);
-      const progress: Progress = (context.info.heartbeatDetails as Progress | undefined) ?? { page: input.fromPage, items: 0, unenriched: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } };
-      let durable = structuredClone(progress);
-      const beat = () => context.heartbeat({ ...durable, live: { credits: journal.charged(), items: 0, pages: 0, enriched: durable.items } satisfies LiveWork });
-      const heartbeat = setInterval(beat, 2_000);
+      const checkpoint = new CheckpointHeartbeat<Progress>(
+        () => ({ page: input.fromPage, items: 0, unenriched: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } }),
+        (durable) => ({ credits: journal.charged(), items: 0, pages: 0, enriched: durable.items }),
+      );
+      const progress = checkpoint.resumed;
       try {
         return await withRunCallLimit(input.runId, input.calls, async (limit) => {
           const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, target: input.target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
@@ -101,8 +103,7 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
             progress.items += urls.length;
             // The journal's records of the page's calls reach the disk before its position is checkpointed.
             journal.sync();
-            durable = { ...structuredClone(progress), page: progress.page + 1 };
-            beat();
+            checkpoint.commit({ ...progress, page: progress.page + 1 });
           }
           // Read back from disk, not from memory: an earlier attempt that Temporal gave up but that
           // had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
@@ -119,7 +120,7 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
       } catch (failure) {
         throw asActivityFailure(failure);
       } finally {
-        clearInterval(heartbeat);
+        checkpoint.stop();
         journal.close();
       }
     },

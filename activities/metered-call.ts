@@ -6,12 +6,18 @@
  * attempt answers, each lost one is settled at the same charge (the same request, so the same
  * price). No attempt the API may have charged is left out of the run's credits.
  */
-import type { CallOptions, CallReport } from '../src/api/client.js';
+import type { CallOptions } from '../src/api/client.js';
+import type { NetworkError } from '../src/api/errors.js';
 import { neverCharged, SocialApiError } from '../src/api/errors.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import { asActivityFailure } from './failures.js';
 
-export interface MeteredCall<R extends CallReport> {
+/** What a metered call needs of its answer: what the API charged for it. */
+interface Charged {
+  creditsCharged: number;
+}
+
+export interface MeteredCall<R extends Charged> {
   journal: CallJournal;
   /** The landing key of the answer: what the journal's records name. */
   key: string;
@@ -21,12 +27,19 @@ export interface MeteredCall<R extends CallReport> {
   call: (options: CallOptions) => Promise<R>;
   /** Lands the answer durably; the charge settles only after it. */
   land: (result: R) => void;
+  /**
+   * For a call that must never be sent twice (a job start: a second would make a second job,
+   * charged too): called instead of sending it again after an attempt whose answer was lost, it
+   * throws, and the lost attempt's intent stays open at its worst case.
+   */
+  neverRepeat?: (lost: NetworkError) => never;
 }
 
-export async function meteredCall<R extends CallReport>({ journal, key, worst, call, land }: MeteredCall<R>): Promise<R> {
+export async function meteredCall<R extends Charged>({ journal, key, worst, call, land, neverRepeat }: MeteredCall<R>): Promise<R> {
   journal.intend(key, worst);
   let lostAttempts = 0;
-  const beforeRepeat = () => {
+  const beforeRepeat = (lost: NetworkError) => {
+    neverRepeat?.(lost);
     journal.intend(key, worst);
     lostAttempts++;
   };

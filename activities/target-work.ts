@@ -18,10 +18,10 @@ import { findLanding, pageLandingKey, writeLanding } from '../src/store/landing.
 import { writeCoverage } from '../src/store/listing-coverage.js';
 import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../src/harvest/rules.js';
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';
-import type { LiveWork } from '../src/harvest/progress.js';
 import type { ListingPosition } from '../src/harvest/run-state.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 import type { RunApi } from './api-guard.js';
+import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
 import { describe, ItemEnricher, workStopOf, type WorkStop } from './item-enricher.js';
 import { claimJournal, meteredCall } from './metered-call.js';
@@ -85,9 +85,6 @@ const MAX_RELISTS = 3;
 /** Pages whose items are enriched at once (besides the page being listed). */
 const PAGES_ENRICHED_AT_ONCE = 3;
 
-/** Heartbeats go out at least this often while a page or its enrichment is in flight. */
-const HEARTBEAT_EVERY_MS = 2_000;
-
 type ListedItem = { id: string; url?: string };
 
 /** Ids of the items a run landed for a target, in its pages before `page`. */
@@ -107,14 +104,13 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
       const context = Context.current();
       const journal = claimJournal(dataDir, runId, input.workId, context.info.attempt);
       const budget = new WorkBudget(input.grant, journal);
-      const resumed = context.info.heartbeatDetails as Progress | undefined;
-      const progress: Progress = resumed ?? { position: { ...input.from }, pagesLanded: 0, itemsLanded: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } };
-      const position = progress.position;
       // What a retry resumes from: a page counts only once it is landed and its items enriched.
-      let durable: Progress = structuredClone(progress);
-      // The checkpoint, and what the work has done so far for live progress (LiveWork).
-      const beat = () => context.heartbeat({ ...durable, live: { credits: journal.charged(), items: durable.itemsLanded, pages: durable.pagesLanded, enriched: 0 } satisfies LiveWork });
-      const heartbeat = setInterval(beat, HEARTBEAT_EVERY_MS);
+      const checkpoint = new CheckpointHeartbeat<Progress>(
+        () => ({ position: { ...input.from }, pagesLanded: 0, itemsLanded: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } }),
+        (durable) => ({ credits: journal.charged(), items: durable.itemsLanded, pages: durable.pagesLanded, enriched: 0 }),
+      );
+      const progress = checkpoint.resumed;
+      const position = progress.position;
       let inFlight: Promise<unknown> = Promise.resolve();
       try {
         return await withRunCallLimit(runId, input.calls, async (callLimit) => {
@@ -139,7 +135,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
             addTally(tally, oldest.tally);
             // The journal's records of the page's calls reach the disk before its position is checkpointed.
             journal.sync();
-            durable = { ...oldest.after, enrichment: { ...tally } };
+            checkpoint.commit({ ...oldest.after, enrichment: { ...tally } });
           };
           let stop: WorkStop | undefined;
           let ended: TargetWorkResult['ended'];
@@ -254,7 +250,6 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
             inFlight = Promise.allSettled([inFlight, done]);
             enriching.push({ done, after: structuredClone({ position, pagesLanded: progress.pagesLanded, itemsLanded: progress.itemsLanded }), tally: pageTally });
             while (enriching.length > PAGES_ENRICHED_AT_ONCE) await settleOldest();
-            beat();
             if (starved) break;
 
             if (reachedKnown) ended = 'known';
@@ -271,7 +266,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
           const totals = CallJournal.load(dataDir, runId, input.workId).totals();
           // Halted pages are given back: the position is the last one whose items were enriched,
           // so a retry reads the pages after it back from disk and enriches their items.
-          const reached = halted ? durable : { ...progress, position };
+          const reached = halted ? checkpoint.last : { ...progress, position };
           return {
             status,
             ...(ended && !halted ? { ended } : {}),
@@ -290,7 +285,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
         // Pages' enrichment may still be in flight when the listing failed: it must finish
         // before the journal closes (its own error, if any, is the lesser one).
         await inFlight;
-        clearInterval(heartbeat);
+        checkpoint.stop();
         journal.close();
       }
     },
