@@ -1,5 +1,5 @@
 import { execFile, spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -21,20 +21,42 @@ async function itemCount(dataDir: string): Promise<number> {
   return Number(result.rows[0]!.n);
 }
 
+/** The load processes this process has started and that are still running (not zombies). */
+function loadProcesses(): number[] {
+  const children = readdirSync('/proc/self/task').flatMap((task) => readFileSync(`/proc/self/task/${task}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number));
+  return children.filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('load-process.js') && !/\) [ZX] /.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch {
+      return false; // ended meanwhile
+    }
+  });
+}
+
 describe('the warm load process', () => {
-  it('loads what is pending, load after load, in one process that outlives neither its idle time nor its parent', async () => {
+  it('loads what is pending, load after load, in one process; once it has loaded and stays idle, a fresh one replaces it, ready for the next load', async () => {
     const loader = new WarmLoader(300);
     const { dataDir, expected } = await landedSample(emulator, 'run-warm-1');
     loader.prewarm();
+    const [prewarmed] = loadProcesses();
+    expect(prewarmed).toBeDefined();
+    // A fresh process idle for longer than the renewal time is kept: it holds nothing of a load.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect(loadProcesses()).toEqual([prewarmed]);
     const first = await loader.load(dataDir);
     expect(first.landingsLoaded).toBe(expected.landings);
     expect(await itemCount(dataDir)).toBe(expected.itemIds.size);
-    // Nothing new: nothing loaded twice.
+    // Nothing new: nothing loaded twice, in the same process.
     expect((await loader.load(dataDir)).landingsLoaded).toBe(0);
-    // After the idle time the process is gone; the next load starts another.
+    expect(loadProcesses()).toEqual([prewarmed]);
+    // Idle after loading: the process is replaced by another, already running before the next load.
     await new Promise((resolve) => setTimeout(resolve, 600));
+    const renewed = loadProcesses();
+    expect(renewed).toHaveLength(1);
+    expect(renewed[0]).not.toBe(prewarmed);
     const again = await landedSample(emulator, 'run-warm-2', dataDir);
     expect((await loader.load(dataDir)).landingsLoaded).toBe(again.expected.landings);
+    expect(loadProcesses()).toEqual(renewed);
     loader.close();
   });
 
@@ -65,13 +87,13 @@ describe('the warm load process', () => {
     loader.close();
   });
 
-  it('does not keep its parent alive: a process that loaded exits at once, not after the idle time', async () => {
+  it('does not keep its parent alive: a process that loaded exits at once', async () => {
     const { dataDir, expected } = await landedSample(emulator, 'run-exit');
     const script = `
       import { WarmLoader } from ${JSON.stringify(join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'warm-loader.js'))};
       const result = await new WarmLoader().load(process.argv[1]);
       console.log(result.landingsLoaded);`;
-    // The idle time is a minute: a process held open by its load process is killed at 30 s and fails this.
+    // The load process stays for the life of its parent: a parent it held open is killed at 30 s and fails this.
     const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script, dataDir], { timeout: 30_000 });
     expect(Number(stdout.trim())).toBe(expected.landings);
   });
