@@ -36,7 +36,7 @@ import {
   type Transcript,
   type WebhookEndpoint,
 } from '../api-catalog/resources.js';
-import { apiIdentity, type ApiIdentity } from './identity.js';
+import { apiIdentity, keyFingerprint, type ApiIdentity } from './identity.js';
 import { CallDeadlineError, InvalidRequestError, NetworkError, ResponseValidationError, SocialApiError, errorFromResponse } from './errors.js';
 import type { JobCompletions } from './job-completions.js';
 import { RateGate } from './rate-gate.js';
@@ -173,7 +173,17 @@ export interface ClientOptions {
   platformPaths?: Partial<Record<Platform, string>>;
   retry?: Partial<RetryPolicy>;
   timeouts?: { connectMs?: number; headersMs?: number; bodyMs?: number };
+  /**
+   * Connections to the API at most; by default as many as the calls in flight need. Nothing else
+   * here caps them: the runs' own concurrency does (harvest `concurrency`), and the API's rate
+   * limit, which the rate gate keeps, bounds how many are in flight at its latency.
+   */
   connections?: number;
+  /**
+   * Who a call is made for (the run, in a worker): callers waiting on the API's rate limit take
+   * turns, so a run with many calls in flight does not crowd out the others. Read at each call.
+   */
+  callerOf?: () => string | undefined;
   /** Every call's overall deadline unless it gives its own (DEFAULT_CALL_DEADLINE_MS). */
   callDeadlineMs?: number;
   logger?: Logger;
@@ -191,7 +201,7 @@ export class SocialApiClient {
   private readonly retry: RetryPolicy;
   private readonly platformPaths: Record<Platform, string>;
   private readonly headers: Record<string, string>;
-  private readonly rateGate = new RateGate();
+  private readonly rateGate: RateGate;
 
   constructor(private readonly options: ClientOptions) {
     const base = new URL(options.baseUrl);
@@ -200,7 +210,7 @@ export class SocialApiClient {
     const path = base.pathname.replace(/\/+$/, '');
     this.basePath = path.endsWith('/v1') ? path : `${path}/v1`;
     this.pool = new Pool(base.origin, {
-      connections: options.connections ?? 16,
+      connections: options.connections ?? null,
       connectTimeout: options.timeouts?.connectMs ?? 10_000,
       headersTimeout: options.timeouts?.headersMs ?? 60_000,
       bodyTimeout: options.timeouts?.bodyMs ?? 60_000,
@@ -209,6 +219,7 @@ export class SocialApiClient {
     this.retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.platformPaths = { tiktok: 'tiktok', instagram: 'instagram', ...options.platformPaths };
     this.headers = { authorization: `Bearer ${options.apiKey}`, 'user-agent': 'social-harvester/0.1' };
+    this.rateGate = RateGate.of(base.origin, keyFingerprint(options.apiKey));
   }
 
   get prices(): PriceTable {
@@ -411,17 +422,27 @@ export class SocialApiClient {
     let lost: NetworkError | undefined;
     return withRetries(
       async () => {
-        const gate = this.rateGate.closed();
-        if (gate) await gate;
-        if (deadline.aborted) throw pastDeadline();
-        if (lost) options.beforeRepeat?.(lost);
+        const passing = this.rateGate.pass(this.options.callerOf?.());
+        const pass = typeof passing === 'number' ? passing : await passing;
+        if (deadline.aborted) {
+          this.rateGate.unsent();
+          throw pastDeadline();
+        }
+        if (lost) {
+          try {
+            options.beforeRepeat?.(lost);
+          } catch (error) {
+            this.rateGate.unsent();
+            throw error;
+          }
+        }
         lost = undefined;
         let response: RawResponse;
         try {
           const answer = await this.pool.request({ method, path: fullPath, headers, body, signal: deadline });
           response = { status: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
         } catch (error) {
-          this.rateGate.observe();
+          this.rateGate.answer(pass);
           // Past the deadline nothing is tried again; the attempt that ran into it may have been charged.
           if (deadline.aborted) throw pastDeadline(error);
           const code = (error as { code?: string }).code ?? 'network_error';
@@ -429,7 +450,7 @@ export class SocialApiClient {
           if (!failure.neverSent) lost = failure;
           throw failure;
         }
-        this.rateGate.observe(response.status, response.headers);
+        this.rateGate.answer(pass, response.status, response.headers);
         if (response.status >= 400) throw errorFromResponse(response.status, response.text, response.headers);
         return response;
       },

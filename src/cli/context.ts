@@ -11,10 +11,14 @@ export function cliLogger(): Logger {
   return createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });
 }
 
-export function clientFromEnv(logger: Logger, retry?: Partial<RetryPolicy>): SocialApiClient {
+/**
+ * An API client from the environment. `callerOf` names who each call is for (a worker's run), so
+ * the runs sharing the key's rate limit in this process take turns.
+ */
+export function clientFromEnv(logger: Logger, retry?: Partial<RetryPolicy>, callerOf?: () => string | undefined): SocialApiClient {
   const settings = apiSettingsFromEnv();
   const prices = loadPriceTable(process.env.HARVESTER_PRICES ?? DEFAULT_PRICES_FILE);
-  return new SocialApiClient({ ...settings, prices, logger, ...(retry ? { retry } : {}) });
+  return new SocialApiClient({ ...settings, prices, logger, ...(retry ? { retry } : {}), ...(callerOf ? { callerOf } : {}) });
 }
 
 /** The task queue workers poll and runs start on: HARVESTER_TASK_QUEUE, or `harvester`. */

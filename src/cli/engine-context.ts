@@ -1,5 +1,6 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger, LogMetadata } from '@temporalio/common';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
@@ -95,8 +96,9 @@ export async function startWorkerFromEnv(logger: Logger, temporal?: Promise<Clie
   const dataDir = dataDirFromEnv();
   assertWritableDataDir(dataDir);
   // Inside an activity the client retries for 20 s at most: the activity's own timeout is 30 s,
-  // and Temporal retries the activity after that.
-  const api = clientFromEnv(logger, { maxElapsedMs: 20_000 });
+  // and Temporal retries the activity after that. Each call is made for the run whose activity
+  // makes it, so the runs this worker serves take turns at the API's rate limit.
+  const api = clientFromEnv(logger, { maxElapsedMs: 20_000 }, () => activityContext.getStore()?.info.workflowExecution?.workflowId);
   const client = temporal ?? connectClient(settings);
   // Network round trips, asked at once: the first to fail ends the start.
   const [connection] = await Promise.all([connectWorker(settings), client, assertApiKeyAccepted(logger)]);

@@ -71,8 +71,10 @@ export async function createHarvestWorker(options: HarvestWorkerOptions): Promis
     workflowBundle: prebuiltWorkflowBundle(),
     activities: createActivities(options.deps),
     // Activities mostly wait on the API: a target's listing, or a job's enrichment with the run's
-    // calls in flight inside it. Runs bound their own concurrency (harvest `concurrency`).
-    maxConcurrentActivityTaskExecutions: 64,
+    // calls in flight inside it. Runs bound their own concurrency (harvest `concurrency`, at most
+    // 256 targets), and the API's rate limit paces their calls: this is no cap of its own, room
+    // for four runs at the widest, not the 64 that held a run's 256 targets to 64 at once.
+    maxConcurrentActivityTaskExecutions: 1_024,
     // A killed worker's cached workflows move to another worker after this, not the default 10 s.
     stickyQueueScheduleToStartTimeout: '3 seconds',
     // Heartbeats (every 2 s) reach Temporal as often, not every 8 s (80 % of the heartbeat
