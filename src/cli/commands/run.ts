@@ -3,11 +3,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
-import { createLogger } from '../../logger.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import type { HarvestStatus } from '../../harvest/progress.js';
 import { harvestWorkflow, type HarvestSummary } from '../../../workflows/harvest.js';
-import { runApiFromEnv, taskQueueFromEnv } from '../context.js';
+import { runApiFromEnv, taskQueueFromEnv } from '../run-environment.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { wholeNumber } from '../options.js';
 
@@ -99,11 +98,15 @@ Examples:
       const harvest = findHarvest(loadHarvestConfig(options.config), name);
       // The run carries the API it is for: a worker set up for another one refuses its tasks.
       const api = runApiFromEnv();
-      const logger = createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' });
-      // The client connects while the local worker starts: the worker module (Temporal's worker,
-      // the activities, DuckDB) is only loaded when one runs here.
+      // The client connects while the local worker starts. The worker and what only it needs
+      // (Temporal's worker, the activities, the API client, DuckDB, the logger) are loaded only when
+      // one runs here: without, this process only starts the run and watches it, and stays small.
       const connecting = connectClient(temporalSettingsFromEnv());
-      const starting = options.localWorker ? import('../engine-context.js').then((engine) => engine.startWorkerFromEnv(logger, connecting)) : undefined;
+      const starting = options.localWorker
+        ? Promise.all([import('../engine-context.js'), import('../../logger.js')]).then(([engine, { createLogger }]) =>
+            engine.startWorkerFromEnv(createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' }), connecting),
+          )
+        : undefined;
       let runStarted: string | undefined;
       stopOnSignals(async (signal) => {
         const where = options.localWorker ? `a \`harvester worker\` on task queue "${taskQueueFromEnv()}" goes on with it` : 'the running workers go on with it';

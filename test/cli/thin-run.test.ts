@@ -1,0 +1,97 @@
+/**
+ * `harvester run --no-local-worker` only starts a run and watches it, so it loads only what that
+ * takes: not Temporal's worker, the activities, the API client (undici), DuckDB or the logger.
+ * The real CLI in its own process, with a module-load recorder, hands its run to a real worker.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { SocialApiClient } from '../../src/api/client.js';
+import { CLI, type CliResult } from '../support/cli.js';
+import { clientFor } from '../support/client.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { startTestWorker, type TestWorker } from '../support/temporal.js';
+
+const KEY = 'sk_live_thin_run';
+let emulator: TestEmulator;
+let api: SocialApiClient;
+let worker: TestWorker;
+let dir: string;
+
+beforeAll(async () => {
+  emulator = await startTestEmulator({ apiKeys: [KEY] });
+  api = clientFor(emulator);
+  worker = await startTestWorker(api);
+  dir = mkdtempSync(join(tmpdir(), 'thin-run-'));
+});
+afterAll(async () => {
+  await worker?.stop();
+  await api?.close();
+  await emulator?.close();
+});
+
+/**
+ * Runs the CLI with a recorder of every module it loads: ES modules through a load hook (which
+ * runs on Node's loader thread, so it appends to the file itself), CommonJS ones from require's
+ * cache at exit. Resolves with the result and the loaded modules' URLs and paths.
+ */
+function runRecorded(args: string[], env: Record<string, string>): Promise<CliResult & { modules: string[] }> {
+  const log = join(dir, 'modules.txt');
+  const hooks = join(dir, 'hooks.mjs');
+  const recorder = join(dir, 'recorder.mjs');
+  writeFileSync(log, '');
+  writeFileSync(hooks, `import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) {\n  appendFileSync(${JSON.stringify(log)}, url + '\\n');\n  return next(url, context);\n}\n`);
+  writeFileSync(
+    recorder,
+    `import { appendFileSync } from 'node:fs';\nimport { createRequire, register } from 'node:module';\n` +
+      `register(${JSON.stringify(pathToFileURL(hooks).href)});\n` +
+      `process.on('exit', () => appendFileSync(${JSON.stringify(log)}, Object.keys(createRequire(import.meta.url).cache).join('\\n') + '\\n'));\n`,
+  );
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', pathToFileURL(recorder).href, CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.once('error', reject);
+    child.once('close', (code) => resolve({ code, stdout, stderr, modules: readFileSync(log, 'utf8').split('\n').filter(Boolean) }));
+  });
+}
+
+describe('harvester run --no-local-worker', () => {
+  it('starts the run, watches it to its end, and loads neither a worker, the activities, the API client, DuckDB nor the logger', async () => {
+    const handle = (await emulator.catalog()).tiktok.handles[0]!;
+    const config = join(dir, 'harvests.yaml');
+    writeFileSync(config, `harvests:\n  - name: thin\n    budget: { credits: 100000 }\n    channels:\n      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 100 }\n    enrich: { stats: true }\n`);
+    const result = await runRecorded(['run', 'thin', '--config', config, '--no-local-worker', '--json'], {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      HARVESTER_TASK_QUEUE: worker.taskQueue,
+      HARVESTER_DATA_DIR: join(dir, 'data'),
+      SOCIAL_API_BASE_URL: emulator.baseUrl,
+      SOCIAL_API_KEY: KEY,
+      LOG_LEVEL: 'error',
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ status: 'completed', itemsLanded: 100, enrichment: { calls: 100 } });
+    // The recorder saw what it did load: the config, Temporal's client and the run's own modules.
+    const loaded = (fragment: string) => result.modules.some((module) => module.includes(fragment));
+    for (const needed of ['/src/config/harvest-config.js', '/node_modules/@temporalio/client/', '/src/cli/run-progress.js']) expect(loaded(needed), needed).toBe(true);
+    const unwanted = [
+      '/node_modules/@temporalio/worker/',
+      '/node_modules/@temporalio/core-bridge/',
+      '/node_modules/@duckdb/',
+      '/node_modules/undici/',
+      '/node_modules/pino/',
+      '/activities/',
+      '/src/warehouse/',
+      '/src/api/client.js',
+      '/src/cli/engine-context.js',
+      '/src/temporal/worker.js',
+      '/src/logger.js',
+    ];
+    expect(unwanted.filter(loaded)).toEqual([]);
+  });
+});
