@@ -9,6 +9,7 @@
  * warehouse.
  *
  *   npm run build && node bench/harvest-e2e.mjs          (BENCH_SIZES=100000,1000000 by default)
+ *   BENCH_CONCURRENCY=32,64 node bench/harvest-e2e.mjs   (the runs' targets and calls; the harvest's defaults otherwise)
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -34,6 +35,8 @@ const SIZES = (process.env.BENCH_SIZES ?? '100000,1000000').split(',').map(Numbe
 const prices = loadPriceTable();
 /** Node flags of the worker process: the stack's (src/cli/stack.ts) unless BENCH_WORKER_NODE_FLAGS says otherwise ('' for none). */
 const WORKER_NODE_FLAGS = process.env.BENCH_WORKER_NODE_FLAGS === undefined ? STACK_WORKER_NODE_FLAGS : process.env.BENCH_WORKER_NODE_FLAGS.split(' ').filter(Boolean);
+/** The runs' concurrency (`targets,calls`, as `harvester run --targets --calls` gives it), or the harvest's defaults. */
+const CONCURRENCY = process.env.BENCH_CONCURRENCY ? Object.fromEntries(['targets', 'calls'].map((key, index) => [key, Number(process.env.BENCH_CONCURRENCY.split(',')[index])])) : undefined;
 
 const { child: emulator, baseUrl, origin } = await startEmulatorProcess([
   '--credits', '1000000000', '--rate-limit', '100000', '--job-step-ms', '50', '--api-key', 'sk_live_bench_harvest', '--api-key', 'sk_live_bench_baseline',
@@ -91,7 +94,7 @@ async function harvestOf(items) {
   const harvest = parseHarvestConfig(`harvests:\n  - name: bench\n    budget: { credits: 1000000000 }\n    searches:\n${targets.map((target) => `      - ${target.line}`).join('\n')}\n`, 'bench.yaml').harvests[0];
   const workflowId = `bench-${items}-${Date.now()}`;
   const started = Date.now();
-  const summary = await env.client.workflow.execute('harvestWorkflow', { taskQueue: 'bench', workflowId, args: [{ harvest }] });
+  const summary = await env.client.workflow.execute('harvestWorkflow', { taskQueue: 'bench', workflowId, args: [{ harvest, ...(CONCURRENCY ? { concurrency: CONCURRENCY } : {}) }] });
   const elapsedMs = Date.now() - started;
   const rss = peakRss();
   worker.kill('SIGTERM');
@@ -105,7 +108,7 @@ for (const size of SIZES) results.push(await harvestOf(size));
 await env.teardown();
 emulator.kill('SIGTERM');
 
-console.log(`worker node flags: ${WORKER_NODE_FLAGS.join(' ') || '(none)'}`);
+console.log(`worker node flags: ${WORKER_NODE_FLAGS.join(' ') || '(none)'}; concurrency: ${CONCURRENCY ? `targets ${CONCURRENCY.targets}, calls ${CONCURRENCY.calls}` : "the harvest's defaults"}`);
 console.log(`baseline: bare client pulling ${baselineItems} items of ${Math.round(baselineItems / PER_TARGET)} jobs: ${baselineRate} items/s (${(baselineMs / 1000).toFixed(1)} s)`);
 console.log('| harvest | status | items landed | end-to-end items/s | vs baseline | credits spent / needed | worker peak RSS | history events per 1,000 items |');
 console.log('|---|---|---|---|---|---|---|---|');
