@@ -4,9 +4,6 @@ import { apiSettingsFromEnv } from '../config/environment.js';
 import { DEFAULT_PRICES_FILE, loadPriceTable } from '../config/prices.js';
 import { createLogger, type Logger } from '../logger.js';
 
-// Defined apart, for `harvester run` to load without the API client; the other commands take them from here.
-export { runApiFromEnv, taskQueueFromEnv } from './run-environment.js';
-
 /** The pieces commands share, built from the environment. */
 export function cliLogger(): Logger {
   return createLogger({ level: process.env.LOG_LEVEL ?? 'warn' });

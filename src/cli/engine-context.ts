@@ -11,7 +11,8 @@ import type { Logger } from '../logger.js';
 import { connectClient, connectWorker, temporalSettingsFromEnv } from '../temporal/connection.js';
 import { pauseHarvestSchedule } from '../temporal/schedules.js';
 import { createHarvestWorker } from '../temporal/worker.js';
-import { clientFromEnv, taskQueueFromEnv } from './context.js';
+import { clientFromEnv } from './context.js';
+import { taskQueueFromEnv } from './run-environment.js';
 
 let runtimeInstalled = false;
 

@@ -4,7 +4,7 @@ import { connectClient, temporalSettingsFromEnv } from '../../temporal/connectio
 import { RETRYABLE_STATUSES, resumableState } from '../../harvest/checkpoint.js';
 import { harvestWorkflow } from '../../../workflows/harvest.js';
 import { createLogger } from '../../logger.js';
-import { taskQueueFromEnv } from '../context.js';
+import { taskQueueFromEnv } from '../run-environment.js';
 import { startWorkerFromEnv } from '../engine-context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { runAttempts } from '../run-queries.js';

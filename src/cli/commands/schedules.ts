@@ -16,7 +16,7 @@ import {
   type HarvestScheduleView,
 } from '../../temporal/schedules.js';
 import { creditsLow } from '../../store/credit-alerts.js';
-import { runApiFromEnv, taskQueueFromEnv } from '../context.js';
+import { runApiFromEnv, taskQueueFromEnv } from '../run-environment.js';
 import { UsageError } from '../options.js';
 import { textTable } from '../text-table.js';
 

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { createLogger } from '../../logger.js';
-import { taskQueueFromEnv } from '../context.js';
+import { taskQueueFromEnv } from '../run-environment.js';
 import { installQuietRuntime, startWorkerFromEnv } from '../engine-context.js';
 
 export function workerCommand(): Command {
