@@ -1,5 +1,4 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger, LogMetadata } from '@temporalio/common';
@@ -11,6 +10,7 @@ import type { Logger } from '../logger.js';
 import { connectClient, connectWorker, temporalSettingsFromEnv } from '../temporal/connection.js';
 import { pauseHarvestSchedule } from '../temporal/schedules.js';
 import { createHarvestWorker } from '../temporal/worker.js';
+import { writeProbeFile } from '../store/layout.js';
 import { clientFromEnv } from './context.js';
 import { taskQueueFromEnv } from './run-environment.js';
 
@@ -59,7 +59,7 @@ export function installQuietRuntime(logger?: Logger): void {
 export function assertWritableDataDir(dataDir: string): void {
   try {
     mkdirSync(dataDir, { recursive: true });
-    const probe = join(dataDir, `.write-check-${process.pid}`);
+    const probe = writeProbeFile(dataDir, process.pid);
     writeFileSync(probe, '');
     rmSync(probe);
   } catch (error) {

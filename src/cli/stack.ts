@@ -13,8 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { SocialApiClient } from '../api/client.js';
 import { loadPriceTable } from '../config/prices.js';
 import { TOOLS_DIR } from '../config/project-paths.js';
-import { TEMPORAL_BINARY, devServerArgs, devServerDbFile, recordDevServer, runningDevServer, servedAlready } from '../temporal/dev-server.js';
-import { readSecrets, secretStorePath, writeSecrets } from '../store/secret-store.js';
+import { TEMPORAL_BINARY, devServerArgs, recordDevServer, runningDevServer, servedAlready } from '../temporal/dev-server.js';
+import { readSecrets, writeSecrets } from '../store/secret-store.js';
+import { devServerDbFile, logsFolder, secretStorePath } from '../store/layout.js';
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 
 
@@ -95,7 +96,7 @@ async function waitForPort(port: number, child: ChildProcess, what: string, time
 }
 
 export async function startStack(options: StackOptions): Promise<Stack> {
-  const logsDir = join(options.dataDir, 'logs');
+  const logsDir = logsFolder(options.dataDir);
   mkdirSync(logsDir, { recursive: true });
   if (!existsSync(TEMPORAL_BINARY)) throw new Error(`no Temporal CLI at ${TEMPORAL_BINARY}: run \`npm run setup\``);
   const children: { name: string; child: ChildProcess }[] = [];

@@ -3,7 +3,7 @@
  * (read-only: the report never locks harvests or other readers out). Times are UTC throughout;
  * "over time" means per UTC day of `api_calls.called_at`.
  */
-import { warehousePath } from '../warehouse/loader.js';
+import { warehousePath } from '../store/layout.js';
 import { queryWarehouse } from '../warehouse/query.js';
 
 /** Run statuses the report counts as failures: the run stopped early or lost some targets. */

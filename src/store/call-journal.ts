@@ -38,7 +38,7 @@ import { dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { FileWriteError, writeDurableFile, writeFully } from './durable-file.js';
 import type { CallFailure } from '../harvest/progress.js';
-import { pathSegment } from './landing.js';
+import { journalFile, runJournalFolder } from './layout.js';
 
 export interface JournalTotals {
   /** Settled charges plus the worst case of calls that were in flight when an attempt died. */
@@ -61,16 +61,12 @@ type JournalLine =
   | { cancelled: string }
   | ({ failed: string } & CallFailure);
 
-export function journalFile(dataDir: string, runId: string, workId: string): string {
-  return join(dataDir, 'journal', pathSegment(runId), `${pathSegment(workId)}.ndjson`);
-}
-
 /**
  * The calls of a run that failed for good and were landed by none of its works since, from every
  * journal of the run, by landing key.
  */
 export function runFailures(dataDir: string, runId: string): Map<string, CallFailure> {
-  const folder = dirname(journalFile(dataDir, runId, 'any'));
+  const folder = runJournalFolder(dataDir, runId);
   const failures = new Map<string, CallFailure>();
   const landed = new Set<string>();
   if (!existsSync(folder)) return failures;

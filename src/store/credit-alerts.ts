@@ -1,6 +1,6 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
 import { writeDurableFile } from './durable-file.js';
+import { creditsLowFile } from './layout.js';
 
 /**
  * The `credits.low` state, kept in the data directory so every worker and every `harvester run`
@@ -13,18 +13,14 @@ export interface CreditsLow {
   plan?: string;
 }
 
-function flagFile(dataDir: string): string {
-  return join(dataDir, 'state', 'credits-low.json');
-}
-
 export function markCreditsLow(dataDir: string, details: Omit<CreditsLow, 'since'>): void {
-  writeDurableFile(flagFile(dataDir), JSON.stringify({ since: new Date().toISOString(), ...details }), { what: 'credits-low flag' });
+  writeDurableFile(creditsLowFile(dataDir), JSON.stringify({ since: new Date().toISOString(), ...details }), { what: 'credits-low flag' });
 }
 
 export function clearCreditsLow(dataDir: string): void {
-  rmSync(flagFile(dataDir), { force: true });
+  rmSync(creditsLowFile(dataDir), { force: true });
 }
 
 export function creditsLow(dataDir: string): CreditsLow | undefined {
-  return existsSync(flagFile(dataDir)) ? (JSON.parse(readFileSync(flagFile(dataDir), 'utf8')) as CreditsLow) : undefined;
+  return existsSync(creditsLowFile(dataDir)) ? (JSON.parse(readFileSync(creditsLowFile(dataDir), 'utf8')) as CreditsLow) : undefined;
 }

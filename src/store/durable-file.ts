@@ -17,6 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
+import { DURABLY_WRITTEN_FOLDERS } from './layout.js';
 
 /** `writeSync`'s buffer form: how many of `length` bytes from `offset` it stored. */
 export type WriteFunction = (fd: number, buffer: Uint8Array, offset: number, length: number) => number;
@@ -125,9 +126,6 @@ function temporaryFor(path: string): string {
 
 const TEMPORARY_NAME = /\.(\d+)-([0-9a-z]+)-[0-9a-f]+\.tmp$/;
 
-/** The folders of the data directory whose files are written by writeDurableFile (or were, as temporaries, by earlier versions). */
-const WRITTEN_FOLDERS = ['landing', 'quarantine', 'coverage', 'jobs', 'state', 'webhooks', 'journal'];
-
 /**
  * A temporary whose writer cannot be told alive is removed once it is this old. A writer holds its
  * temporary for the time of one write and one fsync, so this is long past any real one.
@@ -162,7 +160,7 @@ export function removeStrayTemporaries(dataDir: string, now = Date.now()): strin
       }
     }
   };
-  for (const folder of WRITTEN_FOLDERS) walk(join(dataDir, folder));
+  for (const folder of DURABLY_WRITTEN_FOLDERS) walk(join(dataDir, folder));
   return removed;
 }
 

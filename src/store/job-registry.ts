@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { writeDurableFile } from './durable-file.js';
-import { pathSegment } from './landing.js';
+import { jobFile, targetJobFile } from './layout.js';
 
 /**
  * Which run waits on which job, on disk in the data directory: the activity that starts a job
@@ -17,29 +16,21 @@ export interface JobRecord {
   target: string;
 }
 
-function byJob(dataDir: string, jobId: string): string {
-  return join(dataDir, 'jobs', `${pathSegment(jobId)}.json`);
-}
-
-function byRunTarget(dataDir: string, runId: string, target: string): string {
-  return join(dataDir, 'jobs', 'by-run', pathSegment(runId), `${pathSegment(target)}.json`);
-}
-
 function readRecord(path: string): JobRecord | undefined {
   return existsSync(path) ? (JSON.parse(readFileSync(path, 'utf8')) as JobRecord) : undefined;
 }
 
 /** Writes both records whole (writeDurableFile), or throws a FileWriteError naming the file. */
 export function registerJob(dataDir: string, record: JobRecord): void {
-  for (const path of [byJob(dataDir, record.jobId), byRunTarget(dataDir, record.runId, record.target)]) {
+  for (const path of [jobFile(dataDir, record.jobId), targetJobFile(dataDir, record.runId, record.target)]) {
     writeDurableFile(path, JSON.stringify(record), { what: 'job record' });
   }
 }
 
 export function findJob(dataDir: string, jobId: string): JobRecord | undefined {
-  return readRecord(byJob(dataDir, jobId));
+  return readRecord(jobFile(dataDir, jobId));
 }
 
 export function findJobOfTarget(dataDir: string, runId: string, target: string): JobRecord | undefined {
-  return readRecord(byRunTarget(dataDir, runId, target));
+  return readRecord(targetJobFile(dataDir, runId, target));
 }

@@ -10,6 +10,7 @@ import { mkdirSync, readdirSync, readFileSync, renameSync, existsSync } from 'no
 import { dirname, join, relative, sep } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
 import { writeDurableFile } from './durable-file.js';
+import { landingFile, landingRoot, pathSegment, quarantineFile } from './layout.js';
 
 /** The billed call behind a page. Free pages (a job's results) have none; the job is billed once. */
 export interface LandedCall {
@@ -61,24 +62,6 @@ export interface RunLanding {
 }
 
 export type Landing = PageLanding | RunLanding;
-
-export function landingRoot(dataDir: string): string {
-  return join(dataDir, 'landing');
-}
-
-/** The file a landing key names. */
-export function landingFile(dataDir: string, key: string): string {
-  return join(landingRoot(dataDir), ...key.split('/'));
-}
-
-/** A path segment made only of safe characters, plus a short hash so distinct keys stay distinct. */
-export function pathSegment(key: string): string {
-  const safe = key.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 80);
-  if (safe === key) return key;
-  let hash = 0x811c9dc5;
-  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193) >>> 0;
-  return `${safe}~${hash.toString(36)}`;
-}
 
 /** The key of a page landing: fixed by run, target and page, so a retry lands on the same key. */
 export function pageLandingKey(runId: string, target: string, page: number): string {
@@ -168,17 +151,13 @@ export function notJsonReason(dataDir: string, key: string): string | undefined 
   }
 }
 
-export function quarantineRoot(dataDir: string): string {
-  return join(dataDir, 'quarantine');
-}
-
 /**
  * Moves a landing the loader cannot load out of the landing folder, to the same place under
  * `quarantine/`, with a `.reason` file beside it: it blocks no load, and nothing of it is lost.
  * Returns where it now is.
  */
 export function quarantineLanding(dataDir: string, key: string, reason: string): string {
-  const target = join(quarantineRoot(dataDir), ...key.split('/'));
+  const target = quarantineFile(dataDir, key);
   mkdirSync(dirname(target), { recursive: true });
   // The reason first: a crash between the two leaves the landing where it was (the next load
   // quarantines it again), never a quarantined landing without its reason.

@@ -5,9 +5,8 @@
  * incomplete one it lists again to max_items, so the gap the earlier run left is filled.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { writeDurableFile } from './durable-file.js';
-import { pathSegment } from './landing.js';
+import { coverageFile } from './layout.js';
 
 export interface ListingCoverage {
   complete: boolean;
@@ -15,10 +14,6 @@ export interface ListingCoverage {
   max_items: number;
   run_id: string;
   at: string;
-}
-
-function coverageFile(dataDir: string, targetKey: string): string {
-  return join(dataDir, 'coverage', `${pathSegment(targetKey)}.json`);
 }
 
 export function readCoverage(dataDir: string, targetKey: string): ListingCoverage | undefined {

@@ -1,5 +1,4 @@
 import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { writeDurableFile } from './durable-file.js';
 
 /**
@@ -10,10 +9,6 @@ export interface StoredSecret {
   webhook_id: string;
   url: string;
   secret: string;
-}
-
-export function secretStorePath(dataDir: string): string {
-  return join(dataDir, 'webhooks', 'secrets.json');
 }
 
 export function readSecrets(file: string): StoredSecret[] {

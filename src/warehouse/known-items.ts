@@ -5,7 +5,7 @@
 import { existsSync } from 'node:fs';
 import type { TargetPlan } from '../harvest/targets.js';
 import { sqlString } from './duckdb.js';
-import { warehousePath } from './loader.js';
+import { warehousePath } from '../store/layout.js';
 import { LIST_KINDS, SEARCH_KINDS } from './normalize.js';
 import { queryWarehouse } from './query.js';
 

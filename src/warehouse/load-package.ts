@@ -8,7 +8,8 @@
 import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
-import { isRunLandingKey, landingFile, notJsonReason, type UnloadableLanding } from '../store/landing.js';
+import { isRunLandingKey, notJsonReason, type UnloadableLanding } from '../store/landing.js';
+import { landingFile } from '../store/layout.js';
 
 /**
  * What a landing holds, which decides the column types DuckDB reads it with: a page whose data is

@@ -12,12 +12,12 @@
  * next one sees the new load, and nobody is ever locked out.
  */
 import { copyFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { closeDatabase, openDatabase } from './duckdb.js';
-import { landingFile, listLandings, quarantineLanding, type UnloadableLanding } from '../store/landing.js';
+import { listLandings, quarantineLanding, type UnloadableLanding } from '../store/landing.js';
+import { landingFile, loadPackageFolder, loaderFolder, warehousePath, workDatabasePath } from '../store/layout.js';
 import { extract, type LoadPackage } from './load-package.js';
 import { merge } from './merge.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
@@ -63,19 +63,11 @@ export interface LoadResult {
   durationMs: number;
 }
 
-export function warehousePath(dataDir: string): string {
-  return join(dataDir, 'warehouse.duckdb');
-}
-
-export function workDatabasePath(dataDir: string): string {
-  return join(dataDir, '.loader', 'work.duckdb');
-}
-
 /** Loads every landing not loaded yet, then publishes the warehouse for readers. */
 export async function loadLandings(dataDir: string, options: LoadOptions = {}): Promise<LoadResult> {
   const started = Date.now();
   const workPath = workDatabasePath(dataDir);
-  mkdirSync(join(dataDir, '.loader'), { recursive: true });
+  mkdirSync(loaderFolder(dataDir), { recursive: true });
   const db = await openWorkDatabase(workPath, options.lockWaitMs ?? 120_000);
   try {
     for (const statement of [...TABLES_DDL, ...VIEWS_DDL]) await db.connection.run(statement);
@@ -134,7 +126,7 @@ async function loadPending(
   const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
   const plan = batchesOf(dataDir, pending, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
   // Each batch's package is written while the batch before it loads (two package folders take turns).
-  const packageOf = (index: number) => guarded(extract(dataDir, plan[index] as string[], packageDir(dataDir, index % 2)));
+  const packageOf = (index: number) => guarded(extract(dataDir, plan[index] as string[], loadPackageFolder(dataDir, index % 2)));
   let nextPackage = plan.length > 0 ? packageOf(0) : undefined;
   let batch = 0;
   try {
@@ -152,7 +144,7 @@ async function loadPending(
     }
   } finally {
     await nextPackage?.catch(() => undefined);
-    for (const turn of [0, 1]) rmSync(packageDir(dataDir, turn), { recursive: true, force: true });
+    for (const turn of [0, 1]) rmSync(loadPackageFolder(dataDir, turn), { recursive: true, force: true });
   }
 }
 
@@ -169,10 +161,6 @@ async function publishedCopyReadable(path: string): Promise<boolean> {
   } catch {
     return false;
   }
-}
-
-function packageDir(dataDir: string, turn: number): string {
-  return join(dataDir, '.loader', `package-${turn}`);
 }
 
 /** A promise whose rejection is handled where it is awaited, not reported as unhandled while it waits. */

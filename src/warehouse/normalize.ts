@@ -6,7 +6,6 @@
  * twice gives the same rows.
  */
 import { rmSync } from 'node:fs';
-import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../api-catalog/content-urls.js';
 import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../api-catalog/endpoints.js';
@@ -14,6 +13,7 @@ import { notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import { sqlString } from './duckdb.js';
 import { extract, type LandingShape, type LoadPackage } from './load-package.js';
 import { STAGED_TABLES } from './schema.js';
+import { loaderCheckFolder } from '../store/layout.js';
 
 const PAGE_COLUMNS = {
   _landing: 'VARCHAR',
@@ -231,7 +231,7 @@ export class UnloadableLandingsError extends Error {
  * When no landing fails alone (memory ran out, say), the batch's error is reported as it is.
  */
 async function unreadableLandings(connection: DuckDBConnection, dataDir: string, keys: string[], error: Error): Promise<Error> {
-  const directory = join(dataDir, '.loader', 'check');
+  const directory = loaderCheckFolder(dataDir);
   const readFails = async (part: string[]): Promise<string | undefined> => {
     const loadPackage = await extract(dataDir, part, directory);
     try {

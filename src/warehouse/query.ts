@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { JsonDuckDBValueConverter, type DuckDBConnection, type Json } from '@duckdb/node-api';
 import { closeDatabase, openDatabase } from './duckdb.js';
-import { warehousePath } from './loader.js';
+import { warehousePath } from '../store/layout.js';
 
 export interface QueryResult {
   columns: string[];

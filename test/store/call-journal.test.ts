@@ -2,7 +2,8 @@ import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSy
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CallJournal, journalFile } from '../../src/store/call-journal.js';
+import { CallJournal } from '../../src/store/call-journal.js';
+import { journalFile } from '../../src/store/layout.js';
 import { built, runWithFileSizeLimit } from '../support/limited-child.js';
 
 describe('the call journal, on real files', () => {

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { warehousePath } from '../../warehouse/loader.js';
+import { warehousePath } from '../../store/layout.js';
 import { wholeNumber } from '../options.js';
 import { startStack } from '../stack.js';
 

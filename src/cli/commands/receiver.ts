@@ -7,7 +7,8 @@ import { createLogger } from '../../logger.js';
 import { startWebhookReceiver } from '../../webhooks/receiver.js';
 import { temporalWebhookHandler } from '../../webhooks/temporal-bridge.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
-import { readSecrets, secretStorePath } from '../../store/secret-store.js';
+import { readSecrets } from '../../store/secret-store.js';
+import { secretStorePath, webhookJournalFile } from '../../store/layout.js';
 import { wholeNumber } from '../options.js';
 
 export function receiverCommand(): Command {
@@ -46,7 +47,7 @@ Example:
         cert: readFileSync(options.cert),
         key: readFileSync(options.key),
         secrets,
-        journalFile: join(dataDir, 'webhooks', 'journal.jsonl'),
+        journalFile: webhookJournalFile(dataDir),
         logger,
         onEvent: async (event, webhookId) => {
           process.stdout.write(`${JSON.stringify({ webhook_id: webhookId, ...event })}\n`);

@@ -2,7 +2,8 @@ import { spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { TEMPORAL_BINARY, devServerArgs, devServerDbFile, recordDevServer, runningDevServer, servedAlready } from '../../temporal/dev-server.js';
+import { TEMPORAL_BINARY, devServerArgs, recordDevServer, runningDevServer, servedAlready } from '../../temporal/dev-server.js';
+import { devServerDbFile } from '../../store/layout.js';
 import { wholeNumber } from '../options.js';
 
 export function temporalCommand(): Command {

@@ -2,7 +2,8 @@ import { Command, InvalidArgumentError } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { maskSecret } from '../../logger.js';
 import { WEBHOOK_EVENTS, type WebhookEvent } from '../../api-catalog/endpoints.js';
-import { readSecrets, secretStorePath, writeSecrets } from '../../store/secret-store.js';
+import { readSecrets, writeSecrets } from '../../store/secret-store.js';
+import { secretStorePath } from '../../store/layout.js';
 import { clientFromEnv, cliLogger } from '../context.js';
 
 function eventList(value: string): WebhookEvent[] {

@@ -1,0 +1,117 @@
+/**
+ * The data directory's layout: every path under it is named here, and only here, so what lives
+ * where is one page to read, and a second storage backend knows what it has to hold.
+ *
+ *   landing/<run>/<target>/page-NNNNNN.json   answers, one file per page (landing.ts)
+ *   quarantine/…                              landings the loader cannot load, each with a .reason
+ *   journal/<run>/<work>.ndjson               each piece of work's billed calls (call-journal.ts)
+ *   coverage/<target>.json                    how far a target's last listing reached
+ *   jobs/<job>.json, jobs/by-run/<run>/<target>.json   the job registry
+ *   state/credits-low.json                    the API's credits.low alert, while it stands
+ *   webhooks/secrets.json, webhooks/journal.jsonl      signing secrets and received deliveries
+ *   warehouse.duckdb, .loader/…               the published warehouse and the loader's work files
+ *   temporal.sqlite, temporal.server.json     the embedded Temporal dev server's state
+ *   logs/<service>.log                        what `harvester dev` and the demo's services say
+ *   .write-check-<pid>                        a starting worker's check that it can write here
+ */
+import { join } from 'node:path';
+
+/** A path segment made only of safe characters, plus a short hash so distinct keys stay distinct. */
+export function pathSegment(key: string): string {
+  const safe = key.replace(/[^A-Za-z0-9_.-]+/g, '_').slice(0, 80);
+  if (safe === key) return key;
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193) >>> 0;
+  return `${safe}~${hash.toString(36)}`;
+}
+
+export function landingRoot(dataDir: string): string {
+  return join(dataDir, 'landing');
+}
+
+/** The file a landing key (`<run>/<target>/page-NNNNNN.json`) names. */
+export function landingFile(dataDir: string, key: string): string {
+  return join(landingRoot(dataDir), ...key.split('/'));
+}
+
+export function quarantineRoot(dataDir: string): string {
+  return join(dataDir, 'quarantine');
+}
+
+/** Where a landing the loader cannot load is kept: the same place under quarantine/. */
+export function quarantineFile(dataDir: string, key: string): string {
+  return join(quarantineRoot(dataDir), ...key.split('/'));
+}
+
+export function runJournalFolder(dataDir: string, runId: string): string {
+  return join(dataDir, 'journal', pathSegment(runId));
+}
+
+export function journalFile(dataDir: string, runId: string, workId: string): string {
+  return join(runJournalFolder(dataDir, runId), `${pathSegment(workId)}.ndjson`);
+}
+
+export function coverageFile(dataDir: string, targetKey: string): string {
+  return join(dataDir, 'coverage', `${pathSegment(targetKey)}.json`);
+}
+
+export function jobFile(dataDir: string, jobId: string): string {
+  return join(dataDir, 'jobs', `${pathSegment(jobId)}.json`);
+}
+
+export function targetJobFile(dataDir: string, runId: string, target: string): string {
+  return join(dataDir, 'jobs', 'by-run', pathSegment(runId), `${pathSegment(target)}.json`);
+}
+
+export function creditsLowFile(dataDir: string): string {
+  return join(dataDir, 'state', 'credits-low.json');
+}
+
+export function secretStorePath(dataDir: string): string {
+  return join(dataDir, 'webhooks', 'secrets.json');
+}
+
+export function webhookJournalFile(dataDir: string): string {
+  return join(dataDir, 'webhooks', 'journal.jsonl');
+}
+
+/** The folders whose files are written by writeDurableFile (or were, as temporaries, by earlier versions). */
+export const DURABLY_WRITTEN_FOLDERS = ['landing', 'quarantine', 'coverage', 'jobs', 'state', 'webhooks', 'journal'] as const;
+
+export function warehousePath(dataDir: string): string {
+  return join(dataDir, 'warehouse.duckdb');
+}
+
+/** The loader's own files: its work database, load packages, and the check of unreadable landings. */
+export function loaderFolder(dataDir: string): string {
+  return join(dataDir, '.loader');
+}
+
+export function workDatabasePath(dataDir: string): string {
+  return join(loaderFolder(dataDir), 'work.duckdb');
+}
+
+export function loadPackageFolder(dataDir: string, turn: number): string {
+  return join(loaderFolder(dataDir), `package-${turn}`);
+}
+
+export function loaderCheckFolder(dataDir: string): string {
+  return join(loaderFolder(dataDir), 'check');
+}
+
+export function devServerDbFile(dataDir: string): string {
+  return join(dataDir, 'temporal.sqlite');
+}
+
+export function devServerStateFile(dataDir: string): string {
+  return join(dataDir, 'temporal.server.json');
+}
+
+export function logsFolder(dataDir: string): string {
+  return join(dataDir, 'logs');
+}
+
+/** The empty file a starting worker writes and removes, to learn whether it can write here. */
+export function writeProbeFile(dataDir: string, pid: number): string {
+  return join(dataDir, `.write-check-${pid}`);
+}
