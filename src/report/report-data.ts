@@ -1,9 +1,11 @@
 /**
  * What the HTML report shows, read from the published warehouse through `queryWarehouse`
  * (read-only: the report never locks harvests or other readers out). Times are UTC throughout;
- * "over time" means per UTC day of `api_calls.called_at`.
+ * credits "over time" are per UTC day of `api_calls.called_at`, views and followers "over time"
+ * are per observation (`observed_at`).
  */
 import { warehousePath } from '../store/layout.js';
+import { sqlString } from '../warehouse/duckdb.js';
 import { queryWarehouse } from '../warehouse/query.js';
 
 /** Run statuses the report counts as failures: the run stopped early or lost some targets. */
@@ -19,8 +21,10 @@ export interface ReportOptions {
   maxRuns?: number;
   /** Endpoints given their own series; the rest are summed as "other endpoints". */
   maxEndpoints?: number;
-  /** Items in the fastest-growing list. */
+  /** Items in the fastest-growing list, and in the views-over-time and engagement charts. */
   topItems?: number;
+  /** Accounts in the followers-over-time chart. */
+  topAccounts?: number;
   /**
    * Growth is measured over intervals at least this long, so an item seen twice within one
    * harvest (seconds apart, same counts) does not hide its growth since the harvest before.
@@ -30,7 +34,10 @@ export interface ReportOptions {
   maxFailures?: number;
 }
 
-export const REPORT_DEFAULTS = { maxDays: 90, maxRuns: 60, maxEndpoints: 8, topItems: 10, minGrowthHours: 0.25, maxFailures: 100 } as const;
+export const REPORT_DEFAULTS = { maxDays: 90, maxRuns: 60, maxEndpoints: 8, topItems: 10, topAccounts: 10, minGrowthHours: 0.25, maxFailures: 100 } as const;
+
+/** The harvest named for a call or an observation whose run the warehouse does not know. */
+export const NO_HARVEST = '(no harvest)';
 
 export interface ReportTotals {
   credits: number;
@@ -82,6 +89,65 @@ export interface GrowthItem {
   observedAt: string;
 }
 
+/** One reading of an item's or account's metric, by a run of `harvest`. */
+export interface Observation {
+  /** When: epoch milliseconds, and `YYYY-MM-DD HH:MM` UTC. */
+  at: number;
+  observedAt: string;
+  value: number;
+  harvest: string;
+}
+
+/** An item among those with the most views at their latest observation. */
+export interface TopItem {
+  rank: number;
+  platform: string;
+  itemId: string;
+  kind: string | null;
+  authorHandle: string | null;
+  caption: string | null;
+  url: string | null;
+  /** Counts at the latest observation (latest_item_metrics). */
+  views: number;
+  likes: number | null;
+  comments: number | null;
+  shares: number | null;
+  /** (likes + comments + shares) / views at the latest observation; a count not reported is left out; null without views or counts. */
+  engagementRate: number | null;
+  /** Its views at each observation in the shown window, oldest first. */
+  observations: Observation[];
+}
+
+/** An account among those with the most followers at their latest observation. */
+export interface TopAccount {
+  rank: number;
+  platform: string;
+  handle: string;
+  followers: number;
+  /** Its followers at each observation in the shown window, oldest first. */
+  observations: Observation[];
+}
+
+/** What a harvest paid per item it has observations of. */
+export interface HarvestCost {
+  harvest: string;
+  credits: number;
+  /** Distinct items observed (item_metrics) by the harvest's runs. */
+  items: number;
+  /** Null when the harvest observed no item. */
+  creditsPerItem: number | null;
+}
+
+/** The columns the enrichment-coverage section reads, one row per item and enrichment. */
+export const ENRICHMENT_COVERAGE_COLUMNS = ['enrichment', 'bought_at', 'why_not'] as const;
+
+/** Enrichment coverage per enrichment, when the warehouse has the `enrichment_coverage` table. */
+export interface EnrichmentCoverage {
+  /** Columns of ENRICHMENT_COVERAGE_COLUMNS the table lacks; with any missing, `enrichments` is empty. */
+  missingColumns: string[];
+  enrichments: { enrichment: string; items: number; bought: number; notBought: { reason: string; items: number }[] }[];
+}
+
 export interface FailedRun {
   runId: string;
   harvest: string;
@@ -104,6 +170,16 @@ export interface ReportData {
   /** The latest runs, oldest first. */
   runs: RunPoint[];
   topGrowth: GrowthItem[];
+  /** Every harvest the report shows (in credits, runs, costs or observations), sorted: the harvest colours' domain. */
+  harvests: string[];
+  /** The items with the most views now, most first, with their views over time. */
+  topItems: TopItem[];
+  /** The accounts with the most followers now, most first, with their followers over time. */
+  topAccounts: TopAccount[];
+  /** Credits per item observed, per harvest, in harvest name order. */
+  costPerItem: HarvestCost[];
+  /** Null when the warehouse has no `enrichment_coverage` table. */
+  enrichmentCoverage: EnrichmentCoverage | null;
   /** Counts for each failure status present, in FAILURE_STATUSES order. */
   failureCounts: { status: string; runs: number }[];
   /** The latest failed runs, newest first. */
@@ -116,6 +192,14 @@ const MINUTE = "'%Y-%m-%d %H:%M'";
 /** A TIMESTAMPTZ as UTC text, whatever the session's time zone. */
 const utc = (column: string, format = MINUTE) => `strftime(timezone('UTC', ${column}), ${format})`;
 const FAILURE_LIST = FAILURE_STATUSES.map((status) => `'${status}'`).join(', ');
+/**
+ * Each run's harvest, for rows that carry only a run id: from the run's row, or from its calls
+ * while the run's own landing is not loaded yet.
+ */
+const RUN_HARVEST_CTE = `run_harvest AS (
+  SELECT run_id, min(harvest) AS harvest
+  FROM (SELECT run_id, harvest FROM harvest_runs UNION ALL SELECT run_id, harvest FROM api_calls WHERE harvest IS NOT NULL)
+  GROUP BY run_id)`;
 
 function num(value: unknown): number {
   if (value === null || value === undefined) return 0;
@@ -185,6 +269,7 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
     maxRuns: options.maxRuns ?? REPORT_DEFAULTS.maxRuns,
     maxEndpoints: options.maxEndpoints ?? REPORT_DEFAULTS.maxEndpoints,
     topItems: options.topItems ?? REPORT_DEFAULTS.topItems,
+    topAccounts: options.topAccounts ?? REPORT_DEFAULTS.topAccounts,
     minGrowthHours: options.minGrowthHours ?? REPORT_DEFAULTS.minGrowthHours,
     maxFailures: options.maxFailures ?? REPORT_DEFAULTS.maxFailures,
   };
@@ -224,7 +309,7 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
   // Each call carries its run's harvest; the run's row fills in for a call landed without one.
   const creditRows = await rows(
     dataDir,
-    `SELECT ${utc('c.called_at', "'%Y-%m-%d'")} AS day, coalesce(c.harvest, r.harvest, '(no harvest)') AS harvest, c.endpoint, sum(c.credits) AS credits
+    `SELECT ${utc('c.called_at', "'%Y-%m-%d'")} AS day, coalesce(c.harvest, r.harvest, ${sqlString(NO_HARVEST)}) AS harvest, c.endpoint, sum(c.credits) AS credits
      FROM api_calls c LEFT JOIN harvest_runs r USING (run_id)
      GROUP BY ALL ORDER BY day, harvest, endpoint`,
   );
@@ -286,6 +371,79 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
     observedAt: String(row.observed),
   }));
 
+  // The top items by views at their latest observation, each with its views over the shown days
+  // (counted back from the latest observation of any item), one row per observation.
+  const itemRows = await rows(
+    dataDir,
+    `WITH ${RUN_HARVEST_CTE},
+     top AS (
+       SELECT platform, item_id, views, likes, comments, shares FROM latest_item_metrics
+       WHERE views IS NOT NULL ORDER BY views DESC, platform, item_id LIMIT ${settings.topItems})
+     SELECT t.platform, t.item_id, t.views AS latest_views, t.likes, t.comments, t.shares, i.kind, i.author_handle, i.caption, i.url,
+       epoch_ms(m.observed_at) AS at, ${utc('m.observed_at')} AS observed, m.views, coalesce(h.harvest, ${sqlString(NO_HARVEST)}) AS harvest
+     FROM top t
+     LEFT JOIN items i ON i.platform = t.platform AND i.item_id = t.item_id
+     LEFT JOIN item_metrics m ON m.platform = t.platform AND m.item_id = t.item_id AND m.views IS NOT NULL
+       AND m.observed_at >= (SELECT max(observed_at) - to_days(${settings.maxDays}) FROM item_metrics)
+     LEFT JOIN run_harvest h ON h.run_id = m.run_id
+     ORDER BY t.views DESC, t.platform, t.item_id, m.observed_at, m.request_id`,
+  );
+  const topItems: TopItem[] = [];
+  for (const row of itemRows) {
+    const last = topItems.at(-1);
+    const item = last !== undefined && last.platform === row.platform && last.itemId === row.item_id ? last : topItemFrom(row, topItems.length + 1);
+    if (item !== last) topItems.push(item);
+    if (row.at !== null) item.observations.push({ at: num(row.at), observedAt: String(row.observed), value: num(row.views), harvest: String(row.harvest) });
+  }
+
+  // The same for accounts and their followers.
+  const accountRows = await rows(
+    dataDir,
+    `WITH ${RUN_HARVEST_CTE},
+     top AS (
+       SELECT platform, handle, followers FROM account_metrics WHERE followers IS NOT NULL
+       QUALIFY row_number() OVER (PARTITION BY platform, handle ORDER BY observed_at DESC, request_id DESC) = 1
+       ORDER BY followers DESC, platform, handle LIMIT ${settings.topAccounts})
+     SELECT t.platform, t.handle, t.followers AS latest_followers,
+       epoch_ms(m.observed_at) AS at, ${utc('m.observed_at')} AS observed, m.followers, coalesce(h.harvest, ${sqlString(NO_HARVEST)}) AS harvest
+     FROM top t
+     LEFT JOIN account_metrics m ON m.platform = t.platform AND m.handle = t.handle AND m.followers IS NOT NULL
+       AND m.observed_at >= (SELECT max(observed_at) - to_days(${settings.maxDays}) FROM account_metrics)
+     LEFT JOIN run_harvest h ON h.run_id = m.run_id
+     ORDER BY t.followers DESC, t.platform, t.handle, m.observed_at, m.request_id`,
+  );
+  const topAccounts: TopAccount[] = [];
+  for (const row of accountRows) {
+    const last = topAccounts.at(-1);
+    const account =
+      last !== undefined && last.platform === row.platform && last.handle === row.handle
+        ? last
+        : { rank: topAccounts.length + 1, platform: String(row.platform), handle: String(row.handle), followers: num(row.latest_followers), observations: [] };
+    if (account !== last) topAccounts.push(account);
+    if (row.at !== null) account.observations.push({ at: num(row.at), observedAt: String(row.observed), value: num(row.followers), harvest: String(row.harvest) });
+  }
+
+  // Credits as the credit charts count them (all days), over the distinct items the harvest's runs observed.
+  const costPerItem = (
+    await rows(
+      dataDir,
+      `WITH ${RUN_HARVEST_CTE},
+       spent AS (
+         SELECT coalesce(c.harvest, r.harvest, ${sqlString(NO_HARVEST)}) AS harvest, sum(c.credits) AS credits
+         FROM api_calls c LEFT JOIN harvest_runs r USING (run_id) GROUP BY ALL),
+       observed AS (
+         SELECT coalesce(h.harvest, ${sqlString(NO_HARVEST)}) AS harvest, count(DISTINCT (m.platform, m.item_id)) AS items
+         FROM item_metrics m LEFT JOIN run_harvest h USING (run_id) GROUP BY ALL)
+       SELECT harvest, coalesce(s.credits, 0) AS credits, coalesce(o.items, 0) AS items
+       FROM spent s FULL JOIN observed o USING (harvest) ORDER BY harvest`,
+    )
+  ).map((row): HarvestCost => {
+    const [credits, items] = [num(row.credits), num(row.items)];
+    return { harvest: String(row.harvest), credits, items, creditsPerItem: items > 0 ? credits / items : null };
+  });
+
+  const enrichmentCoverage = await loadEnrichmentCoverage(dataDir);
+
   const countRows = await rows(dataDir, `SELECT status, count(*) AS runs FROM harvest_runs WHERE status IN (${FAILURE_LIST}) GROUP BY status`);
   const failureCounts = FAILURE_STATUSES.flatMap((status) => {
     const found = countRows.find((row) => row.status === status);
@@ -310,5 +468,77 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
     error: textOrNull(row.error),
   }));
 
-  return { generatedAt, warehousePath: warehousePath(dataDir), totals, creditsByHarvest, creditsByEndpoint, runs, topGrowth, failureCounts, failures, settings };
+  const harvests = [
+    ...new Set([
+      ...creditsByHarvest.series.map((entry) => entry.name),
+      ...runs.map((run) => run.harvest),
+      ...costPerItem.map((cost) => cost.harvest),
+      ...[...topItems, ...topAccounts].flatMap((entry) => entry.observations.map((observation) => observation.harvest)),
+    ]),
+  ].sort();
+
+  return {
+    generatedAt,
+    warehousePath: warehousePath(dataDir),
+    totals,
+    creditsByHarvest,
+    creditsByEndpoint,
+    runs,
+    topGrowth,
+    harvests,
+    topItems,
+    topAccounts,
+    costPerItem,
+    enrichmentCoverage,
+    failureCounts,
+    failures,
+    settings,
+  };
+}
+
+/** A top item from the first row of its observations, which carries its latest counts. */
+function topItemFrom(row: Record<string, unknown>, rank: number): TopItem {
+  const [views, likes, comments, shares] = [num(row.latest_views), numOrNull(row.likes), numOrNull(row.comments), numOrNull(row.shares)];
+  const reported = [likes, comments, shares].filter((count) => count !== null);
+  return {
+    rank,
+    platform: String(row.platform),
+    itemId: String(row.item_id),
+    kind: textOrNull(row.kind),
+    authorHandle: textOrNull(row.author_handle),
+    caption: textOrNull(row.caption),
+    url: textOrNull(row.url),
+    views,
+    likes,
+    comments,
+    shares,
+    engagementRate: views > 0 && reported.length > 0 ? reported.reduce((total, count) => total + count, 0) / views : null,
+    observations: [],
+  };
+}
+
+/**
+ * Enrichment coverage per enrichment: items bought, and the others by why not. The table comes
+ * with tracking; a warehouse without it has no such section (null).
+ */
+async function loadEnrichmentCoverage(dataDir: string): Promise<EnrichmentCoverage | null> {
+  const columns = (await rows(dataDir, "SELECT column_name FROM information_schema.columns WHERE table_name = 'enrichment_coverage'")).map((row) => String(row.column_name));
+  if (columns.length === 0) return null;
+  const missingColumns = ENRICHMENT_COVERAGE_COLUMNS.filter((column) => !columns.includes(column));
+  if (missingColumns.length > 0) return { missingColumns, enrichments: [] };
+  const counted = await rows(
+    dataDir,
+    `SELECT enrichment, bought_at IS NOT NULL AS bought, coalesce(CAST(why_not AS VARCHAR), 'not recorded') AS reason, count(*) AS items
+     FROM enrichment_coverage GROUP BY ALL ORDER BY enrichment, bought DESC, items DESC, reason`,
+  );
+  const enrichments: EnrichmentCoverage['enrichments'] = [];
+  for (const row of counted) {
+    let entry = enrichments.at(-1);
+    if (entry?.enrichment !== String(row.enrichment)) enrichments.push((entry = { enrichment: String(row.enrichment), items: 0, bought: 0, notBought: [] }));
+    const items = num(row.items);
+    entry.items += items;
+    if (row.bought === true) entry.bought += items;
+    else entry.notBought.push({ reason: String(row.reason), items });
+  }
+  return { missingColumns: [], enrichments };
 }
