@@ -1,19 +1,28 @@
 /**
- * The report as one HTML page: inline CSS and inline SVG, no scripts, no fonts, no images, no
- * network. A Content-Security-Policy forbids loading anything, so the page works offline and can
- * never call home even if a stored string slipped through; and every stored string is escaped.
+ * The report as one HTML page: inline CSS and inline SVG charts (drawn by Vega at report time), no
+ * scripts, no fonts, no images, no network. A Content-Security-Policy forbids loading anything, so
+ * the page works offline and can never call home even if a stored string slipped through; every
+ * stored string is escaped, and the only links are items' own http(s) addresses.
  */
-import { FAILURE_STATUSES, type DailySeries, type ReportData } from './report-data.js';
-import { barChart, escapeXml, formatFull, horizontalBarChart, lineChart, seriesColor, truncate } from './svg-charts.js';
+import { columnChart, dailyLineChart, ENDPOINT_PALETTE, harvestColors, horizontalBarChart, renderChart, trendChart, type ColorKey, type TrendPoint } from './charts.js';
+import { escapeHtml, formatNumber, formatPercent, itemLink, shortId, truncate } from './format.js';
+import { ENRICHMENT_COVERAGE_COLUMNS, FAILURE_STATUSES, type DailySeries, type ReportData, type TopAccount, type TopItem } from './report-data.js';
 
-/** The sections, in page order: their ids are stable anchors (and what the tests look for). */
+/** The sections every report has, in page order: their ids are stable anchors (and what the tests look for). */
 export const REPORT_SECTIONS = [
   { id: 'credits-by-harvest', title: 'Credits per harvest' },
   { id: 'credits-by-endpoint', title: 'Credits per endpoint' },
+  { id: 'cost-per-item', title: 'Cost per item' },
   { id: 'items-landed', title: 'Items landed per run' },
+  { id: 'item-views', title: 'Views over time' },
+  { id: 'engagement', title: 'Engagement rate' },
   { id: 'top-growth', title: 'Fastest-growing items' },
+  { id: 'account-followers', title: 'Followers over time' },
   { id: 'failures', title: 'Failures' },
 ] as const;
+
+/** Shown before the failures when the warehouse has an `enrichment_coverage` table. */
+export const ENRICHMENT_COVERAGE_SECTION = { id: 'enrichment-coverage', title: 'Enrichment coverage' } as const;
 
 const STATUS_COLORS: Record<string, string> = {
   failed: '#d64545',
@@ -23,6 +32,10 @@ const STATUS_COLORS: Record<string, string> = {
   completed: '#59a14f',
   running: '#4e79a7',
 };
+
+/** Bars of an item, by platform: colours outside the harvests' palette, since no harvest is meant. */
+const PLATFORM_COLORS: Record<string, string> = { tiktok: '#323f4b', instagram: '#c13584' };
+const OTHER_PLATFORM_COLOR = '#7b8794';
 
 const CSS = `
 :root { color-scheme: light; }
@@ -45,6 +58,9 @@ nav.toc a { color: #3e4c59; margin-right: 14px; }
 section.report-section { background: #fff; border: 1px solid #e4e7eb; border-radius: 10px; padding: 18px 20px; margin: 18px 0; }
 section.report-section > p.description { color: #52606d; margin: 0 0 10px; }
 .chart-box svg { display: block; width: 100%; height: auto; }
+.beside > table { margin-top: 0; }
+.beside { display: grid; grid-template-columns: minmax(0, 3fr) minmax(0, 2fr); gap: 16px; align-items: start; }
+@media (max-width: 800px) { .beside { grid-template-columns: minmax(0, 1fr); } }
 .empty { color: #7b8794; font-style: italic; margin: 8px 0; }
 .note { color: #7b8794; font-size: 12px; margin: 6px 0 0; }
 .series-totals { display: flex; flex-wrap: wrap; gap: 6px 16px; margin: 8px 0 0; padding: 0; list-style: none; font-size: 13px; color: #323f4b; }
@@ -56,12 +72,13 @@ td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-sp
 td.id { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; min-width: 9em; overflow-wrap: anywhere; }
 td.caption { max-width: 320px; overflow-wrap: anywhere; }
 td.error { white-space: pre-wrap; overflow-wrap: anywhere; font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace; font-size: 12px; color: #7b2121; }
+td a { color: #2f5f8f; }
 .status { display: inline-block; padding: 1px 8px; border-radius: 10px; font-size: 12px; color: #fff; white-space: nowrap; }
 footer { color: #7b8794; font-size: 12px; text-align: center; margin-top: 28px; }
 @media print { body { background: #fff; } section.report-section { break-inside: avoid; } nav.toc { display: none; } }
 `;
 
-const h = escapeXml;
+const h = escapeHtml;
 
 function statusBadge(status: string): string {
   const color = STATUS_COLORS[status] ?? '#7b8794';
@@ -73,7 +90,7 @@ function utcMinute(iso: string): string {
 }
 
 function number(value: number | null | undefined): string {
-  return value === null || value === undefined ? '—' : h(formatFull(value));
+  return value === null || value === undefined ? '—' : h(formatNumber(value));
 }
 
 function section(id: string, title: string, description: string, body: string): string {
@@ -84,89 +101,221 @@ ${body}
 </section>`;
 }
 
-function seriesTotals(daily: DailySeries, unit: string): string {
-  const items = daily.series.map((entry, index) => `<li><span class="swatch" style="background:${h(seriesColor(index))}"></span>${h(entry.name)}: <strong>${number(entry.total)}</strong> ${h(unit)}</li>`);
+const chartBox = (svg: string) => `<div class="chart-box">${svg}</div>`;
+
+function seriesTotals(daily: DailySeries, colors: Map<string, string>, unit: string): string {
+  const items = daily.series.map((entry) => `<li><span class="swatch" style="background:${h(colors.get(entry.name))}"></span>${h(entry.name)}: <strong>${number(entry.total)}</strong> ${h(unit)}</li>`);
   const note = daily.omittedDays > 0 ? `<p class="note">Showing the latest ${daily.days.length} days; ${daily.omittedDays} earlier day(s) with ${number(daily.omittedCredits)} credits are left out.</p>` : '';
   return `<ul class="series-totals">${items.join('')}</ul>${note}`;
 }
 
-function creditsByHarvest(data: ReportData): string {
+/** An item as a link to its page when it has an http(s) address, else as text; its caption, if given, as the tooltip. */
+function itemAnchor(url: string | null, text: string, caption?: string | null): string {
+  const href = itemLink(url);
+  const title = caption ? ` title="${h(truncate(caption, 200))}"` : '';
+  return href === null ? `<span${title}>${h(text)}</span>` : `<a href="${h(href)}" rel="noopener noreferrer"${title}>${h(text)}</a>`;
+}
+
+const itemName = (item: { platform: string; authorHandle: string | null; itemId: string }) => `${item.platform} ${item.authorHandle ? `@${item.authorHandle} ` : ''}${shortId(item.itemId)}`;
+
+async function creditsByHarvest(data: ReportData, harvests: ColorKey): Promise<string> {
   const daily = data.creditsByHarvest;
-  const body =
-    daily.days.length === 0
-      ? '<p class="empty">No billed calls in the warehouse yet.</p>'
-      : `<div class="chart-box">${lineChart({
-          title: 'Credits spent per day, by harvest',
-          subtitle: `${daily.days[0]} to ${daily.days[daily.days.length - 1]} (UTC days)`,
-          yLabel: 'credits',
-          categories: daily.days,
-          series: daily.series,
-          integer: true,
-        })}</div>${seriesTotals(daily, 'credits')}`;
-  return section('credits-by-harvest', 'Credits per harvest', 'Credits charged for billed calls (<code>api_calls.credits</code>), summed per UTC day of the call, one line per harvest.', body);
+  const description = 'Credits charged for billed calls (<code>api_calls.credits</code>), summed per UTC day of the call, one line per harvest.';
+  if (daily.days.length === 0) return section('credits-by-harvest', 'Credits per harvest', description, '<p class="empty">No billed calls in the warehouse yet.</p>');
+  const chart = await renderChart(
+    dailyLineChart({
+      title: 'Credits spent per day, by harvest',
+      subtitle: `${daily.days[0]} to ${daily.days.at(-1)} (UTC days)`,
+      yTitle: 'credits',
+      points: daily.series.flatMap((entry) =>
+        entry.values.map((value, index) => ({ day: daily.days[index]!, series: entry.name, value, description: `harvest ${entry.name}, ${daily.days[index]}: ${formatNumber(value)} credits` })),
+      ),
+      color: harvests,
+    }),
+    'line',
+  );
+  return section('credits-by-harvest', 'Credits per harvest', description, `${chartBox(chart)}${seriesTotals(daily, harvests.colors, 'credits')}`);
 }
 
-function creditsByEndpoint(data: ReportData): string {
+async function creditsByEndpoint(data: ReportData): Promise<string> {
   const daily = data.creditsByEndpoint;
-  const body =
-    daily.days.length === 0
-      ? '<p class="empty">No billed calls in the warehouse yet.</p>'
-      : `<div class="chart-box">${barChart({
-          title: 'Credits spent per day, by endpoint',
-          subtitle: daily.series.some((entry) => entry.name === 'other endpoints')
-            ? `Stacked, costliest at the bottom; endpoints beyond the ${data.settings.maxEndpoints - 1} costliest are summed as "other endpoints"`
-            : 'Stacked, costliest endpoint at the bottom',
-          yLabel: 'credits',
-          categories: daily.days,
-          series: daily.series,
-          integer: true,
-        })}</div>${seriesTotals(daily, 'credits')}`;
-  return section('credits-by-endpoint', 'Credits per endpoint', 'The same credits, split by the endpoint called (<code>api_calls.endpoint</code>).', body);
+  const description = 'The same credits, split by the endpoint called (<code>api_calls.endpoint</code>).';
+  if (daily.days.length === 0) return section('credits-by-endpoint', 'Credits per endpoint', description, '<p class="empty">No billed calls in the warehouse yet.</p>');
+  // Costliest first, so the costliest endpoint is at the bottom of each stack.
+  const endpoints: ColorKey = { title: 'endpoint', colors: new Map(daily.series.map((entry, index) => [entry.name, ENDPOINT_PALETTE[index % ENDPOINT_PALETTE.length]!])) };
+  const chart = await renderChart(
+    columnChart({
+      title: 'Credits spent per day, by endpoint',
+      subtitle: daily.series.some((entry) => entry.name === 'other endpoints')
+        ? `Stacked, costliest at the bottom; endpoints beyond the ${data.settings.maxEndpoints - 1} costliest are summed as "other endpoints"`
+        : 'Stacked, costliest endpoint at the bottom',
+      yTitle: 'credits',
+      columns: daily.days,
+      labels: new Map(),
+      segments: daily.series.flatMap((entry) =>
+        entry.values.map((value, index) => ({ column: daily.days[index]!, series: entry.name, value, description: `${daily.days[index]}, ${entry.name}: ${formatNumber(value)} credits` })),
+      ),
+      color: endpoints,
+    }),
+    'bar',
+  );
+  return section('credits-by-endpoint', 'Credits per endpoint', description, `${chartBox(chart)}${seriesTotals(daily, endpoints.colors, 'credits')}`);
 }
 
-function itemsLanded(data: ReportData): string {
+async function costPerItem(data: ReportData, harvests: ColorKey): Promise<string> {
+  const description =
+    'Credits each harvest spent (<code>api_calls.credits</code>, all days) divided by the distinct items its runs observed (<code>item_metrics</code>): what one item costs, enrichment included.';
+  const costs = data.costPerItem;
+  if (costs.length === 0) return section('cost-per-item', 'Cost per item', description, '<p class="empty">No billed calls or item observations in the warehouse yet.</p>');
+  const chart = await renderChart(
+    horizontalBarChart({
+      title: 'Credits per item observed, by harvest',
+      xTitle: 'credits per item',
+      bars: costs.map((cost) => ({
+        label: cost.harvest,
+        value: cost.creditsPerItem ?? 0,
+        valueText: cost.creditsPerItem === null ? 'no items' : formatNumber(cost.creditsPerItem),
+        description: `harvest ${cost.harvest}: ${formatNumber(cost.credits)} credits for ${formatNumber(cost.items)} items: ${formatNumber(cost.creditsPerItem ?? 0)} credits per item`,
+        color: harvests.colors.get(cost.harvest)!,
+      })),
+    }),
+    'hbar',
+  );
+  const rows = costs.map(
+    (cost) => `<tr>
+<td><span class="swatch" style="background:${h(harvests.colors.get(cost.harvest))}"></span>${h(cost.harvest)}</td>
+<td class="num">${number(cost.credits)}</td>
+<td class="num">${number(cost.items)}</td>
+<td class="num">${number(cost.creditsPerItem === null ? null : Number(cost.creditsPerItem.toFixed(2)))}</td>
+</tr>`,
+  );
+  const table = `<table class="cost-table">
+<thead><tr><th>Harvest</th><th class="num">Credits</th><th class="num">Items observed</th><th class="num">Credits per item</th></tr></thead>
+<tbody>${rows.join('')}</tbody>
+</table>`;
+  return section('cost-per-item', 'Cost per item', description, `${chartBox(chart)}${table}`);
+}
+
+async function itemsLanded(data: ReportData, harvests: ColorKey): Promise<string> {
   const runs = data.runs;
-  if (runs.length === 0) return section('items-landed', 'Items landed per run', 'Items each run landed (<code>harvest_runs.items_landed</code>).', '<p class="empty">No harvest runs in the warehouse yet.</p>');
-  const harvests = [...new Set(runs.map((run) => run.harvest))].sort();
-  const series = harvests.map((harvest) => ({ name: harvest, values: runs.map((run) => (run.harvest === harvest ? run.itemsLanded : 0)) }));
-  const categories = runs.map((run) => run.startedAt);
+  const description = 'Items each run landed (<code>harvest_runs.items_landed</code>), oldest run on the left, each bar labelled with its harvest and start; a bar\'s tooltip names the run and its status (<code>harvest_runs.status</code>).';
+  if (runs.length === 0) return section('items-landed', 'Items landed per run', description, '<p class="empty">No harvest runs in the warehouse yet.</p>');
   const note = data.totals.runs > runs.length ? `<p class="note">Showing the latest ${runs.length} of ${data.totals.runs} runs.</p>` : '';
-  const body = `<div class="chart-box">${barChart({
-    title: 'Items landed per run, by run start (UTC)',
-    subtitle: `${runs.length} run(s), ${formatFull(runs.reduce((sum, run) => sum + run.itemsLanded, 0))} items landed; colour is the harvest`,
-    yLabel: 'items',
-    categories,
-    series,
-    integer: true,
-    // Each bar says which run it is and how the run ended (its latest attempt, as `harvester runs` says).
-    categoryNotes: runs.map((run) => `run ${run.runId}: ${run.status}`),
-  })}</div>${note}`;
-  return section('items-landed', 'Items landed per run', 'Items each run landed (<code>harvest_runs.items_landed</code>), oldest run on the left; a bar\'s tooltip names the run and its status (<code>harvest_runs.status</code>).', body);
+  const chart = await renderChart(
+    columnChart({
+      title: 'Items landed per run, by run start (UTC)',
+      subtitle: `${runs.length} run(s), ${formatNumber(runs.reduce((sum, run) => sum + run.itemsLanded, 0))} items landed; colour is the harvest`,
+      yTitle: 'items',
+      columns: runs.map((run) => run.runId),
+      labels: new Map(runs.map((run) => [run.runId, `${run.harvest}\n${run.startedAt}`])),
+      segments: runs.map((run) => ({
+        column: run.runId,
+        series: run.harvest,
+        value: run.itemsLanded,
+        description: `run ${run.runId} of harvest ${run.harvest}, ${run.status.replaceAll('_', ' ')}, started ${run.startedAt} UTC: ${formatNumber(run.itemsLanded)} items`,
+      })),
+      color: harvests,
+    }),
+    'bar',
+  );
+  return section('items-landed', 'Items landed per run', description, `${chartBox(chart)}${note}`);
 }
 
-function topGrowth(data: ReportData): string {
-  const items = data.topGrowth;
-  const description = `Views gained per hour over each item's latest interval between observations (<code>item_growth</code>), intervals shorter than ${h(formatFull(data.settings.minGrowthHours * 60))} minutes skipped; current views from <code>latest_item_metrics</code>. Top ${h(data.settings.topItems)}.`;
-  if (items.length === 0) return section('top-growth', 'Fastest-growing items', description, '<p class="empty">No item has grown between two observations yet: growth needs an item observed in two harvests.</p>');
-  const shortId = (id: string) => (id.length > 8 ? `…${id.slice(-6)}` : id);
-  const label = (item: (typeof items)[number]) => `${item.platform} ${item.authorHandle ? `@${item.authorHandle} ` : ''}${shortId(item.itemId)}`;
-  const chart = horizontalBarChart({
-    title: 'Views gained per hour',
-    subtitle: `Top ${items.length} item(s)`,
-    yLabel: 'views per hour',
-    labelWidth: 270,
-    bars: items.map((item, index) => ({
-      label: `${index + 1}. ${label(item)}`,
-      value: item.viewsPerHour,
-      tooltip: `${item.platform} ${item.itemId}: +${formatFull(item.viewsGained)} views in ${formatFull(item.hours)} h (${formatFull(item.viewsPerHour)} per hour)`,
-      color: item.platform === 'instagram' ? seriesColor(6) : seriesColor(0),
+/** Observations as trend points, one line per entry, labelled with its rank. */
+function trendPoints<Entry extends TopItem | TopAccount>(entries: Entry[], name: (entry: Entry) => string, unit: string): TrendPoint[] {
+  return entries.flatMap((entry) =>
+    entry.observations.map((observation) => ({
+      series: `${entry.rank}`,
+      label: `#${entry.rank}`,
+      at: observation.at,
+      value: observation.value,
+      harvest: observation.harvest,
+      description: `#${entry.rank} ${name(entry)}, harvest ${observation.harvest}, ${observation.observedAt} UTC: ${formatNumber(observation.value)} ${unit}`,
     })),
-  });
+  );
+}
+
+async function itemViews(data: ReportData, harvests: ColorKey): Promise<string> {
+  const items = data.topItems;
+  const description = `Views at each observation (<code>item_metrics</code>) of the ${h(data.settings.topItems)} items with the most views at their latest one (<code>latest_item_metrics</code>), over the latest ${h(data.settings.maxDays)} days observed; a point's colour is the harvest that observed it.`;
+  if (items.length === 0) return section('item-views', 'Views over time', description, '<p class="empty">No item observations with views in the warehouse yet.</p>');
+  const chart = await renderChart(
+    trendChart({
+      title: 'Views over time, top items',
+      subtitle: 'Each line is an item, labelled with its rank in the table',
+      yTitle: 'views',
+      points: trendPoints(items, (item) => `${item.platform} ${item.itemId}`, 'views'),
+      color: harvests,
+      width: 580,
+    }),
+    'trend',
+  );
+  const rows = items.map(
+    (item) => `<tr>
+<td class="num">${item.rank}</td>
+<td>${itemAnchor(item.url, itemName(item), item.caption)}</td>
+<td class="num">${number(item.views)}</td>
+<td class="num">${item.observations.length}</td>
+</tr>`,
+  );
+  const table = `<table class="top-items-table">
+<thead><tr><th class="num">#</th><th>Item</th><th class="num">Views now</th><th class="num" title="observations shown">Obs.</th></tr></thead>
+<tbody>${rows.join('')}</tbody>
+</table>`;
+  return section('item-views', 'Views over time', description, `<div class="beside">${chartBox(chart)}${table}</div>`);
+}
+
+async function engagement(data: ReportData): Promise<string> {
+  const description =
+    '(likes + comments + shares) / views at the latest observation (<code>latest_item_metrics</code>) of the items in <a href="#item-views">Views over time</a>; a count the API did not report is left out of the sum.';
+  const items = data.topItems.filter((item) => item.engagementRate !== null).sort((a, b) => b.engagementRate! - a.engagementRate! || a.rank - b.rank);
+  if (items.length === 0) return section('engagement', 'Engagement rate', description, '<p class="empty">No item with views and engagement counts in the warehouse yet.</p>');
+  const count = (value: number | null, what: string) => (value === null ? `no ${what}` : `${formatNumber(value)} ${what}`);
+  const chart = await renderChart(
+    horizontalBarChart({
+      title: 'Engagement rate at the latest observation',
+      subtitle: 'Highest first; #n is the item\'s rank by views',
+      xTitle: 'engagement rate (%)',
+      labelWidth: 270,
+      bars: items.map((item) => ({
+        label: `#${item.rank} ${itemName(item)}`,
+        // Percent, so the axis reads as the labels do.
+        value: item.engagementRate! * 100,
+        valueText: formatPercent(item.engagementRate!),
+        description: `#${item.rank} ${item.platform} ${item.itemId}: (${count(item.likes, 'likes')} + ${count(item.comments, 'comments')} + ${count(item.shares, 'shares')}) / ${formatNumber(item.views)} views: ${formatPercent(item.engagementRate!)}`,
+        color: PLATFORM_COLORS[item.platform] ?? OTHER_PLATFORM_COLOR,
+      })),
+    }),
+    'hbar',
+  );
+  return section('engagement', 'Engagement rate', description, chartBox(chart));
+}
+
+async function topGrowth(data: ReportData): Promise<string> {
+  const items = data.topGrowth;
+  const description = `Views gained per hour over each item's latest interval between observations (<code>item_growth</code>), intervals shorter than ${h(formatNumber(data.settings.minGrowthHours * 60))} minutes skipped; current views from <code>latest_item_metrics</code>. Top ${h(data.settings.topItems)}.`;
+  if (items.length === 0) return section('top-growth', 'Fastest-growing items', description, '<p class="empty">No item has grown between two observations yet: growth needs an item observed in two harvests.</p>');
+  const chart = await renderChart(
+    horizontalBarChart({
+      title: 'Views gained per hour',
+      subtitle: `Top ${items.length} item(s)`,
+      xTitle: 'views per hour',
+      labelWidth: 270,
+      bars: items.map((item, index) => ({
+        label: `${index + 1}. ${itemName(item)}`,
+        value: item.viewsPerHour,
+        valueText: formatNumber(Math.round(item.viewsPerHour)),
+        description: `${item.platform} ${item.itemId}: +${formatNumber(item.viewsGained)} views in ${formatNumber(item.hours)} h: ${formatNumber(item.viewsPerHour)} views per hour`,
+        color: PLATFORM_COLORS[item.platform] ?? OTHER_PLATFORM_COLOR,
+      })),
+    }),
+    'hbar',
+  );
   const rows = items.map(
     (item, index) => `<tr>
 <td class="num">${index + 1}</td>
 <td>${h(item.platform)}${item.kind ? ` ${h(item.kind)}` : ''}</td>
-<td class="id" title="${h(item.url ?? '')}">${h(item.itemId)}</td>
+<td class="id">${itemAnchor(item.url, item.itemId)}</td>
 <td>${item.authorHandle ? `@${h(item.authorHandle)}` : '—'}</td>
 <td class="caption" title="${h(item.caption ?? '')}">${item.caption ? h(truncate(item.caption, 140)) : '—'}</td>
 <td class="num">${number(Math.round(item.viewsPerHour))}</td>
@@ -179,20 +328,87 @@ function topGrowth(data: ReportData): string {
 <thead><tr><th class="num">#</th><th>Platform</th><th>Item</th><th>Author</th><th>Caption</th><th class="num">Views / hour</th><th class="num">Views gained</th><th class="num">Over hours</th><th class="num">Views now</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
 </table>`;
-  return section('top-growth', 'Fastest-growing items', description, `<div class="chart-box">${chart}</div>${table}`);
+  return section('top-growth', 'Fastest-growing items', description, `${chartBox(chart)}${table}`);
 }
 
-function failures(data: ReportData): string {
+async function accountFollowers(data: ReportData, harvests: ColorKey): Promise<string> {
+  const accounts = data.topAccounts;
+  const description = `Followers at each observation (<code>account_metrics</code>) of the ${h(data.settings.topAccounts)} accounts with the most followers at their latest one, over the latest ${h(data.settings.maxDays)} days observed; a point's colour is the harvest that observed it.`;
+  if (accounts.length === 0) return section('account-followers', 'Followers over time', description, '<p class="empty">No account observations yet; enable <code>track.accounts</code> in a harvest to observe its channels each run.</p>');
+  const chart = await renderChart(
+    trendChart({
+      title: 'Followers over time, top accounts',
+      subtitle: 'Each line is an account, labelled with its rank in the table',
+      yTitle: 'followers',
+      points: trendPoints(accounts, (account) => `${account.platform} @${account.handle}`, 'followers'),
+      color: harvests,
+      width: 580,
+    }),
+    'trend',
+  );
+  const rows = accounts.map((account) => {
+    const first = account.observations[0];
+    const change = first === undefined ? null : account.observations.at(-1)!.value - first.value;
+    return `<tr>
+<td class="num">${account.rank}</td>
+<td>${h(account.platform)} @${h(account.handle)}</td>
+<td class="num">${number(account.followers)}</td>
+<td class="num">${change === null ? '—' : `${change >= 0 ? '+' : ''}${number(change)}`}</td>
+<td class="num">${account.observations.length}</td>
+</tr>`;
+  });
+  const table = `<table class="top-accounts-table">
+<thead><tr><th class="num">#</th><th>Account</th><th class="num">Followers now</th><th class="num" title="from the first observation shown to the latest">Change</th><th class="num" title="observations shown">Obs.</th></tr></thead>
+<tbody>${rows.join('')}</tbody>
+</table>`;
+  return section('account-followers', 'Followers over time', description, `<div class="beside">${chartBox(chart)}${table}</div>`);
+}
+
+function enrichmentCoverage(data: ReportData): string {
+  const coverage = data.enrichmentCoverage!;
+  const { id, title } = ENRICHMENT_COVERAGE_SECTION;
+  const description = 'Per enrichment, the items it was bought for and, for the others, why not (<code>enrichment_coverage</code>).';
+  if (coverage.missingColumns.length > 0) {
+    const expected = ENRICHMENT_COVERAGE_COLUMNS.map((column) => `<code>${h(column)}</code>`).join(', ');
+    return section(id, title, description, `<p class="empty">The table has no column ${coverage.missingColumns.map((column) => `<code>${h(column)}</code>`).join(', ')}; this report reads ${expected}.</p>`);
+  }
+  if (coverage.enrichments.length === 0) return section(id, title, description, '<p class="empty">No enrichment recorded yet.</p>');
+  const rows = coverage.enrichments.map(
+    (entry) => `<tr>
+<td>${h(entry.enrichment)}</td>
+<td class="num">${number(entry.items)}</td>
+<td class="num">${number(entry.bought)}</td>
+<td class="num">${formatPercent(entry.bought / entry.items)}</td>
+<td>${entry.notBought.map((reason) => `${h(reason.reason)}: ${number(reason.items)}`).join(' · ') || '—'}</td>
+</tr>`,
+  );
+  const table = `<table class="coverage-table">
+<thead><tr><th>Enrichment</th><th class="num">Items</th><th class="num">Bought</th><th class="num">Share bought</th><th>Not bought, why</th></tr></thead>
+<tbody>${rows.join('')}</tbody>
+</table>`;
+  return section(id, title, description, table);
+}
+
+async function failures(data: ReportData): Promise<string> {
   const description = `Runs that ended ${FAILURE_STATUSES.map((status) => `<code>${h(status)}</code>`).join(', ')}, with the reason the run recorded (<code>harvest_runs.error</code>).`;
   if (data.failures.length === 0) return section('failures', 'Failures', description, '<p class="empty">No failed, paused or budget-exhausted runs. </p>');
-  const chart = horizontalBarChart({
-    title: 'Runs by failure status',
-    subtitle: `${formatFull(data.totals.failedRuns)} of ${formatFull(data.totals.runs)} run(s)`,
-    yLabel: 'runs',
-    labelWidth: 190,
-    integer: true,
-    bars: data.failureCounts.map((entry) => ({ label: entry.status.replaceAll('_', ' '), value: entry.runs, color: STATUS_COLORS[entry.status] })),
-  });
+  const chart = await renderChart(
+    horizontalBarChart({
+      title: 'Runs by failure status',
+      subtitle: `${formatNumber(data.totals.failedRuns)} of ${formatNumber(data.totals.runs)} run(s)`,
+      xTitle: 'runs',
+      labelWidth: 190,
+      counts: true,
+      bars: data.failureCounts.map((entry) => ({
+        label: entry.status.replaceAll('_', ' '),
+        value: entry.runs,
+        valueText: formatNumber(entry.runs),
+        description: `${entry.status.replaceAll('_', ' ')}: ${formatNumber(entry.runs)} runs`,
+        color: STATUS_COLORS[entry.status] ?? '#7b8794',
+      })),
+    }),
+    'hbar',
+  );
   const rows = data.failures.map(
     (run) => `<tr>
 <td class="num">${h(run.startedAt)}</td>
@@ -209,7 +425,7 @@ function failures(data: ReportData): string {
 <thead><tr><th class="num">Started (UTC)</th><th>Harvest</th><th>Run</th><th>Status</th><th class="num">Credits / budget</th><th class="num">Items</th><th>Error</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
 </table>${note}`;
-  return section('failures', 'Failures', description, `<div class="chart-box">${chart}</div>${table}`);
+  return section('failures', 'Failures', description, `${chartBox(chart)}${table}`);
 }
 
 function totalsList(data: ReportData): string {
@@ -227,8 +443,23 @@ function totalsList(data: ReportData): string {
   return `<ul class="totals">${cards.map(([label, value, alert]) => `<li${alert ? ' class="alert"' : ''}><span class="value">${value}</span><span class="label">${h(label)}</span></li>`).join('')}</ul>`;
 }
 
-/** The whole page. */
-export function renderReport(data: ReportData): string {
+/** The whole page; its charts are drawn concurrently. */
+export async function renderReport(data: ReportData): Promise<string> {
+  const harvests: ColorKey = { title: 'harvest', colors: harvestColors(data.harvests) };
+  const withCoverage = data.enrichmentCoverage !== null;
+  const shown = withCoverage ? [...REPORT_SECTIONS.slice(0, -1), ENRICHMENT_COVERAGE_SECTION, REPORT_SECTIONS.at(-1)!] : REPORT_SECTIONS;
+  const sections = await Promise.all([
+    creditsByHarvest(data, harvests),
+    creditsByEndpoint(data),
+    costPerItem(data, harvests),
+    itemsLanded(data, harvests),
+    itemViews(data, harvests),
+    engagement(data),
+    topGrowth(data),
+    accountFollowers(data, harvests),
+    ...(withCoverage ? [enrichmentCoverage(data)] : []),
+    failures(data),
+  ]);
   const range = data.totals.firstCallAt && data.totals.lastCallAt ? ` · calls from ${h(data.totals.firstCallAt)} to ${h(data.totals.lastCallAt)} UTC` : '';
   return `<!DOCTYPE html>
 <html lang="en">
@@ -247,14 +478,10 @@ export function renderReport(data: ReportData): string {
 <h1>Harvest report</h1>
 <p class="meta">Generated <time datetime="${h(data.generatedAt)}">${h(utcMinute(data.generatedAt))}</time> from <code>${h(data.warehousePath)}</code>${range}</p>
 ${totalsList(data)}
-<nav class="toc">${REPORT_SECTIONS.map((entry) => `<a href="#${h(entry.id)}">${h(entry.title)}</a>`).join('')}</nav>
+<nav class="toc">${shown.map((entry) => `<a href="#${h(entry.id)}">${h(entry.title)}</a>`).join('')}</nav>
 </header>
-${creditsByHarvest(data)}
-${creditsByEndpoint(data)}
-${itemsLanded(data)}
-${topGrowth(data)}
-${failures(data)}
-<footer>Made by <code>harvester report</code>. Self-contained: no scripts, fonts or images, nothing loaded from the network.</footer>
+${sections.join('\n')}
+<footer>Made by <code>harvester report</code> with Vega-Lite. Self-contained: no scripts, fonts or images, nothing loaded from the network; the only links are the items' own pages.</footer>
 </main>
 </body>
 </html>

@@ -7,11 +7,13 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { reportCommand } from '../../src/cli/commands/report.js';
 import { TOOLS_DIR } from '../../src/config/project-paths.js';
+import { columnChart, dailyLineChart, HARVEST_PALETTE, harvestColors, horizontalBarChart, renderChart } from '../../src/report/charts.js';
+import { escapeHtml, formatNumber, formatPercent } from '../../src/report/format.js';
 import { loadReportData, type ReportData } from '../../src/report/report-data.js';
-import { REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
-import { barChart, escapeXml, formatCompact, horizontalBarChart, lineChart, niceTicks } from '../../src/report/svg-charts.js';
+import { ENRICHMENT_COVERAGE_SECTION, REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
 import { listLandings, readLanding, writeLanding, type Landing, type RunLanding } from '../../src/store/landing.js';
-import { loadLandings } from '../../src/warehouse/loader.js';
+import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
+import { loadLandings, warehousePath } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -103,8 +105,26 @@ function sectionOf(page: string, id: string): string {
   return match![0];
 }
 
-const bars = (markup: string) => [...markup.matchAll(/<rect class="bar"[^>]*data-value="([^"]+)"/g)].map((match) => Number(match[1]));
-const points = (markup: string) => [...markup.matchAll(/<circle class="point"[^>]*data-value="([^"]+)"/g)].map((match) => Number(match[1]));
+/**
+ * The data marks of a chart, in drawing order: each one's description (Vega's aria-label, see
+ * src/report/charts.ts), the value it ends in, and its fill colour. `kind` is Vega's role
+ * description: bar, point (on a line over days) or circle (on a trend line).
+ */
+interface Mark {
+  label: string;
+  value: number;
+  color: string;
+}
+function marks(markup: string, kind: 'bar' | 'point' | 'circle'): Mark[] {
+  return [...markup.matchAll(new RegExp(`<path aria-label="([^"]*)" role="graphics-symbol" aria-roledescription="${kind}"[^>]*? fill="([^"]+)"`, 'g'))].map(([, label, color]) => ({
+    label: label!,
+    value: Number(/: ([\d,.]+)[^:]*$/.exec(label!)![1]!.replaceAll(',', '')),
+    color: color!,
+  }));
+}
+const bars = (markup: string) => marks(markup, 'bar').map((mark) => mark.value);
+const points = (markup: string) => marks(markup, 'point').map((mark) => mark.value);
+const labels = (markup: string, kind: 'bar' | 'point' | 'circle') => marks(markup, kind).map((mark) => mark.label);
 const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
 
 beforeAll(async () => {
@@ -129,7 +149,7 @@ beforeAll(async () => {
   writeLanding(dataDir, failedRun('run-f4', 'sample', 'budget_exhausted', 5, { error: 'no budget left for tiktok/search', credits_spent: 500, budget_credits: 500, items_landed: 25 }));
   await loadLandings(dataDir);
   data = await loadReportData(dataDir, { now: new Date(now) });
-  html = renderReport(data);
+  html = await renderReport(data);
 }, 120_000);
 afterAll(() => emulator?.close());
 
@@ -137,7 +157,7 @@ describe('harvester report: the HTML page', () => {
   it('has a header with the generation time, the warehouse path and totals that match the warehouse', async () => {
     expect(html.startsWith('<!DOCTYPE html>')).toBe(true);
     expect(html).toContain(`<time datetime="${new Date(now).toISOString()}">`);
-    expect(html).toContain(escapeXml(join(dataDir, 'warehouse.duckdb')));
+    expect(html).toContain(escapeHtml(join(dataDir, 'warehouse.duckdb')));
     const card = (label: string) => new RegExp(`<span class="value">([^<]+)</span><span class="label">${label}</span>`).exec(html)?.[1]?.replaceAll(',', '');
     const credits = await scalar('SELECT sum(credits) FROM api_calls');
     expect(credits).toBeGreaterThan(0);
@@ -158,15 +178,13 @@ describe('harvester report: the HTML page', () => {
     expect(points(markup)).toHaveLength(3 * 2);
     expect(sum(points(markup))).toBe(await scalar('SELECT sum(credits) FROM api_calls'));
     const perDay = await queryWarehouse(dataDir, "SELECT strftime(timezone('UTC', called_at), '%Y-%m-%d') AS day, harvest, sum(credits) AS credits FROM api_calls GROUP BY ALL");
-    for (const row of perDay.rows) {
-      expect(markup).toMatch(new RegExp(`<circle class="point"[^>]*data-series="${row.harvest}" data-category="${row.day}" data-value="${row.credits}"`));
-    }
+    for (const row of perDay.rows) expect(labels(markup, 'point')).toContain(`harvest ${row.harvest}, ${row.day}: ${formatNumber(Number(row.credits))} credits`);
     // The trending harvest ran only on the middle day: zero on the others, so its line still spans the chart.
     expect(data.creditsByHarvest.series.find((entry) => entry.name === 'trending')!.values.filter((value) => value > 0)).toHaveLength(1);
   });
 
   it('charts credits per endpoint per day: a stacked bar per day and endpoint that was charged', async () => {
-    const ungrouped = renderReport(await loadReportData(dataDir, { now: new Date(now), maxEndpoints: 50 }));
+    const ungrouped = await renderReport(await loadReportData(dataDir, { now: new Date(now), maxEndpoints: 50 }));
     const markup = sectionOf(ungrouped, 'credits-by-endpoint');
     const charged = await scalar("SELECT count(*) FROM (SELECT strftime(timezone('UTC', called_at), '%Y-%m-%d'), endpoint FROM api_calls GROUP BY ALL HAVING sum(credits) > 0)");
     expect(bars(markup)).toHaveLength(charged);
@@ -179,12 +197,17 @@ describe('harvester report: the HTML page', () => {
     expect(sum(bars(sectionOf(html, 'credits-by-endpoint')))).toBe(await scalar('SELECT sum(credits) FROM api_calls'));
   });
 
-  it('charts items landed per run: a bar per run that landed items, with its count', async () => {
+  it('charts items landed per run: a bar per run that landed items, with its count, labelled by harvest', async () => {
     const markup = sectionOf(html, 'items-landed');
-    const landed = await queryWarehouse(dataDir, 'SELECT run_id, items_landed FROM harvest_runs WHERE items_landed > 0 ORDER BY started_at');
+    const landed = await queryWarehouse(dataDir, 'SELECT run_id, harvest, items_landed FROM harvest_runs WHERE items_landed > 0 ORDER BY started_at');
     expect(landed.rows).toHaveLength(5);
     expect(bars(markup)).toEqual(landed.rows.map((row) => Number(row.items_landed)));
     expect(sum(bars(markup))).toBe(await scalar('SELECT sum(items_landed) FROM harvest_runs'));
+    expect(labels(markup, 'bar').map((label) => /^run (\S+) of harvest (\S+),/.exec(label)!.slice(1))).toEqual(landed.rows.map((row) => [row.run_id, row.harvest]));
+    // Every run, the ones with no items too, has its column labelled with its harvest over its start, oldest first.
+    const runs = await queryWarehouse(dataDir, "SELECT harvest, strftime(timezone('UTC', started_at), '%Y-%m-%d %H:%M') AS started FROM harvest_runs ORDER BY started_at");
+    const columnLabels = [...markup.matchAll(/<tspan>([^<]*)<\/tspan><tspan x="0" dy="\d+">([^<]*)<\/tspan>/g)].map((match) => [match[1], match[2]]);
+    expect(columnLabels).toEqual(runs.rows.map((row) => [row.harvest, row.started]));
   });
 
   it('lists the ten fastest-growing items, views per hour as the warehouse has them', async () => {
@@ -194,44 +217,176 @@ describe('harvester report: the HTML page', () => {
     expect(markup.match(/<tr>\n<td class="num">/g)).toHaveLength(10);
     const rates = bars(markup);
     expect([...rates].sort((a, b) => b - a)).toEqual(rates);
-    // The boosted item leads: its views per hour, from the raw observations, are in the first bar.
+    // The boosted item leads: its views per hour, from the raw observations, are in the first bar
+    // (which shows two decimals).
     expect(data.topGrowth[0]!.itemId).toBe(boostedItem);
     const observations = await queryWarehouse(dataDir, `SELECT views, epoch(observed_at) AS at FROM item_metrics WHERE item_id = '${boostedItem}' ORDER BY observed_at`);
     const last = observations.rows.at(-1)!;
     const before = observations.rows.filter((row) => Number(last.at) - Number(row.at) >= 3_600).at(-1)!;
     const expected = (Number(last.views) - Number(before.views)) / ((Number(last.at) - Number(before.at)) / 3_600);
     expect(Number(last.views) - Number(before.views)).toBeGreaterThanOrEqual(BOOST);
-    expect(rates[0]).toBeCloseTo(expected, 3);
+    expect(data.topGrowth[0]!.viewsPerHour).toBeCloseTo(expected, 3);
+    expect(rates[0]).toBeCloseTo(expected, 2);
     // "Views now" comes from latest_item_metrics.
     for (const item of data.topGrowth) {
       expect(item.latestViews).toBe(await scalar(`SELECT views FROM latest_item_metrics WHERE platform = '${item.platform}' AND item_id = '${item.itemId}'`));
     }
   });
 
+  it('charts the cost per item of each harvest: its credits over the distinct items its runs observed', async () => {
+    const markup = sectionOf(html, 'cost-per-item');
+    const expected = (
+      await queryWarehouse(
+        dataDir,
+        `SELECT r.harvest, (SELECT sum(credits) FROM api_calls c WHERE c.harvest = r.harvest) AS credits, count(DISTINCT (m.platform, m.item_id)) AS items
+         FROM item_metrics m JOIN harvest_runs r USING (run_id) GROUP BY r.harvest ORDER BY r.harvest`,
+      )
+    ).rows.map((row) => ({ harvest: String(row.harvest), credits: Number(row.credits), items: Number(row.items) }));
+    expect(expected.map((row) => row.harvest)).toEqual(['sample', 'trending']);
+    expect(sum(expected.map((row) => row.credits))).toBe(await scalar('SELECT sum(credits) FROM api_calls'));
+    expect(labels(markup, 'bar')).toEqual(
+      expected.map((row) => `harvest ${row.harvest}: ${formatNumber(row.credits)} credits for ${formatNumber(row.items)} items: ${formatNumber(row.credits / row.items)} credits per item`),
+    );
+    for (const row of expected) expect(markup).toContain(`${row.harvest}</td>\n<td class="num">${formatNumber(row.credits)}</td>\n<td class="num">${formatNumber(row.items)}</td>`);
+  });
+
+  it('charts views over time of the items with the most views now, a point per observation, with links to the items beside', async () => {
+    const markup = sectionOf(html, 'item-views');
+    const top = (await queryWarehouse(dataDir, 'SELECT platform, item_id, url FROM latest_item_metrics JOIN items USING (platform, item_id) ORDER BY views DESC, platform, item_id LIMIT 10')).rows;
+    expect(data.topItems.map((item) => item.itemId)).toEqual(top.map((row) => row.item_id));
+    expect(data.topItems[0]!.itemId).toBe(boostedItem);
+    const observations = await queryWarehouse(
+      dataDir,
+      `SELECT m.platform, m.item_id, strftime(timezone('UTC', m.observed_at), '%Y-%m-%d %H:%M') AS observed, m.views, r.harvest
+       FROM item_metrics m JOIN harvest_runs r USING (run_id)`,
+    );
+    const expected = top.flatMap((item, index) =>
+      observations.rows
+        .filter((row) => row.platform === item.platform && row.item_id === item.item_id)
+        .map((row) => `#${index + 1} ${row.platform} ${row.item_id}, harvest ${row.harvest}, ${row.observed} UTC: ${formatNumber(Number(row.views))} views`),
+    );
+    expect(expected.length).toBeGreaterThan(top.length);
+    expect(labels(markup, 'circle').sort()).toEqual(expected.sort());
+    // The boosted item's last point holds its boost.
+    expect(Math.max(...marks(markup, 'circle').filter((mark) => mark.label.startsWith('#1 ')).map((mark) => mark.value))).toBeGreaterThan(BOOST);
+    // The table beside links each item to its page, in rank order.
+    const links = [...markup.matchAll(/<a href="([^"]+)" rel="noopener noreferrer"/g)].map((match) => match[1]);
+    expect(links).toEqual(top.map((row) => row.url));
+    expect(links.every((link) => /^https:\/\/www\.(tiktok|instagram)\.com\//.test(link!))).toBe(true);
+  });
+
+  it('charts the engagement rate of those items at their latest observation, highest first', async () => {
+    const markup = sectionOf(html, 'engagement');
+    const latest = (await queryWarehouse(dataDir, 'SELECT platform, item_id, views, likes, comments, shares FROM latest_item_metrics ORDER BY views DESC, platform, item_id LIMIT 10')).rows;
+    const expected = latest
+      .map((row, index) => ({ rank: index + 1, id: `${row.platform} ${row.item_id}`, rate: (Number(row.likes ?? 0) + Number(row.comments ?? 0) + Number(row.shares ?? 0)) / Number(row.views) }))
+      .sort((a, b) => b.rate - a.rate);
+    const found = marks(markup, 'bar');
+    expect(found).toHaveLength(10);
+    found.forEach((mark, index) => {
+      expect(mark.label.startsWith(`#${expected[index]!.rank} ${expected[index]!.id}: (`)).toBe(true);
+      expect(mark.label.endsWith(`: ${formatPercent(expected[index]!.rate)}`)).toBe(true);
+    });
+    // The boosted item: a burst of views with no more likes is the lowest rate.
+    expect(found.at(-1)!.label).toContain(boostedItem);
+    const boosted = data.topItems.find((item) => item.itemId === boostedItem)!;
+    expect(boosted.engagementRate).toBeCloseTo((boosted.likes! + boosted.comments!) / boosted.views, 12);
+    expect(boosted.shares).toBeNull();
+  });
+
+  it('charts followers over time of the accounts with the most followers, one point per observation, in its harvest\'s colour', async () => {
+    const markup = sectionOf(html, 'account-followers');
+    const observed = await queryWarehouse(
+      dataDir,
+      `SELECT a.platform, a.handle, strftime(timezone('UTC', a.observed_at), '%Y-%m-%d %H:%M') AS observed, a.followers, r.harvest
+       FROM account_metrics a JOIN harvest_runs r USING (run_id) ORDER BY a.observed_at`,
+    );
+    expect(observed.rows.map((row) => row.harvest)).toEqual(['sample', 'trending', 'sample']);
+    expect(labels(markup, 'circle')).toEqual(observed.rows.map((row) => `#1 ${row.platform} @${row.handle}, harvest ${row.harvest}, ${row.observed} UTC: ${formatNumber(Number(row.followers))} followers`));
+    const [first, last] = [Number(observed.rows[0]!.followers), Number(observed.rows.at(-1)!.followers)];
+    expect(markup).toContain(`<td class="num">${formatNumber(last)}</td>\n<td class="num">+${formatNumber(last - first)}</td>\n<td class="num">3</td>`);
+  });
+
+  it('gives each harvest one colour, the same in every chart, legend and swatch', () => {
+    const colors = new Map([
+      ['sample', HARVEST_PALETTE[0]],
+      ['trending', HARVEST_PALETTE[1]],
+    ]);
+    expect(harvestColors(data.harvests)).toEqual(colors);
+    for (const id of ['credits-by-harvest', 'cost-per-item', 'items-landed', 'item-views', 'account-followers']) {
+      const markup = sectionOf(html, id);
+      const seen = new Map<string, Set<string>>();
+      for (const mark of [...marks(markup, 'point'), ...marks(markup, 'bar'), ...marks(markup, 'circle')]) {
+        const harvest = /harvest (\w+)/.exec(mark.label)![1]!;
+        seen.set(harvest, new Set([...(seen.get(harvest) ?? []), mark.color]));
+      }
+      expect(seen, id).toEqual(new Map([...colors].map(([harvest, color]) => [harvest, new Set([color])])));
+      const legend = [...markup.matchAll(/role-legend-symbol[^>]*><path [^>]*fill="([^"]+)"[\s\S]*?role-legend-label[^>]*><text[^>]*>([^<]+)<\/text>/g)].map((match) => [match[2]!, match[1]!] as const);
+      if (id !== 'cost-per-item') expect(new Map(legend), id).toEqual(colors);
+    }
+    for (const [harvest, color] of colors) {
+      expect(sectionOf(html, 'credits-by-harvest')).toContain(`<span class="swatch" style="background:${color}"></span>${harvest}:`);
+      expect(sectionOf(html, 'cost-per-item')).toContain(`<span class="swatch" style="background:${color}"></span>${harvest}</td>`);
+    }
+  });
+
+  it('has no enrichment-coverage section while the warehouse has no such table', () => {
+    expect(html).not.toContain(ENRICHMENT_COVERAGE_SECTION.id);
+    expect(data.enrichmentCoverage).toBeNull();
+  });
+
   it('lists failed, paused and budget-exhausted runs with their errors, a bar per status', () => {
     const markup = sectionOf(html, 'failures');
     expect(bars(markup)).toEqual([1, 1, 1, 1]);
-    for (const status of ['failed', 'completed with errors', 'paused', 'budget exhausted']) expect(markup).toContain(`data-category="${status}"`);
+    expect(labels(markup, 'bar')).toEqual(['failed', 'completed with errors', 'paused', 'budget exhausted'].map((status) => `${status}: 1 runs`));
     expect(markup.match(/<td class="error">/g)).toHaveLength(4);
     expect(markup).toContain('insufficient credits: balance 12, the next call costs 40');
     expect(markup).not.toContain('run-a');
   });
 
-  it('escapes every stored string: a hostile caption or error makes no tags', () => {
+  it('escapes every stored string: a hostile caption or error makes no tags', async () => {
     expect(html).not.toMatch(/<script/i);
     expect(html).not.toMatch(/<img/i);
     expect(html).toContain('Sunrise flow &lt;script&gt;alert(&quot;caption&quot;)&lt;/script&gt; &amp; &lt;img src=x onerror=alert(1)&gt; &#39;yoga&#39;');
     expect(html).toContain('upstream answered 502 &lt;script&gt;alert(&quot;error&quot;)&lt;/script&gt; &amp; gave up');
-    // The same in SVG text and attributes.
-    const chart = barChart({ title: '<script>t</script>', categories: ['a"b', '<c>'], series: [{ name: "x' onload='alert(1)", values: [1, 2] }] });
-    expect(chart).not.toMatch(/<script|<c>|' onload='/);
-    expect(chart).toContain('data-series="x&#39; onload=&#39;alert(1)"');
+    // The same in a chart's text and attributes.
+    const hostile = "x' onload='alert(1)\" <b>";
+    const chart = await renderChart(
+      columnChart({
+        title: '<script>t</script>',
+        yTitle: 'y',
+        columns: ['a"b', '<c>'],
+        labels: new Map([['<c>', '<d>\n"e"']]),
+        segments: [
+          { column: 'a"b', series: hostile, value: 1, description: `${hostile}: 1` },
+          { column: '<c>', series: hostile, value: 2, description: `${hostile}: 2` },
+        ],
+        color: { title: '<i>', colors: new Map([[hostile, '#000000']]) },
+      }),
+      'bar',
+    );
+    // Vega quotes attributes with ", so a ' stays as it is and only a " could end one early.
+    expect(chart).not.toMatch(/<script|<c>|<d>|<b>|<i>|" onload|" <b/);
+    expect(chart).toContain('&lt;script&gt;t&lt;/script&gt;');
+    expect(labels(chart, 'bar')).toEqual([`x' onload='alert(1)&quot; &lt;b&gt;: 1`, `x' onload='alert(1)&quot; &lt;b&gt;: 2`]);
   });
 
-  it('is self-contained: nothing loaded from the network, no scripts', () => {
-    expect(html).not.toMatch(/\b(?:src|href|xlink:href|action|poster|srcset)\s*=\s*["']?\s*(?:https?:)?\/\//i);
+  it('is self-contained: nothing loaded from the network, no scripts; its only URLs are links to items', async () => {
+    expect(html).not.toMatch(/<script/i);
+    expect(html).not.toMatch(/\b(?:src|xlink:href|action|poster|srcset|data)\s*=\s*["']?\s*(?:https?:)?\/\//i);
     expect(html).not.toMatch(/url\(|@import/i);
-    for (const [, value] of html.matchAll(/\b(?:src|href)\s*=\s*"([^"]*)"/gi)) expect(value).toMatch(/^(#|data:)/);
+    // A link leaves the page only for an item's own page, as the warehouse has its address.
+    const itemUrls = new Set((await queryWarehouse(dataDir, 'SELECT url FROM items WHERE url IS NOT NULL')).rows.map((row) => String(row.url)));
+    const links = [...html.matchAll(/\b(?:src|href)\s*=\s*"([^"]*)"/gi)].map((match) => match[1]!);
+    for (const link of links) if (!/^(#|data:)/.test(link)) expect(itemUrls).toContain(link);
+    // Nor does any other text on the page hold a web address.
+    const urls = [...html.matchAll(/https?:\/\/[^\s"'<>]+/gi)].map((match) => match[0]);
+    expect(urls.length).toBeGreaterThan(0);
+    expect(urls.filter((url) => !links.includes(url))).toEqual([]);
+    // The charts are plain SVG: no link, no URL, no namespace declaration pointing at one.
+    const charts = html.match(/<svg[\s\S]*?<\/svg>/g)!;
+    expect(charts.length).toBeGreaterThanOrEqual(REPORT_SECTIONS.length);
+    for (const chart of charts) expect(chart).not.toMatch(/https?:|href|xmlns|url\(|<a[\s>]|<image|<foreignObject/i);
     expect(html).toContain(`content="default-src 'none'; style-src 'unsafe-inline'; img-src data:"`);
   });
 
@@ -263,23 +418,89 @@ describe('harvester report on an empty warehouse', () => {
   it('renders every section with a note instead of a chart', async () => {
     const empty = mkdtempSync(join(tmpdir(), 'report-empty-'));
     await loadLandings(empty);
-    const page = renderReport(await loadReportData(empty));
+    const page = await renderReport(await loadReportData(empty));
     for (const { id } of REPORT_SECTIONS) expect(sectionOf(page, id)).toContain('<p class="empty">');
+    expect(sectionOf(page, 'account-followers')).toContain('No account observations yet; enable <code>track.accounts</code>');
     expect(page).not.toContain('<svg');
   });
 });
 
-describe('svg charts', () => {
-  it('draw a bar per non-zero value, a point per value, and round ticks', () => {
-    const stacked = barChart({ title: 't', categories: ['d1', 'd2', 'd3'], series: [{ name: 'a', values: [1, 0, 3] }, { name: 'b', values: [2, 2, 0] }] });
-    expect(bars(stacked)).toEqual([1, 2, 2, 3]);
-    expect(points(lineChart({ title: 't', categories: ['d1', 'd2'], series: [{ name: 'a', values: [0, 5] }, { name: 'b', values: [1, 1] }] }))).toEqual([0, 5, 1, 1]);
-    expect(bars(horizontalBarChart({ title: 't', bars: [{ label: 'x', value: 9 }, { label: 'y', value: 0 }] }))).toEqual([9]);
-    expect(niceTicks(87)).toEqual([0, 20, 40, 60, 80, 100]);
-    expect(niceTicks(3, 5, true)).toEqual([0, 1, 2, 3]);
-    expect(niceTicks(0)).toEqual([0, 1]);
-    expect([0, 7, 1_234, 50_000, 100_000, 2_500_000, 0.125].map(formatCompact)).toEqual(['0', '7', '1,234', '50k', '100k', '2.5M', '0.13']);
-    expect(barChart({ title: 'empty', categories: [], series: [] })).toContain('No data');
+describe('harvester report on a warehouse with enrichment coverage', () => {
+  it('shows it per enrichment, bought and why not, before the failures; and says which columns it lacks', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'report-coverage-'));
+    await loadLandings(dir);
+    const withTable = async (ddl: string, rows: string[]) => {
+      const db = await openDatabase(warehousePath(dir));
+      try {
+        await db.connection.run('DROP TABLE IF EXISTS enrichment_coverage');
+        await db.connection.run(ddl);
+        for (const row of rows) await db.connection.run(`INSERT INTO enrichment_coverage VALUES ${row}`);
+      } finally {
+        closeDatabase(db);
+      }
+      return renderReport(await loadReportData(dir));
+    };
+    const partial = sectionOf(await withTable('CREATE TABLE enrichment_coverage (item_id VARCHAR, enrichment VARCHAR)', []), 'enrichment-coverage');
+    expect(partial).toContain('The table has no column <code>bought_at</code>, <code>why_not</code>');
+
+    const bought = (item: string, enrichment: string) => `('tiktok', '${item}', '${enrichment}', TIMESTAMPTZ '2025-01-01 00:00:00+00', 'run-a', 'req-${item}', NULL)`;
+    const notBought = (item: string, enrichment: string, why: string) => `('tiktok', '${item}', '${enrichment}', NULL, NULL, NULL, '${why}')`;
+    const page = await withTable('CREATE TABLE enrichment_coverage (platform VARCHAR, item_id VARCHAR, enrichment VARCHAR, bought_at TIMESTAMPTZ, run_id VARCHAR, request_id VARCHAR, why_not VARCHAR)', [
+      bought('1', 'comments'),
+      bought('2', 'comments'),
+      bought('3', 'comments'),
+      notBought('4', 'comments', 'budget'),
+      notBought('5', 'comments', 'budget'),
+      notBought('6', 'comments', 'refused'),
+      bought('1', 'transcript'),
+      notBought('2', 'transcript', 'unavailable'),
+    ]);
+    const markup = sectionOf(page, 'enrichment-coverage');
+    expect(markup).toContain('<td>comments</td>\n<td class="num">6</td>\n<td class="num">3</td>\n<td class="num">50.00%</td>\n<td>budget: 2 · refused: 1</td>');
+    expect(markup).toContain('<td>transcript</td>\n<td class="num">2</td>\n<td class="num">1</td>\n<td class="num">50.00%</td>\n<td>unavailable: 1</td>');
+    expect(page).toContain('<a href="#enrichment-coverage">Enrichment coverage</a>');
+    expect(page.indexOf('id="enrichment-coverage"')).toBeLessThan(page.indexOf('id="failures"'));
+  });
+});
+
+describe('charts', () => {
+  /** The texts of a chart's y axis labels (or x, for horizontal bars), top to bottom or left to right. */
+  const axisLabels = (svg: string, axis: 'X' | 'Y') => {
+    const group = new RegExp(`aria-label="${axis}-axis[^"]*"[\\s\\S]*?role-axis-label[^>]*>([\\s\\S]*?)</g>`).exec(svg)![1]!;
+    return [...group.matchAll(/<text[^>]*>([^<]*)<\/text>/g)].map((match) => match[1]);
+  };
+  const colors = { title: 'series', colors: new Map([['a', '#111111'], ['b', '#222222']]) };
+
+  it('draw a bar per value above zero, a point per value (zeros too), and round ticks', async () => {
+    const values = { a: [1, 0, 3], b: [2, 2, 0] };
+    const segments = Object.entries(values).flatMap(([series, counts]) => counts.map((value, index) => ({ column: `d${index + 1}`, series, value, description: `${series} d${index + 1}: ${value}` })));
+    const stacked = await renderChart(columnChart({ title: 't', yTitle: 'y', columns: ['d1', 'd2', 'd3'], labels: new Map(), segments, color: colors }), 'bar');
+    expect(labels(stacked, 'bar').sort()).toEqual(['a d1: 1', 'a d3: 3', 'b d1: 2', 'b d2: 2']);
+    // Counts below the tick count get one tick per whole number.
+    expect(axisLabels(stacked, 'Y')).toEqual(['0', '1', '2', '3']);
+
+    const points = await renderChart(dailyLineChart({ title: 't', yTitle: 'y', points: segments.map(({ column, ...rest }) => ({ day: column, ...rest })), color: colors }), 'line');
+    expect(labels(points, 'point')).toEqual(segments.map((segment) => segment.description));
+
+    const hbar = await renderChart(
+      horizontalBarChart({ title: 't', xTitle: 'x', bars: [{ label: 'x', value: 87, valueText: '87', description: 'x: 87', color: '#111111' }, { label: 'y', value: 0, valueText: '0', description: 'y: 0', color: '#111111' }] }),
+      'hbar',
+    );
+    expect(bars(hbar)).toEqual([87]);
+    const ticks = axisLabels(hbar, 'X').map(Number);
+    const step = ticks[1]! - ticks[0]!;
+    expect(ticks[0]).toBe(0);
+    expect([1, 2, 5, 10, 20, 50]).toContain(step);
+    expect(ticks.every((tick, index) => tick === index * step)).toBe(true);
+    expect(ticks.at(-1)).toBeGreaterThanOrEqual(87);
+
+    // Large values read with SI prefixes.
+    const large = await renderChart(
+      horizontalBarChart({ title: 't', xTitle: 'x', bars: [{ label: 'x', value: 2_500_000, valueText: '2,500,000', description: 'x: 2,500,000', color: '#111111' }] }),
+      'hbar',
+    );
+    expect(axisLabels(large, 'X')).toContain('2M');
+    expect(harvestColors(['b', 'a', 'b'])).toEqual(new Map([['a', HARVEST_PALETTE[0]], ['b', HARVEST_PALETTE[1]]]));
   });
 });
 
