@@ -13,7 +13,8 @@ import { loadReportData, type ReportData } from '../../src/report/report-data.js
 import { ENRICHMENT_COVERAGE_SECTION, REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
 import { listLandings, readLanding, writeLanding, type Landing, type RunLanding } from '../../src/store/landing.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
-import { loadLandings, warehousePath } from '../../src/warehouse/loader.js';
+import { loadLandings } from '../../src/warehouse/loader.js';
+import { warehousePath } from '../../src/store/layout.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
