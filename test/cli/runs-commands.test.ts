@@ -104,7 +104,7 @@ describe('running and recovering harvests from the command line', () => {
     expect(report.code, report.stderr).toBe(0);
     const html = readFileSync(out, 'utf8');
     // The run's bar names it with its status; it is no failure.
-    expect(html).toContain(`data-note="run ${runId}: completed"`);
+    expect(html).toMatch(new RegExp(`aria-label="run ${runId} of harvest [^"]+, completed, started `));
     expect(html).not.toContain(`<td class="id">${runId}</td>`);
   }, 90_000);
 
