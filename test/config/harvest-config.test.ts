@@ -8,8 +8,8 @@ import {
   findHarvest,
   loadHarvestConfig,
   parseHarvestConfig,
-  type HarvestConfig,
 } from '../../src/config/harvest-config.js';
+import type { HarvestConfig } from '../../src/harvest/harvest-types.js';
 import { ConfigError as ConfigErrorFromPrices, parsePriceTable } from '../../src/config/prices.js';
 import { World } from '../../src/emulator/world/world.js';
 
