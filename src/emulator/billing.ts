@@ -18,6 +18,13 @@ export interface LedgerEntry {
   job_id?: string;
 }
 
+/** Per-request context: who is calling and what they were charged. */
+export interface CallContext {
+  requestId: string;
+  account: KeyAccount;
+  charged: number;
+}
+
 export const LOW_CREDITS_FRACTION = 0.1;
 
 export class Billing {
