@@ -15,9 +15,7 @@ import { findLanding, pageLandingKey, writeLanding } from '../src/store/landing.
 import type { CallFailure, FailedCall } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../src/harvest/rules.js';
-import { meteredCall } from './metered-call.js';
-import { landingOfCall } from './page-landing.js';
-import type { WorkBudget } from './work-budget.js';
+import { landingOfCall, meteredCall, type WorkBudget } from './metered-call.js';
 
 /** Why a piece of work stopped buying before its end: the API refused the key or the balance. */
 export interface WorkStop {

@@ -17,9 +17,8 @@ import { asActivityFailure } from './failures.js';
 import type { LiveWork } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { ItemEnricher, type WorkStop } from './item-enricher.js';
-import { claimJournal } from './metered-call.js';
+import { claimJournal, WorkBudget } from './metered-call.js';
 import { withRunCallLimit } from './run-call-limits.js';
-import { WorkBudget } from './work-budget.js';
 
 export interface EnrichLandedInput extends RunApi {
   runId: string;

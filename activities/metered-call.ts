@@ -1,16 +1,44 @@
 /**
- * The billed call, once: journal its worst case as an intent, call the API, land the answer, and
- * settle the charge; cancel the intent if the API cannot have charged anything. The client's own
- * retries go through the journal too: before it sends a call again after an attempt whose answer
- * was lost once the request had left, that attempt stays journaled at its worst case, and once an
- * attempt answers, each lost one is settled at the same charge (the same request, so the same
- * price). No attempt the API may have charged is left out of the run's credits.
+ * The billed call, once: within the work's grant (WorkBudget), journal its worst case as an
+ * intent, call the API, land the answer (landingOfCall), and settle the charge; cancel the intent
+ * if the API cannot have charged anything. The client's own retries go through the journal too:
+ * before it sends a call again after an attempt whose answer was lost once the request had left,
+ * that attempt stays journaled at its worst case, and once an attempt answers, each lost one is
+ * settled at the same charge (the same request, so the same price). No attempt the API may have
+ * charged is left out of the run's credits.
  */
-import type { CallOptions } from '../src/api/client.js';
-import type { NetworkError } from '../src/api/errors.js';
-import { neverCharged, SocialApiError } from '../src/api/errors.js';
+import type { CallOptions, CallReport } from '../src/api/client.js';
+import { neverCharged, SocialApiError, type NetworkError } from '../src/api/errors.js';
 import { CallJournal } from '../src/store/call-journal.js';
+import type { PageLanding } from '../src/store/landing.js';
 import { asActivityFailure } from './failures.js';
+
+/**
+ * The credits one activity's work may spend: the grant the workflow gave it, less what its journal
+ * has committed (settled charges and the worst case of calls begun), less what it holds for calls
+ * it is about to make (a landed page's enrichment). Every call's worst case is inside the grant
+ * before it is sent, so the work never spends beyond it, in flight or after a crash.
+ */
+export class WorkBudget {
+  private held = 0;
+
+  constructor(
+    readonly grant: number,
+    readonly journal: CallJournal,
+  ) {}
+
+  free(): number {
+    return this.grant - this.journal.committed() - this.held;
+  }
+
+  hold(credits: number): void {
+    this.held += credits;
+  }
+
+  release(credits: number): void {
+    this.held -= credits;
+  }
+}
 
 /** What a metered call needs of its answer: what the API charged for it. */
 interface Charged {
@@ -90,4 +118,42 @@ export function claimJournal(dataDir: string, runId: string, workId: string, att
   } catch (error) {
     throw asActivityFailure(error);
   }
+}
+
+/** Where a page sits: the run, the target and its page number, and the call's parameters. */
+export interface PagePlace {
+  runId: string;
+  harvest: string;
+  target: string;
+  page: number;
+  params: Record<string, string>;
+  rankOffset?: number;
+  nextCursor?: string;
+  hasMore?: boolean;
+}
+
+/** The landing of one billed answer: what the API sent, what it cost, and where it belongs. */
+export function landingOfCall(place: PagePlace, report: CallReport, data: unknown, observedAt: Date = new Date()): PageLanding {
+  return {
+    format: 1,
+    kind: 'page',
+    run_id: place.runId,
+    harvest: place.harvest,
+    target: place.target,
+    page: place.page,
+    endpoint: report.endpoint,
+    params: place.params,
+    request_id: report.requestId,
+    observed_at: observedAt.toISOString(),
+    call: {
+      request_id: report.requestId,
+      units: Array.isArray(data) ? data.length : 1,
+      credits: report.creditsCharged,
+      ...(report.cache ? { cache: report.cache } : {}),
+    },
+    ...(place.rankOffset !== undefined ? { rank_offset: place.rankOffset } : {}),
+    ...(place.nextCursor !== undefined ? { next_cursor: place.nextCursor } : {}),
+    ...(place.hasMore !== undefined ? { has_more: place.hasMore } : {}),
+    data,
+  };
 }

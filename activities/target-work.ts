@@ -24,10 +24,8 @@ import type { RunApi } from './api-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
 import { describe, ItemEnricher, workStopOf, type WorkStop } from './item-enricher.js';
-import { claimJournal, meteredCall } from './metered-call.js';
-import { landingOfCall } from './page-landing.js';
+import { claimJournal, landingOfCall, meteredCall, WorkBudget } from './metered-call.js';
 import { withRunCallLimit } from './run-call-limits.js';
-import { WorkBudget } from './work-budget.js';
 
 /** Where a target's listing stands: where the next page comes from, and what the run has of it. */
 export interface TargetWorkInput extends RunApi {

@@ -5,7 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { landingOfCall } from '../../activities/page-landing.js';
+import { landingOfCall } from '../../activities/metered-call.js';
 import type { CallReport, SocialApiClient } from '../../src/api/client.js';
 import { writeLanding } from '../../src/store/landing.js';
 import { clientFor } from './client.js';
