@@ -388,13 +388,12 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
      LEFT JOIN run_harvest h ON h.run_id = m.run_id
      ORDER BY t.views DESC, t.platform, t.item_id, m.observed_at, m.request_id`,
   );
-  const topItems: TopItem[] = [];
-  for (const row of itemRows) {
-    const last = topItems.at(-1);
-    const item = last !== undefined && last.platform === row.platform && last.itemId === row.item_id ? last : topItemFrom(row, topItems.length + 1);
-    if (item !== last) topItems.push(item);
-    if (row.at !== null) item.observations.push({ at: num(row.at), observedAt: String(row.observed), value: num(row.views), harvest: String(row.harvest) });
-  }
+  const topItems = seriesOf<TopItem>(
+    itemRows,
+    (item, row) => item.platform === row.platform && item.itemId === row.item_id,
+    topItemFrom,
+    'views',
+  );
 
   // The same for accounts and their followers.
   const accountRows = await rows(
@@ -412,16 +411,12 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
      LEFT JOIN run_harvest h ON h.run_id = m.run_id
      ORDER BY t.followers DESC, t.platform, t.handle, m.observed_at, m.request_id`,
   );
-  const topAccounts: TopAccount[] = [];
-  for (const row of accountRows) {
-    const last = topAccounts.at(-1);
-    const account =
-      last !== undefined && last.platform === row.platform && last.handle === row.handle
-        ? last
-        : { rank: topAccounts.length + 1, platform: String(row.platform), handle: String(row.handle), followers: num(row.latest_followers), observations: [] };
-    if (account !== last) topAccounts.push(account);
-    if (row.at !== null) account.observations.push({ at: num(row.at), observedAt: String(row.observed), value: num(row.followers), harvest: String(row.harvest) });
-  }
+  const topAccounts = seriesOf<TopAccount>(
+    accountRows,
+    (account, row) => account.platform === row.platform && account.handle === row.handle,
+    (row, rank): TopAccount => ({ rank, platform: String(row.platform), handle: String(row.handle), followers: num(row.latest_followers), observations: [] }),
+    'followers',
+  );
 
   // Credits as the credit charts count them (all days), over the distinct items the harvest's runs observed.
   const costPerItem = (
@@ -497,6 +492,26 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
 }
 
 /** A top item from the first row of its observations, which carries its latest counts. */
+/**
+ * Rows ordered by series, one per observation (none when the series has no observation), folded
+ * into one series each, ranked in row order, with the observations of `value`.
+ */
+function seriesOf<S extends { observations: { at: number; observedAt: string; value: number; harvest: string }[] }>(
+  rows: Record<string, unknown>[],
+  sameSeries: (series: S, row: Record<string, unknown>) => boolean,
+  seriesFrom: (row: Record<string, unknown>, rank: number) => S,
+  value: string,
+): S[] {
+  const all: S[] = [];
+  for (const row of rows) {
+    const last = all.at(-1);
+    const series = last !== undefined && sameSeries(last, row) ? last : seriesFrom(row, all.length + 1);
+    if (series !== last) all.push(series);
+    if (row.at !== null) series.observations.push({ at: num(row.at), observedAt: String(row.observed), value: num(row[value]), harvest: String(row.harvest) });
+  }
+  return all;
+}
+
 function topItemFrom(row: Record<string, unknown>, rank: number): TopItem {
   const [views, likes, comments, shares] = [num(row.latest_views), numOrNull(row.likes), numOrNull(row.comments), numOrNull(row.shares)];
   const reported = [likes, comments, shares].filter((count) => count !== null);
