@@ -25,11 +25,23 @@ import type { HarvestActivities } from '../activities/index.js';
 import type { TargetWorkResult } from '../activities/target-work.js';
 import type { ApiIdentity } from '../src/api/identity.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
-import { availableCredits, grant, newBudget, reserve, settle, type Reservation } from '../src/harvest/budget.js';
 import { addTally } from '../src/harvest/enrichment-tally.js';
 import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery } from './definitions.js';
 import { statusLine, type FailedCall, type HarvestProgress, type RunMemo } from '../src/harvest/progress.js';
-import { emptyWarning, finalStatus, finishListing, progressOf, type HarvestState, type TargetState } from '../src/harvest/run-state.js';
+import {
+  availableCredits,
+  emptyWarning,
+  finalStatus,
+  finishListing,
+  grant,
+  newBudget,
+  progressOf,
+  reserve,
+  settle,
+  type HarvestState,
+  type Reservation,
+  type TargetState,
+} from '../src/harvest/run-state.js';
 import { itemEnrichmentWorst, jobLimit, listsPhotoPosts, priceOf, takesJob, targetWorst } from '../src/harvest/rules.js';
 import { mayEnrichJobItems, mayList } from '../src/harvest/spend-order.js';
 import { planTargets, type TargetPlan } from '../src/harvest/targets.js';
