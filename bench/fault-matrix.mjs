@@ -76,7 +76,8 @@ const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-confi
 const { devServerArgs, TEMPORAL_BINARY } = await import(join(dist, 'src/temporal/dev-server.js'));
 const { freePort, WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
 const { queryWarehouse } = await import(join(dist, 'src/warehouse/query.js'));
-const { landingFile, listLandings } = await import(join(dist, 'src/store/landing.js'));
+const { listLandings } = await import(join(dist, 'src/store/landing.js'));
+const { landingFile } = await import(join(dist, 'src/store/layout.js'));
 const { CallJournal } = await import(join(dist, 'src/store/call-journal.js'));
 
 const HARVEST_KEY = 'sk_live_faults_harvest';
