@@ -6,19 +6,17 @@ import { z } from 'zod';
 import { parseContentUrl } from '../api-catalog/content-urls.js';
 import { PAGE_LIMITS, PLATFORMS, type Platform } from '../api-catalog/endpoints.js';
 import type { CommentTarget, Enrichment, Harvest, SearchTarget } from '../harvest/harvest-types.js';
-import { DEFAULT_CONCURRENCY } from '../harvest/rules.js';
+import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from '../harvest/rules.js';
 import { planTargets } from '../harvest/targets.js';
 
-export const MAX_TARGET_ITEMS = 100_000;
-export const DEFAULT_JOB_THRESHOLD = 500;
+const MAX_TARGET_ITEMS = 100_000;
+const DEFAULT_JOB_THRESHOLD = 500;
 /** A billed call's overall deadline, in seconds, retries included: a slow drip of bytes cannot hold a run past it. */
-export const DEFAULT_CALL_DEADLINE_SECONDS = 120;
+const DEFAULT_CALL_DEADLINE_SECONDS = 120;
 /** A limit above the synchronous page size always makes a job, so a lower threshold means nothing. */
-export const MIN_JOB_THRESHOLD = PAGE_LIMITS.maxSynchronous + 1;
+const MIN_JOB_THRESHOLD = PAGE_LIMITS.maxSynchronous + 1;
 /** What `enrich: { comments: true }` means. */
-export const DEFAULT_COMMENTS_PER_ITEM = 20;
-/** More in flight than this only queues at the API's rate limit. */
-export const MAX_CONCURRENCY = 256;
+const DEFAULT_COMMENTS_PER_ITEM = 20;
 
 export const DOCUMENT_HINT = 'a mapping with a `harvests` list';
 const NAME_PATTERN = /^[a-z0-9][a-z0-9-]*$/;

@@ -1,6 +1,6 @@
 /**
  * What a harvest config file (config/harvests.yaml) describes, after loading and checking by
- * ./harvest-config.ts. Pure types, no runtime imports: Temporal workflows import this module.
+ * ../config/harvest-config.ts. Pure types, no runtime imports: Temporal workflows import this module.
  */
 
 export type ContentKind = 'videos' | 'posts' | 'reels';

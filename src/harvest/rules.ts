@@ -14,6 +14,9 @@ export type ObjectEnrichment = (typeof OBJECT_ENRICHMENTS)[number];
 /** Calls in flight, unless the harvest or the command line says otherwise. */
 export const DEFAULT_CONCURRENCY = { targets: 8, calls: 16 } as const;
 
+/** More in flight than this only queues at the API's rate limit. */
+export const MAX_CONCURRENCY = 256;
+
 export function priceOf(prices: PriceTable, platform: Platform, endpoint: string): number {
   return prices[`${platform}/${endpoint}` as EndpointKey];
 }

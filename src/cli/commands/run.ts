@@ -5,6 +5,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import type { HarvestStatus } from '../../harvest/progress.js';
+import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from '../../harvest/rules.js';
 import { harvestWorkflow, type HarvestSummary } from '../../../workflows/harvest.js';
 import { runApiFromEnv, taskQueueFromEnv } from '../run-environment.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
@@ -80,8 +81,8 @@ export function runCommand(): Command {
     .argument('<name>', 'harvest name from the config')
     .option('--config <file>', 'harvest config', DEFAULT_HARVESTS_FILE)
     .option('--budget <credits>', "this run's credit cap, instead of the harvest's", wholeNumber(1))
-    .option('--targets <n>', "targets listed at once (the harvest's concurrency.targets, default 8)", wholeNumber(1, 256))
-    .option('--calls <n>', "enrichment calls in flight (the harvest's concurrency.calls, default 16)", wholeNumber(1, 256))
+    .option('--targets <n>', `targets listed at once (the harvest's concurrency.targets, default ${DEFAULT_CONCURRENCY.targets})`, wholeNumber(1, MAX_CONCURRENCY))
+    .option('--calls <n>', `enrichment calls in flight (the harvest's concurrency.calls, default ${DEFAULT_CONCURRENCY.calls})`, wholeNumber(1, MAX_CONCURRENCY))
     .option('--no-local-worker', 'rely on running `harvester worker` processes instead of one in this process')
     .option('--json', 'print the final summary as JSON')
     .addHelpText(
