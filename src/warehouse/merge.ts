@@ -53,11 +53,11 @@ const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EX
  * observations win), history is appended.
  */
 const MERGES: Record<StagedTable, string[]> = {
-  accounts: latestState('accounts', ['platform', 'handle'], [], ['name', 'bio', 'verified', 'followers', 'following', 'posts']),
+  accounts: latestState('accounts', ['platform', 'handle'], [], ['name', 'bio', 'verified', 'followers', 'following', 'posts', 'request_id']),
   account_metrics: [append('account_metrics')],
-  items: latestState('items', ['platform', 'item_id'], ['kind'], ['url', 'caption', 'author_handle', 'posted_at']),
+  items: latestState('items', ['platform', 'item_id'], ['kind'], ['url', 'caption', 'author_handle', 'posted_at', 'request_id']),
   item_metrics: [append('item_metrics')],
-  comments: latestState('comments', ['platform', 'comment_id'], ['item_id'], ['text', 'author_handle', 'likes', 'posted_at']),
+  comments: latestState('comments', ['platform', 'comment_id'], ['item_id'], ['text', 'author_handle', 'likes', 'posted_at', 'request_id']),
   search_hits: [append('search_hits')],
   transcripts: upsert(
     'transcripts',

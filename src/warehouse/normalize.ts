@@ -123,18 +123,20 @@ const STAGE_SQL = [
   `CREATE OR REPLACE TEMP VIEW stage_items AS
     SELECT _landing, platform, item.id AS item_id, ${caseOf('name', Object.fromEntries(Object.entries(LIST_KINDS).map(([name, kind]) => [name, sqlString(kind)])), "CASE platform WHEN 'tiktok' THEN 'video' ELSE 'reel' END")} AS kind,
       item.url AS url, item.caption AS caption, CASE WHEN name IN (${inList(Object.keys(LIST_KINDS))}) THEN handle ELSE item.author.handle END AS author_handle,
-      item.posted_at AS posted_at, observed_at AS seen_at
+      item.posted_at AS posted_at, observed_at AS seen_at, request_id
     FROM listed WHERE name <> 'comments'
     UNION ALL
-    SELECT _landing, platform, coalesce(data.entity_id, subject_id), subject_kind, data.url, NULL, data.author.handle, data.posted_at, observed_at
+    SELECT _landing, platform, coalesce(data.entity_id, subject_id), subject_kind, data.url, NULL, data.author.handle, data.posted_at, observed_at, request_id
     FROM pages_object WHERE name = 'stats'`,
   `CREATE OR REPLACE TEMP VIEW stage_item_metrics AS
     SELECT _landing, platform, item.id AS item_id, observed_at, item.metrics.views AS views, item.metrics.likes AS likes, item.metrics.comments AS comments,
       item.metrics.shares AS shares, from_cache, endpoint AS source_endpoint, request_id, run_id
     FROM listed WHERE name <> 'comments'
     UNION ALL
-    SELECT _landing, platform, coalesce(data.entity_id, subject_id), observed_at, data.metrics.views, data.metrics.likes, data.metrics.comments, data.metrics.shares,
-      from_cache, endpoint, request_id, run_id
+    SELECT _landing, platform, coalesce(data.entity_id, subject_id), observed_at,
+      -- A photo post has no views: stats says 0 where channel-posts says nothing; both are null here.
+      CASE WHEN platform = 'instagram' AND subject_kind = 'post' THEN NULL ELSE data.metrics.views END,
+      data.metrics.likes, data.metrics.comments, data.metrics.shares, from_cache, endpoint, request_id, run_id
     FROM pages_object WHERE name = 'stats'`,
   `CREATE OR REPLACE TEMP VIEW stage_search_hits AS
     SELECT _landing, platform, coalesce(query, '') AS query, ${caseOf('name', Object.fromEntries(Object.entries(SEARCH_KINDS).map(([name, kind]) => [name, sqlString(kind)])))} AS kind,
@@ -142,11 +144,11 @@ const STAGE_SQL = [
     FROM listed WHERE name IN (${inList(Object.keys(SEARCH_KINDS))})`,
   `CREATE OR REPLACE TEMP VIEW stage_comments AS
     SELECT _landing, platform, item.id AS comment_id, subject_id AS item_id, item.text AS text, item.author.handle AS author_handle, item.likes AS likes,
-      item.posted_at AS posted_at, observed_at AS seen_at
+      item.posted_at AS posted_at, observed_at AS seen_at, request_id
     FROM listed WHERE name = 'comments'`,
   `CREATE OR REPLACE TEMP VIEW stage_accounts AS
     SELECT _landing, platform, data.handle AS handle, data.name AS name, data.bio AS bio, data.verified AS verified, data.metrics.followers AS followers,
-      data.metrics.following AS following, data.metrics.posts AS posts, observed_at AS seen_at
+      data.metrics.following AS following, data.metrics.posts AS posts, observed_at AS seen_at, request_id
     FROM pages_object WHERE name = 'channel-stats'`,
   `CREATE OR REPLACE TEMP VIEW stage_account_metrics AS
     SELECT _landing, platform, data.handle AS handle, observed_at, data.metrics.followers AS followers, data.metrics.following AS following,

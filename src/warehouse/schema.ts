@@ -16,7 +16,7 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS accounts (
     platform VARCHAR NOT NULL, handle VARCHAR NOT NULL, name VARCHAR, bio VARCHAR, verified BOOLEAN,
     followers BIGINT, following BIGINT, posts BIGINT,
-    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL)`,
+    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL, request_id VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS account_metrics (
     platform VARCHAR NOT NULL, handle VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL,
     followers BIGINT, following BIGINT, posts BIGINT, from_cache BOOLEAN,
@@ -24,7 +24,7 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS items (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, url VARCHAR, caption VARCHAR,
     author_handle VARCHAR, posted_at TIMESTAMPTZ,
-    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL)`,
+    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL, request_id VARCHAR)`,
   `CREATE TABLE IF NOT EXISTS item_metrics (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL,
     views BIGINT, likes BIGINT, comments BIGINT, shares BIGINT, from_cache BOOLEAN,
@@ -32,7 +32,10 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS comments (
     platform VARCHAR NOT NULL, comment_id VARCHAR NOT NULL, item_id VARCHAR NOT NULL, text VARCHAR,
     author_handle VARCHAR, likes BIGINT, posted_at TIMESTAMPTZ,
-    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL)`,
+    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL, request_id VARCHAR)`,
+  // Warehouses made before latest-state rows carried the call that last updated them: the column
+  // is added, null on the rows they had, and set by the next observation of each.
+  ...['accounts', 'items', 'comments'].map((table) => `ALTER TABLE ${table} ADD COLUMN IF NOT EXISTS request_id VARCHAR`),
   `CREATE TABLE IF NOT EXISTS search_hits (
     platform VARCHAR NOT NULL, query VARCHAR NOT NULL, kind VARCHAR NOT NULL, rank INTEGER NOT NULL,
     item_id VARCHAR NOT NULL, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL)`,

@@ -10,6 +10,7 @@ import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample, landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
+import { landingOfCall } from '../../activities/metered-call.js';
 
 let emulator: TestEmulator;
 beforeAll(async () => {
@@ -251,5 +252,60 @@ describe('re-harvesting keeps history without duplicating items', () => {
     expect(await count(dataDir, 'SELECT count(*) FROM harvest_runs')).toBe(2);
     expect(await count(dataDir, 'SELECT count(*) FROM accounts')).toBe(1);
     expect(await count(dataDir, 'SELECT count(*) FROM account_metrics')).toBe(2);
+  });
+});
+
+describe('rows an analyst can trust: the call behind each row, and no views where there are none', () => {
+  it("gives latest-state rows their latest call's request id, keeps older warehouses' rows, and gives photo posts null views from stats as from their list", async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'quality-'));
+    // A warehouse made before items, comments and accounts carried a request id, with one item in it.
+    mkdirSync(dirname(workDatabasePath(dataDir)), { recursive: true });
+    const old = await openDatabase(workDatabasePath(dataDir));
+    await old.connection.run(`CREATE TABLE items (platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, url VARCHAR, caption VARCHAR,
+      author_handle VARCHAR, posted_at TIMESTAMPTZ, first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL)`);
+    await old.connection.run(`INSERT INTO items VALUES ('tiktok', 'older-item', 'video', NULL, 'kept', NULL, NULL, now(), now())`);
+    closeDatabase(old);
+
+    const client = clientFor(emulator);
+    const catalog = await emulator.catalog();
+    const handle = catalog.instagram.handles[0]!;
+    const land = (target: string, params: Record<string, string>, result: Parameters<typeof landingOfCall>[1], data: unknown) =>
+      writeLanding(dataDir, landingOfCall({ runId: 'run-quality', harvest: 'quality', target, page: 1, params }, result, data));
+    try {
+      const posts = await client.page('instagram', 'channel-posts', { handle, limit: 5 });
+      land(`channel:instagram:${handle}:posts`, { handle }, posts, posts.items);
+      const photo = posts.items[0]!;
+      expect(photo.url).toContain('instagram.com/p/');
+      const stats = await client.get('instagram', 'stats', { url: photo.url });
+      expect((stats.data as { metrics: { views: number } }).metrics.views).toBe(0);
+      land(`item:instagram:${photo.id}:stats`, { url: photo.url }, stats, stats.data);
+      const comments = await client.page('instagram', 'comments', { url: photo.url, limit: 5 });
+      land(`item:instagram:${photo.id}:comments`, { url: photo.url }, comments, comments.items);
+      const profile = await client.get('instagram', 'channel-stats', { handle });
+      land(`channel:instagram:${handle}:profile`, { handle }, profile, profile.data);
+
+      await loadLandings(dataDir);
+      const views = await queryWarehouse(dataDir, `SELECT source_endpoint, views, likes FROM item_metrics WHERE item_id = '${photo.id}' ORDER BY source_endpoint`);
+      expect(views.rows.map((row) => [row.source_endpoint, row.views])).toEqual([
+        ['instagram/channel-posts', null],
+        ['instagram/stats', null],
+      ]);
+      expect(views.rows.every((row) => row.likes !== null)).toBe(true);
+
+      // The photo was last seen by its stats call, after its list.
+      const item = await queryWarehouse(dataDir, `SELECT request_id FROM items WHERE item_id = '${photo.id}'`);
+      expect(item.rows[0]!.request_id).toBe(stats.requestId);
+      const listed = await queryWarehouse(dataDir, `SELECT DISTINCT request_id FROM items WHERE item_id <> '${photo.id}' AND item_id <> 'older-item'`);
+      expect(listed.rows.map((row) => row.request_id)).toEqual([posts.requestId]);
+      const commentCalls = await queryWarehouse(dataDir, 'SELECT DISTINCT request_id FROM comments');
+      expect(commentCalls.rows.map((row) => row.request_id)).toEqual([comments.requestId]);
+      const account = await queryWarehouse(dataDir, 'SELECT request_id FROM accounts');
+      expect(account.rows.map((row) => row.request_id)).toEqual([profile.requestId]);
+      // The older warehouse's row is kept, with no call to name.
+      const older = await queryWarehouse(dataDir, "SELECT caption, request_id FROM items WHERE item_id = 'older-item'");
+      expect(older.rows).toEqual([{ caption: 'kept', request_id: null }]);
+    } finally {
+      await client.close();
+    }
   });
 });
