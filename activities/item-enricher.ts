@@ -8,7 +8,7 @@ import type { LimitFunction } from 'p-limit';
 import type { ObjectEndpoint, SocialApiClient } from '../src/api/client.js';
 import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, SocialApiError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/harvest/harvest-types.js';
-import type { Platform, PriceTable } from '../src/api-catalog/endpoints.js';
+import { findEndpoint, type Platform, type PriceTable } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import type { CallJournal } from '../src/store/call-journal.js';
 import { findLanding, pageLandingKey, writeLanding } from '../src/store/landing.js';
@@ -133,10 +133,23 @@ export class ItemEnricher {
     return { landed: true, ours, credits: landing.call?.credits ?? 0 };
   }
 
-  /** One object call; returns the credits it took out of the held budget (its worst case, once sent). */
-  private async objectCall(platform: Platform, endpoint: ObjectEndpoint, url: string, tally: EnrichmentTally): Promise<number> {
+  /**
+   * Observes a channel's profile (channel-stats), tracking's call for an account; the caller holds
+   * its worst case, as for an item's enrichment. Fresh: an answer from the API's cache (kept 12
+   * hours) would cost the same and tell nothing new.
+   */
+  async observeAccount(platform: Platform, handle: string, tally: EnrichmentTally): Promise<void> {
+    const taken = await this.objectCall(platform, 'channel-stats', handle, tally, { fresh: true });
+    this.deps.budget.release(priceOf(this.deps.prices, platform, 'channel-stats') - taken);
+  }
+
+  /**
+   * One object call about `subject` (an item's URL, or a channel's handle for channel-stats);
+   * returns the credits it took out of the held budget (its worst case, once sent).
+   */
+  private async objectCall(platform: Platform, endpoint: ObjectEndpoint, subject: string, tally: EnrichmentTally, ask: { fresh?: boolean } = {}): Promise<number> {
     const { client, dataDir, runId, harvest, journal, budget, prices } = this.deps;
-    const key = pageLandingKey(runId, `item:${platform}:${endpoint}:${url}`, 1);
+    const key = pageLandingKey(runId, `item:${platform}:${endpoint}:${subject}`, 1);
     const found = this.landedAlready(key);
     if (found.landed) {
       if (found.ours) tally.calls++;
@@ -149,17 +162,18 @@ export class ItemEnricher {
     this.deps.signal.throwIfAborted();
     const worst = priceOf(prices, platform, endpoint);
     budget.release(worst);
+    const params = { [findEndpoint(platform, endpoint)!.param]: subject };
     try {
       await meteredCall({
         journal,
         key,
         worst,
-        call: (options) => client.get(platform, endpoint, { url }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
-        land: (result) => writeLanding(dataDir, landingOfCall({ runId, harvest, target: `item:${platform}:${endpoint}:${url}`, page: 1, params: { url } }, result, result.data)),
+        call: (options) => client.get(platform, endpoint, { ...params, ...ask }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
+        land: (result) => writeLanding(dataDir, landingOfCall({ runId, harvest, target: `item:${platform}:${endpoint}:${subject}`, page: 1, params }, result, result.data)),
       });
       tally.calls++;
     } catch (error) {
-      if (!this.refused(key, { endpoint: `${platform}/${endpoint}`, subject: url }, error, tally)) throw error;
+      if (!this.refused(key, { endpoint: `${platform}/${endpoint}`, subject }, error, tally)) throw error;
       // A feature the API has switched off is a fact to record, not a failure: it was not charged.
       if (error instanceof FeatureUnavailableError) {
         tally.calls++;

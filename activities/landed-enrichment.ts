@@ -16,6 +16,7 @@ import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
 import type { LiveWork } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
+import { priceOf } from '../src/harvest/rules.js';
 import { ItemEnricher, type WorkStop } from './item-enricher.js';
 import { claimJournal, WorkBudget } from './metered-call.js';
 import { withRunCallLimit } from './run-call-limits.js';
@@ -39,6 +40,21 @@ export interface EnrichLandedInput extends RunApi {
 
 /** The run-wide setting of a work that makes the run's failed enrichment calls again. */
 export type RedoFailedInput = Omit<EnrichLandedInput, 'platform' | 'target' | 'fromPage' | 'toPage'>;
+
+/** Tracking's accounts: each one's profile observed once in the run (`track.accounts`). */
+export interface ObserveAccountsInput extends RedoFailedInput {
+  accounts: { platform: Platform; handle: string }[];
+}
+
+export interface ObserveAccountsResult extends WorkSpent {
+  enrichment: EnrichmentTally;
+  /** Accounts left unobserved because the grant ran out. */
+  unobserved: number;
+  stop?: WorkStop;
+}
+
+/** The enricher's target for tracking's calls, as their failures name it. */
+export const TRACKED_ACCOUNTS_TARGET = 'tracked-accounts';
 
 export interface RedoFailedResult extends WorkSpent {
   /** Failed calls found in the run's journals and made again. */
@@ -151,6 +167,44 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
           for (const failure of runFailures(dataDir, input.runId).values()) stillFailed[failure.target] = (stillFailed[failure.target] ?? 0) + 1;
           const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
           return { tried: failures.length, stillFailed, credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, ...(stop ? { stop } : {}) };
+        });
+      } catch (failure) {
+        throw asActivityFailure(failure);
+      } finally {
+        clearInterval(heartbeat);
+        journal.close();
+      }
+    },
+
+    /**
+     * Observes each tracked account's profile once, within its grant: an account already observed
+     * in this run (by an earlier attempt) is read back, not bought again.
+     */
+    async observeAccounts(input: ObserveAccountsInput): Promise<ObserveAccountsResult> {
+      const context = Context.current();
+      const journal = claimJournal(dataDir, input.runId, input.workId, context.info.attempt);
+      const heartbeat = setInterval(() => context.heartbeat({ live: { credits: journal.charged(), items: 0, pages: 0, enriched: 0 } satisfies LiveWork }), 2_000);
+      try {
+        return await withRunCallLimit(input.runId, input.calls, async (limit) => {
+          const budget = new WorkBudget(input.grant, journal);
+          const tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
+          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, target: TRACKED_ACCOUNTS_TARGET, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
+          let unobserved = 0;
+          const observing: Promise<void>[] = [];
+          for (const account of input.accounts) {
+            const worst = priceOf(input.prices, account.platform, 'channel-stats');
+            if (worst > budget.free()) {
+              unobserved++;
+              continue;
+            }
+            budget.hold(worst);
+            observing.push(limit(() => enricher.observeAccount(account.platform, account.handle, tally)));
+          }
+          // Every call settles before this returns, failed or not (as in ItemEnricher.enrich).
+          const failed = (await Promise.allSettled(observing)).find((outcome) => outcome.status === 'rejected');
+          if (failed) throw failed.reason;
+          const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
+          return { credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, unobserved, ...(enricher.stop ? { stop: enricher.stop } : {}) };
         });
       } catch (failure) {
         throw asActivityFailure(failure);

@@ -42,7 +42,7 @@ import {
   type Reservation,
   type TargetState,
 } from '../src/harvest/run-state.js';
-import { itemEnrichmentWorst, jobLimit, listsPhotoPosts, priceOf, takesJob, targetWorst } from '../src/harvest/rules.js';
+import { accountsWorst, itemEnrichmentWorst, jobLimit, listsPhotoPosts, priceOf, takesJob, targetWorst, trackedAccounts } from '../src/harvest/rules.js';
 import { mayEnrichJobItems, mayList } from '../src/harvest/spend-order.js';
 import { planTargets, type TargetPlan } from '../src/harvest/targets.js';
 
@@ -84,7 +84,7 @@ const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInter
 
 // A target's whole listing, or a job's enrichment, in one activity that heartbeats after each
 // page: a killed worker's work moves to another within the heartbeat timeout, resuming there.
-const { harvestTarget, enrichLanded, landJobResults, redoFailedCalls } = proxyActivities<HarvestActivities>({
+const { harvestTarget, enrichLanded, landJobResults, redoFailedCalls, observeAccounts } = proxyActivities<HarvestActivities>({
   startToCloseTimeout: '24 hours',
   heartbeatTimeout: '10 seconds',
   retry: RETRY,
@@ -147,6 +147,8 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
   if (state.redoFailedCalls) await redoFailed(run);
   const drained = await runWork(run, () => workflowInfo().continueAsNewSuggested || (input.historyLimit !== undefined && workflowInfo().historyLength > input.historyLimit));
   if (drained === 'continue') await continueAsNew<typeof harvestWorkflow>({ ...input, resume: state });
+  // Tracking spends last, after what is new was listed and enriched (src/harvest/spend-order.ts).
+  if (!state.stopped && !state.accountsObserved && trackedAccounts(input.harvest).length > 0) await observeTrackedAccounts(run);
 
   let status = finalStatus(state);
   const finishInput = {
@@ -496,6 +498,33 @@ async function redoFailed(run: RunContext): Promise<void> {
     if (why) state.stopped ??= { status: 'failed', reason: messageOf(error).startsWith(why) ? messageOf(error) : `${why}: ${messageOf(error)}` };
     // Their targets stay failed, as the run before left them.
     for (const target of state.targets) if (target.listed) finishListing(target);
+  }
+}
+
+/**
+ * Observes each tracked account's profile once (`track.accounts`), in one activity granted their
+ * worst case; what the budget cannot cover is left unobserved, and the run says so.
+ */
+async function observeTrackedAccounts(run: RunContext): Promise<void> {
+  const { state } = run;
+  const accounts = trackedAccounts(run.harvest);
+  const credits = grant(availableCredits(state.budget), accountsWorst(state.prices, accounts));
+  const reservation = reserve(state.budget, credits);
+  const workId = nextWorkId(state, 'track-accounts');
+  try {
+    const result = await observeAccounts({ runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, accounts, callDeadlineMs: callDeadlineMs(run.harvest), ...run.api });
+    settle(state.budget, reservation, result.credits);
+    state.callsLost += result.lostCalls;
+    addTally(state.enrichment, result.enrichment);
+    state.accountsObserved = true;
+    if (result.stop?.status === 'paused') await stopForCredits(state, result.stop.error.message);
+    else if (result.stop) state.stopped ??= { status: 'failed', reason: `${RUN_STOPPING_ERRORS[result.stop.error.type] ?? 'tracking stopped'}: ${result.stop.error.message}` };
+    else if (result.unobserved > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unobserved} tracked accounts were not observed: the budget ran out` };
+  } catch (error) {
+    settle(state.budget, reservation, (await spentByFailedWork(run, workId, reservation)).credits);
+    log.warn('tracked accounts could not be observed', { message: messageOf(error) });
+    const why = RUN_STOPPING_ERRORS[failureType(error)];
+    state.stopped ??= { status: 'failed', reason: `${why ?? 'tracked accounts could not be observed'}: ${messageOf(error)}` };
   }
 }
 

@@ -147,6 +147,8 @@ const enrichCommentsSchema = z
 
 const flag = z.boolean({ error: 'expected true or false' }).default(false);
 
+const trackSchema = mapping({ accounts: flag }, 'tracking: { accounts: true } (each channel\'s profile observed once per run)');
+
 const noEnrichment = (): Enrichment => ({ stats: false, comments: false, transcript: false, summary: false, download: false });
 
 const enrichSchema = mapping(
@@ -224,6 +226,7 @@ const harvestSchema = mapping(
     ),
     concurrency: z.preprocess(nullAsMissing, concurrencySchema.default(() => ({ ...DEFAULT_CONCURRENCY }))),
     call_deadline_seconds: z.preprocess(nullAsMissing, wholeNumber(1, 3_600, ' of seconds one billed call may take, its retries included').default(DEFAULT_CALL_DEADLINE_SECONDS)),
+    track: z.preprocess(nullAsMissing, trackSchema.optional()),
   },
   'a harvest: { name, budget, channels, searches, comments, ... }',
 ).check((ctx) => {

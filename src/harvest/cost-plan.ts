@@ -25,6 +25,7 @@ import {
   refusedByApi,
   takesJob,
   targetWorst,
+  trackedAccounts,
   type ObjectEnrichment,
 } from './rules.js';
 import { itemsBought, SPEND_ORDER } from './spend-order.js';
@@ -46,7 +47,7 @@ export interface Purchase {
 
 export interface PlanLine {
   /** `list` for the target's own listing, else the enrichment kind. */
-  what: 'list' | EnrichmentKind;
+  what: 'list' | EnrichmentKind | 'account';
   endpoint: EndpointKey;
   mode: CallMode;
   /** Credits per unit, from the price table. */
@@ -65,6 +66,8 @@ export interface TargetCost {
   maxItems: number;
   list: PlanLine;
   enrichment: PlanLine[];
+  /** The channel's profile, observed once per run when the harvest tracks accounts. */
+  account?: PlanLine;
   worstCredits: number;
   expectedCredits: number;
   note?: string;
@@ -141,6 +144,17 @@ function expectEnrichment(lines: PlanLine[], harvest: Harvest, pageSize: number,
 interface TargetLines {
   list: PlanLine;
   enrichment: PlanLine[];
+  account?: PlanLine;
+}
+
+/** The account line of each tracked account, on the first channel target of that account. */
+function accountLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable): (PlanLine | undefined)[] {
+  const owners = new Set(trackedAccounts(harvest).map((account) => plans.find((plan) => plan.kind === 'channel' && plan.platform === account.platform && plan.params.handle === account.handle)));
+  return plans.map((plan) => {
+    if (!owners.has(plan)) return undefined;
+    const price = priceOf(prices, plan.platform, 'channel-stats');
+    return { what: 'account', endpoint: `${plan.platform}/channel-stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: 1, items: 1, credits: price }, expected: { ...ZERO } };
+  });
 }
 
 /**
@@ -149,7 +163,8 @@ interface TargetLines {
  */
 function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pageSize: number, budget: number): TargetLines[] {
   let free = budget;
-  const lines = plans.map((target) => {
+  const accounts = accountLines(plans, harvest, prices);
+  const lines = plans.map((target, index) => {
     const price = priceOf(prices, target.platform, target.endpoint);
     const job = takesJob(target, harvest.job_threshold, false);
     const wanted = job ? jobItems(target) : target.maxItems;
@@ -163,7 +178,7 @@ function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, 
       expected: { ...ZERO },
     };
     if (job && target.maxItems > PAGE_LIMITS.maxJob) list.note = `a job returns at most ${PAGE_LIMITS.maxJob} items; max_items is ${target.maxItems}`;
-    return { target, price, byJob: job, list, enrichment: enrichmentLines(target, harvest, prices, pageSize, wanted) };
+    return { target, price, byJob: job, list, enrichment: enrichmentLines(target, harvest, prices, pageSize, wanted), account: accounts[index] };
   });
   for (const step of SPEND_ORDER) {
     for (const line of lines) {
@@ -186,10 +201,13 @@ function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, 
         const items = itemsBought(free, worst, chargedPerItem(line.enrichment, harvest), line.list.expected.items);
         expectEnrichment(line.enrichment, harvest, pageSize, items);
         free -= items * chargedPerItem(line.enrichment, harvest);
+      } else if (step === 'tracking' && line.account && free >= line.account.worst.credits) {
+        line.account.expected = { ...line.account.worst };
+        free -= line.account.worst.credits;
       }
     }
   }
-  return lines.map(({ list, enrichment }) => ({ list, enrichment }));
+  return lines.map(({ list, enrichment, account }) => ({ list, enrichment, ...(account ? { account } : {}) }));
 }
 
 export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: CostPlanOptions = {}): CostPlan {
@@ -198,8 +216,8 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
   const plans = planTargets(harvest);
   const planned = targetLines(plans, harvest, prices, pageSize, budgetCredits);
   const targets: TargetCost[] = plans.map((plan, index) => {
-    const { list, enrichment } = planned[index] as TargetLines;
-    const lines = [list, ...enrichment];
+    const { list, enrichment, account } = planned[index] as TargetLines;
+    const lines = [list, ...enrichment, ...(account ? [account] : [])];
     return {
       key: plan.key,
       kind: plan.kind,
@@ -207,12 +225,13 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
       maxItems: plan.maxItems,
       list,
       enrichment,
+      ...(account ? { account } : {}),
       worstCredits: lines.reduce((sum, line) => sum + line.worst.credits, 0),
       expectedCredits: lines.reduce((sum, line) => sum + line.expected.credits, 0),
     };
   });
 
-  const lines = targets.flatMap((target) => [target.list, ...target.enrichment]);
+  const lines = targets.flatMap((target) => [target.list, ...target.enrichment, ...(target.account ? [target.account] : [])]);
   const worstCredits = lines.reduce((sum, line) => sum + line.worst.credits, 0);
   const expectedCredits = lines.reduce((sum, line) => sum + line.expected.credits, 0);
   return {

@@ -56,6 +56,15 @@ export interface Harvest {
    * started before the setting existed, which take the default.
    */
   call_deadline_seconds?: number;
+  /**
+   * What each run observes again besides what it lists: `accounts`, each channel's profile
+   * (channel-stats) once per run. Absent from runs started before the setting existed.
+   */
+  track?: Tracking;
+}
+
+export interface Tracking {
+  accounts: boolean;
 }
 
 export interface HarvestConfig {

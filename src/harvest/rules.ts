@@ -3,7 +3,7 @@
  * calls each listed item gets, and what each costs at worst. The workflow runs by these rules and
  * `harvester plan` forecasts by them, so the forecast and the run cannot disagree.
  */
-import type { Enrichment } from './harvest-types.js';
+import type { Enrichment, Harvest } from './harvest-types.js';
 import { PAGE_LIMITS, type EndpointKey, type Platform, type PriceTable } from '../api-catalog/endpoints.js';
 import type { TargetPlan } from './targets.js';
 
@@ -43,6 +43,19 @@ export function jobItems(target: TargetPlan): number {
 export function jobLimit(prices: PriceTable, target: TargetPlan, free: number): number {
   const limit = Math.max(0, Math.min(jobItems(target), Math.floor(free / priceOf(prices, target.platform, target.endpoint))));
   return limit > PAGE_LIMITS.maxSynchronous ? limit : 0;
+}
+
+/** The channels whose profiles a run observes (`track.accounts`): each platform and handle once. */
+export function trackedAccounts(harvest: Harvest): { platform: Platform; handle: string }[] {
+  if (!harvest.track?.accounts) return [];
+  const seen = new Map<string, { platform: Platform; handle: string }>();
+  for (const channel of harvest.channels) seen.set(`${channel.platform}:${channel.handle}`, { platform: channel.platform, handle: channel.handle });
+  return [...seen.values()];
+}
+
+/** The worst case of observing these accounts: one channel-stats each. */
+export function accountsWorst(prices: PriceTable, accounts: readonly { platform: Platform }[]): number {
+  return accounts.reduce((sum, account) => sum + priceOf(prices, account.platform, 'channel-stats'), 0);
 }
 
 /** Instagram photo posts (`/p/` URLs; a channel's `posts`) have no audio: no transcript, no summary. */

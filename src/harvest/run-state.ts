@@ -109,6 +109,8 @@ export interface HarvestState {
   nextWork: number;
   /** Set by `harvester retry` when the run has enrichment calls that failed for good: made again first. */
   redoFailedCalls?: boolean;
+  /** Tracked accounts were observed in this run (`track.accounts`): a retry does not observe them again. */
+  accountsObserved?: boolean;
   stopped?: { status: HarvestStatus; reason: string };
 }
 

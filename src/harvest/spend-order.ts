@@ -8,9 +8,11 @@
  * 2. `pages`: the paged targets, in config order, list items, each with its enrichment, while the
  *    next item's worst case fits what is free;
  * 3. `job-items`: the items the jobs listed are enriched, once no listing is left to start, or
- *    alongside the listings when what is free covers their whole worst case.
+ *    alongside the listings when what is free covers their whole worst case;
+ * 4. `tracking`: once everything new is listed and enriched, the tracked accounts are observed
+ *    (`track.accounts`), as far as what is left covers.
  */
-export const SPEND_ORDER = ['job', 'pages', 'job-items'] as const;
+export const SPEND_ORDER = ['job', 'pages', 'job-items', 'tracking'] as const;
 
 /** Whether a paged target may list another item: its worst case (listing and enrichment) fits. */
 export function mayList(free: number, itemWorst: number): boolean {

@@ -334,7 +334,7 @@ async function topGrowth(data: ReportData): Promise<string> {
 async function accountFollowers(data: ReportData, harvests: ColorKey): Promise<string> {
   const accounts = data.topAccounts;
   const description = `Followers at each observation (<code>account_metrics</code>) of the ${h(data.settings.topAccounts)} accounts with the most followers at their latest one, over the latest ${h(data.settings.maxDays)} days observed; a point's colour is the harvest that observed it.`;
-  if (accounts.length === 0) return section('account-followers', 'Followers over time', description, '<p class="empty">No account observations yet: no harvest has bought a channel profile (<code>channel-stats</code>), which is what <code>account_metrics</code> holds.</p>');
+  if (accounts.length === 0) return section('account-followers', 'Followers over time', description, '<p class="empty">No account observations yet: set <code>track: { accounts: true }</code> in a harvest to observe its channels each run.</p>');
   const chart = await renderChart(
     trendChart({
       title: 'Followers over time, top accounts',

@@ -210,6 +210,30 @@ describe('the cost arithmetic', () => {
   const prices = loadPriceTable();
   const harvest = (yaml: string) => parseHarvestConfig(`harvests:\n  - name: h\n${yaml}`, 'h.yaml').harvests[0]!;
 
+  it('forecasts one profile per tracked account, spent after everything new (track.accounts)', () => {
+    const config = parseHarvestConfig(CONFIG.replace('    enrich:', '    track: { accounts: true }\n    enrich:'), 'tracked.yaml');
+    const small = config.harvests.find((entry) => entry.name === 'plan-small')!;
+    const tracked = planHarvestCost(small, prices);
+    const untracked = planHarvestCost({ ...small, track: { accounts: false } }, prices);
+    // One channel per account: the TikTok and the Instagram channel; searches and comment pulls have none.
+    expect(tracked.targets.map((target) => [target.key, target.account?.endpoint ?? null, target.account?.worst.credits ?? null])).toEqual([
+      [KEYS.tiktok, 'tiktok/channel-stats', prices['tiktok/channel-stats']],
+      [KEYS.posts, 'instagram/channel-stats', prices['instagram/channel-stats']],
+      [KEYS.reels, null, null],
+      [KEYS.comments, null, null],
+    ]);
+    const profiles = prices['tiktok/channel-stats'] + prices['instagram/channel-stats'];
+    expect(tracked.totals.worstCredits).toBe(untracked.totals.worstCredits + profiles);
+    expect(tracked.totals.expectedCredits).toBe(untracked.totals.expectedCredits + profiles);
+    // Spent last: with a short budget, tracking takes nothing the new items would have had.
+    const budgetCredits = Math.floor(untracked.totals.expectedCredits / 2);
+    const short = planHarvestCost(small, prices, { budgetCredits });
+    const shortUntracked = planHarvestCost({ ...small, track: { accounts: false } }, prices, { budgetCredits });
+    const withoutAccounts = (plan: CostPlan) => plan.targets.map((target) => [target.list, ...target.enrichment].map((line) => line.expected.credits));
+    expect(withoutAccounts(short)).toEqual(withoutAccounts(shortUntracked));
+    expect(short.totals.expectedCredits).toBeLessThanOrEqual(budgetCredits);
+  });
+
   it('a job returns at most 10000 items, and a list at the threshold is paged', () => {
     const plan = planHarvestCost(
       harvest(`    budget: { credits: 1000000 }

@@ -421,7 +421,7 @@ describe('harvester report on an empty warehouse', () => {
     await loadLandings(empty);
     const page = await renderReport(await loadReportData(empty));
     for (const { id } of REPORT_SECTIONS) expect(sectionOf(page, id)).toContain('<p class="empty">');
-    expect(sectionOf(page, 'account-followers')).toContain('No account observations yet: no harvest has bought a channel profile (<code>channel-stats</code>)');
+    expect(sectionOf(page, 'account-followers')).toContain('No account observations yet: set <code>track: { accounts: true }</code> in a harvest');
     expect(page).not.toContain('<svg');
   });
 });

@@ -326,4 +326,49 @@ harvests:
       await worker.stop();
     }
   }, 120_000);
+  it("observes each tracked account's profile once per run, fresh: followers over time gets one row per run and channel", async () => {
+    const worker = await startTestWorker(api);
+    try {
+      const tiktok = catalog.tiktok.handles[3]!;
+      const instagram = catalog.instagram.handles[3]!;
+      const harvest = harvestFrom(`
+harvests:
+  - name: tracked-accounts
+    budget: { credits: 100000 }
+    track: { accounts: true }
+    channels:
+      - { platform: tiktok, handle: ${tiktok}, content: videos, max_items: 20 }
+      - { platform: instagram, handle: ${instagram}, content: posts, max_items: 10 }
+      - { platform: instagram, handle: ${instagram}, content: reels, max_items: 10 }
+`);
+      const before = (await harvestLedger()).length;
+      const first = await runHarvest(worker, { harvest });
+      expect(first.status).toBe('completed');
+      await emulator.admin('clock', { advance_seconds: 3600 });
+      const second = await runHarvest(worker, { harvest });
+      expect(second.status).toBe('completed');
+
+      const observations = await rows<{ platform: string; handle: string; run_id: string; from_cache: boolean }>(
+        worker.dataDir,
+        `SELECT platform, handle, run_id, from_cache FROM account_metrics WHERE handle IN ('${tiktok}', '${instagram}') ORDER BY run_id, platform`,
+      );
+      const runs = [first.runId, second.runId].sort();
+      expect(observations.map((row) => [row.run_id, row.platform, row.handle])).toEqual(
+        runs.flatMap((run) => [
+          [run, 'instagram', instagram],
+          [run, 'tiktok', tiktok],
+        ]),
+      );
+      expect(observations.every((row) => row.from_cache === false)).toBe(true);
+      // Every credit the API charged is in the runs' figures and in api_calls, tracking's too.
+      const charged = (await harvestLedger()).slice(before);
+      const credits = charged.reduce((sum, row) => sum + row.credits, 0);
+      expect(first.creditsSpent + second.creditsSpent).toBe(credits);
+      const calls = await rows<{ credits: string }>(worker.dataDir, `SELECT sum(credits) AS credits FROM api_calls WHERE run_id IN ('${first.runId}', '${second.runId}')`);
+      expect(Number(calls[0]!.credits)).toBe(credits);
+      expect(charged.filter((row) => row.endpoint.endsWith('/channel-stats'))).toHaveLength(4);
+    } finally {
+      await worker.stop();
+    }
+  }, 120_000);
 });

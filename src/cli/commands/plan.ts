@@ -12,6 +12,7 @@ const ENRICHMENT_LABEL: Record<PlanLine['what'], string> = {
   summary: '+ summary',
   download: '+ download',
   comments: '+ comments',
+  account: '+ profile (track.accounts)',
 };
 
 function count(n: number, one: string, many = `${one}s`): string {
@@ -29,7 +30,7 @@ export function planText(plan: CostPlan, sources: { config: string; prices: stri
   for (const target of plan.targets) {
     const { list } = target;
     rows.push([target.key, list.endpoint, callsCell(list), String(list.worst.items), String(list.worst.credits), String(list.expected.credits)]);
-    for (const line of target.enrichment) {
+    for (const line of [...target.enrichment, ...(target.account ? [target.account] : [])]) {
       rows.push([`  ${ENRICHMENT_LABEL[line.what]}`, line.endpoint, callsCell(line), String(line.worst.items), String(line.worst.credits), String(line.expected.credits)]);
     }
   }
