@@ -528,11 +528,13 @@ async function observeTrackedAccounts(run: RunContext): Promise<void> {
   }
 }
 
-/** The most one item's enrichment costs in this harvest: a bound on what one failed call costs again. */
+/** The most one item's enrichment, or one tracked account's profile, costs in this harvest: a bound on what one failed call costs again. */
 function dearestItemEnrichment(run: RunContext): number {
   const { prices } = run.state;
   return Math.max(
     ...run.state.targets.map((target) => itemEnrichmentWorst(prices, target.plan.platform, run.harvest.enrich, listsPhotoPosts(target.plan))),
+    // A tracked account's profile is such a call too (`track.accounts`).
+    ...trackedAccounts(run.harvest).map((account) => accountsWorst(prices, [account])),
   );
 }
 

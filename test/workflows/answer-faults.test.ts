@@ -174,4 +174,29 @@ describe('answers that do not fit what was asked', () => {
     expect(retried.creditsSpent).toBe(await ledgerCredits(rig));
     expect(retried.creditsSpent).toBe(40 * prices['tiktok/channel-videos'] + 44 * prices['tiktok/stats']);
   }, 120_000);
+  it("a tracked account's profile about another account is a failed call, and `retry` observes it again", async () => {
+    let spoil = true;
+    const rig = await setup((call) => (spoil && call.endpoint.endsWith('/channel-stats') ? { kind: 'other_entity' } : undefined));
+    const handle = rig.catalog.tiktok.handles[4]!;
+    const harvest = harvestFrom(`
+harvests:
+  - name: tracked-profile
+    budget: { credits: 100000 }
+    track: { accounts: true }
+    channels:
+      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 10 }
+`);
+    const first = await execute(rig.temporal, rig.worker, { harvest });
+    expect(first.status).toBe('completed_with_errors');
+    expect(first.failedCalls?.total).toBe(1);
+    expect(first.failedCalls!.first[0]).toMatchObject({ endpoint: 'tiktok/channel-stats', subject: handle, request_id: expect.stringMatching(/^req_/) });
+    expect(first.creditsSpent).toBe(await ledgerCredits(rig));
+    spoil = false;
+    const retried = await execute(rig.temporal, rig.worker, { harvest, resume: resumableState(first.checkpoint, 100_000) }, `${first.runId}-retry`);
+    expect(retried.status).toBe('completed');
+    expect(retried.failedCalls).toBeUndefined();
+    expect(retried.creditsSpent).toBe(await ledgerCredits(rig));
+    const profiles = (await queryWarehouse(rig.worker.dataDir, `SELECT handle FROM account_metrics`)).rows.map((row) => row.handle);
+    expect(profiles).toEqual([handle]);
+  }, 120_000);
 });
