@@ -83,20 +83,22 @@ export class ItemEnricher {
   /**
    * Makes again a call of the run that failed for good (as its journals record it), if the budget
    * has room for its worst case. Comments are listed again from their first page: the pages landed
-   * before the failure are read back, not bought again.
+   * before the failure are read back, not bought again. False when the budget had no room for it,
+   * so it was not made: it stays failed, and the run says so.
    */
-  async redo(failure: FailedCall, tally: EnrichmentTally): Promise<void> {
+  async redo(failure: FailedCall, tally: EnrichmentTally): Promise<boolean> {
     const { budget, prices, enrich } = this.deps;
     const [platform, endpoint] = failure.endpoint.split('/') as [Platform, string];
     const comments = endpoint === 'comments';
     const worst = comments ? commentsPerItem(enrich) * priceOf(prices, platform, 'comments') : priceOf(prices, platform, endpoint as ObjectEndpoint);
     if (worst > budget.free()) {
       tally.halted = (tally.halted ?? 0) + 1;
-      return;
+      return false;
     }
     budget.hold(worst);
     const taken = comments ? await this.comments(platform, failure.subject, commentsPerItem(enrich), tally) : await this.objectCall(platform, endpoint as ObjectEndpoint, failure.subject, tally);
     budget.release(worst - taken);
+    return true;
   }
 
   /** Records a refusal that ends the work's buying (402, 401); false for any other error. */

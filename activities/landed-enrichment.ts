@@ -161,12 +161,12 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
             enrichers.set(target, made);
             return made;
           };
-          await Promise.all(failures.map((failure) => enricherOf(failure.target).redo(failure, tally)));
+          const attempted = await Promise.all(failures.map((failure) => enricherOf(failure.target).redo(failure, tally)));
           const stop = [...enrichers.values()].find((enricher) => enricher.stop)?.stop;
           const stillFailed: Record<string, number> = {};
           for (const failure of runFailures(dataDir, input.runId).values()) stillFailed[failure.target] = (stillFailed[failure.target] ?? 0) + 1;
           const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
-          return { tried: failures.length, stillFailed, credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, ...(stop ? { stop } : {}) };
+          return { tried: attempted.filter(Boolean).length, stillFailed, credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, ...(stop ? { stop } : {}) };
         });
       } catch (failure) {
         throw asActivityFailure(failure);

@@ -192,7 +192,11 @@ harvests:
     expect(first.failedCalls!.first[0]).toMatchObject({ endpoint: 'tiktok/channel-stats', subject: handle, request_id: expect.stringMatching(/^req_/) });
     expect(first.creditsSpent).toBe(await ledgerCredits(rig));
     spoil = false;
-    const retried = await execute(rig.temporal, rig.worker, { harvest, resume: resumableState(first.checkpoint, 100_000) }, `${first.runId}-retry`);
+    // A retry with no credits to spare cannot make it again: it stays failed, and the run says so.
+    const starved = await execute(rig.temporal, rig.worker, { harvest, resume: resumableState(first.checkpoint, 0) }, `${first.runId}-starved`);
+    expect(starved.status).toBe('completed_with_errors');
+    expect(starved.failedCalls?.total).toBe(1);
+    const retried = await execute(rig.temporal, rig.worker, { harvest, resume: resumableState(starved.checkpoint, 100_000) }, `${first.runId}-retry`);
     expect(retried.status).toBe('completed');
     expect(retried.failedCalls).toBeUndefined();
     expect(retried.creditsSpent).toBe(await ledgerCredits(rig));
