@@ -73,11 +73,7 @@ export class ItemEnricher {
    * their calls did not take, and counts their calls in `tally`.
    */
   async enrich(platform: Platform, urls: readonly string[], tally: EnrichmentTally): Promise<void> {
-    // Every call settles before this returns, failed or not: none may still be writing to the
-    // journal once the activity has given up.
-    const outcomes = await Promise.allSettled(urls.map((url) => this.enrichItem(platform, url, tally)));
-    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
-    if (failed) throw failed.reason;
+    await settleAll(urls.map((url) => this.enrichItem(platform, url, tally)));
   }
 
   /**
@@ -91,11 +87,10 @@ export class ItemEnricher {
     const [platform, endpoint] = failure.endpoint.split('/') as [Platform, string];
     const comments = endpoint === 'comments';
     const worst = comments ? commentsPerItem(enrich) * priceOf(prices, platform, 'comments') : priceOf(prices, platform, endpoint as ObjectEndpoint);
-    if (worst > budget.free()) {
+    if (!budget.tryHold(worst)) {
       tally.halted = (tally.halted ?? 0) + 1;
       return false;
     }
-    budget.hold(worst);
     const taken = comments ? await this.comments(platform, failure.subject, commentsPerItem(enrich), tally) : await this.objectCall(platform, endpoint as ObjectEndpoint, failure.subject, tally);
     budget.release(worst - taken);
     return true;
@@ -114,10 +109,7 @@ export class ItemEnricher {
     const calls = objectEnrichments(enrich, isPhotoPostUrl(url)).map((endpoint) => limit(() => this.objectCall(platform, endpoint, url, tally)));
     const comments = commentsPerItem(enrich);
     if (comments > 0) calls.push(limit(() => this.comments(platform, url, comments, tally)));
-    const outcomes = await Promise.allSettled(calls);
-    const failed = outcomes.find((outcome) => outcome.status === 'rejected');
-    if (failed) throw failed.reason;
-    const taken = outcomes.reduce((sum, outcome) => sum + (outcome.status === 'fulfilled' ? outcome.value : 0), 0);
+    const taken = (await settleAll(calls)).reduce((sum, credits) => sum + credits, 0);
     this.deps.budget.release(held - taken);
   }
 
@@ -141,7 +133,7 @@ export class ItemEnricher {
    * hours) would cost the same and tell nothing new.
    */
   async observeAccount(platform: Platform, handle: string, tally: EnrichmentTally): Promise<void> {
-    const taken = await this.objectCall(platform, 'channel-stats', handle, tally, { fresh: true });
+    const taken = await this.deps.limit(() => this.objectCall(platform, 'channel-stats', handle, tally, { fresh: true }));
     this.deps.budget.release(priceOf(this.deps.prices, platform, 'channel-stats') - taken);
   }
 
@@ -251,6 +243,17 @@ export class ItemEnricher {
     }
     return true;
   }
+}
+
+/**
+ * Waits for every call to settle, failed or not, then throws the first failure, or returns their
+ * values: none may still be writing to the journal once the activity has given up.
+ */
+export async function settleAll<T>(calls: readonly Promise<T>[]): Promise<T[]> {
+  const outcomes = await Promise.allSettled(calls);
+  const failed = outcomes.find((outcome) => outcome.status === 'rejected');
+  if (failed) throw failed.reason;
+  return outcomes.map((outcome) => (outcome as PromiseFulfilledResult<T>).value);
 }
 
 /** The refusals that end a piece of work's buying: 402 pauses the run, 401 fails it. */

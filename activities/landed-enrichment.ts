@@ -14,10 +14,9 @@ import { findLanding, pageLandingKey } from '../src/store/landing.js';
 import type { RunApi } from './api-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
-import type { LiveWork } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { priceOf } from '../src/harvest/rules.js';
-import { ItemEnricher, type WorkStop } from './item-enricher.js';
+import { ItemEnricher, settleAll, type WorkStop } from './item-enricher.js';
 import { claimJournal, WorkBudget } from './metered-call.js';
 import { withRunCallLimit } from './run-call-limits.js';
 
@@ -86,6 +85,44 @@ interface Progress {
 }
 
 export function landedEnrichmentActivities({ client, dataDir, logger }: { client: SocialApiClient; dataDir: string; logger?: Logger }) {
+  /**
+   * The frame of an enrichment work that keeps no position of its own (failed calls made again,
+   * tracked accounts observed): its journal claimed by this attempt, its live credits heartbeated,
+   * the run's limit of calls in flight, its grant, one enricher per target (so a call that fails
+   * is recorded against its own target); its spend read back from the journal on disk when done.
+   */
+  async function enrichmentWork<R extends object>(
+    input: RedoFailedInput,
+    work: (enricherFor: (target: string) => ItemEnricher, tally: EnrichmentTally, budget: WorkBudget) => Promise<R>,
+  ): Promise<R & WorkSpent & { enrichment: EnrichmentTally; stop?: WorkStop }> {
+    const context = Context.current();
+    const journal = claimJournal(dataDir, input.runId, input.workId, context.info.attempt);
+    const heartbeat = new CheckpointHeartbeat(() => ({}), () => ({ credits: journal.charged(), items: 0, pages: 0, enriched: 0 }));
+    try {
+      return await withRunCallLimit(input.runId, input.calls, async (limit) => {
+        const budget = new WorkBudget(input.grant, journal);
+        const tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
+        const enrichers = new Map<string, ItemEnricher>();
+        const enricherFor = (target: string) => {
+          const made = enrichers.get(target) ?? new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
+          enrichers.set(target, made);
+          return made;
+        };
+        const result = await work(enricherFor, tally, budget);
+        const stop = [...enrichers.values()].find((enricher) => enricher.stop)?.stop;
+        // Read back from disk, not from memory: an earlier attempt that Temporal gave up but that
+        // had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
+        const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
+        return { ...result, credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, ...(stop ? { stop } : {}) };
+      });
+    } catch (failure) {
+      throw asActivityFailure(failure);
+    } finally {
+      heartbeat.stop();
+      journal.close();
+    }
+  }
+
   return {
     async enrichLanded(input: EnrichLandedInput): Promise<EnrichLandedResult> {
       const context = Context.current();
@@ -106,12 +143,10 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
             const urls: string[] = [];
             for (const item of items) {
               if (!item.url) continue;
-              const worst = enricher.worstOf(input.platform, item.url);
-              if (worst > budget.free()) {
+              if (!budget.tryHold(enricher.worstOf(input.platform, item.url))) {
                 progress.unenriched++;
                 continue;
               }
-              budget.hold(worst);
               urls.push(item.url);
             }
             await enricher.enrich(input.platform, urls, tally);
@@ -142,38 +177,17 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
 
     /**
      * Makes again the run's enrichment calls that failed for good (a retry's first work), within
-     * its grant. Returns how many it tried; its tally counts those that landed and those that
-     * failed again (recorded again, for the next retry).
+     * its grant. Returns how many it made again; its tally counts those that landed and those
+     * that failed again (recorded again, for the next retry).
      */
     async redoFailedCalls(input: RedoFailedInput): Promise<RedoFailedResult> {
-      const context = Context.current();
-      const journal = claimJournal(dataDir, input.runId, input.workId, context.info.attempt);
-      const heartbeat = setInterval(() => context.heartbeat({ live: { credits: journal.charged(), items: 0, pages: 0, enriched: 0 } satisfies LiveWork }), 2_000);
-      try {
-        const failures = [...runFailures(dataDir, input.runId)].map(([key, failure]) => ({ key, ...failure }));
-        return await withRunCallLimit(input.runId, input.calls, async (limit) => {
-          const budget = new WorkBudget(input.grant, journal);
-          const tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
-          // One enricher per target, so a call that fails again is recorded against its own target.
-          const enrichers = new Map<string, ItemEnricher>();
-          const enricherOf = (target: string) => {
-            const made = enrichers.get(target) ?? new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
-            enrichers.set(target, made);
-            return made;
-          };
-          const attempted = await Promise.all(failures.map((failure) => enricherOf(failure.target).redo(failure, tally)));
-          const stop = [...enrichers.values()].find((enricher) => enricher.stop)?.stop;
-          const stillFailed: Record<string, number> = {};
-          for (const failure of runFailures(dataDir, input.runId).values()) stillFailed[failure.target] = (stillFailed[failure.target] ?? 0) + 1;
-          const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
-          return { tried: attempted.filter(Boolean).length, stillFailed, credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, ...(stop ? { stop } : {}) };
-        });
-      } catch (failure) {
-        throw asActivityFailure(failure);
-      } finally {
-        clearInterval(heartbeat);
-        journal.close();
-      }
+      const failures = [...runFailures(dataDir, input.runId)].map(([key, failure]) => ({ key, ...failure }));
+      return enrichmentWork(input, async (enricherFor, tally) => {
+        const attempted = await Promise.all(failures.map((failure) => enricherFor(failure.target).redo(failure, tally)));
+        const stillFailed: Record<string, number> = {};
+        for (const failure of runFailures(dataDir, input.runId).values()) stillFailed[failure.target] = (stillFailed[failure.target] ?? 0) + 1;
+        return { tried: attempted.filter(Boolean).length, stillFailed };
+      });
     },
 
     /**
@@ -181,37 +195,12 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
      * in this run (by an earlier attempt) is read back, not bought again.
      */
     async observeAccounts(input: ObserveAccountsInput): Promise<ObserveAccountsResult> {
-      const context = Context.current();
-      const journal = claimJournal(dataDir, input.runId, input.workId, context.info.attempt);
-      const heartbeat = setInterval(() => context.heartbeat({ live: { credits: journal.charged(), items: 0, pages: 0, enriched: 0 } satisfies LiveWork }), 2_000);
-      try {
-        return await withRunCallLimit(input.runId, input.calls, async (limit) => {
-          const budget = new WorkBudget(input.grant, journal);
-          const tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
-          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, target: TRACKED_ACCOUNTS_TARGET, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
-          let unobserved = 0;
-          const observing: Promise<void>[] = [];
-          for (const account of input.accounts) {
-            const worst = priceOf(input.prices, account.platform, 'channel-stats');
-            if (worst > budget.free()) {
-              unobserved++;
-              continue;
-            }
-            budget.hold(worst);
-            observing.push(limit(() => enricher.observeAccount(account.platform, account.handle, tally)));
-          }
-          // Every call settles before this returns, failed or not (as in ItemEnricher.enrich).
-          const failed = (await Promise.allSettled(observing)).find((outcome) => outcome.status === 'rejected');
-          if (failed) throw failed.reason;
-          const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
-          return { credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, unobserved, ...(enricher.stop ? { stop: enricher.stop } : {}) };
-        });
-      } catch (failure) {
-        throw asActivityFailure(failure);
-      } finally {
-        clearInterval(heartbeat);
-        journal.close();
-      }
+      return enrichmentWork(input, async (enricherFor, tally, budget) => {
+        const enricher = enricherFor(TRACKED_ACCOUNTS_TARGET);
+        const observable = input.accounts.filter((account) => budget.tryHold(priceOf(input.prices, account.platform, 'channel-stats')));
+        await settleAll(observable.map((account) => enricher.observeAccount(account.platform, account.handle, tally)));
+        return { unobserved: input.accounts.length - observable.length };
+      });
     },
 
     /**

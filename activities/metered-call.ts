@@ -35,6 +35,13 @@ export class WorkBudget {
     this.held += credits;
   }
 
+  /** Holds `credits` if the grant still has them free; false, holding nothing, if not. */
+  tryHold(credits: number): boolean {
+    if (credits > this.free()) return false;
+    this.hold(credits);
+    return true;
+  }
+
   release(credits: number): void {
     this.held -= credits;
   }

@@ -22,6 +22,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { HarvestActivities } from '../activities/index.js';
+import type { WorkStop } from '../activities/item-enricher.js';
 import type { TargetWorkResult } from '../activities/target-work.js';
 import type { ApiIdentity } from '../src/api/identity.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
@@ -451,8 +452,7 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
     if (result.stop) {
       // The job's items stay to be enriched (a retry does it); the target itself is listed.
       target.error = result.stop.error;
-      if (result.stop.status === 'paused') await stopForCredits(state, result.stop.error.message);
-      else state.stopped ??= { status: 'failed', reason: `${RUN_STOPPING_ERRORS[result.stop.error.type] ?? 'enrichment stopped'}: ${result.stop.error.message}` };
+      await recordWorkStop(state, result.stop, 'enrichment stopped');
       return;
     }
     target.unenrichedPages = undefined;
@@ -495,7 +495,7 @@ async function redoFailed(run: RunContext): Promise<void> {
     log.warn('failed enrichment calls could not be made again', { message: messageOf(error) });
     // An error no work can get past (another API's worker, a refused key) stops the run here too.
     const why = RUN_STOPPING_ERRORS[failureType(error)];
-    if (why) state.stopped ??= { status: 'failed', reason: messageOf(error).startsWith(why) ? messageOf(error) : `${why}: ${messageOf(error)}` };
+    if (why) state.stopped ??= { status: 'failed', reason: saidOnce(why, messageOf(error)) };
     // Their targets stay failed, as the run before left them.
     for (const target of state.targets) if (target.listed) finishListing(target);
   }
@@ -517,14 +517,12 @@ async function observeTrackedAccounts(run: RunContext): Promise<void> {
     state.callsLost += result.lostCalls;
     addTally(state.enrichment, result.enrichment);
     state.accountsObserved = true;
-    if (result.stop?.status === 'paused') await stopForCredits(state, result.stop.error.message);
-    else if (result.stop) state.stopped ??= { status: 'failed', reason: `${RUN_STOPPING_ERRORS[result.stop.error.type] ?? 'tracking stopped'}: ${result.stop.error.message}` };
+    if (result.stop) await recordWorkStop(state, result.stop, 'tracking stopped');
     else if (result.unobserved > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unobserved} tracked accounts were not observed: the budget ran out` };
   } catch (error) {
     settle(state.budget, reservation, (await spentByFailedWork(run, workId, reservation)).credits);
     log.warn('tracked accounts could not be observed', { message: messageOf(error) });
-    const why = RUN_STOPPING_ERRORS[failureType(error)];
-    state.stopped ??= { status: 'failed', reason: `${why ?? 'tracked accounts could not be observed'}: ${messageOf(error)}` };
+    state.stopped ??= { status: 'failed', reason: saidOnce(RUN_STOPPING_ERRORS[failureType(error)] ?? 'tracked accounts could not be observed', messageOf(error)) };
   }
 }
 
@@ -610,8 +608,18 @@ async function recordStop(state: HarvestState, target: TargetState, status: 'pau
   }
   log.warn('target failed', { target: target.plan.key, type: error.type, message: error.message });
   const why = RUN_STOPPING_ERRORS[error.type];
-  // Said once: a message that already says why is not prefixed with it again.
-  if (why) state.stopped ??= { status: 'failed', reason: error.message.startsWith(why) ? error.message : `${why}: ${error.message}` };
+  if (why) state.stopped ??= { status: 'failed', reason: saidOnce(why, error.message) };
+}
+
+/** A run-stopping reason said once: a message that already says why is not prefixed with it again. */
+function saidOnce(why: string, message: string): string {
+  return message.startsWith(why) ? message : `${why}: ${message}`;
+}
+
+/** A work that stopped buying: a 402 pauses the run (and its schedule), a refused key fails it. */
+async function recordWorkStop(state: HarvestState, stop: WorkStop, what: string): Promise<void> {
+  if (stop.status === 'paused') await stopForCredits(state, stop.error.message);
+  else state.stopped ??= { status: 'failed', reason: `${RUN_STOPPING_ERRORS[stop.error.type] ?? what}: ${stop.error.message}` };
 }
 
 function warnEmpty(state: HarvestState, target: TargetState): void {
