@@ -128,13 +128,13 @@ export class ItemEnricher {
   }
 
   /**
-   * Observes a channel's profile (channel-stats), tracking's call for an account; the caller holds
-   * its worst case, as for an item's enrichment. Fresh: an answer from the API's cache (kept 12
-   * hours) would cost the same and tell nothing new.
+   * Tracking's call: observes an item's stats, or a channel's profile (channel-stats), again; the
+   * caller holds its price, as for an item's enrichment. Fresh: an answer from the API's cache
+   * would cost the same and tell nothing new.
    */
-  async observeAccount(platform: Platform, handle: string, tally: EnrichmentTally): Promise<void> {
-    const taken = await this.deps.limit(() => this.objectCall(platform, 'channel-stats', handle, tally, { fresh: true }));
-    this.deps.budget.release(priceOf(this.deps.prices, platform, 'channel-stats') - taken);
+  async observe(platform: Platform, endpoint: 'stats' | 'channel-stats', subject: string, tally: EnrichmentTally): Promise<void> {
+    const taken = await this.deps.limit(() => this.objectCall(platform, endpoint, subject, tally, { fresh: true }));
+    this.deps.budget.release(priceOf(this.deps.prices, platform, endpoint) - taken);
   }
 
   /**

@@ -148,7 +148,8 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
                 endpoint: endpointKey({ platform: input.target.platform, name: input.target.endpoint }),
                 params: input.target.params,
                 request_id: results.requestId,
-                observed_at: new Date().toISOString(),
+                // The API's clock when the job fetched the results, not this worker's.
+                observed_at: job.completed_at ?? new Date().toISOString(),
                 // The job is one billed call: its charge lands once, with its first results page.
                 ...(progress.pages === 0 ? { call: { request_id: file.requestId, units: job.item_count ?? 0, credits: job.credits_charged, job_id: input.jobId } } : {}),
                 rank_offset: input.rankOffset + progress.count,

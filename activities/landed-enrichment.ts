@@ -19,6 +19,7 @@ import { priceOf } from '../src/harvest/rules.js';
 import { ItemEnricher, settleAll, type WorkStop } from './item-enricher.js';
 import { claimJournal, WorkBudget } from './metered-call.js';
 import { withRunCallLimit } from './run-call-limits.js';
+import type { TargetPlan } from '../src/harvest/targets.js';
 
 export interface EnrichLandedInput extends RunApi {
   runId: string;
@@ -48,6 +49,24 @@ export interface ObserveAccountsInput extends RedoFailedInput {
 export interface ObserveAccountsResult extends WorkSpent {
   enrichment: EnrichmentTally;
   /** Accounts left unobserved because the grant ran out. */
+  unobserved: number;
+  stop?: WorkStop;
+}
+
+/** Tracking's items: the stats of those due at `asOfMs` (src/harvest/tracking.ts), most overdue first. */
+export interface ObserveItemsInput extends RedoFailedInput {
+  /** The run's listing targets, in config order: an item is tracked with the first that landed it. */
+  targets: TargetPlan[];
+  days: number;
+  /** The API's clock when the run forecast its tracking (prepareRun): the same items are due. */
+  asOfMs: number;
+}
+
+export interface ObserveItemsResult extends WorkSpent {
+  enrichment: EnrichmentTally;
+  /** Items observed, by the target that landed them. */
+  observed: Record<string, number>;
+  /** Due items left unobserved because the grant ran out. */
   unobserved: number;
   stop?: WorkStop;
 }
@@ -198,8 +217,27 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
       return enrichmentWork(input, async (enricherFor, tally, budget) => {
         const enricher = enricherFor(TRACKED_ACCOUNTS_TARGET);
         const observable = input.accounts.filter((account) => budget.tryHold(priceOf(input.prices, account.platform, 'channel-stats')));
-        await settleAll(observable.map((account) => enricher.observeAccount(account.platform, account.handle, tally)));
+        await settleAll(observable.map((account) => enricher.observe(account.platform, 'channel-stats', account.handle, tally)));
         return { unobserved: input.accounts.length - observable.length };
+      });
+    },
+
+    /**
+     * Observes the stats of the tracked items due at `asOfMs`, most overdue first, within its
+     * grant: a short grant observes fewer. An item already observed in this run (by an earlier
+     * attempt, or enriched as a new item) is read back, not bought again.
+     */
+    async observeItems(input: ObserveItemsInput): Promise<ObserveItemsResult> {
+      // Loaded here, not at the top: DuckDB costs a third of a second to load, which a harvest
+      // that tracks no items need not pay.
+      const { dueTrackedItems } = await import('../src/warehouse/known-items.js');
+      const due = await dueTrackedItems(dataDir, input.targets, input.days, input.asOfMs);
+      return enrichmentWork(input, async (enricherFor, tally, budget) => {
+        const observable = due.filter(({ item }) => budget.tryHold(priceOf(input.prices, item.platform, 'stats')));
+        await settleAll(observable.map(({ item }) => enricherFor(item.target).observe(item.platform, 'stats', item.url, tally)));
+        const observed: Record<string, number> = {};
+        for (const { item } of observable) observed[item.target] = (observed[item.target] ?? 0) + 1;
+        return { observed, unobserved: due.length - observable.length };
       });
     },
 

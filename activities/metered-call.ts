@@ -140,7 +140,7 @@ export interface PagePlace {
 }
 
 /** The landing of one billed answer: what the API sent, what it cost, and where it belongs. */
-export function landingOfCall(place: PagePlace, report: CallReport, data: unknown, observedAt: Date = new Date()): PageLanding {
+export function landingOfCall(place: PagePlace, report: CallReport, data: unknown): PageLanding {
   return {
     format: 1,
     kind: 'page',
@@ -151,7 +151,8 @@ export function landingOfCall(place: PagePlace, report: CallReport, data: unknow
     endpoint: report.endpoint,
     params: place.params,
     request_id: report.requestId,
-    observed_at: observedAt.toISOString(),
+    // The API's clock, not this worker's: observations' ages are measured on it.
+    observed_at: report.answeredAt.toISOString(),
     call: {
       request_id: report.requestId,
       units: Array.isArray(data) ? data.length : 1,

@@ -18,6 +18,7 @@ import { asActivity } from './failures.js';
 import type { Logger } from '../src/logger.js';
 import type { FailedCall } from '../src/harvest/progress.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
+import type { TrackingForecast } from '../src/harvest/tracking.js';
 
 export interface TargetKnowledge {
   /** Newest ids already in the warehouse: an incremental run stops at the first it meets. */
@@ -32,11 +33,14 @@ export interface PrepareRunInput extends RunApi {
   startedAt: string;
   budgetCredits: number;
   targets: TargetPlan[];
+  /** The harvest's `track.items`: its due items are forecast. */
+  trackItems?: { days: number };
 }
 
 export interface PreparedRun {
   prices: PriceTable;
   knowledge: Record<string, TargetKnowledge>;
+  tracking?: TrackingForecast;
   /** Set when the run must not start: the API said credits are low. */
   blocked?: string;
 }
@@ -107,12 +111,13 @@ export function runActivities(deps: RunActivityDeps) {
     // Only after a complete listing may a run stop at known items; after one that stopped short,
     // it lists again to max_items, filling the gap the earlier run left.
     const incremental = input.targets.filter((target) => coversListing(readCoverage(deps.dataDir, target.key), target.maxItems));
+    if (incremental.length === 0 && !input.trackItems) return { prices, knowledge };
+    // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
+    const apiNow = (await deps.client.serverTime()).getTime();
     if (incremental.length > 0) {
       // Loaded here, not at the top: DuckDB costs a third of a second to load, which a first run
       // (and the start of every `harvester run`) need not pay.
       const { newestKnownItems } = await import('../src/warehouse/known-items.js');
-      // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
-      const apiNow = (await deps.client.serverTime()).getTime();
       for (const target of incremental) {
         const known = await newestKnownItems(deps.dataDir, target, KNOWN_IDS);
         if (known.length === 0) continue;
@@ -120,7 +125,9 @@ export function runActivities(deps: RunActivityDeps) {
         knowledge[target.key] = { knownIds: known.map((item) => item.id), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };
       }
     }
-    return { prices, knowledge };
+    if (!input.trackItems) return { prices, knowledge };
+    const { forecastTracking } = await import('../src/warehouse/known-items.js');
+    return { prices, knowledge, tracking: await forecastTracking(deps.dataDir, input.targets, input.trackItems.days, apiNow, prices) };
   }
 
   async function finish(input: FinishRunInput): Promise<FinishedRun> {

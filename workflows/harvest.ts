@@ -85,7 +85,7 @@ const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInter
 
 // A target's whole listing, or a job's enrichment, in one activity that heartbeats after each
 // page: a killed worker's work moves to another within the heartbeat timeout, resuming there.
-const { harvestTarget, enrichLanded, landJobResults, redoFailedCalls, observeAccounts } = proxyActivities<HarvestActivities>({
+const { harvestTarget, enrichLanded, landJobResults, redoFailedCalls, observeAccounts, observeItems } = proxyActivities<HarvestActivities>({
   startToCloseTimeout: '24 hours',
   heartbeatTimeout: '10 seconds',
   retry: RETRY,
@@ -150,6 +150,7 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
   if (drained === 'continue') await continueAsNew<typeof harvestWorkflow>({ ...input, resume: state });
   // Tracking spends last, after what is new was listed and enriched (src/harvest/spend-order.ts).
   if (!state.stopped && !state.accountsObserved && trackedAccounts(input.harvest).length > 0) await observeTrackedAccounts(run);
+  if (!state.stopped && state.tracking && state.itemsObserved === undefined) await observeTrackedItems(run);
 
   let status = finalStatus(state);
   const finishInput = {
@@ -526,6 +527,45 @@ async function observeTrackedAccounts(run: RunContext): Promise<void> {
   }
 }
 
+/**
+ * Observes the stats of the tracked items due when the run started (`track.items`), in one
+ * activity granted what prepareRun forecast for them; what the budget cannot cover is left
+ * unobserved, most overdue observed first, and the run says so.
+ */
+async function observeTrackedItems(run: RunContext): Promise<void> {
+  const { state } = run;
+  const forecast = state.tracking!;
+  const credits = grant(availableCredits(state.budget), forecast.credits);
+  const reservation = reserve(state.budget, credits);
+  const workId = nextWorkId(state, 'track-items');
+  try {
+    const result = await observeItems({
+      runId: state.runId,
+      harvest: state.harvestName,
+      workId,
+      grant: credits,
+      prices: state.prices,
+      enrich: run.harvest.enrich,
+      calls: run.calls,
+      targets: state.targets.map((target) => target.plan),
+      days: run.harvest.track!.items!.days,
+      asOfMs: forecast.asOfMs,
+      callDeadlineMs: callDeadlineMs(run.harvest),
+      ...run.api,
+    });
+    settle(state.budget, reservation, result.credits);
+    state.callsLost += result.lostCalls;
+    addTally(state.enrichment, result.enrichment);
+    state.itemsObserved = Object.values(result.observed).reduce((sum: number, count) => sum + count, 0);
+    if (result.stop) await recordWorkStop(state, result.stop, 'tracking stopped');
+    else if (result.unobserved > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unobserved} tracked items were not observed: the budget ran out` };
+  } catch (error) {
+    settle(state.budget, reservation, (await spentByFailedWork(run, workId, reservation)).credits);
+    log.warn('tracked items could not be observed', { message: messageOf(error) });
+    state.stopped ??= { status: 'failed', reason: saidOnce(RUN_STOPPING_ERRORS[failureType(error)] ?? 'tracked items could not be observed', messageOf(error)) };
+  }
+}
+
 /** The most one item's enrichment, or one tracked account's profile, costs in this harvest: a bound on what one failed call costs again. */
 function dearestItemEnrichment(run: RunContext): number {
   const { prices } = run.state;
@@ -550,7 +590,15 @@ async function startRun(input: HarvestInput, workflowId: string): Promise<Harves
   const budgetCredits = input.budgetCredits ?? input.harvest.budget.credits;
   let prepared: Awaited<ReturnType<typeof prepareRun>>;
   try {
-    prepared = await prepareRun({ runId: workflowId, harvest: input.harvest.name, startedAt, budgetCredits, targets: plans, ...apiOf(input) });
+    prepared = await prepareRun({
+      runId: workflowId,
+      harvest: input.harvest.name,
+      startedAt,
+      budgetCredits,
+      targets: plans,
+      ...(input.harvest.track?.items ? { trackItems: input.harvest.track.items } : {}),
+      ...apiOf(input),
+    });
   } catch (error) {
     // Nothing was bought: the run fails with one line that says why it could not start.
     throw ApplicationFailure.nonRetryable(`the run could not start: ${messageOf(error)}`, failureType(error));
@@ -576,6 +624,7 @@ async function startRun(input: HarvestInput, workflowId: string): Promise<Harves
     enrichment: { calls: 0, skipped: 0, failed: 0, unenriched: 0 },
     callsLost: 0,
     nextWork: 1,
+    ...(prepared.tracking ? { tracking: prepared.tracking } : {}),
   };
   if (prepared.blocked) state.stopped = { status: 'paused', reason: prepared.blocked };
   return state;

@@ -105,6 +105,8 @@ export interface CallReport {
   creditsExpected: number;
   creditsRemaining: number | undefined;
   cache: 'HIT' | 'MISS' | undefined;
+  /** When the API answered, on its clock (the answer's Date header; this machine's when it has none). */
+  answeredAt: Date;
 }
 
 export interface ObjectResult<T> extends CallReport {
@@ -366,8 +368,7 @@ export class SocialApiClient {
 
   /** The API's clock, read from the Date header of a free call (this machine's when it has none). */
   async serverTime(): Promise<Date> {
-    const date = Date.parse(header((await this.send('GET', '/webhooks', {})).headers, 'date') ?? '');
-    return new Date(Number.isNaN(date) ? Date.now() : date);
+    return apiTime((await this.send('GET', '/webhooks', {})).headers);
   }
 
   async listWebhooks(): Promise<WebhookEndpoint[]> {
@@ -508,8 +509,15 @@ export class SocialApiClient {
       creditsExpected,
       creditsRemaining: remaining === undefined ? undefined : Number(remaining),
       cache: cache === 'HIT' || cache === 'MISS' ? cache : undefined,
+      answeredAt: apiTime(response.headers),
     };
   }
+}
+
+/** The API's clock at an answer: its Date header, or this machine's clock when it has none. */
+function apiTime(headers: Record<string, string | string[] | undefined>): Date {
+  const date = Date.parse(header(headers, 'date') ?? '');
+  return new Date(Number.isNaN(date) ? Date.now() : date);
 }
 
 /**

@@ -39,3 +39,12 @@ export function durationList(value: string): number[] {
 export class UsageError extends Error {
   override readonly name = 'UsageError';
 }
+
+/** A point in time as ISO 8601 with its zone (`2026-11-24T06:00:00Z`), as epoch milliseconds. */
+export function isoTime(value: string): number {
+  const parsed = Date.parse(value);
+  if (!/^\d{4}-\d{2}-\d{2}T.*(Z|[+-]\d{2}:?\d{2})$/.test(value) || Number.isNaN(parsed)) {
+    throw new InvalidArgumentError(`expected a time in ISO 8601 with its zone, like 2026-11-24T06:00:00Z, got ${JSON.stringify(value)}`);
+  }
+  return parsed;
+}

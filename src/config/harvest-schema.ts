@@ -8,6 +8,7 @@ import { PAGE_LIMITS, PLATFORMS, type Platform } from '../api-catalog/endpoints.
 import type { CommentTarget, Enrichment, Harvest, SearchTarget } from '../harvest/harvest-types.js';
 import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from '../harvest/rules.js';
 import { planTargets } from '../harvest/targets.js';
+import { MAX_TRACKED_DAYS } from '../harvest/tracking.js';
 
 const MAX_TARGET_ITEMS = 100_000;
 const DEFAULT_JOB_THRESHOLD = 500;
@@ -147,7 +148,15 @@ const enrichCommentsSchema = z
 
 const flag = z.boolean({ error: 'expected true or false' }).default(false);
 
-const trackSchema = mapping({ accounts: flag }, 'tracking: { accounts: true } (each channel\'s profile observed once per run)');
+const trackItemsSchema = mapping(
+  { days: wholeNumber(1, MAX_TRACKED_DAYS, ` of days: items posted within them are observed again (the last planned observation is at ${MAX_TRACKED_DAYS} days of age)`) },
+  'tracked items: { days: N }',
+);
+
+const trackSchema = mapping(
+  { accounts: flag, items: z.preprocess(nullAsMissing, trackItemsSchema.optional()) },
+  "tracking: { accounts: true, items: { days: N } } (each channel's profile once per run; the stats of items posted within N days, as they age)",
+);
 
 const noEnrichment = (): Enrichment => ({ stats: false, comments: false, transcript: false, summary: false, download: false });
 

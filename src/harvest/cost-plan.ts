@@ -1,6 +1,7 @@
 /**
  * What one run of a harvest would buy, and what it would cost, worked out from the config and the
- * price table alone: no API call, no warehouse. Pure arithmetic, for `harvester plan`, by the same
+ * price table (and, for `track.items`, the due items the caller read from the warehouse): no API
+ * call. Pure arithmetic, for `harvester plan`, by the same
  * rules the workflow runs by (src/harvest/rules.ts): job or pages, which calls an item gets, worst
  * cases, and the order a short budget is spent in.
  *
@@ -30,6 +31,7 @@ import {
 } from './rules.js';
 import { itemsBought, SPEND_ORDER } from './spend-order.js';
 import { planTargets, type TargetKind, type TargetPlan } from './targets.js';
+import type { TrackingForecast } from './tracking.js';
 
 /** The enrichment a listed item gets, in the order the workflow makes the calls. */
 export type EnrichmentKind = ObjectEnrichment | 'comments';
@@ -47,7 +49,7 @@ export interface Purchase {
 
 export interface PlanLine {
   /** `list` for the target's own listing, else the enrichment kind. */
-  what: 'list' | EnrichmentKind | 'account';
+  what: 'list' | EnrichmentKind | 'account' | 'tracked';
   endpoint: EndpointKey;
   mode: CallMode;
   /** Credits per unit, from the price table. */
@@ -68,6 +70,8 @@ export interface TargetCost {
   enrichment: PlanLine[];
   /** The channel's profile, observed once per run when the harvest tracks accounts. */
   account?: PlanLine;
+  /** The stats of the target's items due for tracking (`track.items`), when the plan was given them. */
+  tracked?: PlanLine;
   worstCredits: number;
   expectedCredits: number;
   note?: string;
@@ -91,6 +95,8 @@ export interface CostPlan {
     expectedCredits: number;
   };
   budgetCoversWorstCase: boolean;
+  /** The tracked items the plan was given (`track.items`). */
+  tracking?: TrackingForecast;
   /** Credits the budget lacks to cover the worst case (0 when it covers it). */
   shortfall: number;
   assumptions: string[];
@@ -101,6 +107,8 @@ export interface CostPlanOptions {
   budgetCredits?: number;
   /** Page size of listing calls: 50, as the workflow uses. */
   pageSize?: number;
+  /** The tracked items due (`track.items`), read from the warehouse at the run's time. */
+  tracking?: TrackingForecast;
 }
 
 const ZERO: Purchase = { calls: 0, items: 0, credits: 0 };
@@ -145,6 +153,17 @@ interface TargetLines {
   list: PlanLine;
   enrichment: PlanLine[];
   account?: PlanLine;
+  tracked?: PlanLine;
+}
+
+/** The tracked-items line of each target with items due: one stats call each. */
+function trackedLines(plans: TargetPlan[], prices: PriceTable, tracking: TrackingForecast | undefined): (PlanLine | undefined)[] {
+  return plans.map((plan) => {
+    const due = tracking?.due[plan.key] ?? 0;
+    if (due === 0) return undefined;
+    const price = priceOf(prices, plan.platform, 'stats');
+    return { what: 'tracked', endpoint: `${plan.platform}/stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: due, items: due, credits: due * price }, expected: { ...ZERO } };
+  });
 }
 
 /** The account line of each tracked account, on the first channel target of that account. */
@@ -161,9 +180,10 @@ function accountLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable)
  * Every target's lines, and what a run is expected to buy, its budget spent in SPEND_ORDER
  * (spend-order.ts), as the workflow spends it.
  */
-function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pageSize: number, budget: number): TargetLines[] {
+function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pageSize: number, budget: number, tracking: TrackingForecast | undefined): TargetLines[] {
   let free = budget;
   const accounts = accountLines(plans, harvest, prices);
+  const tracked = trackedLines(plans, prices, tracking);
   const lines = plans.map((target, index) => {
     const price = priceOf(prices, target.platform, target.endpoint);
     const job = takesJob(target, harvest.job_threshold, false);
@@ -178,7 +198,7 @@ function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, 
       expected: { ...ZERO },
     };
     if (job && target.maxItems > PAGE_LIMITS.maxJob) list.note = `a job returns at most ${PAGE_LIMITS.maxJob} items; max_items is ${target.maxItems}`;
-    return { target, price, byJob: job, list, enrichment: enrichmentLines(target, harvest, prices, pageSize, wanted), account: accounts[index] };
+    return { target, price, byJob: job, list, enrichment: enrichmentLines(target, harvest, prices, pageSize, wanted), account: accounts[index], tracked: tracked[index] };
   });
   for (const step of SPEND_ORDER) {
     for (const line of lines) {
@@ -201,23 +221,32 @@ function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, 
         const items = itemsBought(free, worst, chargedPerItem(line.enrichment, harvest), line.list.expected.items);
         expectEnrichment(line.enrichment, harvest, pageSize, items);
         free -= items * chargedPerItem(line.enrichment, harvest);
-      } else if (step === 'tracking' && line.account && free >= line.account.worst.credits) {
+      } else if (step === 'tracked-accounts' && line.account && free >= line.account.worst.credits) {
         line.account.expected = { ...line.account.worst };
         free -= line.account.worst.credits;
+      } else if (step === 'tracked-items' && line.tracked) {
+        const items = Math.min(line.tracked.worst.items, Math.floor(free / line.tracked.unitPrice));
+        line.tracked.expected = { calls: items, items, credits: items * line.tracked.unitPrice };
+        free -= line.tracked.expected.credits;
       }
     }
   }
-  return lines.map(({ list, enrichment, account }) => ({ list, enrichment, ...(account ? { account } : {}) }));
+  return lines.map(({ list, enrichment, account, tracked }) => ({ list, enrichment, ...(account ? { account } : {}), ...(tracked ? { tracked } : {}) }));
+}
+
+/** A target's lines in the order they are shown: its list, its enrichment, then tracking's. */
+export function linesOf(target: TargetLines): PlanLine[] {
+  return [target.list, ...target.enrichment, ...(target.account ? [target.account] : []), ...(target.tracked ? [target.tracked] : [])];
 }
 
 export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: CostPlanOptions = {}): CostPlan {
   const pageSize = options.pageSize ?? PAGE_LIMITS.maxSynchronous;
   const budgetCredits = options.budgetCredits ?? harvest.budget.credits;
   const plans = planTargets(harvest);
-  const planned = targetLines(plans, harvest, prices, pageSize, budgetCredits);
+  const planned = targetLines(plans, harvest, prices, pageSize, budgetCredits, options.tracking);
   const targets: TargetCost[] = plans.map((plan, index) => {
-    const { list, enrichment, account } = planned[index] as TargetLines;
-    const lines = [list, ...enrichment, ...(account ? [account] : [])];
+    const { list, enrichment, account, tracked } = planned[index] as TargetLines;
+    const lines = linesOf({ list, enrichment, account, tracked });
     return {
       key: plan.key,
       kind: plan.kind,
@@ -226,12 +255,13 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
       list,
       enrichment,
       ...(account ? { account } : {}),
+      ...(tracked ? { tracked } : {}),
       worstCredits: lines.reduce((sum, line) => sum + line.worst.credits, 0),
       expectedCredits: lines.reduce((sum, line) => sum + line.expected.credits, 0),
     };
   });
 
-  const lines = targets.flatMap((target) => [target.list, ...target.enrichment, ...(target.account ? [target.account] : [])]);
+  const lines = targets.flatMap(linesOf);
   const worstCredits = lines.reduce((sum, line) => sum + line.worst.credits, 0);
   const expectedCredits = lines.reduce((sum, line) => sum + line.expected.credits, 0);
   return {
@@ -248,6 +278,7 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
       expectedCredits,
     },
     budgetCoversWorstCase: worstCredits <= budgetCredits,
+    ...(options.tracking ? { tracking: options.tracking } : {}),
     shortfall: Math.max(0, worstCredits - budgetCredits),
     assumptions: assumptionsOf(harvest, pageSize),
   };
@@ -255,7 +286,7 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
 
 function assumptionsOf(harvest: Harvest, pageSize: number): string[] {
   return [
-    'a first run: every list holds max_items (the plan reads neither the API nor the warehouse; a later run stops at items it has seen before and usually buys less)',
+    'a first run: every list holds max_items (the plan reads no API, and of the warehouse only tracked items; a later run stops at items it has seen before and usually buys less)',
     `targets above job_threshold (${harvest.job_threshold}) are one async job of at most ${PAGE_LIMITS.maxJob} items; the others are pages of ${pageSize}`,
     'each listed item is enriched right after its page is landed; the items a job listed are enriched once its results land',
     'comments enrichment finds max_per_item comments on every item; instagram photo posts (channel content posts) get no transcript or summary',

@@ -58,13 +58,15 @@ export interface Harvest {
   call_deadline_seconds?: number;
   /**
    * What each run observes again besides what it lists: `accounts`, each channel's profile
-   * (channel-stats) once per run. Absent from runs started before the setting existed.
+   * (channel-stats) once per run; `items`, the stats of the harvest's items posted within `days`,
+   * as they age (src/harvest/tracking.ts). Absent from runs started before the setting existed.
    */
   track?: Tracking;
 }
 
 export interface Tracking {
   accounts: boolean;
+  items?: { days: number };
 }
 
 export interface HarvestConfig {

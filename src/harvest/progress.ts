@@ -54,6 +54,8 @@ export interface HarvestProgress {
    * worst case is in creditsSpent, while api_calls has only what was landed.
    */
   callsLost: number;
+  /** Tracked items (`track.items`): due when the run started, and observed so far. */
+  trackedItems?: { due: number; observed: number };
   reason?: string;
 }
 

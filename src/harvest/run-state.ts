@@ -7,6 +7,7 @@
 import type { PriceTable } from '../api-catalog/endpoints.js';
 import type { HarvestProgress, HarvestStatus, TargetProgress } from './progress.js';
 import type { TargetPlan } from './targets.js';
+import type { TrackingForecast } from './tracking.js';
 
 /**
  * A run's credit budget, as plain arithmetic the workflow can replay: before every billed call the
@@ -111,6 +112,10 @@ export interface HarvestState {
   redoFailedCalls?: boolean;
   /** Tracked accounts were observed in this run (`track.accounts`): a retry does not observe them again. */
   accountsObserved?: boolean;
+  /** Tracked items due when the run started, and what their stats cost (`track.items`). */
+  tracking?: TrackingForecast;
+  /** Tracked items observed in this run; set once they were (a retry does not observe them again). */
+  itemsObserved?: number;
   stopped?: { status: HarvestStatus; reason: string };
 }
 
@@ -175,6 +180,7 @@ export function progressOf(state: HarvestState, status?: HarvestStatus): Harvest
     targets,
     enrichment: { calls: state.enrichment.calls, skipped: state.enrichment.skipped, failed: state.enrichment.failed + state.enrichment.unenriched, pending: state.targets.filter((target) => target.unenrichedPages).length },
     callsLost: state.callsLost,
+    ...(state.tracking ? { trackedItems: { due: Object.values(state.tracking.due).reduce((sum, count) => sum + count, 0), observed: state.itemsObserved ?? 0 } } : {}),
     ...(state.stopped ? { reason: state.stopped.reason } : {}),
   };
 }

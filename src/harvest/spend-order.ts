@@ -9,10 +9,12 @@
  *    next item's worst case fits what is free;
  * 3. `job-items`: the items the jobs listed are enriched, once no listing is left to start, or
  *    alongside the listings when what is free covers their whole worst case;
- * 4. `tracking`: once everything new is listed and enriched, the tracked accounts are observed
- *    (`track.accounts`), as far as what is left covers.
+ * 4. `tracked-accounts`: once everything new is listed and enriched, the tracked accounts are
+ *    observed (`track.accounts`), in config order, as far as what is left covers;
+ * 5. `tracked-items`: then the tracked items due (`track.items`), most overdue first, as far as
+ *    what is left covers.
  */
-export const SPEND_ORDER = ['job', 'pages', 'job-items', 'tracking'] as const;
+export const SPEND_ORDER = ['job', 'pages', 'job-items', 'tracked-accounts', 'tracked-items'] as const;
 
 /** Whether a paged target may list another item: its worst case (listing and enrichment) fits. */
 export function mayList(free: number, itemWorst: number): boolean {

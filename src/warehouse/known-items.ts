@@ -1,9 +1,14 @@
 /**
- * What the warehouse already has of a target, newest first: the items (or comments) an
- * incremental run stops at, with their posting times, from which its first page is sized.
+ * What the warehouse already has of a target: the newest items (or comments) an incremental run
+ * stops at, with their posting times, from which its first page is sized; and the items tracking
+ * observes again as they age.
  */
 import { existsSync } from 'node:fs';
+import type { Platform } from '../api-catalog/endpoints.js';
 import type { TargetPlan } from '../harvest/targets.js';
+import type { PriceTable } from '../api-catalog/endpoints.js';
+import { priceOf } from '../harvest/rules.js';
+import { dueObservations, trackedSinceMs, type DueObservation, type TrackedItem, type TrackingForecast } from '../harvest/tracking.js';
 import { sqlString } from './duckdb.js';
 import { warehousePath } from '../store/layout.js';
 import { LIST_KINDS, SEARCH_KINDS } from './normalize.js';
@@ -15,22 +20,87 @@ export interface KnownItem {
   postedAtMs: number | null;
 }
 
+/**
+ * The ids of the items a listing target has landed: a channel's items of its kind, or a search's
+ * hits of its kind. None for a comments target, whose items are comments.
+ */
+function targetItemIds(target: TargetPlan): string | undefined {
+  const platform = sqlString(target.platform);
+  if (target.kind === 'channel') {
+    return `SELECT item_id FROM items WHERE platform = ${platform} AND author_handle = ${sqlString(target.params.handle ?? '')} AND kind = '${LIST_KINDS[target.endpoint] ?? 'video'}'`;
+  }
+  if (target.kind === 'search') {
+    return `SELECT item_id FROM search_hits WHERE platform = ${platform} AND query = ${sqlString(target.params.query ?? '')} AND kind = '${SEARCH_KINDS[target.endpoint] ?? 'search'}'`;
+  }
+  return undefined;
+}
+
 /** The newest `limit` items the warehouse has of a target; none when there is no warehouse yet. */
 export async function newestKnownItems(dataDir: string, target: TargetPlan, limit: number): Promise<KnownItem[]> {
   if (!existsSync(warehousePath(dataDir))) return [];
   const platform = sqlString(target.platform);
-  let sql: string;
-  if (target.kind === 'channel') {
-    sql = `SELECT item_id AS id, epoch_ms(posted_at) AS t FROM items WHERE platform = ${platform} AND author_handle = ${sqlString(target.params.handle ?? '')} AND kind = '${LIST_KINDS[target.endpoint] ?? 'video'}' ORDER BY posted_at DESC LIMIT ${limit}`;
-  } else if (target.kind === 'search') {
-    sql = `SELECT h.item_id AS id, epoch_ms(i.posted_at) AS t FROM search_hits h JOIN items i USING (platform, item_id)
-           WHERE h.platform = ${platform} AND h.query = ${sqlString(target.params.query ?? '')} AND h.kind = '${SEARCH_KINDS[target.endpoint] ?? 'search'}'
-           GROUP BY h.item_id, i.posted_at ORDER BY t DESC LIMIT ${limit}`;
-  } else {
-    sql = `SELECT c.comment_id AS id, epoch_ms(c.posted_at) AS t FROM comments c
-           WHERE c.platform = ${platform} AND c.item_id = (SELECT item_id FROM items WHERE platform = ${platform} AND url = ${sqlString(target.params.url ?? '')} LIMIT 1)
-           ORDER BY c.posted_at DESC LIMIT ${limit}`;
-  }
+  const ids = targetItemIds(target);
+  const sql = ids
+    ? `SELECT item_id AS id, epoch_ms(posted_at) AS t FROM items WHERE platform = ${platform} AND item_id IN (${ids}) ORDER BY posted_at DESC LIMIT ${limit}`
+    : `SELECT c.comment_id AS id, epoch_ms(c.posted_at) AS t FROM comments c
+       WHERE c.platform = ${platform} AND c.item_id = (SELECT item_id FROM items WHERE platform = ${platform} AND url = ${sqlString(target.params.url ?? '')} LIMIT 1)
+       ORDER BY c.posted_at DESC LIMIT ${limit}`;
   const rows = (await queryWarehouse(dataDir, sql)).rows as { id: string; t: string | number | null }[];
   return rows.map((row) => ({ id: String(row.id), postedAtMs: row.t === null ? null : Number(row.t) }));
+}
+
+/** An item `track.items` may observe again: the target that landed it first, and its last fresh observation. */
+export interface TrackableItem extends TrackedItem {
+  platform: Platform;
+  /** The key of the first of the harvest's targets (in config order) that landed the item. */
+  target: string;
+}
+
+/**
+ * The items the harvest's listing targets landed that were posted at or after `postedSinceMs`,
+ * each once (with the first target that has it), and when each was last observed: the newest
+ * observation the API answered fresh, not from its cache (whose data may be older than its time).
+ */
+export async function trackableItems(dataDir: string, targets: readonly TargetPlan[], postedSinceMs: number): Promise<TrackableItem[]> {
+  if (!existsSync(warehousePath(dataDir))) return [];
+  const parts = targets.flatMap((target, order) => {
+    const ids = targetItemIds(target);
+    return ids ? [`SELECT ${order} AS target_order, ${sqlString(target.platform)} AS platform, item_id FROM (${ids})`] : [];
+  });
+  if (parts.length === 0) return [];
+  const rows = (
+    await queryWarehouse(
+      dataDir,
+      `WITH tracked AS (${parts.join(' UNION ALL ')}),
+       firsts AS (SELECT platform, item_id, min(target_order) AS target_order FROM tracked GROUP BY ALL)
+       SELECT f.target_order, i.platform, i.url, epoch_ms(i.posted_at) AS posted,
+         (SELECT epoch_ms(max(m.observed_at)) FROM item_metrics m WHERE m.platform = i.platform AND m.item_id = i.item_id AND m.from_cache IS NOT TRUE) AS last_observed
+       FROM firsts f JOIN items i USING (platform, item_id)
+       WHERE i.url IS NOT NULL AND i.posted_at >= to_timestamp(${postedSinceMs / 1000})
+       ORDER BY i.posted_at, i.url`,
+    )
+  ).rows as { target_order: number; platform: Platform; url: string; posted: string | number; last_observed: string | number | null }[];
+  return rows.map((row) => ({
+    platform: row.platform,
+    target: targets[Number(row.target_order)]!.key,
+    url: row.url,
+    postedAtMs: Number(row.posted),
+    ...(row.last_observed === null ? {} : { lastObservedAtMs: Number(row.last_observed) }),
+  }));
+}
+
+/** The tracked items due at `nowMs` (the API's clock), most overdue first. */
+export async function dueTrackedItems(dataDir: string, targets: readonly TargetPlan[], days: number, nowMs: number): Promise<DueObservation<TrackableItem>[]> {
+  return dueObservations(await trackableItems(dataDir, targets, trackedSinceMs(nowMs, days)), nowMs, days);
+}
+
+/** What tracking's items will cost at `asOfMs`: the due items by target, and their stats' price. */
+export async function forecastTracking(dataDir: string, targets: readonly TargetPlan[], days: number, asOfMs: number, prices: PriceTable): Promise<TrackingForecast> {
+  const due: Record<string, number> = {};
+  let credits = 0;
+  for (const { item } of await dueTrackedItems(dataDir, targets, days, asOfMs)) {
+    due[item.target] = (due[item.target] ?? 0) + 1;
+    credits += priceOf(prices, item.platform, 'stats');
+  }
+  return { asOfMs, due, credits };
 }

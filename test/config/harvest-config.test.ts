@@ -430,6 +430,12 @@ describe('unknown keys', () => {
     expect(error.more.map((problem) => problem.field)).toEqual(['harvests[0].channels[0].max_items']);
   });
 
+  it('reads tracking: accounts, and items with their window in days', () => {
+    const harvest = parse(yaml(...HEAD, ...ONE_CHANNEL, '    track:', '      items: { days: 7 }', '      accounts: true')).harvests[0]!;
+    expect(harvest.track).toEqual({ accounts: true, items: { days: 7 } });
+    expect(parse(yaml(...HEAD, ...ONE_CHANNEL, '    track: { items: { days: 30 } }')).harvests[0]!.track).toEqual({ accounts: false, items: { days: 30 } });
+  });
+
   it('reports unknown keys at every level', () => {
     expectProblem(yaml('harvest:', '  - name: x'), { at: 'harvest:', path: 'harvest', hints: ['unknown key "harvest"', 'did you mean harvests?'] });
     expectProblem(yaml(...HEAD, ...ONE_CHANNEL, '    budgets: { credits: 5 }'), { at: 'budgets', path: 'harvests[0].budgets', hints: ['did you mean budget?'] });
@@ -438,11 +444,16 @@ describe('unknown keys', () => {
       path: 'harvests[0].enrich.transcripts',
       hints: ['did you mean transcript?', 'allowed keys: stats, comments, transcript, summary, download'],
     });
-    // Only accounts can be tracked so far: observing known items again is not built yet.
-    expectProblem(yaml(...HEAD, ...ONE_CHANNEL, '    track:', '      items: { days: 30 }'), {
-      at: 'items: { days',
-      path: 'harvests[0].track.items',
-      hints: ['unknown key "items"', 'allowed keys: accounts'],
+    // Tracking knows accounts and items, nothing else.
+    expectProblem(yaml(...HEAD, ...ONE_CHANNEL, '    track:', '      item: { days: 30 }'), {
+      at: 'item: { days',
+      path: 'harvests[0].track.item',
+      hints: ['unknown key "item"', 'did you mean items?', 'allowed keys: accounts, items'],
+    });
+    expectProblem(yaml(...HEAD, ...ONE_CHANNEL, '    track:', '      items: { days: 90 }'), {
+      at: 'days: 90',
+      path: 'harvests[0].track.items.days',
+      hints: ['expected a whole number from 1 to 30 of days'],
     });
     expectProblem(yaml(...HEAD, ...ONE_CHANNEL, '    enrich:', '      comments: { max_per_items: 5 }'), {
       at: 'max_per_items',

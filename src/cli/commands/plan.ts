@@ -1,9 +1,11 @@
 import { Command } from 'commander';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { DEFAULT_PRICES_FILE, loadPriceTable } from '../../config/prices.js';
-import { wholeNumber } from '../options.js';
+import { isoTime, wholeNumber } from '../options.js';
+import { planTargets } from '../../harvest/targets.js';
 import { textTable } from '../text-table.js';
-import { planHarvestCost, type CostPlan, type PlanLine } from '../../harvest/cost-plan.js';
+import { linesOf, planHarvestCost, type CostPlan, type PlanLine } from '../../harvest/cost-plan.js';
+import { dataDirFromEnv } from '../../config/environment.js';
 
 const ENRICHMENT_LABEL: Record<PlanLine['what'], string> = {
   list: 'list',
@@ -13,6 +15,7 @@ const ENRICHMENT_LABEL: Record<PlanLine['what'], string> = {
   download: '+ download',
   comments: '+ comments',
   account: '+ profile (track.accounts)',
+  tracked: '+ stats again (track.items)',
 };
 
 function count(n: number, one: string, many = `${one}s`): string {
@@ -30,7 +33,7 @@ export function planText(plan: CostPlan, sources: { config: string; prices: stri
   for (const target of plan.targets) {
     const { list } = target;
     rows.push([target.key, list.endpoint, callsCell(list), String(list.worst.items), String(list.worst.credits), String(list.expected.credits)]);
-    for (const line of [...target.enrichment, ...(target.account ? [target.account] : [])]) {
+    for (const line of linesOf(target).slice(1)) {
       rows.push([`  ${ENRICHMENT_LABEL[line.what]}`, line.endpoint, callsCell(line), String(line.worst.items), String(line.worst.credits), String(line.expected.credits)]);
     }
   }
@@ -63,7 +66,9 @@ export function planText(plan: CostPlan, sources: { config: string; prices: stri
     ...(notes.length > 0 ? ['notes:', ...notes.map((note) => `  - ${note}`)] : []),
     'assumptions:',
     ...plan.assumptions.map((assumption) => `  - ${assumption}`),
-    'No API call was made: this is arithmetic on the config and the price table.',
+    plan.tracking
+      ? `No API call was made: this is arithmetic on the config, the price table and the warehouse's tracked items (due at ${new Date(plan.tracking.asOfMs).toISOString()}).`
+      : 'No API call was made: this is arithmetic on the config and the price table.',
   ].join('\n');
 }
 
@@ -74,22 +79,28 @@ export function planCommand(): Command {
     .option('--config <file>', 'harvest config', DEFAULT_HARVESTS_FILE)
     .option('--budget <credits>', "the run's credit cap, instead of the harvest's (as for `harvester run`)", wholeNumber(1))
     .option('--json', 'print the plan as JSON')
+    .option('--at <time>', 'with track.items: the time the tracked items are due at (ISO 8601; default now)', isoTime)
     .addHelpText(
       'after',
       `
 Per target: the endpoint, the calls (pages of 50, or one async job above job_threshold), the items,
 and the worst-case and expected credits, then the enrichment of its items. Prices come from
 HARVESTER_PRICES (default config/prices.yaml). The plan reads no API and no warehouse: it assumes
-a first run, where every list holds max_items.
+a first run, where every list holds max_items. A harvest with track.items reads the warehouse
+(HARVESTER_DATA_DIR, default ./data) for the items due then, most overdue first.
 
 Examples:
   $ harvester plan creators-daily
   $ harvester plan topics-research --budget 1500 --json`,
     )
-    .action((name: string, options: { config: string; budget?: number; json?: boolean }) => {
+    .action(async (name: string, options: { config: string; budget?: number; json?: boolean; at?: number }) => {
       const harvest = findHarvest(loadHarvestConfig(options.config), name);
       const pricesFile = process.env.HARVESTER_PRICES ?? DEFAULT_PRICES_FILE;
-      const plan = planHarvestCost(harvest, loadPriceTable(pricesFile), options.budget === undefined ? {} : { budgetCredits: options.budget });
+      const prices = loadPriceTable(pricesFile);
+      const tracking = harvest.track?.items
+        ? await (await import('../../warehouse/known-items.js')).forecastTracking(dataDirFromEnv(), planTargets(harvest), harvest.track.items.days, options.at ?? Date.now(), prices)
+        : undefined;
+      const plan = planHarvestCost(harvest, prices, { ...(options.budget === undefined ? {} : { budgetCredits: options.budget }), ...(tracking ? { tracking } : {}) });
       if (options.json) process.stdout.write(`${JSON.stringify({ config: options.config, prices: pricesFile, ...plan }, null, 2)}\n`);
       else process.stdout.write(`${planText(plan, { config: options.config, prices: pricesFile })}\n`);
     });
