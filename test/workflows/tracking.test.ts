@@ -1,0 +1,113 @@
+/**
+ * Tracking over time, on the emulated clock: a harvest scheduled every 6 hours for 10 emulated
+ * days observes its items again at the planned ages and each channel's profile once per run, all
+ * fresh, within what `harvester plan` forecast, and every credit is in the ledger and api_calls.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { planHarvestCost } from '../../src/harvest/cost-plan.js';
+import { planTargets } from '../../src/harvest/targets.js';
+import { OBSERVATION_AGES_MS } from '../../src/harvest/tracking.js';
+import { forecastTracking } from '../../src/warehouse/known-items.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import type { HarvestSummary } from '../../workflows/harvest.js';
+import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';
+import { harvestFrom, prices, startTestWorker } from '../support/temporal.js';
+
+const HARVEST_KEY = 'sk_live_tracking';
+const VERIFY_KEY = 'sk_live_tracking_verify';
+const HOUR_MS = 3_600_000;
+const DAY_MS = 24 * HOUR_MS;
+const INTERVAL_MS = 6 * HOUR_MS;
+const RUNS = 41; // every 6 hours from day 0 to day 10
+const WINDOW_DAYS = 7;
+
+let rig: HarvestRig;
+
+beforeAll(async () => {
+  rig = await startHarvestRig({ harvest: HARVEST_KEY, verify: VERIFY_KEY });
+});
+afterAll(async () => {
+  await rig.close();
+});
+
+/** The catalog's TikTok channel that posts most often, so many items are posted during the window. */
+async function busiestChannel(): Promise<string> {
+  let best = { handle: '', intervalMs: Number.POSITIVE_INFINITY };
+  for (const handle of rig.catalog.tiktok.handles) {
+    const { items } = await rig.verify.page('tiktok', 'channel-videos', { handle, limit: 2 });
+    const intervalMs = Date.parse(items[0]!.posted_at!) - Date.parse(items[1]!.posted_at!);
+    if (intervalMs < best.intervalMs) best = { handle, intervalMs };
+  }
+  return best.handle;
+}
+
+describe('tracking over 10 emulated days', () => {
+  it('observes each item at its planned ages within one schedule interval, each profile once per run, all fresh, as planned, ledger = api_calls', async () => {
+    const worker = await startTestWorker(rig.api);
+    try {
+      const handle = await busiestChannel();
+      const harvest = harvestFrom(`
+harvests:
+  - name: tracked
+    budget: { credits: 100000 }
+    track: { items: { days: ${WINDOW_DAYS} }, accounts: true }
+    enrich: { stats: true }
+    channels:
+      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 10 }
+`);
+      const startMs = (await rig.api.serverTime()).getTime();
+      const summaries: HarvestSummary[] = [];
+      let lastRunMs = startMs;
+      for (let run = 0; run < RUNS; run++) {
+        if (run > 0) await rig.emulator.admin('clock', { advance_seconds: INTERVAL_MS / 1000 });
+        lastRunMs = (await rig.api.serverTime()).getTime();
+        const tracking = await forecastTracking(worker.dataDir, planTargets(harvest), WINDOW_DAYS, lastRunMs, prices);
+        const plan = planHarvestCost(harvest, prices, { tracking });
+        const summary = (await rig.temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: `tracked-${run}-${Date.now()}`, args: [{ harvest }] })) as HarvestSummary;
+        expect(summary.status, summary.reason).toBe('completed');
+        // The run observes what the plan forecast for it, no more and no less.
+        const forecast = plan.targets.reduce((sum, target) => sum + (target.tracked?.expected.items ?? 0), 0);
+        expect(summary.trackedItems).toEqual({ due: forecast, observed: forecast });
+        summaries.push(summary);
+      }
+      expect(summaries.some((summary) => (summary.trackedItems?.observed ?? 0) > 0)).toBe(true);
+
+      const rows = async <T>(sql: string) => (await queryWarehouse(worker.dataDir, sql)).rows as T[];
+      // Every stats observation, with the item's age at it, on the API's clock.
+      const observations = await rows<{ item_id: string; posted: string; ages: number[] }>(
+        `SELECT i.item_id, epoch_ms(i.posted_at) AS posted, list(epoch_ms(m.observed_at) - epoch_ms(i.posted_at) ORDER BY m.observed_at) AS ages
+         FROM items i JOIN item_metrics m USING (platform, item_id)
+         WHERE m.source_endpoint = 'tiktok/stats' GROUP BY ALL`,
+      );
+      const postedInWindow = observations.filter((item) => Number(item.posted) > startMs);
+      expect(postedInWindow.length).toBeGreaterThan(10);
+      for (const item of postedInWindow) {
+        const ages = item.ages.map(Number);
+        for (const planned of OBSERVATION_AGES_MS.filter((age) => age <= WINDOW_DAYS * DAY_MS)) {
+          // Only ages whose interval has passed by the last run can have been observed.
+          if (Number(item.posted) + planned + INTERVAL_MS > lastRunMs) continue;
+          expect(ages.some((age) => age >= planned && age < planned + INTERVAL_MS), `item ${item.item_id} at ${planned / HOUR_MS} h: ${ages.map((age) => (age / HOUR_MS).toFixed(1))}`).toBe(true);
+        }
+        // Observed no more often than planned: once when listed, then once per planned age at most.
+        expect(ages.length).toBeLessThanOrEqual(1 + OBSERVATION_AGES_MS.filter((age) => age <= WINDOW_DAYS * DAY_MS).length);
+        expect(Math.max(...ages)).toBeLessThan(WINDOW_DAYS * DAY_MS + INTERVAL_MS);
+      }
+
+      // Every stats call, tracking's included, was answered fresh: no credit paid for a cached answer.
+      const cache = await rows<{ cache_status: string; calls: string }>(`SELECT cache_status, count(*) AS calls FROM api_calls WHERE endpoint = 'tiktok/stats' GROUP BY ALL`);
+      expect(cache.map((row) => row.cache_status)).toEqual(['MISS']);
+
+      // Followers over time: one row per run for the channel.
+      const followers = await rows<{ runs: string; observations: string }>(`SELECT count(DISTINCT run_id) AS runs, count(*) AS observations FROM account_metrics WHERE handle = '${handle}'`);
+      expect(followers[0]).toEqual({ runs: String(RUNS), observations: String(RUNS) });
+
+      // Every credit the API charged is in the runs' figures and in api_calls.
+      const charged = (await rig.emulator.ledger(HARVEST_KEY)).reduce((sum, row) => sum + row.credits, 0);
+      expect(summaries.reduce((sum, summary) => sum + summary.creditsSpent, 0)).toBe(charged);
+      const calls = await rows<{ credits: string }>(`SELECT sum(credits) AS credits FROM api_calls`);
+      expect(Number(calls[0]!.credits)).toBe(charged);
+    } finally {
+      await worker.stop();
+    }
+  }, 600_000);
+});
