@@ -68,13 +68,48 @@ export const VIEWS_DDL = [
   `CREATE OR REPLACE VIEW latest_item_metrics AS
     SELECT * FROM item_metrics
     QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY observed_at DESC, request_id DESC) = 1`,
+  // Growth over at least an hour: observations minutes apart (a listing's and its stats call's)
+  // made rates of tens of thousands of views an hour out of a handful of views. Observations from
+  // the API's cache are left out: their counts may be older than their time.
   `CREATE OR REPLACE VIEW item_growth AS
-    SELECT platform, item_id, observed_at, views, likes,
-      views - lag(views) OVER w AS views_delta,
-      likes - lag(likes) OVER w AS likes_delta,
-      epoch(observed_at - lag(observed_at) OVER w) / 3600.0 AS hours_since_previous
-    FROM item_metrics
-    WINDOW w AS (PARTITION BY platform, item_id ORDER BY observed_at, request_id)`,
+    WITH fresh AS (SELECT * FROM item_metrics WHERE from_cache IS NOT TRUE)
+    SELECT m.platform, m.item_id, m.observed_at, m.views, m.likes,
+      m.views - p.views AS views_delta,
+      m.likes - p.likes AS likes_delta,
+      epoch(m.observed_at - p.observed_at) / 3600.0 AS hours_since_previous
+    FROM fresh m ASOF LEFT JOIN fresh p
+      ON m.platform = p.platform AND m.item_id = p.item_id AND m.observed_at - INTERVAL 1 HOUR >= p.observed_at`,
+  // An item's counts at fixed ages after posting, interpolated in time between the fresh
+  // observations just before and just after each age (or the one at it); an age with no
+  // observation on either side has no row: never extrapolated.
+  `CREATE OR REPLACE VIEW item_metrics_at_age AS
+    WITH fresh AS (SELECT * FROM item_metrics WHERE from_cache IS NOT TRUE),
+    ages AS (SELECT * FROM (VALUES ('1h', 1), ('6h', 6), ('1d', 24), ('3d', 72), ('7d', 168), ('14d', 336), ('30d', 720)) AS a(age, age_hours)),
+    wanted AS (SELECT i.platform, i.item_id, a.age, a.age_hours, i.posted_at + to_hours(a.age_hours) AS aged_at FROM items i CROSS JOIN ages a WHERE i.posted_at IS NOT NULL),
+    before AS (SELECT w.*, b.observed_at AS before_at, b.views AS before_views, b.likes AS before_likes, b.comments AS before_comments, b.shares AS before_shares
+      FROM wanted w ASOF JOIN fresh b ON w.platform = b.platform AND w.item_id = b.item_id AND w.aged_at >= b.observed_at),
+    bracketed AS (SELECT w.*, a.observed_at AS after_at, a.views AS after_views, a.likes AS after_likes, a.comments AS after_comments, a.shares AS after_shares,
+        CASE WHEN a.observed_at = w.before_at THEN 0 ELSE epoch(w.aged_at - w.before_at) / epoch(a.observed_at - w.before_at) END AS f
+      FROM before w ASOF JOIN fresh a ON w.platform = a.platform AND w.item_id = a.item_id AND w.aged_at <= a.observed_at)
+    SELECT platform, item_id, age, age_hours, aged_at,
+      round(before_views + (after_views - before_views) * f)::BIGINT AS views,
+      round(before_likes + (after_likes - before_likes) * f)::BIGINT AS likes,
+      round(before_comments + (after_comments - before_comments) * f)::BIGINT AS comments,
+      round(before_shares + (after_shares - before_shares) * f)::BIGINT AS shares,
+      before_at AS observed_before, after_at AS observed_after
+    FROM bracketed`,
+  // Followers over time: each fresh profile observation, with the change since the one before.
+  `CREATE OR REPLACE VIEW account_followers AS
+    SELECT platform, handle, observed_at, followers,
+      followers - lag(followers) OVER w AS followers_delta,
+      epoch(observed_at - lag(observed_at) OVER w) / 3600.0 AS hours_since_previous,
+      run_id
+    FROM account_metrics WHERE from_cache IS NOT TRUE
+    WINDOW w AS (PARTITION BY platform, handle ORDER BY observed_at, request_id)`,
+  // Search rank over time: an item's best rank for a query in each run that searched it.
+  `CREATE OR REPLACE VIEW search_rank_history AS
+    SELECT platform, query, kind, item_id, run_id, min(observed_at) AS observed_at, min(rank) AS rank
+    FROM search_hits GROUP BY ALL`,
   `CREATE OR REPLACE VIEW top_items_per_account AS
     SELECT i.platform, i.author_handle, i.item_id, i.kind, i.url, m.views, m.likes, m.observed_at,
       rank() OVER (PARTITION BY i.platform, i.author_handle ORDER BY m.views DESC NULLS LAST, m.likes DESC NULLS LAST) AS rank_in_account
@@ -101,4 +136,4 @@ export type WarehouseTable = (typeof WAREHOUSE_TABLES)[number];
 /** Tables a load stages rows for: every data table (`loaded_landings` is the load's own record). */
 export type StagedTable = Exclude<WarehouseTable, 'loaded_landings'>;
 export const STAGED_TABLES = WAREHOUSE_TABLES.filter((table): table is StagedTable => table !== 'loaded_landings');
-export const WAREHOUSE_VIEWS = ['latest_item_metrics', 'item_growth', 'top_items_per_account'] as const;
+export const WAREHOUSE_VIEWS = ['latest_item_metrics', 'item_growth', 'item_metrics_at_age', 'account_followers', 'search_rank_history', 'top_items_per_account'] as const;

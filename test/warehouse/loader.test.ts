@@ -228,7 +228,8 @@ describe('re-harvesting keeps history without duplicating items', () => {
   it('items are upserted, metrics appended, and growth between observations is visible', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'warehouse-'));
     const client = clientFor(emulator);
-    const first = await landSampleHarvest(client, emulator, dataDir, 'run-a');
+    // Fresh answers: growth is measured between observations whose counts are of their time.
+    const first = await landSampleHarvest(client, emulator, dataDir, 'run-a', { fresh: true });
     await loadLandings(dataDir);
     await emulator.admin('clock', { advance_seconds: 2 * 86_400 });
     const second = await landSampleHarvest(client, emulator, dataDir, 'run-b', { fresh: true });
@@ -276,6 +277,8 @@ describe('rows an analyst can trust: the call behind each row, and no views wher
       land(`channel:instagram:${handle}:posts`, { handle }, posts, posts.items);
       const photo = posts.items[0]!;
       expect(photo.url).toContain('instagram.com/p/');
+      // The API's clock (its Date header) counts whole seconds: the stats call comes a second later.
+      await emulator.admin('clock', { advance_seconds: 1 });
       const stats = await client.get('instagram', 'stats', { url: photo.url });
       expect((stats.data as { metrics: { views: number } }).metrics.views).toBe(0);
       land(`item:instagram:${photo.id}:stats`, { url: photo.url }, stats, stats.data);

@@ -98,8 +98,21 @@ harvests:
       expect(cache.map((row) => row.cache_status)).toEqual(['MISS']);
 
       // Followers over time: one row per run for the channel.
-      const followers = await rows<{ runs: string; observations: string }>(`SELECT count(DISTINCT run_id) AS runs, count(*) AS observations FROM account_metrics WHERE handle = '${handle}'`);
+      const followers = await rows<{ runs: string; observations: string }>(`SELECT count(DISTINCT run_id) AS runs, count(*) AS observations FROM account_followers WHERE handle = '${handle}'`);
       expect(followers[0]).toEqual({ runs: String(RUNS), observations: String(RUNS) });
+
+      // Metrics at fixed ages lie between two real observations, never beyond the last one.
+      const atAge = await rows<{ item_id: string; age: string; inside: boolean; between: boolean }>(
+        `SELECT a.item_id, a.age, observed_before <= aged_at AND aged_at <= observed_after AS inside,
+           a.views BETWEEN least(b.views, f.views) AND greatest(b.views, f.views) AS between
+         FROM item_metrics_at_age a
+         JOIN item_metrics b ON b.item_id = a.item_id AND b.observed_at = a.observed_before
+         JOIN item_metrics f ON f.item_id = a.item_id AND f.observed_at = a.observed_after`,
+      );
+      expect(atAge.filter((row) => row.age === '1d').length).toBeGreaterThan(10);
+      expect(atAge.every((row) => row.inside && row.between)).toBe(true);
+      const young = postedInWindow.filter((item) => Number(item.posted) + 7 * DAY_MS > lastRunMs).map((item) => item.item_id);
+      expect(atAge.filter((row) => row.age === '7d' && young.includes(row.item_id))).toEqual([]);
 
       // Every credit the API charged is in the runs' figures and in api_calls.
       const charged = (await rig.emulator.ledger(HARVEST_KEY)).reduce((sum, row) => sum + row.credits, 0);
