@@ -54,6 +54,8 @@ export interface FinishRunInput extends RunApi {
   creditsSpent: number;
   itemsLanded: number;
   error?: string;
+  /** The enrichments the harvest asked for each listed item, for the warehouse's coverage. */
+  enrichments?: string[];
 }
 
 export interface FinishedRun {
@@ -131,6 +133,7 @@ export function runActivities(deps: RunActivityDeps) {
   }
 
   async function finish(input: FinishRunInput): Promise<FinishedRun> {
+    const failed = [...runFailures(deps.dataDir, input.runId)];
     writeLanding(deps.dataDir, {
       format: 1,
       kind: 'run',
@@ -144,6 +147,8 @@ export function runActivities(deps: RunActivityDeps) {
       credits_spent: input.creditsSpent,
       items_landed: input.itemsLanded,
       ...(input.error ? { error: input.error } : {}),
+      ...(input.enrichments ? { enrichments: input.enrichments } : {}),
+      failed_calls: failed.map(([, failure]) => ({ endpoint: failure.endpoint, subject: failure.subject, reason: failure.reason, ...(failure.request_id ? { request_id: failure.request_id } : {}), at: failure.at })),
     });
     // The load may take minutes: heartbeats let a killed worker's load move on within seconds.
     const context = Context.current();
@@ -155,7 +160,6 @@ export function runActivities(deps: RunActivityDeps) {
         { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: result.rowsLoaded, quarantined: result.quarantined.length, ms: result.durationMs },
         'run loaded into the warehouse',
       );
-      const failed = [...runFailures(deps.dataDir, input.runId)];
       return {
         // This run's landings only: a load on a shared data directory also loads other runs'.
         landingsLoaded,

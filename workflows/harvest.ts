@@ -43,7 +43,7 @@ import {
   type Reservation,
   type TargetState,
 } from '../src/harvest/run-state.js';
-import { accountsWorst, itemEnrichmentWorst, jobLimit, listsPhotoPosts, priceOf, takesJob, targetWorst, trackedAccounts } from '../src/harvest/rules.js';
+import { accountsWorst, askedEnrichments, itemEnrichmentWorst, jobLimit, listsPhotoPosts, priceOf, takesJob, targetWorst, trackedAccounts } from '../src/harvest/rules.js';
 import { mayEnrichJobItems, mayList } from '../src/harvest/spend-order.js';
 import { planTargets, type TargetPlan } from '../src/harvest/targets.js';
 
@@ -161,6 +161,7 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
     creditsSpent: state.budget.spent,
     itemsLanded: progressOf(state).itemsLanded,
     ...(state.stopped ? { error: state.stopped.reason } : {}),
+    enrichments: askedEnrichments(input.harvest),
     ...apiOf(input),
   };
   let loaded: Awaited<ReturnType<typeof finishRun>>;

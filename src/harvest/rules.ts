@@ -73,6 +73,11 @@ export function objectEnrichments(enrich: Enrichment, photoPost: boolean): Objec
   return OBJECT_ENRICHMENTS.filter((kind) => enrich[kind] && !(photoPost && (kind === 'transcript' || kind === 'summary')));
 }
 
+/** The enrichments a harvest asks for each listed item, by name (`stats`, `comments`, …). */
+export function askedEnrichments(harvest: Harvest): string[] {
+  return [...OBJECT_ENRICHMENTS.filter((kind) => harvest.enrich[kind]), ...(commentsPerItem(harvest.enrich) > 0 ? ['comments'] : [])];
+}
+
 export function commentsPerItem(enrich: Enrichment): number {
   return enrich.comments === false ? 0 : enrich.comments.max_per_item;
 }

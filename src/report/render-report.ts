@@ -6,7 +6,7 @@
  */
 import { columnChart, dailyLineChart, ENDPOINT_PALETTE, harvestColors, horizontalBarChart, renderChart, trendChart, type ColorKey, type TrendPoint } from './charts.js';
 import { escapeHtml, formatNumber, formatPercent, itemLink, shortId, truncate } from './format.js';
-import { ENRICHMENT_COVERAGE_COLUMNS, FAILURE_STATUSES, type DailySeries, type ReportData, type TopAccount, type TopItem } from './report-data.js';
+import { FAILURE_STATUSES, type DailySeries, type ReportData, type TopAccount, type TopItem } from './report-data.js';
 
 /** The sections every report has, in page order: their ids are stable anchors (and what the tests look for). */
 export const REPORT_SECTIONS = [
@@ -368,10 +368,6 @@ function enrichmentCoverage(data: ReportData): string {
   const coverage = data.enrichmentCoverage!;
   const { id, title } = ENRICHMENT_COVERAGE_SECTION;
   const description = 'Per enrichment, the items it was bought for and, for the others, why not (<code>enrichment_coverage</code>).';
-  if (coverage.missingColumns.length > 0) {
-    const expected = ENRICHMENT_COVERAGE_COLUMNS.map((column) => `<code>${h(column)}</code>`).join(', ');
-    return section(id, title, description, `<p class="empty">The table has no column ${coverage.missingColumns.map((column) => `<code>${h(column)}</code>`).join(', ')}; this report reads ${expected}.</p>`);
-  }
   if (coverage.enrichments.length === 0) return section(id, title, description, '<p class="empty">No enrichment recorded yet.</p>');
   const rows = coverage.enrichments.map(
     (entry) => `<tr>

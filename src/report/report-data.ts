@@ -138,13 +138,8 @@ export interface HarvestCost {
   creditsPerItem: number | null;
 }
 
-/** The columns the enrichment-coverage section reads, one row per item and enrichment. */
-export const ENRICHMENT_COVERAGE_COLUMNS = ['enrichment', 'bought_at', 'why_not'] as const;
-
-/** Enrichment coverage per enrichment, when the warehouse has the `enrichment_coverage` table. */
+/** Enrichment coverage per enrichment, from the warehouse's `enrichment_coverage` view. */
 export interface EnrichmentCoverage {
-  /** Columns of ENRICHMENT_COVERAGE_COLUMNS the table lacks; with any missing, `enrichments` is empty. */
-  missingColumns: string[];
   enrichments: { enrichment: string; items: number; bought: number; notBought: { reason: string; items: number }[] }[];
 }
 
@@ -178,7 +173,7 @@ export interface ReportData {
   topAccounts: TopAccount[];
   /** Credits per item observed, per harvest, in harvest name order. */
   costPerItem: HarvestCost[];
-  /** Null when the warehouse has no `enrichment_coverage` table. */
+  /** Null for a warehouse not loaded since the `enrichment_coverage` view came (its next load makes it). */
   enrichmentCoverage: EnrichmentCoverage | null;
   /** Counts for each failure status present, in FAILURE_STATUSES order. */
   failureCounts: { status: string; runs: number }[];
@@ -533,14 +528,11 @@ function topItemFrom(row: Record<string, unknown>, rank: number): TopItem {
 }
 
 /**
- * Enrichment coverage per enrichment: items bought, and the others by why not. The table comes
- * with tracking; a warehouse without it has no such section (null).
+ * Enrichment coverage per enrichment: items bought, and the others by why not. A warehouse not
+ * loaded since the view came has none: no such section (null).
  */
 async function loadEnrichmentCoverage(dataDir: string): Promise<EnrichmentCoverage | null> {
-  const columns = (await rows(dataDir, "SELECT column_name FROM information_schema.columns WHERE table_name = 'enrichment_coverage'")).map((row) => String(row.column_name));
-  if (columns.length === 0) return null;
-  const missingColumns = ENRICHMENT_COVERAGE_COLUMNS.filter((column) => !columns.includes(column));
-  if (missingColumns.length > 0) return { missingColumns, enrichments: [] };
+  if ((await rows(dataDir, "SELECT 1 FROM information_schema.tables WHERE table_name = 'enrichment_coverage'")).length === 0) return null;
   const counted = await rows(
     dataDir,
     `SELECT enrichment, bought_at IS NOT NULL AS bought, coalesce(CAST(why_not AS VARCHAR), 'not recorded') AS reason, count(*) AS items
@@ -555,5 +547,5 @@ async function loadEnrichmentCoverage(dataDir: string): Promise<EnrichmentCovera
     if (row.bought === true) entry.bought += items;
     else entry.notBought.push({ reason: String(row.reason), items });
   }
-  return { missingColumns: [], enrichments };
+  return { enrichments };
 }

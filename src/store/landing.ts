@@ -59,6 +59,10 @@ export interface RunLanding {
   credits_spent?: number;
   items_landed?: number;
   error?: string;
+  /** The enrichments the run's harvest asked for each listed item (`stats`, `comments`, …); on its final status. */
+  enrichments?: string[];
+  /** The run's enrichment calls that failed for good, on its final status: all of them, the latest say. */
+  failed_calls?: { endpoint: string; subject: string; reason: string; request_id?: string; at: string }[];
 }
 
 export type Landing = PageLanding | RunLanding;

@@ -25,6 +25,7 @@ const PARTITIONS: Record<string, { platform?: string; date?: string }> = {
   downloads: { platform: 'platform', date: 'observed_at' },
   api_calls: { platform: "split_part(endpoint, '/', 1)", date: 'called_at' },
   harvest_runs: { date: 'started_at' },
+  failed_calls: { platform: "split_part(endpoint, '/', 1)", date: 'failed_at' },
 };
 
 /** The tables `harvester export` writes, in order (every table but the loader's bookkeeping). */

@@ -58,6 +58,8 @@ const RAW_COLUMNS: Record<LandingShape, Record<string, string>> = {
     credits_spent: 'BIGINT',
     items_landed: 'BIGINT',
     error: 'VARCHAR',
+    enrichments: 'VARCHAR[]',
+    failed_calls: 'STRUCT(endpoint VARCHAR, subject VARCHAR, reason VARCHAR, request_id VARCHAR, "at" TIMESTAMPTZ)[]',
   },
 };
 
@@ -174,7 +176,11 @@ const STAGE_SQL = [
       UNION ALL SELECT _landing, call, run_id, harvest, target, endpoint, params, observed_at FROM raw_object)
     WHERE call IS NOT NULL`,
   `CREATE OR REPLACE TEMP VIEW stage_harvest_runs AS
-    SELECT _landing, run_id, harvest, status, seq, started_at, finished_at, budget_credits, credits_spent, items_landed, error FROM raw_run`,
+    SELECT _landing, run_id, harvest, status, seq, started_at, finished_at, budget_credits, credits_spent, items_landed, error, enrichments FROM raw_run`,
+  // A run's final status lists all its failed calls: a retry's final status replaces the list.
+  `CREATE OR REPLACE TEMP VIEW stage_failed_calls AS
+    SELECT _landing, run_id, seq, failed.endpoint, failed.subject, failed.reason, failed.request_id, failed."at" AS failed_at
+    FROM (SELECT _landing, run_id, seq, unnest(failed_calls) AS failed FROM raw_run WHERE failed_calls IS NOT NULL)`,
   // Every landing of the batch with the rows it contributed (its key, run and row count).
   `CREATE OR REPLACE TEMP VIEW stage_loaded_landings AS
   SELECT landings._landing AS landing, landings.run_id, coalesce(staged.rows, 0) AS rows

@@ -58,7 +58,12 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS harvest_runs (
     run_id VARCHAR NOT NULL, harvest VARCHAR NOT NULL, status VARCHAR NOT NULL,
     started_at TIMESTAMPTZ NOT NULL, finished_at TIMESTAMPTZ, budget_credits BIGINT, credits_spent BIGINT,
-    items_landed BIGINT, error VARCHAR)`,
+    items_landed BIGINT, error VARCHAR, enrichments VARCHAR[])`,
+  // Warehouses made before runs recorded the enrichments their harvest asked for.
+  `ALTER TABLE harvest_runs ADD COLUMN IF NOT EXISTS enrichments VARCHAR[]`,
+  `CREATE TABLE IF NOT EXISTS failed_calls (
+    run_id VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, subject VARCHAR NOT NULL, reason VARCHAR NOT NULL,
+    request_id VARCHAR, failed_at TIMESTAMPTZ NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS loaded_landings (
     landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, rows BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL,
     PRIMARY KEY (landing))`,
@@ -106,6 +111,38 @@ export const VIEWS_DDL = [
       run_id
     FROM account_metrics WHERE from_cache IS NOT TRUE
     WINDOW w AS (PARTITION BY platform, handle ORDER BY observed_at, request_id)`,
+  // Enrichment coverage: for each item and enrichment, the latest call that bought it, or why none
+  // did, as the latest run that listed the item tells: its call failed for good (refused), the API
+  // offers none (unavailable: TikTok downloads, transcripts of photo posts), the harvest did not ask
+  // (not asked), or it asked and the run bought none (budget: the budget or the credits ran out, or
+  // the run stopped). Null when that run did not record what it asked (runs before it did).
+  `CREATE OR REPLACE VIEW enrichment_coverage AS
+    WITH kinds AS (SELECT unnest(['stats', 'comments', 'transcript', 'summary', 'download']) AS enrichment),
+    listed AS (
+      SELECT platform, item_id, arg_max(run_id, observed_at) AS run_id FROM item_metrics
+      WHERE split_part(source_endpoint, '/', 2) NOT IN ('stats') GROUP BY ALL),
+    bought AS (
+      SELECT split_part(endpoint, '/', 1) AS platform, split_part(endpoint, '/', 2) AS enrichment, params->>'url' AS url,
+        max(called_at) AS bought_at, arg_max(run_id, called_at) AS run_id, arg_max(request_id, called_at) AS request_id
+      FROM api_calls WHERE split_part(endpoint, '/', 2) IN ('stats', 'comments', 'transcript', 'summary', 'download') GROUP BY ALL),
+    refused AS (
+      SELECT split_part(endpoint, '/', 1) AS platform, split_part(endpoint, '/', 2) AS enrichment, subject AS url, arg_max(reason, failed_at) AS reason
+      FROM failed_calls GROUP BY ALL)
+    SELECT i.platform, i.item_id, i.url, k.enrichment, b.bought_at, b.run_id, b.request_id,
+      CASE
+        WHEN b.bought_at IS NOT NULL THEN NULL
+        WHEN f.reason IS NOT NULL THEN 'refused'
+        WHEN r.enrichments IS NULL THEN NULL
+        WHEN NOT list_contains(r.enrichments, k.enrichment) THEN 'not asked'
+        WHEN (k.enrichment = 'download' AND i.platform = 'tiktok') OR (k.enrichment IN ('transcript', 'summary') AND i.kind = 'post') THEN 'unavailable'
+        ELSE 'budget'
+      END AS why_not,
+      f.reason AS refusal
+    FROM items i CROSS JOIN kinds k
+    LEFT JOIN listed l USING (platform, item_id)
+    LEFT JOIN harvest_runs r ON r.run_id = l.run_id
+    LEFT JOIN bought b ON b.platform = i.platform AND b.enrichment = k.enrichment AND b.url = i.url
+    LEFT JOIN refused f ON f.platform = i.platform AND f.enrichment = k.enrichment AND f.url = i.url`,
   // Search rank over time: an item's best rank for a query in each run that searched it.
   `CREATE OR REPLACE VIEW search_rank_history AS
     SELECT platform, query, kind, item_id, run_id, min(observed_at) AS observed_at, min(rank) AS rank
@@ -130,10 +167,11 @@ export const WAREHOUSE_TABLES = [
   'downloads',
   'api_calls',
   'harvest_runs',
+  'failed_calls',
   'loaded_landings',
 ] as const;
 export type WarehouseTable = (typeof WAREHOUSE_TABLES)[number];
 /** Tables a load stages rows for: every data table (`loaded_landings` is the load's own record). */
 export type StagedTable = Exclude<WarehouseTable, 'loaded_landings'>;
 export const STAGED_TABLES = WAREHOUSE_TABLES.filter((table): table is StagedTable => table !== 'loaded_landings');
-export const WAREHOUSE_VIEWS = ['latest_item_metrics', 'item_growth', 'item_metrics_at_age', 'account_followers', 'search_rank_history', 'top_items_per_account'] as const;
+export const WAREHOUSE_VIEWS = ['latest_item_metrics', 'item_growth', 'item_metrics_at_age', 'account_followers', 'enrichment_coverage', 'search_rank_history', 'top_items_per_account'] as const;

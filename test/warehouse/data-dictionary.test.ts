@@ -17,7 +17,7 @@ function documentedSchema(markdown: string): Map<string, [string, string][]> {
       continue;
     }
     if (line.startsWith('## ')) current = undefined;
-    const row = /^\| (\w+) \| ([A-Z][A-Z ]*) \| .+ \|$/.exec(line);
+    const row = /^\| (\w+) \| ([A-Z][A-Z ]*(?:\[\])?) \| .+ \|$/.exec(line);
     if (current && row) current.push([row[1]!, row[2]!]);
   }
   return relations;

@@ -312,3 +312,41 @@ describe('rows an analyst can trust: the call behind each row, and no views wher
     }
   });
 });
+
+describe('enrichment coverage from what runs recorded', () => {
+  it('tells refused from budget and not asked, and a retry that makes the failed call again clears its refusal', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'coverage-'));
+    const client = clientFor(emulator);
+    try {
+      const handle = (await emulator.catalog()).tiktok.handles[0]!;
+      const page = await client.page('tiktok', 'channel-videos', { handle, limit: 3 });
+      writeLanding(dataDir, landingOfCall({ runId: 'run-c', harvest: 'c', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, page, page.items));
+      const [refused, bought] = page.items;
+      const stats = await client.get('tiktok', 'stats', { url: bought!.url });
+      writeLanding(dataDir, landingOfCall({ runId: 'run-c', harvest: 'c', target: `item:tiktok:stats:${bought!.url}`, page: 1, params: { url: bought!.url } }, stats, stats.data));
+      const status = (seq: number, failed: { endpoint: string; subject: string; reason: string; at: string }[]) =>
+        writeLanding(dataDir, { format: 1, kind: 'run', run_id: 'run-c', harvest: 'c', seq, status: 'completed_with_errors', started_at: '2026-01-01T00:00:00Z', enrichments: ['stats', 'comments'], failed_calls: failed });
+      status(2, [{ endpoint: 'tiktok/stats', subject: refused!.url, reason: 'NotFoundError: no TikTok video', at: '2026-01-01T00:01:00Z' }]);
+      await loadLandings(dataDir);
+      const whyNot = async () =>
+        Object.fromEntries(
+          ((await queryWarehouse(dataDir, `SELECT item_id, enrichment, coalesce(why_not, 'bought') AS why FROM enrichment_coverage ORDER BY ALL`)).rows as { item_id: string; enrichment: string; why: string }[]).map((row) => [`${row.item_id}/${row.enrichment}`, row.why]),
+        );
+      const first = await whyNot();
+      expect(first[`${refused!.id}/stats`]).toBe('refused');
+      expect(first[`${bought!.id}/stats`]).toBe('bought');
+      expect(first[`${page.items[2]!.id}/stats`]).toBe('budget');
+      expect(first[`${bought!.id}/comments`]).toBe('budget');
+      expect(first[`${bought!.id}/transcript`]).toBe('not asked');
+      expect(await count(dataDir, `SELECT count(*) FROM failed_calls WHERE run_id = 'run-c'`)).toBe(1);
+
+      // The retry's final status lists no failed call: the refusal is gone.
+      status(3, []);
+      await loadLandings(dataDir);
+      expect(await count(dataDir, `SELECT count(*) FROM failed_calls WHERE run_id = 'run-c'`)).toBe(0);
+      expect((await whyNot())[`${refused!.id}/stats`]).toBe('budget');
+    } finally {
+      await client.close();
+    }
+  });
+});
