@@ -94,7 +94,7 @@ async function runSchedule(everyHours) {
     budget: { credits: 1000000 }
     track: { items: { days: ${DAYS} } }
     channels:
-${chosen.map((channel) => `      - { platform: tiktok, handle: ${channel.handle}, content: videos, max_items: 10 }`).join('\n')}
+${chosen.map((channel) => `      - { platform: tiktok, handle: ${channel.handle}, content: videos, max_items: 50 }`).join('\n')}
 `,
       'bench-tracking.yaml',
     ).harvests[0];
