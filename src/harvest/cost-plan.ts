@@ -292,5 +292,8 @@ function assumptionsOf(harvest: Harvest, pageSize: number): string[] {
     'comments enrichment finds max_per_item comments on every item; instagram photo posts (channel content posts) get no transcript or summary',
     'tiktok downloads are refused by the API (download_unavailable) and cost nothing',
     "expected spends the budget in the run's order when it is short (jobs reserved first, then each paged target in config order, item by item with its enrichment, then the items jobs listed) and stops buying where the next item's worst case no longer fits",
+    ...(harvest.track?.items
+      ? ['tracked items are observed last, after tracked accounts; when the budget runs short among them, the plan takes them target by target while the run takes the most overdue first, so which items (and, with both platforms, how many) can differ']
+      : []),
   ];
 }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseHarvestConfig } from '../../src/config/harvest-config.js';
 import { loadPriceTable } from '../../src/config/prices.js';
+import { planText } from '../../src/cli/commands/plan.js';
 import { planHarvestCost, type CostPlan } from '../../src/harvest/cost-plan.js';
 import { runCli } from '../support/cli.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -209,6 +210,30 @@ describe('harvester plan makes no API call', () => {
 describe('the cost arithmetic', () => {
   const prices = loadPriceTable();
   const harvest = (yaml: string) => parseHarvestConfig(`harvests:\n  - name: h\n${yaml}`, 'h.yaml').harvests[0]!;
+
+  it('forecasts the tracked items due per target, spent last, as far as the budget goes (track.items)', () => {
+    const config = parseHarvestConfig(CONFIG.replace('    enrich:', '    track: { accounts: true, items: { days: 7 } }\n    enrich:'), 'tracked.yaml');
+    const small = config.harvests.find((entry) => entry.name === 'plan-small')!;
+    const tracking = { asOfMs: Date.UTC(2026, 10, 24), due: { [KEYS.tiktok]: 40, [KEYS.reels]: 10 }, credits: 40 * prices['tiktok/stats'] + 10 * prices['instagram/stats'] };
+    const plan = planHarvestCost(small, prices, { tracking });
+    const withoutItems = planHarvestCost(small, prices);
+    expect(plan.targets.map((target) => [target.key, target.tracked?.endpoint ?? null, target.tracked?.worst.calls ?? null, target.tracked?.expected.credits ?? null])).toEqual([
+      [KEYS.tiktok, 'tiktok/stats', 40, 40 * prices['tiktok/stats']],
+      [KEYS.posts, null, null, null],
+      [KEYS.reels, 'instagram/stats', 10, 10 * prices['instagram/stats']],
+      [KEYS.comments, null, null, null],
+    ]);
+    expect(plan.totals.expectedCredits).toBe(withoutItems.totals.expectedCredits + tracking.credits);
+    const text = planText(plan, { config: 'tracked.yaml', prices: 'prices.yaml' });
+    expect(text).toContain('+ stats again (track.items)');
+    expect(text).toContain("the warehouse's tracked items (due at 2026-11-24T00:00:00.000Z)");
+    // Spent last: a budget that ends inside tracking observes as many due items as it covers, and no
+    // more: 10 TikTok items, and one Instagram item with the credit left.
+    const budgetCredits = withoutItems.totals.expectedCredits + 10 * prices['tiktok/stats'] + prices['instagram/stats'];
+    const short = planHarvestCost(small, prices, { tracking, budgetCredits });
+    expect(short.targets.map((target) => target.tracked?.expected.items ?? 0)).toEqual([10, 0, 1, 0]);
+    expect(short.totals.expectedCredits).toBeLessThanOrEqual(budgetCredits);
+  });
 
   it('forecasts one profile per tracked account, spent after everything new (track.accounts)', () => {
     const config = parseHarvestConfig(CONFIG.replace('    enrich:', '    track: { accounts: true }\n    enrich:'), 'tracked.yaml');
