@@ -16,6 +16,13 @@ import type { CallFailure, FailedCall } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../src/harvest/rules.js';
 import { landingOfCall, meteredCall, type WorkBudget } from './metered-call.js';
+import { FileWriteError } from '../src/store/durable-file.js';
+import { storeMedia, type StoredMedia } from '../src/store/media-store.js';
+
+/** What the harvester reads of a download's answer: the link to its media file. */
+interface DownloadAnswer {
+  media_url?: string;
+}
 
 /** Why a piece of work stopped buying before its end: the API refused the key or the balance. */
 export interface WorkStop {
@@ -163,7 +170,10 @@ export class ItemEnricher {
         key,
         worst,
         call: (options) => client.get(platform, endpoint, { ...params, ...ask }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
-        land: (result) => writeLanding(dataDir, landingOfCall({ runId, harvest, target: `item:${platform}:${endpoint}:${subject}`, page: 1, params }, result, result.data)),
+        land: async (result) => {
+          const data = endpoint === 'download' ? await this.withMedia(subject, result.data as DownloadAnswer) : result.data;
+          writeLanding(dataDir, landingOfCall({ runId, harvest, target: `item:${platform}:${endpoint}:${subject}`, page: 1, params }, result, data));
+        },
       });
       tally.calls++;
     } catch (error) {
@@ -175,6 +185,23 @@ export class ItemEnricher {
       }
     }
     return worst;
+  }
+
+  /**
+   * A download's answer with its media file fetched into the store while the link lives (it lives
+   * at most an hour): `media` says the file's hash, size and type. A file that cannot be fetched
+   * leaves the answer without `media`, said in the log; the landing keeps the link.
+   */
+  private async withMedia(url: string, answer: DownloadAnswer): Promise<DownloadAnswer & { media?: StoredMedia }> {
+    if (!answer.media_url) return answer;
+    try {
+      const file = await this.deps.client.fetchMedia(answer.media_url, { deadlineMs: this.deps.callDeadlineMs });
+      return { ...answer, media: storeMedia(this.deps.dataDir, file.bytes, file.contentType) };
+    } catch (error) {
+      if (error instanceof FileWriteError) throw error;
+      this.deps.logger?.warn({ runId: this.deps.runId, item: url, reason: (error as Error).message }, 'media file not fetched');
+      return answer;
+    }
   }
 
   /** The comments of one item, page by page up to `maxItems`; returns the credits taken from the held budget. */

@@ -61,7 +61,7 @@ export interface MeteredCall<R extends Charged> {
   /** The API call, given the options that journal its repeated attempts. */
   call: (options: CallOptions) => Promise<R>;
   /** Lands the answer durably; the charge settles only after it. */
-  land: (result: R) => void;
+  land: (result: R) => unknown;
   /**
    * For a call that must never be sent twice (a job start: a second would make a second job,
    * charged too): called instead of sending it again after an attempt whose answer was lost, it
@@ -86,7 +86,7 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
     throw error;
   }
   try {
-    land(result);
+    await land(result);
   } catch (error) {
     // Charged, and not landed (a full disk, say): counted at its charge, as calls whose answers
     // were lost. If the journal cannot take that either, its intents stay open at their worst case.

@@ -54,6 +54,11 @@ export class CursorExpiredError extends InvalidRequestError {
   override name = 'CursorExpiredError';
 }
 
+/** 410 from a media link: it lived its hour; the download endpoint gives a new one. */
+export class MediaExpiredError extends SocialApiError {
+  override name = 'MediaExpiredError';
+}
+
 /** 404: the content item, handle, job or webhook does not exist. A fact, not a crash. */
 export class NotFoundError extends SocialApiError {
   override name = 'NotFoundError';

@@ -10,11 +10,23 @@ import type { SignedTokens } from './signed-token.js';
 
 const MEDIA_URL_LIFETIME_MS = 3_600_000;
 
-/** Tiny valid-looking files for media links: an MP4 `ftyp` box and a JPEG's start and end markers. */
-const MEDIA_BYTES: Record<string, Buffer> = {
-  'video/mp4': Buffer.from('000000186674797069736f6d0000020069736f6d69736f32', 'hex'),
-  'image/jpeg': Buffer.from('ffd8ffe000104a46494600010100000100010000ffd9', 'hex'),
-};
+/**
+ * Tiny valid-looking files for media links, one per item: an MP4 `ftyp` box and a `free` box
+ * naming the item, or a JPEG's start marker, a comment naming the item, and its end marker.
+ */
+function mediaBytes(mimeType: string, entityId: string): Buffer {
+  const name = Buffer.from(entityId);
+  if (mimeType === 'image/jpeg') {
+    const comment = Buffer.alloc(4);
+    comment.writeUInt16BE(0xfffe, 0);
+    comment.writeUInt16BE(name.length + 2, 2);
+    return Buffer.concat([Buffer.from('ffd8ffe000104a46494600010100000100010000', 'hex'), comment, name, Buffer.from('ffd9', 'hex')]);
+  }
+  const free = Buffer.alloc(8);
+  free.writeUInt32BE(name.length + 8, 0);
+  free.write('free', 4);
+  return Buffer.concat([Buffer.from('000000186674797069736f6d0000020069736f6d69736f32', 'hex'), free, name]);
+}
 
 export class CursorsAndMedia {
   constructor(
@@ -53,8 +65,8 @@ export class CursorsAndMedia {
 
   media(token: string): Reply {
     const payload = this.tokens.decode(token);
-    if (!payload || typeof payload.m !== 'string' || typeof payload.x !== 'number') throw new ApiError(404, 'media_not_found', 'no such media link');
+    if (!payload || typeof payload.m !== 'string' || typeof payload.e !== 'string' || typeof payload.x !== 'number') throw new ApiError(404, 'media_not_found', 'no such media link');
     if (payload.x <= this.clock.now()) throw new ApiError(410, 'media_expired', 'this media link has expired; request the download endpoint again');
-    return { status: 200, body: MEDIA_BYTES[payload.m] ?? Buffer.alloc(0), contentType: payload.m };
+    return { status: 200, body: mediaBytes(payload.m, payload.e), contentType: payload.m };
   }
 }

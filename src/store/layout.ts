@@ -9,6 +9,7 @@
  *   jobs/<job>.json, jobs/by-run/<run>/<target>.json   the job registry
  *   state/credits-low.json                    the API's credits.low alert, while it stands
  *   webhooks/secrets.json, webhooks/journal.jsonl      signing secrets and received deliveries
+ *   media/<sha256[0:2]>/<sha256>              downloaded media files, content-addressed (media-store.ts)
  *   warehouse.duckdb, .loader/…               the published warehouse and the loader's work files
  *   temporal.sqlite, temporal.server.json     the embedded Temporal dev server's state
  *   logs/<service>.log                        what `harvester dev` and the demo's services say
@@ -76,7 +77,12 @@ export function webhookJournalFile(dataDir: string): string {
 }
 
 /** The folders whose files are written by writeDurableFile (or were, as temporaries, by earlier versions). */
-export const DURABLY_WRITTEN_FOLDERS = ['landing', 'quarantine', 'coverage', 'jobs', 'state', 'webhooks', 'journal'] as const;
+export const DURABLY_WRITTEN_FOLDERS = ['landing', 'quarantine', 'coverage', 'jobs', 'state', 'webhooks', 'journal', 'media'] as const;
+
+/** A media file by the SHA-256 of its bytes (lowercase hex). */
+export function mediaFile(dataDir: string, sha256: string): string {
+  return join(dataDir, 'media', sha256.slice(0, 2), sha256);
+}
 
 export function warehousePath(dataDir: string): string {
   return join(dataDir, 'warehouse.duckdb');

@@ -44,7 +44,7 @@ const RAW_COLUMNS: Record<LandingShape, Record<string, string>> = {
     ...PAGE_COLUMNS,
     data: `STRUCT(entity_id VARCHAR, url VARCHAR, handle VARCHAR, name VARCHAR, bio VARCHAR, verified BOOLEAN, author STRUCT(handle VARCHAR), posted_at TIMESTAMPTZ,
       metrics STRUCT(${ITEM_METRICS}, ${ACCOUNT_METRICS}), language VARCHAR, source VARCHAR, text VARCHAR, summary VARCHAR, segments STRUCT(start DOUBLE, "end" DOUBLE, text VARCHAR)[],
-      media_url VARCHAR, mime_type VARCHAR, expires_at TIMESTAMPTZ)`,
+      media_url VARCHAR, mime_type VARCHAR, expires_at TIMESTAMPTZ, media STRUCT(sha256 VARCHAR, bytes BIGINT))`,
   },
   run: {
     _landing: 'VARCHAR',
@@ -167,7 +167,8 @@ const STAGE_SQL = [
     SELECT _landing, platform, subject_id AS item_id, data.language AS language, data.summary AS summary, observed_at AS fetched_at, request_id
     FROM pages_object WHERE name = 'summary'`,
   `CREATE OR REPLACE TEMP VIEW stage_downloads AS
-    SELECT _landing, platform, subject_id AS item_id, data.media_url AS media_url, data.mime_type AS mime_type, data.expires_at AS expires_at, observed_at, request_id
+    SELECT _landing, platform, subject_id AS item_id, data.media_url AS media_url, data.mime_type AS mime_type, data.expires_at AS expires_at, observed_at, request_id,
+      data.media.sha256 AS media_sha256, data.media.bytes AS media_bytes
     FROM pages_object WHERE name = 'download'`,
   `CREATE OR REPLACE TEMP VIEW stage_api_calls AS
     SELECT _landing, call.request_id AS request_id, run_id, harvest, target, endpoint, params, call.units AS units, call.credits AS credits,

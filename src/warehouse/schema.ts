@@ -50,7 +50,10 @@ export const TABLES_DDL = [
     fetched_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS downloads (
     platform VARCHAR NOT NULL, item_id VARCHAR NOT NULL, media_url VARCHAR, mime_type VARCHAR,
-    expires_at TIMESTAMPTZ, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL)`,
+    expires_at TIMESTAMPTZ, observed_at TIMESTAMPTZ NOT NULL, request_id VARCHAR NOT NULL,
+    media_sha256 VARCHAR, media_bytes BIGINT)`,
+  // Warehouses made before media files were fetched into the store.
+  ...['media_sha256 VARCHAR', 'media_bytes BIGINT'].map((column) => `ALTER TABLE downloads ADD COLUMN IF NOT EXISTS ${column}`),
   `CREATE TABLE IF NOT EXISTS api_calls (
     request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, harvest VARCHAR, target VARCHAR,
     endpoint VARCHAR NOT NULL, params JSON, units BIGINT NOT NULL, credits BIGINT NOT NULL,

@@ -1,0 +1,75 @@
+/**
+ * Media that outlives its link: with `enrich.download`, each media file is fetched while its link
+ * lives into the data directory, content-addressed, and stays readable after the link is dead,
+ * stored once however many runs fetch it.
+ */
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MediaExpiredError } from '../../src/api/errors.js';
+import { mediaFile } from '../../src/store/layout.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import type { HarvestSummary } from '../../workflows/harvest.js';
+import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';
+import { harvestFrom, startTestWorker } from '../support/temporal.js';
+
+let rig: HarvestRig;
+
+beforeAll(async () => {
+  rig = await startHarvestRig({ harvest: 'sk_live_media', verify: 'sk_live_media_verify' });
+});
+afterAll(async () => {
+  await rig.close();
+});
+
+describe('downloaded media', () => {
+  it('is stored once per file, under its hash, and stays readable after its links expire', async () => {
+    const worker = await startTestWorker(rig.api);
+    try {
+      const handle = rig.catalog.instagram.handles[2]!;
+      const harvest = (name: string, items: number) =>
+        harvestFrom(`
+harvests:
+  - name: ${name}
+    budget: { credits: 100000 }
+    enrich: { download: true }
+    channels:
+      - { platform: instagram, handle: ${handle}, content: reels, max_items: ${items} }
+`);
+      // Two runs of the channel: the second lists deeper, so it buys the first three downloads again, and one more.
+      for (const [name, items] of [['media-a', 3], ['media-b', 4]] as const) {
+        const summary = (await rig.temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: `${name}-${Date.now()}`, args: [{ harvest: harvest(name, items) }] })) as HarvestSummary;
+        expect(summary.status).toBe('completed');
+      }
+      const downloads = (await queryWarehouse(worker.dataDir, 'SELECT item_id, media_url, mime_type, media_sha256, media_bytes FROM downloads ORDER BY item_id')).rows as {
+        item_id: string;
+        media_url: string;
+        mime_type: string;
+        media_sha256: string | null;
+        media_bytes: string;
+      }[];
+      expect(downloads).toHaveLength(7);
+      expect(new Set(downloads.map((row) => row.item_id)).size).toBe(4);
+      // Each item's file once: one hash per item, as many files in the store as hashes.
+      const hashes = new Set(downloads.map((row) => row.media_sha256));
+      expect(hashes.size).toBe(4);
+      expect(hashes.has(null)).toBe(false);
+      const stored = readdirSync(join(worker.dataDir, 'media'), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile());
+      expect(stored.map((entry) => entry.name).sort()).toEqual([...hashes].sort());
+
+      // An hour and more later the links are dead; the files are whole, and each is its item's.
+      await rig.emulator.admin('clock', { advance_seconds: 2 * 3600 });
+      await expect(rig.api.fetchMedia(downloads[0]!.media_url)).rejects.toBeInstanceOf(MediaExpiredError);
+      for (const row of downloads) {
+        const bytes = readFileSync(mediaFile(worker.dataDir, row.media_sha256!));
+        expect(createHash('sha256').update(bytes).digest('hex')).toBe(row.media_sha256);
+        expect(bytes.length).toBe(Number(row.media_bytes));
+        expect(bytes.includes(Buffer.from(row.item_id))).toBe(true);
+        expect(row.mime_type).toBe('video/mp4');
+      }
+    } finally {
+      await worker.stop();
+    }
+  }, 120_000);
+});
