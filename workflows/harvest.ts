@@ -23,6 +23,8 @@ import {
 } from '@temporalio/workflow';
 import type { HarvestActivities } from '../activities/index.js';
 import type { WorkStop } from '../activities/item-enricher.js';
+import type { RedoFailedInput, WorkSpent } from '../activities/landed-enrichment.js';
+import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import type { TargetWorkResult } from '../activities/target-work.js';
 import type { ApiIdentity } from '../src/api/identity.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
@@ -433,21 +435,7 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
   const reservation = reserve(state.budget, credits);
   const workId = nextWorkId(state, `enrich:${target.plan.key}`);
   try {
-    const result = await enrichLanded({
-      runId: state.runId,
-      harvest: state.harvestName,
-      workId,
-      grant: credits,
-      prices: state.prices,
-      enrich: run.harvest.enrich,
-      calls: run.calls,
-      platform: target.plan.platform,
-      target: target.plan.key,
-      fromPage: pages.from,
-      toPage: pages.to,
-      callDeadlineMs: callDeadlineMs(run.harvest),
-      ...run.api,
-    });
+    const result = await enrichLanded({ ...workInput(run, workId, credits), platform: target.plan.platform, target: target.plan.key, fromPage: pages.from, toPage: pages.to });
     chargeWork(state, target, reservation, result);
     addTally(state.enrichment, result.enrichment);
     state.enrichment.unenriched += result.unenriched;
@@ -480,7 +468,7 @@ async function redoFailed(run: RunContext): Promise<void> {
   const reservation = reserve(state.budget, credits);
   const workId = nextWorkId(state, 'redo-failed-calls');
   try {
-    const result = await redoFailedCalls({ runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest), ...run.api });
+    const result = await redoFailedCalls(workInput(run, workId, credits));
     settle(state.budget, reservation, result.credits);
     state.callsLost += result.lostCalls;
     // The journals are the record of failed calls; a count kept before they were is never below zero.
@@ -505,66 +493,60 @@ async function redoFailed(run: RunContext): Promise<void> {
 
 /**
  * Observes each tracked account's profile once (`track.accounts`), in one activity granted their
- * worst case; what the budget cannot cover is left unobserved, and the run says so.
+ * worst case.
  */
 async function observeTrackedAccounts(run: RunContext): Promise<void> {
-  const { state } = run;
   const accounts = trackedAccounts(run.harvest);
-  const credits = grant(availableCredits(state.budget), accountsWorst(state.prices, accounts));
-  const reservation = reserve(state.budget, credits);
-  const workId = nextWorkId(state, 'track-accounts');
-  try {
-    const result = await observeAccounts({ runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, accounts, callDeadlineMs: callDeadlineMs(run.harvest), ...run.api });
-    settle(state.budget, reservation, result.credits);
-    state.callsLost += result.lostCalls;
-    addTally(state.enrichment, result.enrichment);
-    state.accountsObserved = true;
-    if (result.stop) await recordWorkStop(state, result.stop, 'tracking stopped');
-    else if (result.unobserved > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unobserved} tracked accounts were not observed: the budget ran out` };
-  } catch (error) {
-    settle(state.budget, reservation, (await spentByFailedWork(run, workId, reservation)).credits);
-    log.warn('tracked accounts could not be observed', { message: messageOf(error) });
-    state.stopped ??= { status: 'failed', reason: saidOnce(RUN_STOPPING_ERRORS[failureType(error)] ?? 'tracked accounts could not be observed', messageOf(error)) };
-  }
+  const result = await trackingWork(run, 'accounts', accountsWorst(run.state.prices, accounts), (input) => observeAccounts({ ...input, accounts }));
+  if (result) run.state.accountsObserved = true;
 }
 
 /**
  * Observes the stats of the tracked items due when the run started (`track.items`), in one
- * activity granted what prepareRun forecast for them; what the budget cannot cover is left
- * unobserved, most overdue observed first, and the run says so.
+ * activity granted what prepareRun forecast for them, most overdue first.
  */
 async function observeTrackedItems(run: RunContext): Promise<void> {
+  const forecast = run.state.tracking!;
+  const targets = run.state.targets.map((target) => target.plan);
+  const result = await trackingWork(run, 'items', forecast.credits, (input) => observeItems({ ...input, targets, days: run.harvest.track!.items!.days, asOfMs: forecast.asOfMs }));
+  if (result) run.state.itemsObserved = Object.values(result.observed).reduce((sum: number, count) => sum + count, 0);
+}
+
+/**
+ * One tracking work, granted `worst` out of what is free: its spend settled and its calls tallied;
+ * what the grant could not cover is left unobserved, and the run says so. Undefined when the
+ * work failed for good (the run then stops, saying why).
+ */
+async function trackingWork<R extends WorkSpent & { enrichment: EnrichmentTally; unobserved: number; stop?: WorkStop }>(
+  run: RunContext,
+  what: 'accounts' | 'items',
+  worst: number,
+  observe: (input: RedoFailedInput) => Promise<R>,
+): Promise<R | undefined> {
   const { state } = run;
-  const forecast = state.tracking!;
-  const credits = grant(availableCredits(state.budget), forecast.credits);
+  const credits = grant(availableCredits(state.budget), worst);
   const reservation = reserve(state.budget, credits);
-  const workId = nextWorkId(state, 'track-items');
+  const workId = nextWorkId(state, `track-${what}`);
   try {
-    const result = await observeItems({
-      runId: state.runId,
-      harvest: state.harvestName,
-      workId,
-      grant: credits,
-      prices: state.prices,
-      enrich: run.harvest.enrich,
-      calls: run.calls,
-      targets: state.targets.map((target) => target.plan),
-      days: run.harvest.track!.items!.days,
-      asOfMs: forecast.asOfMs,
-      callDeadlineMs: callDeadlineMs(run.harvest),
-      ...run.api,
-    });
+    const result = await observe(workInput(run, workId, credits));
     settle(state.budget, reservation, result.credits);
     state.callsLost += result.lostCalls;
     addTally(state.enrichment, result.enrichment);
-    state.itemsObserved = Object.values(result.observed).reduce((sum: number, count) => sum + count, 0);
     if (result.stop) await recordWorkStop(state, result.stop, 'tracking stopped');
-    else if (result.unobserved > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unobserved} tracked items were not observed: the budget ran out` };
+    else if (result.unobserved > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unobserved} tracked ${what} were not observed: the budget ran out` };
+    return result;
   } catch (error) {
     settle(state.budget, reservation, (await spentByFailedWork(run, workId, reservation)).credits);
-    log.warn('tracked items could not be observed', { message: messageOf(error) });
-    state.stopped ??= { status: 'failed', reason: saidOnce(RUN_STOPPING_ERRORS[failureType(error)] ?? 'tracked items could not be observed', messageOf(error)) };
+    log.warn(`tracked ${what} could not be observed`, { message: messageOf(error) });
+    state.stopped ??= { status: 'failed', reason: saidOnce(RUN_STOPPING_ERRORS[failureType(error)] ?? `tracked ${what} could not be observed`, messageOf(error)) };
+    return undefined;
   }
+}
+
+/** What every enrichment work is given: the run, its own journal and grant, prices, enrichment and limits. */
+function workInput(run: RunContext, workId: string, credits: number): RedoFailedInput {
+  const { state } = run;
+  return { runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest), ...run.api };
 }
 
 /** The most one item's enrichment, or one tracked account's profile, costs in this harvest: a bound on what one failed call costs again. */
