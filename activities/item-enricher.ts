@@ -98,7 +98,10 @@ export class ItemEnricher {
       tally.halted = (tally.halted ?? 0) + 1;
       return false;
     }
-    const taken = comments ? await this.comments(platform, failure.subject, commentsPerItem(enrich), tally) : await this.objectCall(platform, endpoint as ObjectEndpoint, failure.subject, tally);
+    // Counts made again are asked fresh, as tracking asks them: the API's cache may hold an answer
+    // from before the failure, which would cost the same and be older than its time.
+    const ask = endpoint === 'stats' || endpoint === 'channel-stats' ? { fresh: true } : {};
+    const taken = comments ? await this.comments(platform, failure.subject, commentsPerItem(enrich), tally) : await this.objectCall(platform, endpoint as ObjectEndpoint, failure.subject, tally, ask);
     budget.release(worst - taken);
     return true;
   }
