@@ -6,7 +6,7 @@
  */
 import type { LimitFunction } from 'p-limit';
 import type { ObjectEndpoint, SocialApiClient } from '../src/api/client.js';
-import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, SocialApiError } from '../src/api/errors.js';
+import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, MediaExpiredError, SocialApiError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/harvest/harvest-types.js';
 import { findEndpoint, type Platform, type PriceTable } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
@@ -101,7 +101,11 @@ export class ItemEnricher {
     // Counts made again are asked fresh, as tracking asks them: the API's cache may hold an answer
     // from before the failure, which would cost the same and be older than its time.
     const ask = endpoint === 'stats' || endpoint === 'channel-stats' ? { fresh: true } : {};
-    const taken = comments ? await this.comments(platform, failure.subject, commentsPerItem(enrich), tally) : await this.objectCall(platform, endpoint as ObjectEndpoint, failure.subject, tally, ask);
+    const taken = comments
+      ? await this.comments(platform, failure.subject, commentsPerItem(enrich), tally)
+      : failure.key === this.secondDownloadKey(platform, failure.subject)
+        ? await this.askAgainForMedia(platform, failure.subject, tally)
+        : await this.objectCall(platform, endpoint as ObjectEndpoint, failure.subject, tally, ask);
     budget.release(worst - taken);
     return true;
   }
@@ -152,8 +156,7 @@ export class ItemEnricher {
    * returns the credits it took out of the held budget (its worst case, once sent).
    */
   private async objectCall(platform: Platform, endpoint: ObjectEndpoint, subject: string, tally: EnrichmentTally, ask: { fresh?: boolean } = {}): Promise<number> {
-    const { client, dataDir, runId, harvest, journal, budget, prices } = this.deps;
-    const key = pageLandingKey(runId, `item:${platform}:${endpoint}:${subject}`, 1);
+    const key = pageLandingKey(this.deps.runId, `item:${platform}:${endpoint}:${subject}`, 1);
     const found = this.landedAlready(key);
     if (found.landed) {
       if (found.ours) tally.calls++;
@@ -164,21 +167,12 @@ export class ItemEnricher {
       return 0;
     }
     this.deps.signal.throwIfAborted();
-    const worst = priceOf(prices, platform, endpoint);
-    budget.release(worst);
-    const params = { [findEndpoint(platform, endpoint)!.param]: subject };
+    const worst = priceOf(this.deps.prices, platform, endpoint);
+    this.deps.budget.release(worst);
     try {
-      await meteredCall({
-        journal,
-        key,
-        worst,
-        call: (options) => client.get(platform, endpoint, { ...params, ...ask }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
-        land: async (result) => {
-          const data = endpoint === 'download' ? await this.withMedia(subject, result.data as DownloadAnswer) : result.data;
-          writeLanding(dataDir, landingOfCall({ runId, harvest, target: `item:${platform}:${endpoint}:${subject}`, page: 1, params }, result, data));
-        },
-      });
+      const { mediaExpired } = await this.buyObject(platform, endpoint, subject, 1, ask);
       tally.calls++;
+      if (mediaExpired) await this.mediaExpired(platform, subject, tally);
     } catch (error) {
       if (!this.refused(key, { endpoint: `${platform}/${endpoint}`, subject }, error, tally)) throw error;
       // A feature the API has switched off is a fact to record, not a failure: it was not charged.
@@ -191,19 +185,75 @@ export class ItemEnricher {
   }
 
   /**
+   * One billed object call, landed as page `page` of its target; a download's answer lands with
+   * its media file fetched into the store (withMedia). Says whether that file's link had expired.
+   */
+  private async buyObject(platform: Platform, endpoint: ObjectEndpoint, subject: string, page: number, ask: { fresh?: boolean }): Promise<{ mediaExpired: boolean }> {
+    const { client, dataDir, runId, harvest, journal } = this.deps;
+    const target = `item:${platform}:${endpoint}:${subject}`;
+    const params = { [findEndpoint(platform, endpoint)!.param]: subject };
+    let mediaExpired = false;
+    await meteredCall({
+      journal,
+      key: pageLandingKey(runId, target, page),
+      worst: priceOf(this.deps.prices, platform, endpoint),
+      call: (options) => client.get(platform, endpoint, { ...params, ...ask }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
+      land: async (result) => {
+        let data: unknown = result.data;
+        if (endpoint === 'download') ({ data, expired: mediaExpired } = await this.withMedia(subject, result.data as DownloadAnswer));
+        writeLanding(dataDir, landingOfCall({ runId, harvest, target, page, params }, result, data));
+      },
+    });
+    return { mediaExpired };
+  }
+
+  /**
+   * A download whose link expired before its file could be fetched: asked for again, once and
+   * fresh, as a second billed call landed as page 2 of its target, when the work's grant has its
+   * price free. When it has not, the call is recorded as failed under that page's key, and
+   * `harvester retry` asks for it (redo).
+   */
+  private async mediaExpired(platform: Platform, url: string, tally: EnrichmentTally): Promise<void> {
+    if (this.deps.budget.tryHold(priceOf(this.deps.prices, platform, 'download'))) {
+      await this.askAgainForMedia(platform, url, tally);
+      return;
+    }
+    const error = new MediaExpiredError('the media link expired before its file was fetched, and this work had no credits free to ask for a new one', { status: 410, code: 'media_expired' });
+    this.refused(this.secondDownloadKey(platform, url), { endpoint: `${platform}/download`, subject: url }, error, tally);
+  }
+
+  /** Asks for a download again, fresh, as page 2 of its target; the caller holds its price. Returns the credits it took of it. */
+  private async askAgainForMedia(platform: Platform, url: string, tally: EnrichmentTally): Promise<number> {
+    const price = priceOf(this.deps.prices, platform, 'download');
+    this.deps.budget.release(price);
+    try {
+      await this.buyObject(platform, 'download', url, 2, { fresh: true });
+      tally.calls++;
+    } catch (error) {
+      if (!this.refused(this.secondDownloadKey(platform, url), { endpoint: `${platform}/download`, subject: url }, error, tally)) throw error;
+    }
+    return price;
+  }
+
+  private secondDownloadKey(platform: Platform, url: string): string {
+    return pageLandingKey(this.deps.runId, `item:${platform}:download:${url}`, 2);
+  }
+
+  /**
    * A download's answer with its media file fetched into the store while the link lives (it lives
    * at most an hour): `media` says the file's hash, size and type. A file that cannot be fetched
-   * leaves the answer without `media`, said in the log; the landing keeps the link.
+   * leaves the answer without `media`, said in the log (an expired link, so the caller may ask
+   * for a new one); the landing keeps the link.
    */
-  private async withMedia(url: string, answer: DownloadAnswer): Promise<DownloadAnswer & { media?: StoredMedia }> {
-    if (!answer.media_url) return answer;
+  private async withMedia(url: string, answer: DownloadAnswer): Promise<{ data: DownloadAnswer & { media?: StoredMedia }; expired: boolean }> {
+    if (!answer.media_url) return { data: answer, expired: false };
     try {
       const file = await this.deps.client.fetchMedia(answer.media_url, { deadlineMs: this.deps.callDeadlineMs });
-      return { ...answer, media: storeMedia(this.deps.dataDir, file.bytes, file.contentType) };
+      return { data: { ...answer, media: storeMedia(this.deps.dataDir, file.bytes, file.contentType) }, expired: false };
     } catch (error) {
       if (error instanceof FileWriteError) throw error;
       this.deps.logger?.warn({ runId: this.deps.runId, item: url, reason: (error as Error).message }, 'media file not fetched');
-      return answer;
+      return { data: answer, expired: error instanceof MediaExpiredError };
     }
   }
 

@@ -16,6 +16,8 @@ export interface FaultSettings {
   fault_rate: number;
   rate_limit: number;
   latency_ms: number;
+  /** The next this many download answers carry a media link that has already expired. */
+  expired_media_links: number;
 }
 
 /** What the admin API reads and changes of a running emulator. */
@@ -71,6 +73,7 @@ export async function adminApi(req: IncomingMessage, url: URL, emulator: AdminTa
         fault_rate: body.fault_rate === undefined ? emulator.faults.fault_rate : requireFraction(body.fault_rate),
         rate_limit: body.rate_limit === undefined ? emulator.faults.rate_limit : requirePositive(body.rate_limit, 'rate_limit'),
         latency_ms: body.latency_ms === undefined ? emulator.faults.latency_ms : requireWholeNumber(body.latency_ms, 'latency_ms'),
+        expired_media_links: body.expired_media_links === undefined ? emulator.faults.expired_media_links : requireWholeNumber(body.expired_media_links, 'expired_media_links'),
       };
       Object.assign(emulator.faults, next);
       return { status: 200, json: { data: emulator.faults } };

@@ -120,6 +120,7 @@ class EmulatorServer {
       fault_rate: options.faultRate ?? EMULATOR_DEFAULTS.faultRate,
       rate_limit: options.rateLimit ?? EMULATOR_DEFAULTS.rateLimit,
       latency_ms: options.latencyMs ?? EMULATOR_DEFAULTS.latencyMs,
+      expired_media_links: 0,
     };
     this.limiter = new RateLimiter(this.faults.rate_limit);
     this.faultDraw = randomStream(seed);
@@ -308,13 +309,20 @@ class EmulatorServer {
       this.cache.set(cacheKey, { data }, cacheTtlMs(spec.cache, answer.contentAgeMs, false), call.now);
     }
     this.charge(context, key, 1, call.price);
-    if (spec.name === 'download') data = this.cursors.signMedia(data, call.now);
+    if (spec.name === 'download') data = this.signedDownload(data, call.now);
     const cacheHeader = { 'x-cache': cached ? 'HIT' : 'MISS' };
     if (call.format === 'text') {
       const text = spec.name === 'transcript' ? String(data.text) : String(data.summary);
       return { status: 200, body: text, contentType: 'text/plain; charset=utf-8', headers: cacheHeader };
     }
     return { status: 200, json: { data, request_id: context.requestId }, headers: cacheHeader };
+  }
+
+  /** A download's media link, signed now; or, while the expired-links fault lasts, an hour and a second ago. */
+  private signedDownload(data: Record<string, unknown>, nowMs: number): Record<string, unknown> {
+    if (this.faults.expired_media_links === 0) return this.cursors.signMedia(data, nowMs);
+    this.faults.expired_media_links--;
+    return this.cursors.signMedia(data, nowMs - 3_601_000);
   }
 
   private listCall(

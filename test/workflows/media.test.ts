@@ -8,6 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MediaExpiredError } from '../../src/api/errors.js';
+import { resumableState } from '../../src/harvest/checkpoint.js';
 import { mediaFile } from '../../src/store/layout.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
@@ -68,6 +69,52 @@ harvests:
         expect(bytes.includes(Buffer.from(row.item_id))).toBe(true);
         expect(row.mime_type).toBe('video/mp4');
       }
+    } finally {
+      await worker.stop();
+    }
+  }, 120_000);
+
+  it('a link that expired before its file was fetched is a failed call, and `retry` asks for a new one, within the budget', async () => {
+    const worker = await startTestWorker(rig.api);
+    try {
+      const handle = rig.catalog.instagram.handles[3]!;
+      const harvest = harvestFrom(`
+harvests:
+  - name: media-expired
+    budget: { credits: 100000 }
+    enrich: { download: true }
+    channels:
+      - { platform: instagram, handle: ${handle}, content: reels, max_items: 3 }
+`);
+      const before = (await rig.emulator.ledger('sk_live_media')).length;
+      await rig.emulator.admin('faults', { expired_media_links: 2 });
+      const run = (input: object, id: string) => rig.temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: id, args: [input] }) as Promise<HarvestSummary>;
+      const first = await run({ harvest }, `media-expired-${Date.now()}`);
+      // The work's grant held each item's one download: none was free for a second, so two are failed calls.
+      expect(first.status).toBe('completed_with_errors');
+      expect(first.failedCalls?.total).toBe(2);
+      expect(first.failedCalls!.first.map((call) => [call.endpoint, call.reason.startsWith('MediaExpiredError')])).toEqual([
+        ['instagram/download', true],
+        ['instagram/download', true],
+      ]);
+      const retried = await run({ harvest, resume: resumableState(first.checkpoint, 1_000) }, `${first.runId}-retry`);
+      expect(retried.status).toBe('completed');
+      expect(retried.failedCalls).toBeUndefined();
+
+      const charged = (await rig.emulator.ledger('sk_live_media')).slice(before);
+      // Three downloads, two of them asked for again: five billed, all in the run's credits and in api_calls.
+      const downloads = charged.filter((row) => row.endpoint === 'instagram/download');
+      expect(downloads).toHaveLength(5);
+      expect(retried.creditsSpent).toBe(charged.reduce((sum, row) => sum + row.credits, 0));
+      const calls = await queryWarehouse(worker.dataDir, "SELECT count(*) AS n, sum(credits) AS credits FROM api_calls WHERE endpoint = 'instagram/download'");
+      expect(calls.rows[0]).toEqual({ n: '5', credits: String(downloads.reduce((sum, row) => sum + row.credits, 0)) });
+      // Every item's file is stored: the expired links' rows have none, their second answers have it.
+      const files = (await queryWarehouse(worker.dataDir, 'SELECT item_id, count(media_sha256) AS stored, count(*) AS answers FROM downloads GROUP BY ALL ORDER BY answers')).rows;
+      expect(files.map((row) => [row.stored, row.answers])).toEqual([
+        ['1', '1'],
+        ['1', '2'],
+        ['1', '2'],
+      ]);
     } finally {
       await worker.stop();
     }
