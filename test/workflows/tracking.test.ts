@@ -4,6 +4,7 @@
  * fresh, within what `harvester plan` forecast, and every credit is in the ledger and api_calls.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { summaryText } from '../../src/cli/commands/run.js';
 import { planHarvestCost } from '../../src/harvest/cost-plan.js';
 import { planTargets } from '../../src/harvest/targets.js';
 import { OBSERVATION_AGES_MS } from '../../src/harvest/tracking.js';
@@ -104,6 +105,7 @@ harvests:
         // The run observes what the plan forecast for it, no more and no less.
         const forecast = plan.targets.reduce((sum, target) => sum + (target.tracked?.expected.items ?? 0), 0);
         expect(summary.trackedItems).toEqual({ due: forecast, observed: forecast });
+        if (forecast > 0) expect(summaryText(summary, 0)).toContain(`tracked:    ${forecast} of ${forecast} due items observed again`);
         summaries.push(summary);
       }
       expect(summaries.some((summary) => (summary.trackedItems?.observed ?? 0) > 0)).toBe(true);

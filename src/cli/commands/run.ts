@@ -33,7 +33,7 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
   }
   const enrichment = summary.enrichment;
   lines.push(`enrichment: ${enrichment.calls} calls, ${enrichment.skipped} skipped, ${enrichment.failed} failed`);
-  if (summary.trackedItems) lines.push(`tracked items: ${summary.trackedItems.observed} of ${summary.trackedItems.due} due observed again`);
+  if (summary.trackedItems) lines.push(`tracked:    ${trackedItemsText(summary.trackedItems)}`);
   lines.push(`credits: ${summary.creditsSpent} of ${summary.budget}; items: ${summary.itemsLanded}; duration: ${(durationMs / 1000).toFixed(1)} s; loaded ${summary.landingsLoaded} landings`);
   if (summary.callsLost > 0) {
     lines.push(`calls whose answers were lost: ${summary.callsLost} (a connection cut or timed out, a landing that could not be written, or a worker that died; charged or perhaps charged, and counted in the credits above)`);
@@ -41,6 +41,11 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
   lines.push(...failedCallLines(summary.failedCalls));
   for (const landing of summary.landingsQuarantined ?? []) lines.push(`quarantined (not loaded): ${landing}`);
   return lines.join('\n');
+}
+
+/** Tracked items as the run's summary and `show` say them. */
+export function trackedItemsText(tracked: NonNullable<HarvestSummary['trackedItems']>): string {
+  return `${tracked.observed} of ${tracked.due} due items observed again`;
 }
 
 /** The enrichment calls that failed for good, one line each with why and the request id. */

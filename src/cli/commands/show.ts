@@ -6,7 +6,7 @@ import { progressQuery } from '../../../workflows/definitions.js';
 import type { harvestWorkflow, HarvestSummary } from '../../../workflows/harvest.js';
 import { printableSummary } from '../run-progress.js';
 import { runAttempts, type RunAttempt } from '../run-queries.js';
-import { failedCallLines } from './run.js';
+import { failedCallLines, trackedItemsText } from './run.js';
 
 /** The run's attempts, oldest first: when each started and ended, how it ended, and its Temporal run ids. */
 function attemptLines(attempts: RunAttempt[]): string[] {
@@ -29,6 +29,7 @@ function describeProgress(progress: HarvestProgress & Pick<HarvestSummary, 'fail
     `credits:  ${progress.creditsSpent} spent, ${progress.creditsReserved} reserved, budget ${progress.budget}`,
     `items:    ${progress.itemsLanded} in ${progress.pagesLanded} pages`,
     `enrich:   ${progress.enrichment.calls} calls, ${progress.enrichment.skipped} skipped, ${progress.enrichment.failed} failed, ${progress.enrichment.pending} items pending`,
+    ...(progress.trackedItems ? [`tracked:  ${trackedItemsText(progress.trackedItems)}`] : []),
     'targets:',
   ];
   for (const target of progress.targets) {
