@@ -77,6 +77,46 @@ harvests:
   }, 120_000);
 });
 
+describe('tracking under faults', () => {
+  it('observes every due item once through 500s on 30 % of requests, and every credit is in the run and api_calls', async () => {
+    const worker = await startTestWorker(rig.api);
+    try {
+      const handle = rig.catalog.tiktok.handles[4]!;
+      const harvest = harvestFrom(`
+harvests:
+  - name: tracked-faults
+    budget: { credits: 100000 }
+    track: { items: { days: 7 } }
+    channels:
+      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 40 }
+`);
+      const run = (id: string) => rig.temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: id, args: [{ harvest }] }) as Promise<HarvestSummary>;
+      const first = await run(`tracked-faults-a-${Date.now()}`);
+      expect(first.status).toBe('completed');
+      await rig.emulator.admin('clock', { advance_seconds: 2 * 86_400 });
+      const before = (await rig.emulator.ledger(HARVEST_KEY)).length;
+      await rig.emulator.admin('faults', { fault_rate: 0.3 });
+      let second: HarvestSummary;
+      try {
+        second = await run(`tracked-faults-b-${Date.now()}`);
+      } finally {
+        await rig.emulator.admin('faults', { fault_rate: 0 });
+      }
+      expect(second.status).toBe('completed');
+      expect(second.trackedItems!.due).toBeGreaterThan(0);
+      expect(second.trackedItems!.observed).toBe(second.trackedItems!.due);
+      const charged = (await rig.emulator.ledger(HARVEST_KEY)).slice(before);
+      expect(second.creditsSpent).toBe(charged.reduce((sum, row) => sum + row.credits, 0));
+      // Each due item observed once in the run: one stats call each, all in api_calls, none paid twice.
+      expect(charged.filter((row) => row.endpoint === 'tiktok/stats')).toHaveLength(second.trackedItems!.due);
+      const calls = await queryWarehouse(worker.dataDir, `SELECT count(*) AS calls, count(DISTINCT params->>'url') AS items, sum(credits) AS credits FROM api_calls WHERE run_id = '${second.runId}' AND endpoint = 'tiktok/stats'`);
+      expect(calls.rows[0]).toEqual({ calls: String(second.trackedItems!.due), items: String(second.trackedItems!.due), credits: String(second.trackedItems!.due * prices['tiktok/stats']) });
+    } finally {
+      await worker.stop();
+    }
+  }, 180_000);
+});
+
 describe('tracking over 10 emulated days', () => {
   it('observes each item at its planned ages within one schedule interval, each profile once per run, all fresh, as planned, ledger = api_calls', async () => {
     const worker = await startTestWorker(rig.api);
