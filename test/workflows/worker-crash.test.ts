@@ -133,4 +133,58 @@ harvests:
       await new Promise((resolve) => worker.once('exit', resolve));
     }
   }, 180_000);
+
+  it('tracked items observed by a killed worker are not bought again by the next: each due item once, re-paid at most the calls in flight', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'crash-tracking-'));
+    const taskQueue = `crash-tracking-${Date.now()}`;
+    const env = {
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      HARVESTER_TASK_QUEUE: taskQueue,
+      HARVESTER_DATA_DIR: dataDir,
+      SOCIAL_API_BASE_URL: emulator.baseUrl,
+      SOCIAL_API_KEY: 'sk_live_crash',
+    };
+    const handle = (await emulator.catalog()).tiktok.handles[8]!;
+    const harvest = harvestFrom(`
+harvests:
+  - name: crash-tracking
+    budget: { credits: 100000 }
+    concurrency: { targets: 1, calls: 8 }
+    track: { items: { days: 30 } }
+    channels:
+      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 300 }
+`);
+    let worker = startWorkerProcess(env);
+    try {
+      const listed = (await temporal.workflow.execute('harvestWorkflow', { taskQueue, workflowId: `crash-tracking-a-${Date.now()}`, args: [{ harvest }] })) as HarvestSummary;
+      expect(listed.status).toBe('completed');
+      await emulator.admin('clock', { advance_seconds: 3 * 86_400 });
+      const before = (await emulator.ledger('sk_live_crash')).length;
+      const run = await temporal.workflow.start('harvestWorkflow', { taskQueue, workflowId: `crash-tracking-b-${Date.now()}`, args: [{ harvest }] });
+      const tracked = () => listLandings(dataDir).filter((key) => key.startsWith(run.workflowId) && key.includes('stats')).length;
+      await waitFor(() => (tracked() >= 20 ? true : undefined), 60_000, 'twenty tracked observations landed');
+      const exited = new Promise((resolve) => worker.once('exit', (_code, signal) => resolve(signal)));
+      worker.kill('SIGKILL');
+      expect(await exited).toBe('SIGKILL');
+      worker = startWorkerProcess(env);
+      const summary = (await run.result()) as HarvestSummary;
+      expect(summary.status).toBe('completed');
+      const due = summary.trackedItems!.due;
+      expect(due).toBeGreaterThan(20);
+      expect(summary.trackedItems!.observed).toBe(due);
+      const charged = (await emulator.ledger('sk_live_crash')).slice(before);
+      const stats = charged.filter((row) => row.endpoint === 'tiktok/stats');
+      // Each due item observed once in the warehouse; the API paid again at most the 8 calls in flight.
+      const observed = await queryWarehouse(dataDir, `SELECT count(*) AS n, count(DISTINCT params->>'url') AS d FROM api_calls WHERE run_id = '${run.workflowId}' AND endpoint = 'tiktok/stats'`);
+      expect(observed.rows[0]).toEqual({ n: String(due), d: String(due) });
+      expect(stats.length - due).toBeLessThanOrEqual(8);
+      expect(stats.length - due).toBeLessThanOrEqual(summary.callsLost);
+      // Every credit charged is in the run's figures, re-paid calls counted at their charge or worst case.
+      expect(summary.creditsSpent).toBeGreaterThanOrEqual(charged.reduce((sum, row) => sum + row.credits, 0));
+      expect(summary.creditsSpent).toBeLessThanOrEqual(charged.reduce((sum, row) => sum + row.credits, 0) + 8 * prices['tiktok/stats']);
+    } finally {
+      worker.kill('SIGTERM');
+      await new Promise((resolve) => worker.once('exit', resolve));
+    }
+  }, 180_000);
 });
