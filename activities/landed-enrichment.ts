@@ -64,7 +64,7 @@ export interface ObserveItemsInput extends RedoFailedInput {
 
 export interface ObserveItemsResult extends WorkSpent {
   enrichment: EnrichmentTally;
-  /** Items observed, by the target that landed them. */
+  /** Due items observed in the run so far (by this work or an earlier one), by the target that landed them. */
   observed: Record<string, number>;
   /** Due items left unobserved because the grant ran out. */
   unobserved: number;
@@ -142,6 +142,13 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
     }
   }
 
+  /**
+   * Whether this run already landed an observation (by an earlier work or attempt, or as a new
+   * item's enrichment): tracking holds credits only for what is still to observe.
+   */
+  const observedInRun = (runId: string, platform: Platform, endpoint: 'stats' | 'channel-stats', subject: string) =>
+    findLanding(dataDir, pageLandingKey(runId, `item:${platform}:${endpoint}:${subject}`, 1)) !== undefined;
+
   return {
     async enrichLanded(input: EnrichLandedInput): Promise<EnrichLandedResult> {
       const context = Context.current();
@@ -216,9 +223,10 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
     async observeAccounts(input: ObserveAccountsInput): Promise<ObserveAccountsResult> {
       return enrichmentWork(input, async (enricherFor, tally, budget) => {
         const enricher = enricherFor(TRACKED_ACCOUNTS_TARGET);
-        const observable = input.accounts.filter((account) => budget.tryHold(priceOf(input.prices, account.platform, 'channel-stats')));
+        const pending = input.accounts.filter((account) => !observedInRun(input.runId, account.platform, 'channel-stats', account.handle));
+        const observable = pending.filter((account) => budget.tryHold(priceOf(input.prices, account.platform, 'channel-stats')));
         await settleAll(observable.map((account) => enricher.observe(account.platform, 'channel-stats', account.handle, tally)));
-        return { unobserved: input.accounts.length - observable.length };
+        return { unobserved: pending.length - observable.length };
       });
     },
 
@@ -233,11 +241,12 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
       const { dueTrackedItems } = await import('../src/warehouse/known-items.js');
       const due = await dueTrackedItems(dataDir, input.targets, input.days, input.asOfMs);
       return enrichmentWork(input, async (enricherFor, tally, budget) => {
-        const observable = due.filter(({ item }) => budget.tryHold(priceOf(input.prices, item.platform, 'stats')));
+        const pending = due.filter(({ item }) => !observedInRun(input.runId, item.platform, 'stats', item.url));
+        const observable = pending.filter(({ item }) => budget.tryHold(priceOf(input.prices, item.platform, 'stats')));
         await settleAll(observable.map(({ item }) => enricherFor(item.target).observe(item.platform, 'stats', item.url, tally)));
         const observed: Record<string, number> = {};
-        for (const { item } of observable) observed[item.target] = (observed[item.target] ?? 0) + 1;
-        return { observed, unobserved: due.length - observable.length };
+        for (const { item } of due) if (observedInRun(input.runId, item.platform, 'stats', item.url)) observed[item.target] = (observed[item.target] ?? 0) + 1;
+        return { observed, unobserved: pending.length - observable.length };
       });
     },
 

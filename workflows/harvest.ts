@@ -492,37 +492,50 @@ async function redoFailed(run: RunContext): Promise<void> {
 }
 
 /**
- * Observes each tracked account's profile once (`track.accounts`), in one activity granted their
- * worst case.
+ * Observes each tracked account's profile once (`track.accounts`), granted their worst case.
  */
 async function observeTrackedAccounts(run: RunContext): Promise<void> {
   const accounts = trackedAccounts(run.harvest);
-  const result = await trackingWork(run, 'accounts', accountsWorst(run.state.prices, accounts), (input) => observeAccounts({ ...input, accounts }));
+  const result = await trackingWorks(run, 'accounts', accountsWorst(run.state.prices, accounts), (input) => observeAccounts({ ...input, accounts }));
   if (result) run.state.accountsObserved = true;
 }
 
 /**
- * Observes the stats of the tracked items due when the run started (`track.items`), in one
- * activity granted what prepareRun forecast for them, most overdue first.
+ * Observes the stats of the tracked items due when the run started (`track.items`), granted what
+ * prepareRun forecast for them, most overdue first.
  */
 async function observeTrackedItems(run: RunContext): Promise<void> {
   const forecast = run.state.tracking!;
   const targets = run.state.targets.map((target) => target.plan);
-  const result = await trackingWork(run, 'items', forecast.credits, (input) => observeItems({ ...input, targets, days: run.harvest.track!.items!.days, asOfMs: forecast.asOfMs }));
+  const result = await trackingWorks(run, 'items', forecast.credits, (input) => observeItems({ ...input, targets, days: run.harvest.track!.items!.days, asOfMs: forecast.asOfMs }));
   if (result) run.state.itemsObserved = Object.values(result.observed).reduce((sum: number, count) => sum + count, 0);
 }
 
+type TrackingResult = WorkSpent & { enrichment: EnrichmentTally; unobserved: number; stop?: WorkStop };
+
 /**
- * One tracking work, granted `worst` out of what is free: its spend settled and its calls tallied;
- * what the grant could not cover is left unobserved, and the run says so. Undefined when the
- * work failed for good (the run then stops, saying why).
+ * Tracking works until all is observed: a work that left some unobserved (its grant spent, as
+ * when calls a killed worker left open count at their worst case) is followed by another for the
+ * rest, while the budget has room and the last one bought something; then what is left is left,
+ * and the run says so. Undefined when a work failed for good (the run then stops, saying why).
  */
-async function trackingWork<R extends WorkSpent & { enrichment: EnrichmentTally; unobserved: number; stop?: WorkStop }>(
-  run: RunContext,
-  what: 'accounts' | 'items',
-  worst: number,
-  observe: (input: RedoFailedInput) => Promise<R>,
-): Promise<R | undefined> {
+async function trackingWorks<R extends TrackingResult>(run: RunContext, what: 'accounts' | 'items', worst: number, observe: (input: RedoFailedInput) => Promise<R>): Promise<R | undefined> {
+  const { state } = run;
+  for (;;) {
+    const result = await trackingWork(run, what, worst, observe);
+    if (!result || result.stop || result.unobserved === 0) return result;
+    if (result.credits === 0 || availableCredits(state.budget) === 0) {
+      state.stopped ??= { status: 'budget_exhausted', reason: `${result.unobserved} tracked ${what} were not observed: the budget ran out` };
+      return result;
+    }
+  }
+}
+
+/**
+ * One tracking work, granted `worst` out of what is free: its spend settled and its calls tallied.
+ * Undefined when the work failed for good (the run then stops, saying why).
+ */
+async function trackingWork<R extends TrackingResult>(run: RunContext, what: 'accounts' | 'items', worst: number, observe: (input: RedoFailedInput) => Promise<R>): Promise<R | undefined> {
   const { state } = run;
   const credits = grant(availableCredits(state.budget), worst);
   const reservation = reserve(state.budget, credits);
@@ -533,7 +546,6 @@ async function trackingWork<R extends WorkSpent & { enrichment: EnrichmentTally;
     state.callsLost += result.lostCalls;
     addTally(state.enrichment, result.enrichment);
     if (result.stop) await recordWorkStop(state, result.stop, 'tracking stopped');
-    else if (result.unobserved > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unobserved} tracked ${what} were not observed: the budget ran out` };
     return result;
   } catch (error) {
     settle(state.budget, reservation, (await spentByFailedWork(run, workId, reservation)).credits);
