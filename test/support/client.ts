@@ -27,3 +27,14 @@ export function clientFor(emulator: TestEmulator, options: Partial<ClientOptions
     ...options,
   });
 }
+
+/** Of these TikTok channels, the one that posts most often: its newest two videos are the closest in time. */
+export async function busiestTikTokChannel(client: SocialApiClient, handles: readonly string[]): Promise<string> {
+  let best = { handle: '', intervalMs: Number.POSITIVE_INFINITY };
+  for (const handle of handles) {
+    const { items } = await client.page('tiktok', 'channel-videos', { handle, limit: 2 });
+    const intervalMs = Date.parse(items[0]!.posted_at!) - Date.parse(items[1]!.posted_at!);
+    if (intervalMs < best.intervalMs) best = { handle, intervalMs };
+  }
+  return best.handle;
+}

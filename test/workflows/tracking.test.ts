@@ -12,6 +12,7 @@ import { forecastTracking } from '../../src/warehouse/known-items.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';
+import { busiestTikTokChannel } from '../support/client.js';
 import { harvestFrom, prices, startTestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_tracking';
@@ -30,17 +31,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await rig.close();
 });
-
-/** The catalog's TikTok channel that posts most often, so many items are posted during the window. */
-async function busiestChannel(): Promise<string> {
-  let best = { handle: '', intervalMs: Number.POSITIVE_INFINITY };
-  for (const handle of rig.catalog.tiktok.handles) {
-    const { items } = await rig.verify.page('tiktok', 'channel-videos', { handle, limit: 2 });
-    const intervalMs = Date.parse(items[0]!.posted_at!) - Date.parse(items[1]!.posted_at!);
-    if (intervalMs < best.intervalMs) best = { handle, intervalMs };
-  }
-  return best.handle;
-}
 
 describe('enrichment coverage', () => {
   it('says per item and enrichment when it was bought, by which run and call, or why not', async () => {
@@ -121,7 +111,7 @@ describe('tracking over 10 emulated days', () => {
   it('observes each item at its planned ages within one schedule interval, each profile once per run, all fresh, as planned, ledger = api_calls', async () => {
     const worker = await startTestWorker(rig.api);
     try {
-      const handle = await busiestChannel();
+      const handle = await busiestTikTokChannel(rig.verify, rig.catalog.tiktok.handles);
       const harvest = harvestFrom(`
 harvests:
   - name: tracked

@@ -8,7 +8,7 @@ import { listLandings } from '../../src/store/landing.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { CLI } from '../support/cli.js';
-import { clientFor } from '../support/client.js';
+import { busiestTikTokChannel, clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 import { harvestFrom, prices, temporalClient } from '../support/temporal.js';
 
@@ -24,6 +24,14 @@ afterAll(async () => {
   await emulator.close();
 });
 
+/** A worker's own data directory and task queue, and the environment `harvester worker` reads them from. */
+function workerSetting(name: string, apiKey: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), `${name}-`));
+  const taskQueue = `${name}-${Date.now()}`;
+  const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), HARVESTER_TASK_QUEUE: taskQueue, HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: emulator.baseUrl, SOCIAL_API_KEY: apiKey };
+  return { dataDir, taskQueue, env };
+}
+
 /** `harvester worker` as its own process, as operators run it. */
 function startWorkerProcess(env: Record<string, string>): ChildProcess {
   return spawn(process.execPath, [CLI, 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: 'error' }, stdio: ['ignore', 'ignore', 'inherit'] });
@@ -31,15 +39,7 @@ function startWorkerProcess(env: Record<string, string>): ChildProcess {
 
 describe('a worker killed mid-harvest', () => {
   it('resumes on a new worker: no duplicate rows, and at most one page paid twice per kill', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'crash-'));
-    const taskQueue = `crash-${Date.now()}`;
-    const env = {
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      HARVESTER_TASK_QUEUE: taskQueue,
-      HARVESTER_DATA_DIR: dataDir,
-      SOCIAL_API_BASE_URL: emulator.baseUrl,
-      SOCIAL_API_KEY: 'sk_live_crash',
-    };
+    const { dataDir, taskQueue, env } = workerSetting('crash', 'sk_live_crash');
     const handle = (await emulator.catalog()).tiktok.handles[10]!;
     const harvest = harvestFrom(`
 harvests:
@@ -79,15 +79,7 @@ harvests:
   }, 120_000);
 
   it('a budget holds across two kills with many calls in flight, and every credit charged is in the run\'s figures', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'crash-budget-'));
-    const taskQueue = `crash-budget-${Date.now()}`;
-    const env = {
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      HARVESTER_TASK_QUEUE: taskQueue,
-      HARVESTER_DATA_DIR: dataDir,
-      SOCIAL_API_BASE_URL: emulator.baseUrl,
-      SOCIAL_API_KEY: 'sk_live_crash_budget',
-    };
+    const { dataDir, taskQueue, env } = workerSetting('crash-budget', 'sk_live_crash_budget');
     const catalog = await emulator.catalog();
     const budget = 2_500;
     const harvest = harvestFrom(`
@@ -136,24 +128,10 @@ harvests:
   }, 180_000);
 
   it('tracked items observed by a killed worker are not bought again by the next: each due item once, re-paid at most the calls in flight', async () => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'crash-tracking-'));
-    const taskQueue = `crash-tracking-${Date.now()}`;
-    const env = {
-      TEMPORAL_ADDRESS: inject('temporalAddress'),
-      HARVESTER_TASK_QUEUE: taskQueue,
-      HARVESTER_DATA_DIR: dataDir,
-      SOCIAL_API_BASE_URL: emulator.baseUrl,
-      SOCIAL_API_KEY: 'sk_live_crash',
-    };
+    const { dataDir, taskQueue, env } = workerSetting('crash-tracking', 'sk_live_crash');
     // The channel that posts most often: many items due, so the kill lands with calls in flight.
     const api = clientFor(emulator, { apiKey: 'sk_live_crash' });
-    let handle = '';
-    let interval = Number.POSITIVE_INFINITY;
-    for (const candidate of (await emulator.catalog()).tiktok.handles) {
-      const { items } = await api.page('tiktok', 'channel-videos', { handle: candidate, limit: 2 });
-      const ms = Date.parse(items[0]!.posted_at!) - Date.parse(items[1]!.posted_at!);
-      if (ms < interval) [handle, interval] = [candidate, ms];
-    }
+    const handle = await busiestTikTokChannel(api, (await emulator.catalog()).tiktok.handles);
     await api.close();
     const harvest = harvestFrom(`
 harvests:
