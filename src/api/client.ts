@@ -4,7 +4,7 @@
  * schemas, retries only what is safe to retry, and reports what each call cost.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Pool, request } from 'undici';
+import { Pool, request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
 import { parseContentUrl } from '../api-catalog/content-urls.js';
@@ -37,7 +37,7 @@ import {
   type WebhookEndpoint,
 } from '../api-catalog/resources.js';
 import { apiIdentity, keyFingerprint, type ApiIdentity } from './identity.js';
-import { CallDeadlineError, InvalidRequestError, MediaExpiredError, NetworkError, ResponseValidationError, SocialApiError, errorFromResponse } from './errors.js';
+import { CallDeadlineError, InvalidRequestError, MediaExpiredError, NetworkError, ResponseValidationError, ServerError, SocialApiError, errorFromResponse } from './errors.js';
 import type { JobCompletions } from './job-completions.js';
 import { RateGate } from './rate-gate.js';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
@@ -369,18 +369,30 @@ export class SocialApiClient {
   /**
    * A media file from a download's `media_url`, a link that lives at most an hour: its bytes and
    * type. Not a billed call, and not the API's origin in general (a CDN's), so not through the
-   * API's pool or rate gate. The link is never put in an error: it is a credential while it lives.
+   * API's pool or rate gate. Transient failures (network, 5xx, 429) are tried again by the API
+   * calls' retry policy, within the deadline. The link is never put in an error: it is a
+   * credential while it lives.
    */
   async fetchMedia(url: string, options: { deadlineMs?: number } = {}): Promise<{ bytes: Buffer; contentType: string }> {
-    const answer = await request(url, { method: 'GET', signal: AbortSignal.timeout(options.deadlineMs ?? 60_000) });
-    if (answer.statusCode >= 400) {
-      await answer.body.dump();
-      const message = `the media link answered ${answer.statusCode}`;
-      if (answer.statusCode === 410) throw new MediaExpiredError(`${message}: it has expired`, { status: 410, code: 'media_expired' });
-      throw new SocialApiError(message, { status: answer.statusCode, code: 'media_unavailable' });
-    }
-    const contentType = header(answer.headers, 'content-type') ?? 'application/octet-stream';
-    return { bytes: Buffer.from(await answer.body.arrayBuffer()), contentType };
+    const deadline = AbortSignal.timeout(options.deadlineMs ?? 60_000);
+    return withRetries(async () => {
+      let answer: Dispatcher.ResponseData;
+      try {
+        answer = await request(url, { method: 'GET', signal: deadline });
+      } catch (error) {
+        const code = (error as { code?: string }).code ?? 'network_error';
+        throw new NetworkError(`the media link could not be fetched: ${code}`, { code: 'network_error', cause: error });
+      }
+      if (answer.statusCode >= 400) {
+        await answer.body.dump();
+        const message = `the media link answered ${answer.statusCode}`;
+        if (answer.statusCode === 410) throw new MediaExpiredError(`${message}: it has expired`, { status: 410, code: 'media_expired' });
+        if (answer.statusCode >= 500 || answer.statusCode === 429) throw new ServerError(message, { status: answer.statusCode, code: 'media_unavailable' });
+        throw new SocialApiError(message, { status: answer.statusCode, code: 'media_unavailable' });
+      }
+      const contentType = header(answer.headers, 'content-type') ?? 'application/octet-stream';
+      return { bytes: Buffer.from(await answer.body.arrayBuffer()), contentType };
+    }, this.retry);
   }
 
   /** The API's clock, read from the Date header of a free call (this machine's when it has none). */

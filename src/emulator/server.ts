@@ -200,7 +200,11 @@ class EmulatorServer {
     let reply: Reply;
     try {
       if (path === '/openapi.json' && req.method === 'GET') reply = { status: 200, json: this.openapi };
-      else if (path.startsWith('/_media/') && req.method === 'GET') reply = this.cursors.media(path.slice('/_media/'.length));
+      else if (path.startsWith('/_media/') && req.method === 'GET') {
+        // Media files come from a CDN, which fails now and then too.
+        if (this.faults.fault_rate > 0 && this.faultDraw() < this.faults.fault_rate) throw injectedFault(this.faultDraw());
+        reply = this.cursors.media(path.slice('/_media/'.length));
+      }
       else if (path.startsWith('/_emulator/')) {
         if (!isLoopback(req.socket.remoteAddress)) throw new ApiError(403, 'forbidden', 'the admin API answers only clients on loopback');
         reply = await adminApi(req, url, this.adminTarget);

@@ -119,4 +119,31 @@ harvests:
       await worker.stop();
     }
   }, 120_000);
+
+  it('fetches every file through transient errors of the media server', async () => {
+    const worker = await startTestWorker(rig.api);
+    try {
+      const handle = rig.catalog.instagram.handles[4]!;
+      const harvest = harvestFrom(`
+harvests:
+  - name: media-faults
+    budget: { credits: 100000 }
+    enrich: { download: true }
+    channels:
+      - { platform: instagram, handle: ${handle}, content: reels, max_items: 10 }
+`);
+      await rig.emulator.admin('faults', { fault_rate: 0.4 });
+      let summary: HarvestSummary;
+      try {
+        summary = (await rig.temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: `media-faults-${Date.now()}`, args: [{ harvest }] })) as HarvestSummary;
+      } finally {
+        await rig.emulator.admin('faults', { fault_rate: 0 });
+      }
+      expect(summary.status).toBe('completed');
+      const files = await queryWarehouse(worker.dataDir, 'SELECT count(*) AS answers, count(media_sha256) AS stored, count(DISTINCT media_sha256) AS distinct_files FROM downloads');
+      expect(files.rows[0]).toEqual({ answers: '10', stored: '10', distinct_files: '10' });
+    } finally {
+      await worker.stop();
+    }
+  }, 120_000);
 });
