@@ -10,7 +10,7 @@ import type { Enrichment } from '../src/harvest/harvest-types.js';
 import type { Platform, PriceTable } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import { CallJournal, runFailures } from '../src/store/call-journal.js';
-import { findLanding, pageLandingKey } from '../src/store/landing.js';
+import { findLanding, isLanded, pageLandingKey } from '../src/store/landing.js';
 import type { RunApi } from './api-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
@@ -106,7 +106,7 @@ interface Progress {
 export function landedEnrichmentActivities({ client, dataDir, logger }: { client: SocialApiClient; dataDir: string; logger?: Logger }) {
   /**
    * The frame of an enrichment work that keeps no position of its own (failed calls made again,
-   * tracked accounts observed): its journal claimed by this attempt, its live credits heartbeated,
+   * tracked accounts and items observed): its journal claimed by this attempt, its live credits heartbeated,
    * the run's limit of calls in flight, its grant, one enricher per target (so a call that fails
    * is recorded against its own target); its spend read back from the journal on disk when done.
    */
@@ -147,7 +147,7 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
    * item's enrichment): tracking holds credits only for what is still to observe.
    */
   const observedInRun = (runId: string, platform: Platform, endpoint: 'stats' | 'channel-stats', subject: string) =>
-    findLanding(dataDir, pageLandingKey(runId, `item:${platform}:${endpoint}:${subject}`, 1)) !== undefined;
+    isLanded(dataDir, pageLandingKey(runId, `item:${platform}:${endpoint}:${subject}`, 1));
 
   return {
     async enrichLanded(input: EnrichLandedInput): Promise<EnrichLandedResult> {

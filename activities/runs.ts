@@ -116,19 +116,16 @@ export function runActivities(deps: RunActivityDeps) {
     if (incremental.length === 0 && !input.trackItems) return { prices, knowledge };
     // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
     const apiNow = (await deps.client.serverTime()).getTime();
-    if (incremental.length > 0) {
-      // Loaded here, not at the top: DuckDB costs a third of a second to load, which a first run
-      // (and the start of every `harvester run`) need not pay.
-      const { newestKnownItems } = await import('../src/warehouse/known-items.js');
-      for (const target of incremental) {
-        const known = await newestKnownItems(deps.dataDir, target, KNOWN_IDS);
-        if (known.length === 0) continue;
-        const limit = firstPageLimit(known.flatMap((item) => (item.postedAtMs === null ? [] : [item.postedAtMs])), apiNow);
-        knowledge[target.key] = { knownIds: known.map((item) => item.id), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };
-      }
+    // Loaded here, not at the top: DuckDB costs a third of a second to load, which a first run
+    // (and the start of every `harvester run`) need not pay.
+    const { newestKnownItems, forecastTracking } = await import('../src/warehouse/known-items.js');
+    for (const target of incremental) {
+      const known = await newestKnownItems(deps.dataDir, target, KNOWN_IDS);
+      if (known.length === 0) continue;
+      const limit = firstPageLimit(known.flatMap((item) => (item.postedAtMs === null ? [] : [item.postedAtMs])), apiNow);
+      knowledge[target.key] = { knownIds: known.map((item) => item.id), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };
     }
     if (!input.trackItems) return { prices, knowledge };
-    const { forecastTracking } = await import('../src/warehouse/known-items.js');
     return { prices, knowledge, tracking: await forecastTracking(deps.dataDir, input.targets, input.trackItems.days, apiNow, prices) };
   }
 

@@ -246,7 +246,7 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
   const planned = targetLines(plans, harvest, prices, pageSize, budgetCredits, options.tracking);
   const targets: TargetCost[] = plans.map((plan, index) => {
     const { list, enrichment, account, tracked } = planned[index] as TargetLines;
-    const lines = linesOf({ list, enrichment, account, tracked });
+    const lines = linesOf(planned[index] as TargetLines);
     return {
       key: plan.key,
       kind: plan.kind,

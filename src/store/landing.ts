@@ -9,6 +9,7 @@
 import { mkdirSync, readdirSync, readFileSync, renameSync, existsSync } from 'node:fs';
 import { dirname, join, relative, sep } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
+import type { CallFailure } from '../harvest/progress.js';
 import { writeDurableFile } from './durable-file.js';
 import { landingFile, landingRoot, pathSegment, quarantineFile } from './layout.js';
 
@@ -62,7 +63,7 @@ export interface RunLanding {
   /** The enrichments the run's harvest asked for each listed item (`stats`, `comments`, …); on its final status. */
   enrichments?: string[];
   /** The run's enrichment calls that failed for good, on its final status: all of them, the latest say. */
-  failed_calls?: { endpoint: string; subject: string; reason: string; request_id?: string; at: string }[];
+  failed_calls?: Omit<CallFailure, 'target'>[];
 }
 
 export type Landing = PageLanding | RunLanding;
@@ -108,9 +109,14 @@ export function writeLanding(dataDir: string, landing: Landing): string {
   return key;
 }
 
+/** Whether something has been landed at a key, without reading it. */
+export function isLanded(dataDir: string, key: string): boolean {
+  return existsSync(landingFile(dataDir, key));
+}
+
 /** The landing at a key, or undefined when nothing has been landed there. */
 export function findLanding(dataDir: string, key: string): Landing | undefined {
-  return existsSync(landingFile(dataDir, key)) ? readLanding(dataDir, key) : undefined;
+  return isLanded(dataDir, key) ? readLanding(dataDir, key) : undefined;
 }
 
 export function readLanding(dataDir: string, key: string): Landing {
