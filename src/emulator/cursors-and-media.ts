@@ -52,8 +52,9 @@ export class CursorsAndMedia {
     return payload.p;
   }
 
-  signMedia(record: Record<string, unknown>, nowMs: number): Record<string, unknown> {
-    const expiresAtMs = Math.floor(nowMs / 1000) * 1000 + MEDIA_URL_LIFETIME_MS;
+  /** A download's record with its media link; `expired` (a fault) gives one that expired a second ago. */
+  signMedia(record: Record<string, unknown>, nowMs: number, expired = false): Record<string, unknown> {
+    const expiresAtMs = Math.floor(nowMs / 1000) * 1000 + (expired ? -1000 : MEDIA_URL_LIFETIME_MS);
     const token = this.tokens.encode({ m: record.mime_type, e: record.entity_id, x: expiresAtMs });
     return {
       ...record,

@@ -322,11 +322,11 @@ class EmulatorServer {
     return { status: 200, json: { data, request_id: context.requestId }, headers: cacheHeader };
   }
 
-  /** A download's media link, signed now; or, while the expired-links fault lasts, an hour and a second ago. */
+  /** A download's media link; while the expired-links fault lasts, one that has already expired. */
   private signedDownload(data: Record<string, unknown>, nowMs: number): Record<string, unknown> {
-    if (this.faults.expired_media_links === 0) return this.cursors.signMedia(data, nowMs);
-    this.faults.expired_media_links--;
-    return this.cursors.signMedia(data, nowMs - 3_601_000);
+    const expired = this.faults.expired_media_links > 0;
+    if (expired) this.faults.expired_media_links--;
+    return this.cursors.signMedia(data, nowMs, expired);
   }
 
   private listCall(
