@@ -4,7 +4,7 @@
  * warehouse agree on it. The real CLI in its own processes: the demo's whole stack (Temporal dev
  * server, emulator, receiver, worker), then the dev server alone.
  */
-import { spawn } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -31,6 +31,26 @@ function cliWithin(args: string[], env: Record<string, string>, deadlineMs: numb
   });
 }
 
+/**
+ * `harvester temporal` on `port`, once it answers there and is still alive a second later. The port
+ * came from freePort and was free then; another test's process may take it before the dev server
+ * binds, in which case the server exits and we start it again on other ports (at most 3 times),
+ * rather than talk to whoever took the port.
+ */
+async function serveState(port: number, env: Record<string, string>): Promise<{ server: ChildProcess; port: number; stderr: () => string }> {
+  let log = '';
+  for (let attempt = 1; ; attempt += 1) {
+    const server = spawn(process.execPath, [CLI, 'temporal', '--port', String(port), '--ui-port', String(await freePort())], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    server.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
+    const gone = () => server.exitCode !== null || server.signalCode !== null;
+    await waitFor(async () => (gone() || (await reachable(`127.0.0.1:${port}`)) ? true : undefined), 30_000, 'the Temporal dev server');
+    if (!gone()) await new Promise((resolve) => setTimeout(resolve, 1_000));
+    if (!gone()) return { server, port, stderr: () => log };
+    if (attempt === 3) throw new Error(`harvester temporal exited 3 times; it said: ${log}`);
+    port = await freePort();
+  }
+}
+
 describe('the demo keeps its Temporal state in the data directory', () => {
   it('after `harvester demo`, `harvester temporal` serves its run to runs, show and replay, and no second server opens that state', async () => {
     const dataDir = join(mkdtempSync(join(tmpdir(), 'cli-demo-')), 'data');
@@ -46,20 +66,21 @@ describe('the demo keeps its Temporal state in the data directory', () => {
     expect(existsSync(join(dataDir, 'temporal.sqlite'))).toBe(true);
 
     const port = await freePort();
-    const address = `127.0.0.1:${port}`;
-    const temporalEnv = { ...env, TEMPORAL_ADDRESS: address };
+    let address = `127.0.0.1:${port}`;
+    let temporalEnv = { ...env, TEMPORAL_ADDRESS: address };
     // Nothing serves it yet: the command says so, and how to serve it.
     const down = await runCli(['runs'], temporalEnv);
     expect(down.code).toBe(1);
     expect(down.stderr).toContain(`cannot reach Temporal at ${address}`);
     expect(down.stderr).toContain(`\`harvester temporal\` (Temporal alone; both keep runs, the demo's too, in ${join(dataDir, 'temporal.sqlite')})`);
 
-    const server = spawn(process.execPath, [CLI, 'temporal', '--port', String(port), '--ui-port', String(await freePort())], { env: { ...process.env, ...env }, stdio: 'ignore' });
+    const { server, stderr: serverLog, port: servedPort } = await serveState(port, env);
+    address = `127.0.0.1:${servedPort}`;
+    temporalEnv = { ...env, TEMPORAL_ADDRESS: address };
     const exited = new Promise((resolve) => server.once('exit', resolve));
     try {
-      await waitFor(async () => ((await reachable(address)) ? true : undefined), 30_000, 'the Temporal dev server');
       const runs = await runCli(['runs', '--json'], temporalEnv);
-      expect(runs.code, runs.stderr).toBe(0);
+      expect(runs.code, `${runs.stderr}\nharvester temporal said: ${serverLog()}`).toBe(0);
       expect(JSON.parse(runs.stdout)).toEqual([expect.objectContaining({ workflowId: runId, harvest: 'demo', status: 'completed', items: Number(items), credits: Number(credits), attempts: 1 })]);
       const show = await runCli(['show', runId], temporalEnv);
       expect(show.code, show.stderr).toBe(0);
