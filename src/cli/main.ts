@@ -22,6 +22,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   emulator: async () => (await import('./commands/emulator.js')).emulatorCommand(),
   export: async () => (await import('./commands/warehouse.js')).exportCommand(),
   load: async () => (await import('./commands/warehouse.js')).loadCommand(),
+  maintain: async () => (await import('./commands/warehouse.js')).maintainCommand(),
   query: async () => (await import('./commands/warehouse.js')).queryCommand(),
   plan: async () => (await import('./commands/plan.js')).planCommand(),
   receiver: async () => (await import('./commands/receiver.js')).receiverCommand(),

@@ -1,10 +1,10 @@
 /**
- * What the HTML report shows, read from the published warehouse through `queryWarehouse`
+ * What the HTML report shows, read from the warehouse (the lake) through `queryWarehouse`
  * (read-only: the report never locks harvests or other readers out). Times are UTC throughout;
  * credits "over time" are per UTC day of `api_calls.called_at`, views and followers "over time"
  * are per observation (`observed_at`).
  */
-import { warehousePath } from '../store/layout.js';
+import { lakeCatalogFile } from '../store/layout.js';
 import { sqlString } from '../warehouse/duckdb.js';
 import { queryWarehouse } from '../warehouse/query.js';
 
@@ -469,7 +469,7 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
 
   return {
     generatedAt,
-    warehousePath: warehousePath(dataDir),
+    warehousePath: lakeCatalogFile(dataDir),
     totals,
     creditsByHarvest,
     creditsByEndpoint,

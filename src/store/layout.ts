@@ -10,7 +10,9 @@
  *   state/credits-low.json                    the API's credits.low alert, while it stands
  *   webhooks/secrets.json, webhooks/journal.jsonl      signing secrets and received deliveries
  *   media/<sha256[0:2]>/<sha256>              downloaded media files, content-addressed (media-store.ts)
- *   warehouse.duckdb, .loader/…               the published warehouse and the loader's work files
+ *   lake/catalog.sqlite, lake/data/…          the warehouse: a DuckLake catalog and its Parquet files
+ *   .loader/…                                 the loader's lock and work files
+ *   warehouse.duckdb(.migrated)               the warehouse before DuckLake, moved into the lake once
  *   temporal.sqlite, temporal.server.json     the embedded Temporal dev server's state
  *   logs/<service>.log                        what `harvester dev` and the demo's services say
  *   .write-check-<pid>                        a starting worker's check that it can write here
@@ -84,17 +86,37 @@ export function mediaFile(dataDir: string, sha256: string): string {
   return join(dataDir, 'media', sha256.slice(0, 2), sha256);
 }
 
-export function warehousePath(dataDir: string): string {
-  return join(dataDir, 'warehouse.duckdb');
+/** The warehouse's DuckLake catalog (SQLite): which tables, snapshots and data files it holds. */
+export function lakeCatalogFile(dataDir: string): string {
+  return join(dataDir, 'lake', 'catalog.sqlite');
 }
 
-/** The loader's own files: its work database, load packages, and the check of unreadable landings. */
+/** The warehouse's data: Parquet files that DuckLake writes and names, under one folder per table. */
+export function lakeDataFolder(dataDir: string): string {
+  return join(dataDir, 'lake', 'data');
+}
+
+/** The warehouse as one DuckDB file, before the lake: the loader moves its history into the lake once. */
+export function legacyWarehouseFiles(dataDir: string): { work: string; published: string } {
+  return { work: join(loaderFolder(dataDir), 'work.duckdb'), published: join(dataDir, 'warehouse.duckdb') };
+}
+
+/** The loader's own files: its lock and work database, load packages, and the check of unreadable landings. */
 export function loaderFolder(dataDir: string): string {
   return join(dataDir, '.loader');
 }
 
-export function workDatabasePath(dataDir: string): string {
-  return join(loaderFolder(dataDir), 'work.duckdb');
+/**
+ * The loader's own DuckDB database: where a batch is staged before it merges into the lake, and
+ * whose file lock keeps a second loader of this data directory waiting.
+ */
+export function loaderDatabasePath(dataDir: string): string {
+  return join(loaderFolder(dataDir), 'loader.duckdb');
+}
+
+/** When the lake was last maintained (its modification time), for the daily maintenance after a run's load. */
+export function maintenanceMarkFile(dataDir: string): string {
+  return join(loaderFolder(dataDir), 'maintained');
 }
 
 export function loadPackageFolder(dataDir: string, turn: number): string {

@@ -2,17 +2,15 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 
 /**
  * Opening DuckDB the project's way: no extension is ever downloaded at run time (parquet, json
- * and icu are built into @duckdb/node-api), so autoinstall is off.
+ * and icu are built into @duckdb/node-api; the lake's are loaded by path, lake.ts), so autoinstall is off.
  */
 const BASE_CONFIG = { autoinstall_known_extensions: 'false', autoload_known_extensions: 'true' };
 
 export async function openDatabase(
   path: string,
-  options: { readOnly?: boolean; memoryLimit?: string; threads?: number; sandboxed?: boolean } = {},
+  options: { readOnly?: boolean; memoryLimit?: string; threads?: number } = {},
 ): Promise<{ instance: DuckDBInstance; connection: DuckDBConnection }> {
   const config: Record<string, string> = { ...BASE_CONFIG };
-  // Sandboxed: no file but the database itself, no extension loading, and no way to undo either.
-  if (options.sandboxed) Object.assign(config, { enable_external_access: 'false', autoload_known_extensions: 'false', lock_configuration: 'true' });
   if (options.readOnly) config.access_mode = 'READ_ONLY';
   if (options.memoryLimit) config.memory_limit = options.memoryLimit;
   if (options.threads) config.threads = String(options.threads);

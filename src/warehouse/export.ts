@@ -1,8 +1,8 @@
-import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { closeDatabase, openDatabase, sqlString } from './duckdb.js';
-import { warehousePath } from '../store/layout.js';
+import { closeDatabase, sqlString } from './duckdb.js';
+import { LAKE, latestSnapshot, openLake } from './lake.js';
 
 /**
  * How each table is partitioned on export: hive-style by platform and date, the date being the UTC
@@ -48,6 +48,8 @@ export interface ExportResult {
   tables: Record<string, number>;
   /** Parquet files per table. */
   files: Record<string, number>;
+  /** The lake's snapshot that every table was exported from. */
+  snapshot: number;
 }
 
 function quoted(identifier: string): string {
@@ -69,7 +71,7 @@ function parquetFiles(dir: string): string[] {
  * binary: polars read `params` as Binary), and the partition columns it lacks.
  */
 async function exportSelect(connection: DuckDBConnection, table: string, partition: { platform?: string; date?: string }): Promise<string> {
-  const reader = await connection.runAndReadAll(`SELECT column_name, data_type FROM information_schema.columns WHERE table_name = ${sqlString(table)} ORDER BY ordinal_position`);
+  const reader = await connection.runAndReadAll(`SELECT column_name, data_type FROM information_schema.columns WHERE table_catalog = ${sqlString(LAKE)} AND table_name = ${sqlString(table)} ORDER BY ordinal_position`);
   const columns = (reader.getRows() as [string, string][]).map(([name, type]) => (type === 'JSON' ? `CAST(${quoted(name)} AS VARCHAR) AS ${quoted(name)}` : quoted(name)));
   const extra = [
     ...(partition.platform && partition.platform !== 'platform' ? [`${partition.platform} AS platform`] : []),
@@ -107,15 +109,17 @@ async function splitLargeFile(connection: DuckDBConnection, file: string, target
  * a reader globbing `<table>/**\/*.parquet` finds its schema.
  */
 export async function exportParquet(dataDir: string, outDir: string, options: ExportOptions = {}): Promise<ExportResult> {
-  const path = warehousePath(dataDir);
-  if (!existsSync(path)) throw new Error(`no warehouse at ${path} yet: run a harvest (or a load) first`);
   const targetBytes = options.targetFileBytes ?? TARGET_FILE_BYTES;
   const directory = resolve(outDir);
   mkdirSync(directory, { recursive: true });
-  const db = await openDatabase(path, { readOnly: true });
+  const db = await openLake(dataDir, 'read');
   const tables: Record<string, number> = {};
   const files: Record<string, number> = {};
+  let snapshot: number;
   try {
+    // One transaction reads one snapshot of the lake: a load that commits meanwhile is not half in the export.
+    await db.connection.run('BEGIN TRANSACTION');
+    snapshot = await latestSnapshot(db.connection);
     for (const [table, partition] of Object.entries(PARTITIONS)) {
       const tableDir = join(directory, table);
       rmSync(tableDir, { recursive: true, force: true });
@@ -136,8 +140,9 @@ export async function exportParquet(dataDir: string, outDir: string, options: Ex
       }
       files[table] = written;
     }
+    await db.connection.run('COMMIT');
   } finally {
     closeDatabase(db);
   }
-  return { directory, tables, files };
+  return { directory, tables, files, snapshot };
 }

@@ -3,15 +3,14 @@
  * stops at, with their posting times, from which its first page is sized; and the items tracking
  * observes again as they age.
  */
-import { existsSync } from 'node:fs';
 import type { Platform } from '../api-catalog/endpoints.js';
 import type { TargetPlan } from '../harvest/targets.js';
 import type { PriceTable } from '../api-catalog/endpoints.js';
 import { priceOf } from '../harvest/rules.js';
 import { dueObservations, trackedSinceMs, type DueObservation, type TrackedItem, type TrackingForecast } from '../harvest/tracking.js';
 import { sqlString } from './duckdb.js';
-import { warehousePath } from '../store/layout.js';
 import { LIST_KINDS, SEARCH_KINDS } from './normalize.js';
+import { lakeExists } from './lake.js';
 import { queryWarehouse } from './query.js';
 
 export interface KnownItem {
@@ -37,7 +36,7 @@ function targetItemIds(target: TargetPlan): string | undefined {
 
 /** The newest `limit` items the warehouse has of a target; none when there is no warehouse yet. */
 export async function newestKnownItems(dataDir: string, target: TargetPlan, limit: number): Promise<KnownItem[]> {
-  if (!existsSync(warehousePath(dataDir))) return [];
+  if (!lakeExists(dataDir)) return [];
   const platform = sqlString(target.platform);
   const ids = targetItemIds(target);
   const sql = ids
@@ -62,7 +61,7 @@ export interface TrackableItem extends TrackedItem {
  * observation the API answered fresh, not from its cache (whose data may be older than its time).
  */
 export async function trackableItems(dataDir: string, targets: readonly TargetPlan[], postedSinceMs: number): Promise<TrackableItem[]> {
-  if (!existsSync(warehousePath(dataDir))) return [];
+  if (!lakeExists(dataDir)) return [];
   const parts = targets.flatMap((target, order) => {
     const ids = targetItemIds(target);
     return ids ? [`SELECT ${order} AS target_order, ${sqlString(target.platform)} AS platform, item_id FROM (${ids})`] : [];

@@ -7,6 +7,7 @@
  * this process's start, which is why it is started before it is needed and then reused.
  */
 import { loadLandings } from './loader.js';
+import { maintainIfDue } from './maintenance.js';
 
 export interface LoadRequest {
   dataDir: string;
@@ -20,7 +21,12 @@ const reply = process.send.bind(process);
 
 process.on('message', (request: LoadRequest) => {
   loadLandings(request.dataDir).then(
-    (result) => reply({ result }),
+    (result) => {
+      reply({ result });
+      // The scheduled maintenance, once a day, after the answer: the run does not wait for it. A load
+      // asked meanwhile waits for the lake (one writer at a time); one cut short is safe, and is done again.
+      maintainIfDue(request.dataDir).catch((error: unknown) => process.stderr.write(`maintenance of ${request.dataDir} failed: ${error instanceof Error ? error.message : String(error)}\n`));
+    },
     (error: unknown) => reply({ error: error instanceof Error ? error.message : String(error) }),
   );
 });

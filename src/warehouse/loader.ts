@@ -1,27 +1,25 @@
 /**
  * A load: landings not loaded yet go, batch by batch, through the three stages, extract (a load
  * package, load-package.ts), normalize (normalize.ts) and merge (merge.ts, a transaction per batch
- * that also records which landings it loaded), and the result is then published for readers as a
- * new file swapped in atomically.
+ * that also records which landings it loaded) into the lake (lake.ts). Each batch commits one
+ * snapshot of the lake: readers see it on their next query, and nothing is copied.
  *
- * Why a published copy: DuckDB lets one process write a database file, and while it has the file
- * open no other process can open it, not even read-only ("could not set lock"). So the loader
- * writes a private database (`.loader/work.duckdb`) and, after each load, copies it to
- * `warehouse.duckdb.publishing` and renames that over `warehouse.duckdb`. Analysts open
- * `warehouse.duckdb` read-only at any time: an open reader keeps the snapshot it opened, the
- * next one sees the new load, and nobody is ever locked out.
+ * One loader at a time per data directory: the loader's own DuckDB file (`.loader/loader.duckdb`,
+ * where batches are staged) is locked by DuckDB while open, so a second loader waits for it, and a
+ * loader that was killed holds no lock (the OS drops it).
  */
-import { copyFileSync, closeSync, existsSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, statSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { createHash } from 'node:crypto';
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
-import { closeDatabase, openDatabase } from './duckdb.js';
+import { closeDatabase, sqlString } from './duckdb.js';
 import { listLandings, quarantineLanding, type UnloadableLanding } from '../store/landing.js';
-import { landingFile, loadPackageFolder, loaderFolder, warehousePath, workDatabasePath } from '../store/layout.js';
+import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
+import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
 import { extract, type LoadPackage } from './load-package.js';
 import { merge } from './merge.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
-import { TABLES_DDL, VIEWS_DDL } from './schema.js';
+import { TABLES_DDL, VIEWS_DDL, WAREHOUSE_TABLES } from './schema.js';
 
 export interface LoadOptions {
   /** Landings merged per transaction, at most; memory is bounded by the batch, not by the warehouse. */
@@ -29,7 +27,7 @@ export interface LoadOptions {
   /** Bytes of landing files per batch, at most (a job's results page is far larger than a list page). */
   batchBytes?: number;
   logger?: Logger;
-  /** How long to wait for another loader that holds the work database. */
+  /** How long to wait for another loader of the same data directory. */
   lockWaitMs?: number;
   /** Called inside each batch's transaction, just before COMMIT: a crash here must load nothing. */
   beforeCommit?: (batch: number) => void | Promise<void>;
@@ -59,18 +57,18 @@ export interface LoadResult {
   quarantined: QuarantinedLanding[];
   rowsLoaded: number;
   batches: number;
-  published: boolean;
+  /** The lake's latest snapshot after the load: what a reader's next query reads. */
+  snapshot: number;
   durationMs: number;
 }
 
-/** Loads every landing not loaded yet, then publishes the warehouse for readers. */
+/** Loads every landing not loaded yet into the lake, a snapshot per batch. */
 export async function loadLandings(dataDir: string, options: LoadOptions = {}): Promise<LoadResult> {
   const started = Date.now();
-  const workPath = workDatabasePath(dataDir);
-  mkdirSync(loaderFolder(dataDir), { recursive: true });
-  const db = await openWorkDatabase(workPath, options.lockWaitMs ?? 120_000);
+  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000);
   try {
-    for (const statement of [...TABLES_DDL, ...VIEWS_DDL]) await db.connection.run(statement);
+    await ensureSchema(db.connection);
+    await migrateLegacyWarehouse(db.connection, dataDir, options.logger);
     let landingsLoaded = 0;
     const landingsLoadedByRun: Record<string, number> = {};
     let rowsLoaded = 0;
@@ -104,11 +102,8 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
         quarantine(error.landings);
       }
     }
-    // The published copy is also made again when it cannot be read (replaced, cut short): the
-    // work database is the truth, and readers only ever get a copy of it.
-    const published = landingsLoaded > 0 || !(await publishedCopyReadable(warehousePath(dataDir)));
-    if (published) await publish(db.connection, workPath, warehousePath(dataDir));
-    return { landingsLoaded, landingsLoadedByRun, rowsLoaded, batches, published, quarantined, durationMs: Date.now() - started };
+    const snapshot = await latestSnapshot(db.connection);
+    return { landingsLoaded, landingsLoadedByRun, rowsLoaded, batches, snapshot, quarantined, durationMs: Date.now() - started };
   } finally {
     closeDatabase(db);
   }
@@ -145,21 +140,6 @@ async function loadPending(
   } finally {
     await nextPackage?.catch(() => undefined);
     for (const turn of [0, 1]) rmSync(loadPackageFolder(dataDir, turn), { recursive: true, force: true });
-  }
-}
-
-async function publishedCopyReadable(path: string): Promise<boolean> {
-  if (!existsSync(path)) return false;
-  try {
-    const db = await openDatabase(path, { readOnly: true });
-    try {
-      await db.connection.run('SELECT count(*) FROM loaded_landings');
-      return true;
-    } finally {
-      closeDatabase(db);
-    }
-  } catch {
-    return false;
   }
 }
 
@@ -202,34 +182,62 @@ function batchesOf(dataDir: string, keys: string[], maxLandings: number, maxByte
   return batches;
 }
 
-/** Checkpoints the work database and swaps a copy of it in as the readers' warehouse. */
-async function publish(connection: DuckDBConnection, workPath: string, target: string): Promise<void> {
-  await connection.run('CHECKPOINT');
-  // Not `<target>.tmp`: that is the folder where DuckDB spills a reader's large query (its default
-  // temp_directory), and copying onto it while a query spills would fail the load.
-  const temporary = `${target}.publishing`;
-  copyFileSync(workPath, temporary);
-  const fd = openSync(temporary, 'r+');
+const SCHEMA_DDL = [...TABLES_DDL, ...VIEWS_DDL];
+/** This version's schema, by its statements: the comment on `loaded_landings` names the one the lake has. */
+const SCHEMA_MARK = `social-harvester schema ${createHash('sha256').update(SCHEMA_DDL.join(';\n')).digest('hex').slice(0, 16)}`;
+
+/**
+ * Brings the lake's tables and views to this version's schema, in one snapshot, unless it has them:
+ * every statement is a change of the catalog that commits a snapshot of its own, even a view
+ * replaced by the same view, and a load made ~30 such snapshots before its data (about 0.8 s).
+ */
+async function ensureSchema(connection: DuckDBConnection): Promise<void> {
+  const marked = await connection.runAndReadAll(`SELECT comment FROM duckdb_tables() WHERE database_name = ${sqlString(LAKE)} AND table_name = 'loaded_landings'`);
+  if (marked.getRows()[0]?.[0] === SCHEMA_MARK) return;
+  await connection.run('BEGIN TRANSACTION');
   try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
+    for (const statement of SCHEMA_DDL) await connection.run(statement);
+    await connection.run(`COMMENT ON TABLE loaded_landings IS ${sqlString(SCHEMA_MARK)}`);
+    await connection.run('COMMIT');
+  } catch (error) {
+    await connection.run('ROLLBACK');
+    throw error;
   }
-  renameSync(temporary, target);
 }
 
 /**
- * Opens the loader's database. DuckDB's own file lock keeps loaders apart: a second loader waits
- * here until the first closes, and a loader that was killed holds no lock (the OS drops it).
+ * Moves the history of a warehouse made before the lake (`.loader/work.duckdb`, the loader's copy
+ * and the truth, or else the published `warehouse.duckdb`) into the lake, in one snapshot, and then
+ * renames the old files to `*.migrated`, kept until the user deletes them. A migration cut short
+ * before the rename is known by its landings, already in the lake, and is not done twice.
  */
-async function openWorkDatabase(path: string, waitMs: number) {
-  const deadline = Date.now() + waitMs;
-  for (;;) {
-    try {
-      return await openDatabase(path, { memoryLimit: '1GB' });
-    } catch (error) {
-      if (!/lock/i.test((error as Error).message) || Date.now() > deadline) throw error;
-      await sleep(100);
+async function migrateLegacyWarehouse(connection: DuckDBConnection, dataDir: string, logger: Logger | undefined): Promise<void> {
+  const legacy = legacyWarehouseFiles(dataDir);
+  const source = [legacy.work, legacy.published].find((file) => existsSync(file));
+  if (!source) return;
+  await connection.run(`ATTACH ${sqlString(source)} AS legacy (READ_ONLY)`);
+  try {
+    const legacyTables = new Set(
+      (await connection.runAndReadAll("SELECT table_name FROM duckdb_tables() WHERE database_name = 'legacy'")).getRows().map((row) => String(row[0])),
+    );
+    const moved = legacyTables.has('loaded_landings')
+      ? Number((await connection.runAndReadAll('SELECT count(*) FROM loaded_landings WHERE landing IN (SELECT landing FROM legacy.loaded_landings)')).getRows()[0]?.[0])
+      : 0;
+    if (moved === 0) {
+      await connection.run('BEGIN TRANSACTION');
+      try {
+        // BY NAME: an older warehouse lacks the columns added since, which stay null.
+        for (const table of WAREHOUSE_TABLES) if (legacyTables.has(table)) await connection.run(`INSERT INTO ${table} BY NAME SELECT * FROM legacy.${table}`);
+        await connection.run('COMMIT');
+      } catch (error) {
+        await connection.run('ROLLBACK');
+        throw error;
+      }
+      logger?.info({ from: source }, 'moved the warehouse into the lake');
     }
+  } finally {
+    await connection.run('DETACH legacy');
   }
+  for (const file of [legacy.work, legacy.published]) if (existsSync(file)) renameSync(file, `${file}.migrated`);
 }
+

@@ -1,7 +1,6 @@
-import { existsSync } from 'node:fs';
-import { JsonDuckDBValueConverter, type DuckDBConnection, type Json } from '@duckdb/node-api';
-import { closeDatabase, openDatabase } from './duckdb.js';
-import { warehousePath } from '../store/layout.js';
+import { JsonDuckDBValueConverter, StatementType, type DuckDBConnection, type Json } from '@duckdb/node-api';
+import { closeDatabase } from './duckdb.js';
+import { openLake } from './lake.js';
 
 export interface QueryResult {
   columns: string[];
@@ -9,10 +8,10 @@ export interface QueryResult {
 }
 
 /**
- * Runs SQL against the published warehouse, opened read-only and with every file system operation
- * switched off (and that setting locked): a query reads the warehouse's tables and nothing else.
- * It cannot write a file (COPY … TO, which could replace the warehouse itself), read one
- * (read_text, read_csv, ATTACH), or install an extension.
+ * Runs SQL against the warehouse's latest snapshot, attached read-only, with every file but the
+ * lake's own data files switched off (and that setting locked): a query reads the warehouse's
+ * tables and nothing else. It cannot write a file (COPY … TO), read another (read_text, read_csv),
+ * attach a database (the lake's catalog read-write, say), or install an extension.
  *
  * The whole result is held in memory: for the program's own small queries. A query of the user's,
  * of any size, goes through `streamWarehouseQuery`.
@@ -21,7 +20,7 @@ export async function queryWarehouse(dataDir: string, sql: string): Promise<Quer
   return withWarehouse(dataDir, async (connection) => {
     const reader = await connection.runAndReadAll(sql);
     return { columns: reader.columnNames(), rows: reader.getRowObjectsJson() as Record<string, unknown>[] };
-  });
+  }, sql);
 }
 
 /** Limits on one streamed query; 0 (or absent) means no limit. */
@@ -62,7 +61,7 @@ export interface StreamedQuery {
 }
 
 /**
- * Runs SQL against the published warehouse, sandboxed as `queryWarehouse` is, and hands its rows
+ * Runs SQL against the warehouse, sandboxed as `queryWarehouse` is, and hands its rows
  * to `sink` as DuckDB produces them, one chunk at a time: memory stays flat whatever the result's
  * size. At `maxRows` rows it stops (reading one more chunk to know whether there are more); at
  * `timeoutMs` it interrupts DuckDB. Either way the rows handed over so far stay handed over, and
@@ -119,26 +118,52 @@ export async function streamWarehouseQuery(dataDir: string, sql: string, sink: Q
       clearTimeout(timer);
       limits.signal?.removeEventListener('abort', stopReading);
     }
-  });
+  }, sql);
 }
 
 const EXTRACT_PREFIX = 'Failed to extract statements: ';
 
 /** Opens the warehouse read-only and sandboxed for `use`, and turns DuckDB's refusals into one line naming what was refused. */
-async function withWarehouse<T>(dataDir: string, use: (connection: DuckDBConnection) => Promise<T>): Promise<T> {
-  const path = warehousePath(dataDir);
-  if (!existsSync(path)) throw new Error(`no warehouse at ${path} yet: run a harvest (or a load) first`);
-  const db = await openDatabase(path, { readOnly: true, sandboxed: true });
+async function withWarehouse<T>(dataDir: string, use: (connection: DuckDBConnection) => Promise<T>, sql?: string): Promise<T> {
+  const db = await openLake(dataDir, 'sandboxed');
+  const refuse = (refused: string, cause?: unknown) =>
+    new Error(`refused: ${refused}; queries read only the warehouse's tables (file access, extensions and settings are locked off)`, { cause });
   try {
+    const forbidden = sql === undefined ? undefined : await forbiddenStatement(db.connection, sql);
+    if (forbidden) throw refuse(forbidden);
     return await use(db.connection);
   } catch (error) {
     const message = (error as Error).message.split('\n')[0] ?? '';
     const refused = refusal(message);
-    if (refused) throw new Error(`refused: ${refused}; queries read only the warehouse's tables (file access, extensions and settings are locked off)`, { cause: error });
+    if (refused) throw refuse(refused, error);
     throw error;
   } finally {
     closeDatabase(db);
   }
+}
+
+/**
+ * What the SQL would do that the sandbox's settings do not stop, if anything. Switching files off
+ * does not stop ATTACH of a DuckLake or SQLite file (their extensions open the file themselves), and
+ * the lake's catalog, attached again read-write, would let a query drop the warehouse's tables. And
+ * the lake's data folder stays readable for DuckLake, so it is writable too: COPY … TO a file there.
+ */
+async function forbiddenStatement(connection: DuckDBConnection, sql: string): Promise<string | undefined> {
+  // SQL that does not parse fails when it runs, with DuckDB's own message.
+  const statements = await connection.extractStatements(sql).catch(() => undefined);
+  if (!statements) return undefined;
+  for (let index = 0; index < statements.count; index++) {
+    let type: StatementType;
+    try {
+      type = (await statements.prepare(index)).statementType;
+    } catch {
+      // A statement that does not prepare fails when it runs, with DuckDB's own message.
+      continue;
+    }
+    if (type === StatementType.ATTACH || type === StatementType.DETACH) return 'the query would attach a database';
+    if (type === StatementType.COPY || type === StatementType.EXPORT) return 'the query would write a file';
+  }
+  return undefined;
 }
 
 /** What DuckDB refused the query, in the user's terms, from DuckDB's message; undefined for any other error. */

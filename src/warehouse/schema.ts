@@ -3,13 +3,12 @@
  * `comments`, and history as one row per observation in `account_metrics` and `item_metrics`.
  * docs/data-dictionary.md documents every column; a test holds the two together.
  *
- * Only `loaded_landings` has a primary key: it is the exactly-once record, one row per landing.
- * Data tables have none. Append-only tables (observations, search hits, downloads, api_calls)
- * cannot repeat a row, since each landing is loaded once, in the same transaction as its
- * `loaded_landings` row. Latest-state tables keep one row per natural key because the loader is
- * their only writer (DuckDB's file lock admits one at a time) and merges each batch, grouped by key,
- * with MERGE INTO. A primary key's index would cost about 40 % of a load and grow in memory with
- * the warehouse (measured with bench/warehouse-load.mjs).
+ * No table has a primary key: DuckLake, the warehouse's table format, has none. `loaded_landings`
+ * is the exactly-once record, one row per landing, written in the same transaction (one snapshot)
+ * as the landing's rows, by the only writer (the loader, one at a time per data directory).
+ * Append-only tables (observations, search hits, downloads, api_calls) therefore cannot repeat a
+ * row. Latest-state tables keep one row per natural key because the loader merges each batch,
+ * grouped by key, with MERGE INTO.
  */
 
 export const TABLES_DDL = [
@@ -68,8 +67,7 @@ export const TABLES_DDL = [
     run_id VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, subject VARCHAR NOT NULL, reason VARCHAR NOT NULL,
     request_id VARCHAR, failed_at TIMESTAMPTZ NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS loaded_landings (
-    landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, rows BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL,
-    PRIMARY KEY (landing))`,
+    landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, rows BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
 ];
 
 export const VIEWS_DDL = [

@@ -1,4 +1,5 @@
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { lakeCatalogFile, lakeDataFolder } from '../../src/store/layout.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,17 +44,21 @@ describe('harvester load, query and export', () => {
     expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
   });
 
-  it('query reads only the warehouse: no file written (not even over the warehouse), none read, no extension installed or loaded, no setting changed', async () => {
+  it('query reads only the warehouse: no file written (not even over the warehouse), none read, no database attached, no extension installed or loaded, no setting changed', async () => {
     const env = { HARVESTER_DATA_DIR: dataDir };
-    const warehouse = join(dataDir, 'warehouse.duckdb');
-    const size = statSync(warehouse).size;
+    const catalog = lakeCatalogFile(dataDir);
+    const catalogBytes = readFileSync(catalog);
+    const dataFile = join(lakeDataFolder(dataDir), 'overwritten.parquet');
     const secret = join(dataDir, 'outside.txt');
     writeFileSync(secret, 'not for queries');
     const other = join(dataDir, 'other.duckdb');
     const refusals: [string, string][] = [
-      [`COPY (SELECT 'x') TO '${warehouse}'`, `the query would read or write the file ${join(dataDir, 'tmp_warehouse.duckdb')}`],
+      [`COPY (SELECT 'x') TO '${catalog}'`, 'the query would write a file'],
+      [`COPY (SELECT 'x') TO '${dataFile}'`, 'the query would write a file'],
       [`SELECT * FROM read_text('${secret}')`, `the query would read or write the file ${secret}`],
-      [`ATTACH '${other}' AS other`, `the query would read or write the file ${other}`],
+      [`ATTACH '${other}' AS other`, 'the query would attach a database'],
+      // The lake's own catalog, read-write, would let a query drop the warehouse's tables.
+      [`ATTACH 'ducklake:sqlite:${catalog}' AS writable; DROP TABLE writable.items`, 'the query would attach a database'],
       ['INSTALL httpfs', 'the query would install an extension'],
       ['LOAD httpfs', 'the query would load an extension'],
       ['SET enable_external_access = true', 'the query would change the setting enable_external_access'],
@@ -66,21 +71,31 @@ describe('harvester load, query and export', () => {
       expect(result.stderr, sql).toContain(`refused: ${refused}; queries read only the warehouse's tables`);
       expect(result.stdout, sql).not.toContain('not for queries');
     }
-    expect(statSync(warehouse).size).toBe(size);
+    expect(readFileSync(catalog).equals(catalogBytes)).toBe(true);
     expect(existsSync(other)).toBe(false);
+    expect(existsSync(dataFile)).toBe(false);
     const json = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], env);
     expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
   });
 
-  it('load repairs a published warehouse that was damaged, from the work database', async () => {
-    const env = { HARVESTER_DATA_DIR: dataDir };
-    writeFileSync(join(dataDir, 'warehouse.duckdb'), 'x\n');
-    const broken = await runCli(['query', 'SELECT count(*) AS n FROM items'], env);
-    expect(broken.code).toBe(1);
-    const load = await runCli(['load'], env);
-    expect(load.code).toBe(0);
-    const json = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], env);
-    expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
+  it('maintain merges the small files of many loads and expires old snapshots; the data stays the same', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cli-maintain-'));
+    const env = { HARVESTER_DATA_DIR: dir };
+    const client = clientFor(emulator);
+    let observations = 0;
+    for (let run = 0; run < 4; run++) {
+      observations += (await landSampleHarvest(client, emulator, dir, `run-m${run}`, { fresh: true })).metricRows;
+      expect((await runCli(['load'], env)).code).toBe(0);
+    }
+    await client.close();
+    const count = async () => JSON.parse((await runCli(['query', 'SELECT count(*) AS n FROM item_metrics', '--format', 'json'], env)).stdout) as unknown;
+    expect(await count()).toEqual([{ n: String(observations) }]);
+    const maintain = await runCli(['maintain', '--keep-hours', '0'], env);
+    expect(maintain.code, maintain.stderr).toBe(0);
+    const [, filesBefore, filesAfter, snapshotsBefore, snapshotsAfter] = /^data files (\d+) -> (\d+); snapshots (\d+) -> (\d+);/.exec(maintain.stderr)!.map(Number);
+    expect(filesAfter).toBeLessThan(filesBefore!);
+    expect(snapshotsAfter).toBeLessThan(snapshotsBefore!);
+    expect(await count()).toEqual([{ n: String(observations) }]);
   });
 
   it('export writes hive-partitioned Parquet and lists row counts', async () => {

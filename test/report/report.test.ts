@@ -12,9 +12,10 @@ import { escapeHtml, formatNumber, formatPercent } from '../../src/report/format
 import { loadReportData, type ReportData } from '../../src/report/report-data.js';
 import { ENRICHMENT_COVERAGE_SECTION, REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
 import { listLandings, readLanding, writeLanding, type Landing, type RunLanding } from '../../src/store/landing.js';
-import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
+import { closeDatabase } from '../../src/warehouse/duckdb.js';
+import { openLake } from '../../src/warehouse/lake.js';
+import { lakeCatalogFile } from '../../src/store/layout.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
-import { warehousePath } from '../../src/store/layout.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -158,7 +159,7 @@ describe('harvester report: the HTML page', () => {
   it('has a header with the generation time, the warehouse path and totals that match the warehouse', async () => {
     expect(html.startsWith('<!DOCTYPE html>')).toBe(true);
     expect(html).toContain(`<time datetime="${new Date(now).toISOString()}">`);
-    expect(html).toContain(escapeHtml(join(dataDir, 'warehouse.duckdb')));
+    expect(html).toContain(escapeHtml(lakeCatalogFile(dataDir)));
     const card = (label: string) => new RegExp(`<span class="value">([^<]+)</span><span class="label">${label}</span>`).exec(html)?.[1]?.replaceAll(',', '');
     const credits = await scalar('SELECT sum(credits) FROM api_calls');
     expect(credits).toBeGreaterThan(0);
@@ -435,7 +436,7 @@ describe('harvester report on a warehouse with enrichment coverage', () => {
     const dir = mkdtempSync(join(tmpdir(), 'report-coverage-'));
     await loadLandings(dir);
     const withTable = async (ddl: string, rows: string[]) => {
-      const db = await openDatabase(warehousePath(dir));
+      const db = await openLake(dir, 'write');
       try {
         // A table of chosen rows in the view's place.
         await db.connection.run('DROP VIEW IF EXISTS enrichment_coverage');

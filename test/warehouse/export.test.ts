@@ -12,7 +12,7 @@ import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
 import { EXPORTED_TABLES, exportParquet } from '../../src/warehouse/export.js';
 import { writeLanding } from '../../src/store/landing.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
-import { warehousePath } from '../../src/store/layout.js';
+import { openLake } from '../../src/warehouse/lake.js';
 import { TABLES_DDL } from '../../src/warehouse/schema.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -86,7 +86,7 @@ async function tableColumns(): Promise<Map<string, string[]>> {
 }
 
 async function scalar(dataDir: string, sql: string): Promise<number> {
-  const db = await openDatabase(warehousePath(dataDir), { readOnly: true });
+  const db = await openLake(dataDir, 'read');
   try {
     return Number((await db.connection.runAndReadAll(sql)).getRows()[0]![0]);
   } finally {
@@ -173,7 +173,7 @@ describe('harvester export', () => {
     const out = join(dataDir, 'export');
     await exportParquet(dataDir, out);
     // 300,000 more observations today, on one platform: a partition of several MB.
-    const db = await openDatabase(warehousePath(dataDir));
+    const db = await openLake(dataDir, 'write');
     try {
       await db.connection.run(
         "INSERT INTO item_metrics SELECT 'tiktok', (7000000000000000000 + i)::VARCHAR, now(), i * 7, i * 3, i, i % 100, false, 'tiktok/stats', 'req_' || md5(i::VARCHAR), 'run-large' FROM range(300000) r(i)",

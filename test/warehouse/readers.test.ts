@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { exportParquet } from '../../src/warehouse/export.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
-import { warehousePath } from '../../src/store/layout.js';
+import { readerSql } from '../../src/warehouse/lake.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
@@ -19,57 +19,64 @@ beforeAll(async () => {
 });
 afterAll(() => emulator.close());
 
-/** A reader in another process (Python's duckdb): opens the warehouse read-only again and again. */
+/**
+ * A reader in another process (Python's duckdb), as a notebook holds one: a single connection,
+ * opened once, that queries in a loop and prints each new count of observations it sees.
+ */
 const READER = `
 import duckdb, os, sys, time
-path, stop = sys.argv[1], sys.argv[2]
-opened = errors = 0
-counts = []
+attach, stop = sys.argv[1], sys.argv[2]
+con = duckdb.connect()
+con.execute(attach)
+queries = errors = 0
+last = None
 while not os.path.exists(stop):
     try:
-        con = duckdb.connect(path, read_only=True)
-        counts.append(con.execute('select count(*) from item_metrics').fetchone()[0])
-        con.close()
-        opened += 1
-        if opened == 1:
-            print('ready', flush=True)
+        count = con.execute('select count(*) from item_metrics').fetchone()[0]
+        queries += 1
+        if count != last:
+            print('count', count, flush=True)
+            last = count
     except Exception as error:
         errors += 1
-        print('ERROR', error, file=sys.stderr)
-    time.sleep(0.01)
-print(opened, errors, counts[0] if counts else -1, max(counts) if counts else -1)
+        print('ERROR', error, file=sys.stderr, flush=True)
+    time.sleep(0.005)
+print('done', queries, errors, flush=True)
 `;
 
 describe('readers of the warehouse', () => {
-  it('a reader in another process opens and reads without error during loads, and sees each completed load', async () => {
+  it('a long-lived connection in another process queries through 10 loads without an error, and sees each load without reconnecting', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'readers-'));
     const client = clientFor(emulator);
-    const first = await landSampleHarvest(client, emulator, dataDir, 'run-0');
+    let total = (await landSampleHarvest(client, emulator, dataDir, 'run-0')).metricRows;
     await loadLandings(dataDir);
     const stop = join(dataDir, 'stop');
-    const reader = spawn('python3', ['-c', READER, warehousePath(dataDir), stop], { env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, '.tools', 'python') } });
+    const reader = spawn('python3', ['-c', READER, readerSql(dataDir), stop], { env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, '.tools', 'python') } });
     let out = '';
     let err = '';
     reader.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     reader.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
-    await waitFor(() => (out.startsWith('ready\n') ? true : undefined), 30_000, 'the reader to open the warehouse');
-    let total = first.metricRows;
-    for (let run = 1; run <= 4; run++) {
+    const seen = (count: number) => out.split('\n').includes(`count ${count}`);
+    await waitFor(() => (seen(total) ? true : undefined), 30_000, 'the reader to read the first load');
+    for (let run = 1; run <= 10; run++) {
       total += (await landSampleHarvest(client, emulator, dataDir, `run-${run}`, { fresh: true })).metricRows;
-      await loadLandings(dataDir);
+      const load = await loadLandings(dataDir);
+      expect(load.landingsLoaded).toBeGreaterThan(0);
+      // The same connection, still open, sees this load's rows on one of its next queries.
+      await waitFor(() => (seen(total) ? true : undefined), 10_000, `the reader to see load ${run} (${total} observations)`);
     }
-    await new Promise((resolve) => setTimeout(resolve, 200));
     writeFileSync(stop, '');
     const code = await new Promise((resolve) => reader.once('exit', resolve));
     await client.close();
     expect(err).toBe('');
     expect(code).toBe(0);
-    const [opened, errors, firstCount, lastCount] = out.trim().split('\n').at(-1)!.split(' ').map(Number);
-    expect(errors).toBe(0);
-    expect(opened).toBeGreaterThan(10);
-    expect(firstCount).toBe(first.metricRows);
-    expect(lastCount).toBe(total);
-  });
+    const [, queries, errors] = out.trim().split('\n').at(-1)!.split(' ');
+    expect(Number(errors)).toBe(0);
+    expect(Number(queries)).toBeGreaterThan(10);
+    // Every count it saw was a whole load's: never half a batch.
+    const counts = out.split('\n').filter((line) => line.startsWith('count ')).map((line) => Number(line.slice(6)));
+    expect(counts.length).toBe(11);
+  }, 180_000);
 
   it('a Parquet export, partitioned by platform and date, reads back in Python with the same row counts', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'export-'));

@@ -5,7 +5,8 @@ import { findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { CONFIG_DIR } from '../../config/project-paths.js';
 import { connectClient, DEFAULT_TEMPORAL_ADDRESS } from '../../temporal/connection.js';
-import { devServerDbFile, warehousePath } from '../../store/layout.js';
+import { devServerDbFile, lakeCatalogFile } from '../../store/layout.js';
+import { readerSql } from '../../warehouse/lake.js';
 import { queryWarehouse } from '../../warehouse/query.js';
 import { freePort, startStack, type Stack } from '../stack.js';
 import { resultWithProgress } from '../run-progress.js';
@@ -89,7 +90,7 @@ export function demoCommand(): Command {
             '',
             'Where to look next:',
             // Python's duckdb is what analysts have at hand; the duckdb CLI is not installed by setup.
-            `  warehouse:  ${warehousePath(dataDir)} (open it read-only, e.g. in Python: duckdb.connect(${JSON.stringify(warehousePath(dataDir))}, read_only=True))`,
+            `  warehouse:  ${lakeCatalogFile(dataDir)} (a DuckLake; read it from Python: duckdb.connect().execute(${JSON.stringify(readerSql(dataDir))}))`,
             '  query:      node dist/src/cli/main.js query "SELECT * FROM top_items_per_account WHERE rank_in_account = 1"',
             '  report:     node dist/src/cli/main.js report --out report.html',
             `  logs:       ${stack.logsDir}`,

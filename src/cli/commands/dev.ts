@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { warehousePath } from '../../store/layout.js';
+import { lakeCatalogFile } from '../../store/layout.js';
 import { wholeNumber } from '../options.js';
 import { startStack } from '../stack.js';
 
@@ -32,7 +32,7 @@ Example:
           `Temporal:      ${stack.temporalAddress}`,
           `API:           ${stack.apiBaseUrl}${options.emulator ? ' (emulator)' : ''}`,
           `Webhooks:      ${stack.receiverUrl}`,
-          `Warehouse:     ${warehousePath(dataDir)}`,
+          `Warehouse:     ${lakeCatalogFile(dataDir)} (DuckLake)`,
           `Logs:          ${stack.logsDir}`,
           '',
           'Environment for other harvester commands:',

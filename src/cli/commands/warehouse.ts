@@ -4,7 +4,8 @@ import { dataDirFromEnv } from '../../config/environment.js';
 import { csvLine } from '../../text/csv.js';
 import { exportParquet } from '../../warehouse/export.js';
 import { loadLandings } from '../../warehouse/loader.js';
-import { warehousePath } from '../../store/layout.js';
+import { DEFAULT_KEEP_SNAPSHOTS_HOURS, maintainLake } from '../../warehouse/maintenance.js';
+import { lakeCatalogFile } from '../../store/layout.js';
 import { streamWarehouseQuery, type QuerySink, type QueryStop, type StreamedQuery } from '../../warehouse/query.js';
 import { cliLogger } from '../context.js';
 import { columnWidths, textTable } from '../text-table.js';
@@ -30,7 +31,7 @@ export function queryCommand(): Command {
     .addHelpText(
       'after',
       `
-Reads <data dir>/warehouse.duckdb (HARVESTER_DATA_DIR, default ./data). Tables: docs/data-dictionary.md.
+Reads the warehouse, <data dir>/lake (HARVESTER_DATA_DIR, default ./data), at its latest snapshot. Tables: docs/data-dictionary.md.
 
 Rows are printed as DuckDB produces them, in every format, so memory stays flat. A query with more rows
 than --max-rows prints that many, and one that runs longer than --timeout is interrupted; either way the
@@ -209,15 +210,32 @@ export function loadCommand(): Command {
     .description('Load landed pages into the warehouse now (harvests do this themselves after each run)')
     .addHelpText(
       'after',
-      '\nA landing that cannot be loaded is moved to <data>/quarantine/ (same path as under landing/) with a\n.reason file beside it, and the rest loads; the command then exits 3. Move it back under landing/ to\nload it again. A published warehouse.duckdb that cannot be read is made again.\n\nExample:\n  $ harvester load',
+      '\nA landing that cannot be loaded is moved to <data>/quarantine/ (same path as under landing/) with a\n.reason file beside it, and the rest loads; the command then exits 3. Move it back under landing/ to\nload it again. Each batch commits one snapshot of the lake; a warehouse.duckdb of an older version\nis moved into the lake on the first load (renamed *.migrated).\n\nExample:\n  $ harvester load',
     )
     .action(async () => {
       const dataDir = dataDirFromEnv();
       const result = await loadLandings(dataDir, { logger: cliLogger() });
       const quarantined = result.quarantined.length > 0 ? `; ${result.quarantined.length} quarantined (not loaded)` : '';
-      process.stderr.write(`loaded ${result.landingsLoaded} landings (${result.rowsLoaded} rows) in ${result.batches} batches, ${result.durationMs} ms${quarantined}; warehouse: ${warehousePath(dataDir)}\n`);
+      process.stderr.write(`loaded ${result.landingsLoaded} landings (${result.rowsLoaded} rows) in ${result.batches} batches, ${result.durationMs} ms${quarantined}; warehouse: ${lakeCatalogFile(dataDir)} at snapshot ${result.snapshot}\n`);
       for (const landing of result.quarantined) process.stderr.write(`quarantined ${landing.file}: ${landing.reason}\n`);
       // Loaded what could be loaded, but something was set aside: not a plain success.
       if (result.quarantined.length > 0) process.exitCode = 3;
+    });
+}
+
+export function maintainCommand(): Command {
+  return new Command('maintain')
+    .description('Compact the warehouse: merge small data files, expire old snapshots, delete files no snapshot reads')
+    .option('--keep-hours <hours>', 'keep snapshots this many hours for time travel', wholeNumber(0), DEFAULT_KEEP_SNAPSHOTS_HOURS)
+    .addHelpText(
+      'after',
+      '\nLoads write small files; each run\'s final load also maintains the lake once a day, so this command is\nfor now, or for another window. Readers are never stopped; a load waits until it is done.\n\nExample:\n  $ harvester maintain --keep-hours 24',
+    )
+    .action(async (options: { keepHours: number }) => {
+      const dataDir = dataDirFromEnv();
+      const result = await maintainLake(dataDir, { keepSnapshotsHours: options.keepHours });
+      process.stderr.write(
+        `data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.durationMs} ms; warehouse: ${lakeCatalogFile(dataDir)} at snapshot ${result.snapshot}\n`,
+      );
     });
 }

@@ -1,0 +1,124 @@
+/**
+ * The warehouse is a DuckLake lakehouse: Parquet data files under `lake/data/`, and a catalog
+ * (SQLite, `lake/catalog.sqlite`) that records which files make each table at each snapshot. Every
+ * load commits one snapshot, so a reader never waits on the loader and never reads half a load:
+ * each of its queries reads the latest snapshot committed when it starts, on a connection that stays
+ * open, and nothing is ever copied.
+ *
+ * DuckDB cannot download extensions at run time here, so the ducklake and sqlite extensions are
+ * loaded by path from .tools/duckdb-extensions, where `npm run setup` put them.
+ */
+import { existsSync, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { TOOLS_DIR } from '../config/project-paths.js';
+import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder } from '../store/layout.js';
+import { closeDatabase, openDatabase, sqlString } from './duckdb.js';
+
+/** The name the lake is attached under; the readers' and the loader's default database. */
+export const LAKE = 'lake';
+
+/** Where `npm run setup` puts the DuckDB extensions, by the name DuckDB knows each by. */
+export const EXTENSIONS_DIR = join(TOOLS_DIR, 'duckdb-extensions');
+const LAKE_EXTENSIONS = ['ducklake', 'sqlite_scanner'] as const;
+
+/**
+ * How a connection uses the lake:
+ * - `write`: the loader, which alone creates tables and commits snapshots;
+ * - `read`: the program's own readers, read-only;
+ * - `sandboxed`: a user's SQL, read-only, with no file but the lake's data files readable and every
+ *   setting locked (see src/warehouse/query.ts).
+ */
+export type LakeAccess = 'write' | 'read' | 'sandboxed';
+
+export function lakeExists(dataDir: string): boolean {
+  return existsSync(lakeCatalogFile(dataDir));
+}
+
+/** The statements that load the lake's extensions by path, for any DuckDB client of the same version (the tests' Python too). */
+export function extensionLoads(): string[] {
+  return LAKE_EXTENSIONS.map((name) => {
+    const file = join(EXTENSIONS_DIR, `${name}.duckdb_extension`);
+    if (!existsSync(file)) throw new Error(`no DuckDB extension ${name} at ${file}: run \`npm run setup\`, which installs it from PyPI's duckdb-extension wheels`);
+    return `LOAD ${sqlString(file)}`;
+  });
+}
+
+/**
+ * The ATTACH statement of a data directory's lake, as `LAKE`. The catalog records the data folder's
+ * absolute path when the lake is made; the folder is named again, and overrides it, so a data
+ * directory that was moved or copied elsewhere (files are recorded relative to it) still reads.
+ */
+export function lakeAttach(dataDir: string, readOnly: boolean): string {
+  const options = [`DATA_PATH ${sqlString(`${lakeDataFolder(dataDir)}/`)}`, 'OVERRIDE_DATA_PATH true', ...(readOnly ? ['READ_ONLY'] : [])];
+  return `ATTACH ${sqlString(`ducklake:sqlite:${lakeCatalogFile(dataDir)}`)} AS ${LAKE} (${options.join(', ')})`;
+}
+
+/**
+ * What any DuckDB client of the same version (the DuckDB CLI, Python's duckdb) runs to read the
+ * lake: one line of SQL, as the demo prints it.
+ */
+export function readerSql(dataDir: string): string {
+  return [...extensionLoads(), lakeAttach(dataDir, true), `USE ${LAKE}`].join('; ');
+}
+
+/** Attaches the data directory's lake to `connection` as its default database. */
+export async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess): Promise<void> {
+  for (const statement of extensionLoads()) await connection.run(statement);
+  await connection.run(lakeAttach(dataDir, access !== 'write'));
+  await connection.run(`USE ${LAKE}`);
+  if (access === 'sandboxed') {
+    // Settings that only tighten, in this order: the lake's data files stay readable (DuckLake reads
+    // them through DuckDB's file system), then every other file is switched off, then the settings lock.
+    await connection.run(`SET allowed_directories = [${sqlString(`${lakeDataFolder(dataDir)}/`)}]`);
+    await connection.run('SET enable_external_access = false');
+    await connection.run('SET autoload_known_extensions = false');
+    await connection.run('SET lock_configuration = true');
+  }
+}
+
+/**
+ * A connection to the lake, its default database. A reader's is an in-memory DuckDB with the lake
+ * attached read-only. The writer's is the loader's own database (where batches are staged), whose
+ * DuckDB file lock a second writer of the data directory fails to take ("Could not set lock").
+ */
+export async function openLake(dataDir: string, access: LakeAccess) {
+  if (access === 'write') {
+    mkdirSync(loaderFolder(dataDir), { recursive: true });
+    mkdirSync(lakeDataFolder(dataDir), { recursive: true });
+  } else if (!lakeExists(dataDir)) {
+    throw new Error(`no warehouse at ${lakeCatalogFile(dataDir)} yet: run a harvest (or a load) first`);
+  }
+  const db = access === 'write' ? await openDatabase(loaderDatabasePath(dataDir), { memoryLimit: '1GB' }) : await openDatabase(':memory:');
+  try {
+    await attachLake(db.connection, dataDir, access);
+    return db;
+  } catch (error) {
+    closeDatabase(db);
+    throw error;
+  }
+}
+
+/**
+ * The lake's one writer (the loader, or maintenance). DuckDB's file lock on the loader's database
+ * keeps writers apart: a second one waits here until the first closes, up to `waitMs`, and one
+ * that was killed holds no lock (the OS drops it).
+ */
+export async function openLakeWriter(dataDir: string, waitMs: number) {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      return await openLake(dataDir, 'write');
+    } catch (error) {
+      if (!/lock/i.test((error as Error).message) || Date.now() > deadline) throw error;
+      await sleep(100);
+    }
+  }
+}
+
+/** The lake's latest snapshot: the one each new query reads. */
+export async function latestSnapshot(connection: DuckDBConnection): Promise<number> {
+  const rows = (await connection.runAndReadAll(`SELECT max(snapshot_id) FROM ducklake_snapshots(${sqlString(LAKE)})`)).getRows();
+  return Number(rows[0]?.[0] ?? 0);
+}

@@ -1,0 +1,84 @@
+/**
+ * Keeping the lake small and quick to read. Every load writes a few Parquet files per table it
+ * touches, so runs that load often leave many small files; and every snapshot keeps the files it
+ * read, so nothing is ever freed. Maintenance merges small files of a table into larger ones,
+ * expires snapshots older than the time-travel window, and deletes the files no snapshot reads.
+ * It is the lake's writer while it runs (one at a time with loads); readers are never stopped.
+ */
+import { statSync, writeFileSync } from 'node:fs';
+import { maintenanceMarkFile } from '../store/layout.js';
+import { closeDatabase, sqlString } from './duckdb.js';
+import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
+
+export interface MaintenanceOptions {
+  /** Snapshots younger than this stay readable with `AT (VERSION => …)`; older ones expire. */
+  keepSnapshotsHours?: number;
+  /** How long to wait for a load that holds the lake. */
+  lockWaitMs?: number;
+}
+
+export const DEFAULT_KEEP_SNAPSHOTS_HOURS = 7 * 24;
+
+/**
+ * A file that no snapshot reads any more is deleted only once it has been unread this long: a query
+ * that began on an older snapshot just before maintenance may still be reading it.
+ */
+const DELETE_UNREAD_AFTER_MINUTES = 10;
+
+export interface MaintenanceResult {
+  dataFilesBefore: number;
+  dataFilesAfter: number;
+  snapshotsBefore: number;
+  snapshotsAfter: number;
+  filesDeleted: number;
+  /** The snapshot readers read after maintenance. */
+  snapshot: number;
+  durationMs: number;
+}
+
+/** How often the runs' final loads maintain the lake by themselves. */
+export const MAINTENANCE_INTERVAL_MS = 24 * 3_600_000;
+
+/** Maintains the lake if it was not maintained within MAINTENANCE_INTERVAL_MS: the scheduled step after a run's final load. */
+export async function maintainIfDue(dataDir: string, nowMs = Date.now()): Promise<MaintenanceResult | undefined> {
+  let lastMs: number;
+  try {
+    lastMs = statSync(maintenanceMarkFile(dataDir)).mtimeMs;
+  } catch {
+    // Never maintained: a young lake has little to merge, so its first maintenance is a day away.
+    writeFileSync(maintenanceMarkFile(dataDir), `${new Date(nowMs).toISOString()}\n`);
+    return undefined;
+  }
+  if (nowMs - lastMs < MAINTENANCE_INTERVAL_MS) return undefined;
+  return maintainLake(dataDir);
+}
+
+export async function maintainLake(dataDir: string, options: MaintenanceOptions = {}): Promise<MaintenanceResult> {
+  const started = Date.now();
+  const keepHours = options.keepSnapshotsHours ?? DEFAULT_KEEP_SNAPSHOTS_HOURS;
+  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000);
+  const lake = sqlString(LAKE);
+  const scalar = async (sql: string) => Number((await db.connection.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
+  // Data files of the latest snapshot: the ones a query reads.
+  const dataFiles = () => scalar(`SELECT coalesce(sum(file_count), 0) FROM ducklake_table_info(${lake})`);
+  const snapshots = () => scalar(`SELECT count(*) FROM ducklake_snapshots(${lake})`);
+  try {
+    const dataFilesBefore = await dataFiles();
+    const snapshotsBefore = await snapshots();
+    await db.connection.run(`CALL ducklake_merge_adjacent_files(${lake})`);
+    await db.connection.run(`CALL ducklake_expire_snapshots(${lake}, older_than => now() - INTERVAL ${Math.max(0, keepHours)} HOUR)`);
+    const deleted = await db.connection.runAndReadAll(`CALL ducklake_cleanup_old_files(${lake}, older_than => now() - INTERVAL ${DELETE_UNREAD_AFTER_MINUTES} MINUTE)`);
+    writeFileSync(maintenanceMarkFile(dataDir), `${new Date().toISOString()}\n`);
+    return {
+      dataFilesBefore,
+      dataFilesAfter: await dataFiles(),
+      snapshotsBefore,
+      snapshotsAfter: await snapshots(),
+      filesDeleted: deleted.currentRowCount,
+      snapshot: await latestSnapshot(db.connection),
+      durationMs: Date.now() - started,
+    };
+  } finally {
+    closeDatabase(db);
+  }
+}
