@@ -12,6 +12,8 @@ export interface ActivityDeps {
   pricesFile?: string;
   logger?: Logger;
   pauseSchedule?: (harvest: string, note: string) => Promise<void>;
+  /** How often the landings of running runs are loaded (activities/runs.ts LOAD_EVERY_MS by default). */
+  loadEveryMs?: number;
 }
 
 /**

@@ -9,9 +9,9 @@ import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import { loadPriceTable } from '../src/config/prices.js';
 import { creditsLow } from '../src/store/credit-alerts.js';
 import { runFailures } from '../src/store/call-journal.js';
-import { writeLanding } from '../src/store/landing.js';
-import { pathSegment } from '../src/store/layout.js';
+import { quarantinedLandingsOfRun, writeLanding } from '../src/store/landing.js';
 import { coversListing, readCoverage } from '../src/store/listing-coverage.js';
+import type { QuarantinedLanding } from '../src/warehouse/loader.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import type { RunApi } from './api-guard.js';
 import { asActivity } from './failures.js';
@@ -59,9 +59,10 @@ export interface FinishRunInput extends RunApi {
 }
 
 export interface FinishedRun {
+  /** The run's landings in the warehouse, and their rows, whichever load loaded them. */
   landingsLoaded: number;
   rowsLoaded: number;
-  /** Landings the load could not load, moved to quarantine/: the file and why. */
+  /** The run's landings that could not be loaded, moved to quarantine/: the file and why. */
   quarantined: string[];
   /** Enrichment calls of the run that failed for good: how many, and the first of them. */
   failedCalls?: { total: number; first: FailedCall[] };
@@ -77,6 +78,69 @@ export interface RunActivityDeps {
   pricesFile?: string;
   /** Pauses a harvest's Temporal Schedule, if it has one. */
   pauseSchedule?: (harvest: string, note: string) => Promise<void>;
+  /** How often the landings of running runs are loaded, besides each run's final load. */
+  loadEveryMs?: number;
+}
+
+/** A quarantined landing as a run's summary lists it: where it is now, and why. */
+function quarantineLine(landing: QuarantinedLanding): string {
+  return `${landing.file}: ${landing.reason}`;
+}
+
+/** How often a worker loads what its running runs landed: data appears within about this long. */
+export const LOAD_EVERY_MS = 15_000;
+
+/** A run that never finished here (its workflow moved to another worker) stops counting after this long. */
+const RUN_FORGOTTEN_AFTER_MS = 24 * 3_600_000;
+
+/**
+ * The loads during runs: while a run this worker prepared has not finished, what is landed is
+ * loaded every `everyMs`, in the background, so the warehouse fills as the run buys and the run's
+ * final load waits only for the rest. Each load is one snapshot per batch; a reader never sees
+ * half of one.
+ */
+class LoadsDuringRuns {
+  /** Each running run: when it started here, and the landings the loads during it quarantined. */
+  readonly #runs = new Map<string, { since: number; quarantined: string[] }>();
+  #timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly loader: WarmLoader,
+    private readonly dataDir: string,
+    private readonly everyMs: number,
+    private readonly logger: Logger | undefined,
+  ) {}
+
+  started(runId: string): void {
+    if (!this.#runs.has(runId)) this.#runs.set(runId, { since: Date.now(), quarantined: [] });
+    // Unref'd: a worker with nothing else to do exits, whatever its runs' schedule.
+    this.#timer ??= setInterval(() => this.#tick(), this.everyMs).unref();
+  }
+
+  /** The run is loading for the last time: no more loads for it. Returns what the loads during it quarantined. */
+  finished(runId: string): string[] {
+    const quarantined = this.#runs.get(runId)?.quarantined ?? [];
+    this.#runs.delete(runId);
+    if (this.#runs.size === 0) this.#stop();
+    return quarantined;
+  }
+
+  #tick(): void {
+    for (const [runId, { since }] of this.#runs) if (Date.now() - since > RUN_FORGOTTEN_AFTER_MS) this.#runs.delete(runId);
+    if (this.#runs.size === 0) return this.#stop();
+    this.loader.loadInBackground(
+      this.dataDir,
+      (result) => {
+        for (const run of this.#runs.values()) run.quarantined.push(...result.quarantined.map(quarantineLine));
+      },
+      (error) => this.logger?.warn({ err: error.message }, 'a load during the run failed; the final load loads what it did not'),
+    );
+  }
+
+  #stop(): void {
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
 }
 
 const KNOWN_IDS = 100;
@@ -97,14 +161,16 @@ function firstPageLimit(postedAt: number[], apiNowMs: number): number | undefine
 }
 
 export function runActivities(deps: RunActivityDeps) {
-  // The final load runs in a process of its own (src/warehouse/load-process.ts): DuckDB's memory
-  // leaves with it, so a worker's memory does not grow with what its runs land. A load killed
-  // with its worker is safe: the loader commits batch by batch and records what it loaded.
+  // Loads run in a process of their own (src/warehouse/load-process.ts): DuckDB's memory leaves
+  // with it, so a worker's memory does not grow with what its runs land. A load killed with its
+  // worker is safe: the loader commits batch by batch and records what it loaded.
   const loader = new WarmLoader();
+  const loadsDuringRuns = new LoadsDuringRuns(loader, deps.dataDir, deps.loadEveryMs ?? LOAD_EVERY_MS, deps.logger);
 
   async function prepare(input: PrepareRunInput): Promise<PreparedRun> {
     // Started now, the load process is ready when the run ends instead of adding its start to it.
     loader.prewarm();
+    loadsDuringRuns.started(input.runId);
     const prices = loadPriceTable(deps.pricesFile);
     const low = creditsLow(deps.dataDir);
     if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
@@ -151,17 +217,23 @@ export function runActivities(deps: RunActivityDeps) {
     const context = Context.current();
     const heartbeat = setInterval(() => context.heartbeat(), 5_000);
     try {
-      const result = await loader.load(deps.dataDir, context.cancellationSignal);
-      const landingsLoaded = result.landingsLoadedByRun[pathSegment(input.runId)] ?? 0;
+      const quarantinedDuringRun = loadsDuringRuns.finished(input.runId);
+      const result = await loader.load(deps.dataDir, context.cancellationSignal, input.runId);
+      // This run's landings only (a load on a shared data directory also loads other runs'), and
+      // all of them, the loads during the run's and an earlier attempt's too.
+      const { landings: landingsLoaded, rows: rowsLoaded } = result.run ?? { landings: 0, rows: 0 };
+      // Its own landings in quarantine, and any other a load during it set aside.
+      const quarantined = [
+        ...new Set([...quarantinedLandingsOfRun(deps.dataDir, input.runId), ...quarantinedDuringRun, ...result.quarantined.map(quarantineLine)]),
+      ].sort();
       deps.logger?.info(
-        { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: result.rowsLoaded, quarantined: result.quarantined.length, ms: result.durationMs },
+        { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: rowsLoaded, quarantined: quarantined.length, ms: result.durationMs, snapshot: result.snapshot },
         'run loaded into the warehouse',
       );
       return {
-        // This run's landings only: a load on a shared data directory also loads other runs'.
         landingsLoaded,
-        rowsLoaded: result.rowsLoaded,
-        quarantined: result.quarantined.map((landing) => `${landing.file}: ${landing.reason}`),
+        rowsLoaded,
+        quarantined,
         failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) },
       };
     } finally {

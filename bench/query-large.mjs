@@ -36,7 +36,9 @@ if (ownDataDir) {
   dataDir = mkdtempSync(join(tmpdir(), 'bench-query-'));
   execFileSync(process.execPath, [cli, 'load'], { env: { ...process.env, HARVESTER_DATA_DIR: dataDir }, stdio: 'ignore' });
 }
-const warehouse = join(dataDir, 'warehouse.duckdb');
+// How any DuckDB client attaches the warehouse (a DuckLake), read-only: the baselines do too.
+const { readerSql } = await import(join(root, 'dist', 'src', 'warehouse', 'lake.js'));
+const attachWarehouse = readerSql(dataDir);
 
 /** Runs a command with stdout to /dev/null; its exit code, elapsed seconds and peak RSS in MiB. */
 async function measure(command, args, env = {}) {
@@ -83,8 +85,9 @@ const inMemory = (rows) =>
     '-e',
     `const { DuckDBInstance } = await import(${JSON.stringify(join(root, 'node_modules', '@duckdb', 'node-api', 'lib', 'index.js'))});
      const { csvLine } = await import(${JSON.stringify(join(root, 'dist', 'src', 'text', 'csv.js'))});
-     const instance = await DuckDBInstance.create(${JSON.stringify(warehouse)}, { access_mode: 'READ_ONLY', enable_external_access: 'false', lock_configuration: 'true' });
+     const instance = await DuckDBInstance.create(':memory:', { autoinstall_known_extensions: 'false' });
      const connection = await instance.connect();
+     await connection.run(${JSON.stringify(attachWarehouse)});
      const reader = await connection.runAndReadAll('SELECT * FROM range(${rows})');
      const result = { columns: reader.columnNames(), rows: reader.getRowObjectsJson() };
      process.stdout.write(\`\${[result.columns, ...result.rows.map((row) => result.columns.map((column) => row[column]))].map(csvLine).join('\\r\\n')}\\r\\n\`);
@@ -95,10 +98,12 @@ const inMemory = (rows) =>
 const python = (script) => measure('python3', ['-c', script], { PYTHONPATH });
 const pythonAvailable = existsSync(join(PYTHONPATH, 'duckdb'));
 const pythonCopy = (rows) => python(`import duckdb
-con = duckdb.connect(${JSON.stringify(warehouse)}, read_only=True)
+con = duckdb.connect()
+con.execute(${JSON.stringify(attachWarehouse)})
 con.execute("COPY (SELECT * FROM range(${rows})) TO '/dev/stdout' (FORMAT csv, HEADER)")`);
 const pythonFetch = (rows, sql = `SELECT * FROM range(${rows})`) => python(`import csv, duckdb, sys
-con = duckdb.connect(${JSON.stringify(warehouse)}, read_only=True)
+con = duckdb.connect()
+con.execute(${JSON.stringify(attachWarehouse)})
 cursor = con.execute(${JSON.stringify(sql)})
 out = csv.writer(sys.stdout, lineterminator="\\r\\n")
 out.writerow([column[0] for column in cursor.description])

@@ -11,7 +11,7 @@ import { dirname, join, relative, sep } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
 import type { CallFailure } from '../harvest/progress.js';
 import { writeDurableFile } from './durable-file.js';
-import { landingFile, landingRoot, pathSegment, quarantineFile } from './layout.js';
+import { landingFile, landingRoot, pathSegment, quarantineFile, quarantineRoot } from './layout.js';
 
 /** The billed call behind a page. Free pages (a job's results) have none; the job is billed once. */
 export interface LandedCall {
@@ -159,6 +159,25 @@ export function notJsonReason(dataDir: string, key: string): string | undefined 
   } catch (error) {
     return `not JSON: ${(error as Error).message}`;
   }
+}
+
+/**
+ * A run's landings in quarantine, whichever load set them aside, as `<file>: <reason>`: what its
+ * summary lists. The reason is written first, so a quarantined landing always has one.
+ */
+export function quarantinedLandingsOfRun(dataDir: string, runId: string): string[] {
+  const root = join(quarantineRoot(dataDir), pathSegment(runId));
+  if (!existsSync(root)) return [];
+  const found: string[] = [];
+  const walk = (directory: string) => {
+    for (const entry of readdirSync(directory, { withFileTypes: true })) {
+      const path = join(directory, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (!entry.name.endsWith('.reason') && existsSync(`${path}.reason`)) found.push(`${path}: ${readFileSync(`${path}.reason`, 'utf8').trim()}`);
+    }
+  };
+  walk(root);
+  return found.sort();
 }
 
 /**

@@ -11,6 +11,8 @@ import { maintainIfDue } from './maintenance.js';
 
 export interface LoadRequest {
   dataDir: string;
+  /** A run whose landings in the lake the answer counts. */
+  countRun?: string;
 }
 
 if (!process.send) {
@@ -20,7 +22,7 @@ if (!process.send) {
 const reply = process.send.bind(process);
 
 process.on('message', (request: LoadRequest) => {
-  loadLandings(request.dataDir).then(
+  loadLandings(request.dataDir, request.countRun === undefined ? {} : { countRun: request.countRun }).then(
     (result) => {
       reply({ result });
       // The scheduled maintenance, once a day, after the answer: the run does not wait for it. A load

@@ -33,6 +33,8 @@ export interface LoadOptions {
   beforeCommit?: (batch: number) => void | Promise<void>;
   /** Called after each committed batch: a crash here must lose nothing. */
   afterBatch?: (batch: number) => void | Promise<void>;
+  /** A run whose landings in the lake the result counts, whichever load loaded them. */
+  countRun?: string;
 }
 
 /**
@@ -51,14 +53,14 @@ export interface QuarantinedLanding {
 
 export interface LoadResult {
   landingsLoaded: number;
-  /** Of those, how many each run had, by the run's folder name (`pathSegment` of its id). */
-  landingsLoadedByRun: Record<string, number>;
   /** Landings that could not be loaded, moved out of the way. */
   quarantined: QuarantinedLanding[];
   rowsLoaded: number;
   batches: number;
   /** The lake's latest snapshot after the load: what a reader's next query reads. */
   snapshot: number;
+  /** For `countRun`: its landings in the lake after this load, and their rows. */
+  run?: { landings: number; rows: number };
   durationMs: number;
 }
 
@@ -70,7 +72,6 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     await ensureSchema(db.connection);
     await migrateLegacyWarehouse(db.connection, dataDir, options.logger);
     let landingsLoaded = 0;
-    const landingsLoadedByRun: Record<string, number> = {};
     let rowsLoaded = 0;
     let batches = 0;
     const quarantined: QuarantinedLanding[] = [];
@@ -89,10 +90,6 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
       try {
         await loadPending(db.connection, dataDir, options, quarantine, (loaded) => {
           landingsLoaded += loaded.keys.length;
-          for (const key of loaded.keys) {
-            const run = key.slice(0, key.indexOf('/'));
-            landingsLoadedByRun[run] = (landingsLoadedByRun[run] ?? 0) + 1;
-          }
           rowsLoaded += loaded.rows;
           batches++;
         });
@@ -103,7 +100,8 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
       }
     }
     const snapshot = await latestSnapshot(db.connection);
-    return { landingsLoaded, landingsLoadedByRun, rowsLoaded, batches, snapshot, quarantined, durationMs: Date.now() - started };
+    const run = options.countRun === undefined ? undefined : await landingsOfRun(db.connection, options.countRun);
+    return { landingsLoaded, rowsLoaded, batches, snapshot, ...(run ? { run } : {}), quarantined, durationMs: Date.now() - started };
   } finally {
     closeDatabase(db);
   }
@@ -180,6 +178,11 @@ function batchesOf(dataDir: string, keys: string[], maxLandings: number, maxByte
   });
   if (current.length > 0) batches.push(current);
   return batches;
+}
+
+async function landingsOfRun(connection: DuckDBConnection, runId: string): Promise<{ landings: number; rows: number }> {
+  const row = (await connection.runAndReadAll(`SELECT count(*), coalesce(sum(rows), 0) FROM loaded_landings WHERE run_id = ${sqlString(runId)}`)).getRows()[0];
+  return { landings: Number(row?.[0] ?? 0), rows: Number(row?.[1] ?? 0) };
 }
 
 const SCHEMA_DDL = [...TABLES_DDL, ...VIEWS_DDL];

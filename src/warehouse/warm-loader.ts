@@ -46,9 +46,23 @@ export class WarmLoader {
     if (this.#oneAtATime.activeCount === 0 && this.#oneAtATime.pendingCount === 0) this.#idle();
   }
 
-  /** Loads every pending landing of `dataDir`; an abort kills the load (batches commit one by one, so nothing is lost). */
-  load(dataDir: string, signal?: AbortSignal): Promise<LoadResult> {
-    return this.#oneAtATime(() => this.#load(dataDir, signal));
+  /**
+   * Loads every pending landing of `dataDir`; an abort kills the load (batches commit one by one, so
+   * nothing is lost). With `countRun`, the result counts that run's landings in the lake.
+   */
+  load(dataDir: string, signal?: AbortSignal, countRun?: string): Promise<LoadResult> {
+    return this.#oneAtATime(() => this.#load({ dataDir, ...(countRun === undefined ? {} : { countRun }) }, signal));
+  }
+
+  /**
+   * Loads what is pending now, without waiting for it: the loads during a run, so what it buys
+   * appears in the warehouse as it goes and its final load has only the rest. Skipped while a load
+   * waits its turn (it will take these landings too). A failure is only reported to `onError`: the
+   * run's final load loads what this one did not, or fails the run saying why.
+   */
+  loadInBackground(dataDir: string, onLoaded: (result: LoadResult) => void, onError: (error: Error) => void): void {
+    if (this.#oneAtATime.pendingCount > 0) return;
+    this.load(dataDir).then(onLoaded, onError);
   }
 
   /** Stops the load process, if one runs. */
@@ -89,7 +103,8 @@ export class WarmLoader {
     setHeld(this.#running(), false);
   }
 
-  async #load(dataDir: string, signal: AbortSignal | undefined): Promise<LoadResult> {
+  async #load(request: LoadRequest, signal: AbortSignal | undefined): Promise<LoadResult> {
+    const { dataDir } = request;
     signal?.throwIfAborted();
     clearTimeout(this.#renewTimer);
     const child = this.#running();
@@ -120,7 +135,6 @@ export class WarmLoader {
         child.on('message', onMessage);
         child.on('exit', onExit);
         signal?.addEventListener('abort', onAbort, { once: true });
-        const request: LoadRequest = { dataDir };
         child.send(request);
       });
     } finally {

@@ -29,7 +29,10 @@ export interface TestWorker {
 }
 
 /** A real worker on its own task queue, with its own data directory, in this process. */
-export async function startTestWorker(api: SocialApiClient, options: { dataDir?: string; taskQueue?: string; pauseSchedule?: (harvest: string, note: string) => Promise<void> } = {}): Promise<TestWorker> {
+export async function startTestWorker(
+  api: SocialApiClient,
+  options: { dataDir?: string; taskQueue?: string; pauseSchedule?: (harvest: string, note: string) => Promise<void>; loadEveryMs?: number } = {},
+): Promise<TestWorker> {
   if (!runtimeInstalled) {
     // Errors only: the fault tests make targets fail on purpose, and each failure's warning (with
     // its stack) buried the test report; tests assert on the failures themselves.
@@ -43,7 +46,13 @@ export async function startTestWorker(api: SocialApiClient, options: { dataDir?:
     connection,
     namespace: 'default',
     taskQueue,
-    deps: { client: api, dataDir, pricesFile: undefined, ...(options.pauseSchedule ? { pauseSchedule: options.pauseSchedule } : {}) },
+    deps: {
+      client: api,
+      dataDir,
+      pricesFile: undefined,
+      ...(options.pauseSchedule ? { pauseSchedule: options.pauseSchedule } : {}),
+      ...(options.loadEveryMs ? { loadEveryMs: options.loadEveryMs } : {}),
+    },
   });
   const running = worker.run();
   return {
