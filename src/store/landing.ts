@@ -7,7 +7,7 @@
  * target and page, so a retried write replaces the file and never doubles it.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, existsSync } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import { basename, dirname, join, relative, sep } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
 import type { CallFailure } from '../harvest/progress.js';
 import { writeDurableFile } from './durable-file.js';
@@ -131,17 +131,25 @@ export function readLanding(dataDir: string, key: string): Landing {
 /** Every landing key under the root, in run, target and page order. Temporary files are skipped. */
 export function listLandings(dataDir: string): string[] {
   const root = landingRoot(dataDir);
+  return filesUnder(root)
+    .filter((path) => path.endsWith('.json') && !basename(path).startsWith('.'))
+    .map((path) => relative(root, path).split(sep).join('/'))
+    .sort();
+}
+
+/** Every file under a folder, at any depth; none when the folder does not exist. */
+function filesUnder(root: string): string[] {
   if (!existsSync(root)) return [];
-  const keys: string[] = [];
+  const files: string[] = [];
   const walk = (directory: string) => {
     for (const entry of readdirSync(directory, { withFileTypes: true })) {
       const path = join(directory, entry.name);
       if (entry.isDirectory()) walk(path);
-      else if (entry.name.endsWith('.json') && !entry.name.startsWith('.')) keys.push(relative(root, path).split(sep).join('/'));
+      else files.push(path);
     }
   };
   walk(root);
-  return keys.sort();
+  return files;
 }
 
 /** A landing the loader cannot load (not JSON, an unknown endpoint, a bad content URL, …), and why. */
@@ -166,18 +174,10 @@ export function notJsonReason(dataDir: string, key: string): string | undefined 
  * summary lists. The reason is written first, so a quarantined landing always has one.
  */
 export function quarantinedLandingsOfRun(dataDir: string, runId: string): string[] {
-  const root = join(quarantineRoot(dataDir), pathSegment(runId));
-  if (!existsSync(root)) return [];
-  const found: string[] = [];
-  const walk = (directory: string) => {
-    for (const entry of readdirSync(directory, { withFileTypes: true })) {
-      const path = join(directory, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (!entry.name.endsWith('.reason') && existsSync(`${path}.reason`)) found.push(`${path}: ${readFileSync(`${path}.reason`, 'utf8').trim()}`);
-    }
-  };
-  walk(root);
-  return found.sort();
+  return filesUnder(join(quarantineRoot(dataDir), pathSegment(runId)))
+    .filter((path) => !path.endsWith('.reason') && existsSync(`${path}.reason`))
+    .map((path) => `${path}: ${readFileSync(`${path}.reason`, 'utf8').trim()}`)
+    .sort();
 }
 
 /**

@@ -1,10 +1,12 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeLanding, listLandings, pageLandingKey, readLanding, type PageLanding } from '../../src/store/landing.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
+import { openLake } from '../../src/warehouse/lake.js';
 import { loadLandings, type QuarantinedLanding } from '../../src/warehouse/loader.js';
+import { WAREHOUSE_TABLES } from '../../src/warehouse/schema.js';
 import { legacyWarehouseFiles } from '../../src/store/layout.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
@@ -333,5 +335,46 @@ describe('enrichment coverage from what runs recorded', () => {
     } finally {
       await client.close();
     }
+  });
+});
+
+describe('an upgrade from the warehouse as one DuckDB file', () => {
+  it('moves its history into the lake once, loads only the landings it lacked, and a move cut short before the rename is not done twice', async () => {
+    // A warehouse of the version before the lake: the same tables in one DuckDB file, as only the
+    // published warehouse.duckdb (the loader's work database is gone), holding run-legacy's landings.
+    const { dataDir: source, expected: legacy } = await landedSample(emulator, 'run-legacy');
+    await loadLandings(source);
+    const dataDir = mkdtempSync(join(tmpdir(), 'upgrade-'));
+    const files = legacyWarehouseFiles(dataDir);
+    const lake = await openLake(source, 'read');
+    try {
+      await lake.connection.run(`ATTACH '${files.published}' AS old`);
+      for (const table of WAREHOUSE_TABLES) await lake.connection.run(`CREATE TABLE old.${table} AS SELECT * FROM lake.${table}`);
+      await lake.connection.run('DETACH old');
+    } finally {
+      closeDatabase(lake);
+    }
+    cpSync(join(source, 'landing'), join(dataDir, 'landing'), { recursive: true });
+    // And a run landed since the upgrade.
+    const { expected: later } = await landedSample(emulator, 'run-later', dataDir);
+
+    const upgraded = await loadLandings(dataDir);
+    // run-legacy's landings were loaded before: the lake knows them from the old loaded_landings.
+    expect(upgraded.landingsLoaded).toBe(later.landings);
+    expect(existsSync(files.published)).toBe(false);
+    expect(existsSync(`${files.published}.migrated`)).toBe(true);
+    const loaded = await count(dataDir, 'SELECT count(*) FROM loaded_landings');
+    const observations = await count(dataDir, 'SELECT count(*) FROM item_metrics');
+    expect(loaded).toBe(legacy.landings + later.landings);
+    expect(observations).toBe(legacy.metricRows + later.metricRows);
+    expect(await count(dataDir, "SELECT count(*) FROM harvest_runs WHERE run_id = 'run-legacy'")).toBe(1);
+
+    // The move committed, and the worker died before the rename: the old file is still there.
+    cpSync(`${files.published}.migrated`, files.published);
+    const again = await loadLandings(dataDir);
+    expect(again.landingsLoaded).toBe(0);
+    expect(await count(dataDir, 'SELECT count(*) FROM loaded_landings')).toBe(loaded);
+    expect(await count(dataDir, 'SELECT count(*) FROM item_metrics')).toBe(observations);
+    expect(existsSync(files.published)).toBe(false);
   });
 });
