@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { closeDatabase, sqlString } from './duckdb.js';
+import { sqlString } from './duckdb.js';
 import { LAKE, latestSnapshot, openLake } from './lake.js';
 
 /**
@@ -142,7 +142,7 @@ export async function exportParquet(dataDir: string, outDir: string, options: Ex
     }
     await db.connection.run('COMMIT');
   } finally {
-    closeDatabase(db);
+    await db.close();
   }
   return { directory, tables, files, snapshot };
 }

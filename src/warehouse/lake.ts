@@ -11,10 +11,10 @@
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../config/project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder } from '../store/layout.js';
-import { closeDatabase, openDatabase, sqlString } from './duckdb.js';
+import { DUCKDB_CONFIG, closeDatabase, openDatabase, sqlString } from './duckdb.js';
 
 /** The name the lake is attached under; the readers' and the loader's default database. */
 export const LAKE = 'lake';
@@ -78,24 +78,79 @@ export async function attachLake(connection: DuckDBConnection, dataDir: string, 
   }
 }
 
+/** A connection with the lake attached as its default database, and how to let go of it. */
+export interface LakeConnection {
+  connection: DuckDBConnection;
+  close(): Promise<void>;
+}
+
+/** An engine's own database, in memory, and the name it attaches the loader's file under (for its lock). */
+const ENGINE_DATABASE = 'memory';
+const LOADER = 'loader';
+
+/** The writer's memory: DuckDB's own limit, so a batch spills rather than grows the process past it. */
+const WRITER_MEMORY_LIMIT = '1GB';
+
+/**
+ * A DuckDB for writing lakes, with the lake's extensions loaded: a process that loads again and
+ * again (src/warehouse/load-process.ts) makes it once, before its first load, which keeps the
+ * ~0.1 s of loading them off every run's final load.
+ */
+export async function createLakeEngine(): Promise<DuckDBInstance> {
+  const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_CONFIG, memory_limit: WRITER_MEMORY_LIMIT });
+  const connection = await instance.connect();
+  try {
+    for (const statement of extensionLoads()) await connection.run(statement);
+  } finally {
+    connection.closeSync();
+  }
+  return instance;
+}
+
 /**
  * A connection to the lake, its default database. A reader's is an in-memory DuckDB with the lake
- * attached read-only. The writer's is the loader's own database (where batches are staged), whose
- * DuckDB file lock a second writer of the data directory fails to take ("Could not set lock").
+ * attached read-only. The writer's stages its batches in the loader's own database file, whose
+ * DuckDB file lock a second writer of the data directory fails to take ("Could not set lock"); on
+ * an `engine` (createLakeEngine), a connection of its own, which attaches that file for the lock
+ * and drops the batch's temporary tables when it closes.
  */
-export async function openLake(dataDir: string, access: LakeAccess) {
+export async function openLake(dataDir: string, access: LakeAccess, engine?: DuckDBInstance): Promise<LakeConnection> {
   if (access === 'write') {
     mkdirSync(loaderFolder(dataDir), { recursive: true });
     mkdirSync(lakeDataFolder(dataDir), { recursive: true });
   } else if (!lakeExists(dataDir)) {
     throw new Error(`no warehouse at ${lakeCatalogFile(dataDir)} yet: run a harvest (or a load) first`);
   }
-  const db = access === 'write' ? await openDatabase(loaderDatabasePath(dataDir), { memoryLimit: '1GB' }) : await openDatabase(':memory:');
+  let lake: LakeConnection;
+  if (access === 'write' && engine) {
+    const connection = await engine.connect();
+    lake = {
+      connection,
+      close: async () => {
+        try {
+          // Attachments belong to the engine, not the connection: detached, the loader's file is
+          // unlocked for the next writer, and the engine is ready for the next load.
+          await connection.run(`USE ${ENGINE_DATABASE}`);
+          for (const name of [LAKE, LOADER]) await connection.run(`DETACH DATABASE IF EXISTS ${name}`);
+        } finally {
+          connection.closeSync();
+        }
+      },
+    };
+  } else {
+    const db = access === 'write' ? await openDatabase(loaderDatabasePath(dataDir), { memoryLimit: WRITER_MEMORY_LIMIT }) : await openDatabase(':memory:');
+    lake = { connection: db.connection, close: async () => closeDatabase(db) };
+  }
   try {
-    await attachLake(db.connection, dataDir, access);
-    return db;
+    if (access === 'write' && engine) {
+      await lake.connection.run(`ATTACH ${sqlString(loaderDatabasePath(dataDir))} AS ${LOADER}`);
+      // A batch's staged tables spill here when they outgrow the memory limit, not into the working directory.
+      await lake.connection.run(`SET temp_directory = ${sqlString(join(loaderFolder(dataDir), 'spill'))}`);
+    }
+    await attachLake(lake.connection, dataDir, access);
+    return lake;
   } catch (error) {
-    closeDatabase(db);
+    await lake.close();
     throw error;
   }
 }
@@ -105,11 +160,11 @@ export async function openLake(dataDir: string, access: LakeAccess) {
  * keeps writers apart: a second one waits here until the first closes, up to `waitMs`, and one
  * that was killed holds no lock (the OS drops it).
  */
-export async function openLakeWriter(dataDir: string, waitMs: number) {
+export async function openLakeWriter(dataDir: string, waitMs: number, engine?: DuckDBInstance): Promise<LakeConnection> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
-      return await openLake(dataDir, 'write');
+      return await openLake(dataDir, 'write', engine);
     } catch (error) {
       if (!/lock/i.test((error as Error).message) || Date.now() > deadline) throw error;
       await sleep(100);

@@ -6,6 +6,7 @@
  * flat however many items runs land. Importing the loader (DuckDB's native library) is most of
  * this process's start, which is why it is started before it is needed and then reused.
  */
+import { createLakeEngine } from './lake.js';
 import { loadLandings } from './loader.js';
 import { maintainIfDue } from './maintenance.js';
 
@@ -20,9 +21,14 @@ if (!process.send) {
   process.exit(1);
 }
 const reply = process.send.bind(process);
+// Made as the process starts (the worker starts it ahead of the load), with the lake's extensions
+// loaded: every load of this process uses it. One that cannot be made fails each load, saying why.
+const engine = createLakeEngine();
+engine.catch(() => undefined);
 
 process.on('message', (request: LoadRequest) => {
-  loadLandings(request.dataDir, request.countRun === undefined ? {} : { countRun: request.countRun }).then(
+  const load = engine.then((ready) => loadLandings(request.dataDir, { engine: ready, ...(request.countRun === undefined ? {} : { countRun: request.countRun }) }));
+  load.then(
     (result) => {
       reply({ result });
       // The scheduled maintenance, once a day, after the answer: the run does not wait for it. A load
@@ -33,6 +39,6 @@ process.on('message', (request: LoadRequest) => {
   );
 });
 // The worker went away (exited, or was killed): stop at once, even mid-load, rather than finish a
-// load nobody waits for while the next worker's load waits on the work database's lock. Batches
+// load nobody waits for while the next worker's load waits on the loader's lock. Batches
 // commit one by one, so what stops here loads again next time, once.
 process.on('disconnect', () => process.exit(0));

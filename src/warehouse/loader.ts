@@ -10,9 +10,9 @@
  */
 import { createHash } from 'node:crypto';
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
-import type { DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
-import { closeDatabase, sqlString } from './duckdb.js';
+import { sqlString } from './duckdb.js';
 import { listLandings, quarantineLanding, type UnloadableLanding } from '../store/landing.js';
 import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
@@ -35,6 +35,8 @@ export interface LoadOptions {
   afterBatch?: (batch: number) => void | Promise<void>;
   /** A run whose landings in the lake the result counts, whichever load loaded them. */
   countRun?: string;
+  /** A DuckDB with the lake's extensions loaded already (createLakeEngine), for a process that loads often. */
+  engine?: DuckDBInstance;
 }
 
 /**
@@ -67,7 +69,7 @@ export interface LoadResult {
 /** Loads every landing not loaded yet into the lake, a snapshot per batch. */
 export async function loadLandings(dataDir: string, options: LoadOptions = {}): Promise<LoadResult> {
   const started = Date.now();
-  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000);
+  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, options.engine);
   try {
     await ensureSchema(db.connection);
     await migrateLegacyWarehouse(db.connection, dataDir, options.logger);
@@ -103,7 +105,7 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     const run = options.countRun === undefined ? undefined : await landingsOfRun(db.connection, options.countRun);
     return { landingsLoaded, rowsLoaded, batches, snapshot, ...(run ? { run } : {}), quarantined, durationMs: Date.now() - started };
   } finally {
-    closeDatabase(db);
+    await db.close();
   }
 }
 

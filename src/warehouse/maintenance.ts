@@ -7,7 +7,7 @@
  */
 import { statSync, writeFileSync } from 'node:fs';
 import { maintenanceMarkFile } from '../store/layout.js';
-import { closeDatabase, sqlString } from './duckdb.js';
+import { sqlString } from './duckdb.js';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
 
 export interface MaintenanceOptions {
@@ -79,6 +79,6 @@ export async function maintainLake(dataDir: string, options: MaintenanceOptions 
       durationMs: Date.now() - started,
     };
   } finally {
-    closeDatabase(db);
+    await db.close();
   }
 }

@@ -1,5 +1,4 @@
 import { JsonDuckDBValueConverter, StatementType, type DuckDBConnection, type Json } from '@duckdb/node-api';
-import { closeDatabase } from './duckdb.js';
 import { openLake } from './lake.js';
 
 export interface QueryResult {
@@ -138,7 +137,7 @@ async function withWarehouse<T>(dataDir: string, use: (connection: DuckDBConnect
     if (refused) throw refuse(refused, error);
     throw error;
   } finally {
-    closeDatabase(db);
+    await db.close();
   }
 }
 

@@ -12,7 +12,6 @@ import { escapeHtml, formatNumber, formatPercent } from '../../src/report/format
 import { loadReportData, type ReportData } from '../../src/report/report-data.js';
 import { ENRICHMENT_COVERAGE_SECTION, REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
 import { listLandings, readLanding, writeLanding, type Landing, type RunLanding } from '../../src/store/landing.js';
-import { closeDatabase } from '../../src/warehouse/duckdb.js';
 import { openLake } from '../../src/warehouse/lake.js';
 import { lakeCatalogFile } from '../../src/store/layout.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
@@ -443,7 +442,7 @@ describe('harvester report on a warehouse with enrichment coverage', () => {
         await db.connection.run(ddl);
         for (const row of rows) await db.connection.run(`INSERT INTO enrichment_coverage VALUES ${row}`);
       } finally {
-        closeDatabase(db);
+        await db.close();
       }
       return renderReport(await loadReportData(dir));
     };

@@ -90,7 +90,7 @@ async function scalar(dataDir: string, sql: string): Promise<number> {
   try {
     return Number((await db.connection.runAndReadAll(sql)).getRows()[0]![0]);
   } finally {
-    closeDatabase(db);
+    await db.close();
   }
 }
 
@@ -179,7 +179,7 @@ describe('harvester export', () => {
         "INSERT INTO item_metrics SELECT 'tiktok', (7000000000000000000 + i)::VARCHAR, now(), i * 7, i * 3, i, i % 100, false, 'tiktok/stats', 'req_' || md5(i::VARCHAR), 'run-large' FROM range(300000) r(i)",
       );
     } finally {
-      closeDatabase(db);
+      await db.close();
     }
     const target = 1 << 20;
     const result = await exportParquet(dataDir, out, { targetFileBytes: target });

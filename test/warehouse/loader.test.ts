@@ -352,7 +352,7 @@ describe('an upgrade from the warehouse as one DuckDB file', () => {
       for (const table of WAREHOUSE_TABLES) await lake.connection.run(`CREATE TABLE old.${table} AS SELECT * FROM lake.${table}`);
       await lake.connection.run('DETACH old');
     } finally {
-      closeDatabase(lake);
+      await lake.close();
     }
     cpSync(join(source, 'landing'), join(dataDir, 'landing'), { recursive: true });
     // And a run landed since the upgrade.
