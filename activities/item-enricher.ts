@@ -170,9 +170,10 @@ export class ItemEnricher {
     const worst = priceOf(this.deps.prices, platform, endpoint);
     this.deps.budget.release(worst);
     try {
-      const { mediaExpired } = await this.buyObject(platform, endpoint, subject, 1, ask);
+      const { mediaMissing } = await this.buyObject(platform, endpoint, subject, 1, ask);
       tally.calls++;
-      if (mediaExpired) await this.mediaExpired(platform, subject, tally);
+      if (mediaMissing instanceof MediaExpiredError) await this.mediaExpired(platform, subject, tally);
+      else if (mediaMissing) this.mediaNotFetched(platform, subject, mediaMissing, tally);
     } catch (error) {
       if (!this.refused(key, { endpoint: `${platform}/${endpoint}`, subject }, error, tally)) throw error;
       // A feature the API has switched off is a fact to record, not a failure: it was not charged.
@@ -186,13 +187,13 @@ export class ItemEnricher {
 
   /**
    * One billed object call, landed as page `page` of its target; a download's answer lands with
-   * its media file fetched into the store (withMedia). Says whether that file's link had expired.
+   * its media file fetched into the store (withMedia). Says why that file is not in the store, if it is not.
    */
-  private async buyObject(platform: Platform, endpoint: ObjectEndpoint, subject: string, page: number, ask: { fresh?: boolean }): Promise<{ mediaExpired: boolean }> {
+  private async buyObject(platform: Platform, endpoint: ObjectEndpoint, subject: string, page: number, ask: { fresh?: boolean }): Promise<{ mediaMissing?: Error }> {
     const { client, dataDir, runId, harvest, journal } = this.deps;
     const target = `item:${platform}:${endpoint}:${subject}`;
     const params = { [findEndpoint(platform, endpoint)!.param]: subject };
-    let mediaExpired = false;
+    let mediaMissing: Error | undefined;
     await meteredCall({
       journal,
       key: pageLandingKey(runId, target, page),
@@ -200,11 +201,11 @@ export class ItemEnricher {
       call: (options) => client.get(platform, endpoint, { ...params, ...ask }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
       land: async (result) => {
         let data: unknown = result.data;
-        if (endpoint === 'download') ({ data, expired: mediaExpired } = await this.withMedia(subject, result.data as DownloadAnswer));
+        if (endpoint === 'download') ({ data, missing: mediaMissing } = await this.withMedia(subject, result.data as DownloadAnswer));
         writeLanding(dataDir, landingOfCall({ runId, harvest, target, page, params }, result, data));
       },
     });
-    return { mediaExpired };
+    return mediaMissing ? { mediaMissing } : {};
   }
 
   /**
@@ -222,13 +223,27 @@ export class ItemEnricher {
     this.refused(this.secondDownloadKey(platform, url), { endpoint: `${platform}/download`, subject: url }, error, tally);
   }
 
+  /**
+   * A download whose link was good but whose file could not be fetched, through the retries (the
+   * media host down, say): a failed call under the key of the download's second ask, so the run
+   * says so and `harvester retry` asks for the download again, fresh, and fetches its file.
+   */
+  private mediaNotFetched(platform: Platform, url: string, error: Error, tally: EnrichmentTally): void {
+    tally.failed++;
+    const failure: CallFailure = { target: this.deps.target, endpoint: `${platform}/download`, subject: url, reason: `media file not fetched: ${error.name}: ${error.message}`, at: new Date().toISOString() };
+    this.deps.journal.fail(this.secondDownloadKey(platform, url), failure);
+    this.deps.logger?.warn({ runId: this.deps.runId, item: url, reason: failure.reason }, 'media file not fetched');
+  }
+
   /** Asks for a download again, fresh, as page 2 of its target; the caller holds its price. Returns the credits it took of it. */
   private async askAgainForMedia(platform: Platform, url: string, tally: EnrichmentTally): Promise<number> {
     const price = priceOf(this.deps.prices, platform, 'download');
     this.deps.budget.release(price);
     try {
-      await this.buyObject(platform, 'download', url, 2, { fresh: true });
+      const { mediaMissing } = await this.buyObject(platform, 'download', url, 2, { fresh: true });
       tally.calls++;
+      // Not asked a third time: the second ask is the one `harvester retry` makes again.
+      if (mediaMissing) this.mediaNotFetched(platform, url, mediaMissing, tally);
     } catch (error) {
       if (!this.refused(this.secondDownloadKey(platform, url), { endpoint: `${platform}/download`, subject: url }, error, tally)) throw error;
     }
@@ -242,18 +257,17 @@ export class ItemEnricher {
   /**
    * A download's answer with its media file fetched into the store while the link lives (it lives
    * at most an hour): `media` says the file's hash, size and type. A file that cannot be fetched
-   * leaves the answer without `media`, said in the log (an expired link, so the caller may ask
-   * for a new one); the landing keeps the link.
+   * leaves the answer without `media`, and says why (`missing`: an expired link, so the caller
+   * asks for a new one, or the error the fetch ended with); the landing keeps the link.
    */
-  private async withMedia(url: string, answer: DownloadAnswer): Promise<{ data: DownloadAnswer & { media?: StoredMedia }; expired: boolean }> {
-    if (!answer.media_url) return { data: answer, expired: false };
+  private async withMedia(url: string, answer: DownloadAnswer): Promise<{ data: DownloadAnswer & { media?: StoredMedia }; missing?: Error }> {
+    if (!answer.media_url) return { data: answer };
     try {
       const file = await this.deps.client.fetchMedia(answer.media_url, { deadlineMs: this.deps.callDeadlineMs });
-      return { data: { ...answer, media: storeMedia(this.deps.dataDir, file.bytes, file.contentType) }, expired: false };
+      return { data: { ...answer, media: storeMedia(this.deps.dataDir, file.bytes, file.contentType) } };
     } catch (error) {
       if (error instanceof FileWriteError) throw error;
-      this.deps.logger?.warn({ runId: this.deps.runId, item: url, reason: (error as Error).message }, 'media file not fetched');
-      return { data: answer, expired: error instanceof MediaExpiredError };
+      return { data: answer, missing: error as Error };
     }
   }
 

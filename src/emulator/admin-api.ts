@@ -18,6 +18,8 @@ export interface FaultSettings {
   latency_ms: number;
   /** The next this many download answers carry a media link that has already expired. */
   expired_media_links: number;
+  /** The media host is down: every media link answers 503 while this is true. */
+  media_down: boolean;
 }
 
 /** What the admin API reads and changes of a running emulator. */
@@ -74,6 +76,7 @@ export async function adminApi(req: IncomingMessage, url: URL, emulator: AdminTa
         rate_limit: body.rate_limit === undefined ? emulator.faults.rate_limit : requirePositive(body.rate_limit, 'rate_limit'),
         latency_ms: body.latency_ms === undefined ? emulator.faults.latency_ms : requireWholeNumber(body.latency_ms, 'latency_ms'),
         expired_media_links: body.expired_media_links === undefined ? emulator.faults.expired_media_links : requireWholeNumber(body.expired_media_links, 'expired_media_links'),
+        media_down: body.media_down === undefined ? emulator.faults.media_down : requireBoolean(body.media_down, 'media_down'),
       };
       Object.assign(emulator.faults, next);
       return { status: 200, json: { data: emulator.faults } };
@@ -90,6 +93,11 @@ function requireApiKey(value: unknown): string {
 
 function requireWholeNumber(value: unknown, param: string): number {
   if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) throw invalidParameter(param, `${param} must be a whole number ≥ 0, got ${JSON.stringify(value)}`);
+  return value;
+}
+
+function requireBoolean(value: unknown, param: string): boolean {
+  if (typeof value !== 'boolean') throw invalidParameter(param, `${param} must be true or false, got ${JSON.stringify(value)}`);
   return value;
 }
 

@@ -121,6 +121,7 @@ class EmulatorServer {
       rate_limit: options.rateLimit ?? EMULATOR_DEFAULTS.rateLimit,
       latency_ms: options.latencyMs ?? EMULATOR_DEFAULTS.latencyMs,
       expired_media_links: 0,
+      media_down: false,
     };
     this.limiter = new RateLimiter(this.faults.rate_limit);
     this.faultDraw = randomStream(seed);
@@ -201,7 +202,8 @@ class EmulatorServer {
     try {
       if (path === '/openapi.json' && req.method === 'GET') reply = { status: 200, json: this.openapi };
       else if (path.startsWith('/_media/') && req.method === 'GET') {
-        // Media files come from a CDN, which fails now and then too.
+        // Media files come from a CDN, which fails now and then too, or is down for a while.
+        if (this.faults.media_down) throw new ApiError(503, 'service_unavailable', 'the media host is down (emulator fault media_down)');
         if (this.faults.fault_rate > 0 && this.faultDraw() < this.faults.fault_rate) throw injectedFault(this.faultDraw());
         reply = this.cursors.media(path.slice('/_media/'.length));
       }

@@ -120,6 +120,50 @@ harvests:
     }
   }, 120_000);
 
+  it('a file the media host could not serve is a failed call, and `retry` asks for the download again and stores it', async () => {
+    const worker = await startTestWorker(rig.api);
+    try {
+      const handle = rig.catalog.instagram.handles[5]!;
+      const harvest = harvestFrom(`
+harvests:
+  - name: media-down
+    budget: { credits: 100000 }
+    enrich: { download: true }
+    channels:
+      - { platform: instagram, handle: ${handle}, content: reels, max_items: 3 }
+`);
+      const run = (input: object, id: string) => rig.temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: id, args: [input] }) as Promise<HarvestSummary>;
+      await rig.emulator.admin('faults', { media_down: true });
+      let first: HarvestSummary;
+      try {
+        first = await run({ harvest }, `media-down-${Date.now()}`);
+      } finally {
+        await rig.emulator.admin('faults', { media_down: false });
+      }
+      // Bought, but no file: not a quiet success.
+      expect(first.status).toBe('completed_with_errors');
+      expect(first.failedCalls?.total).toBe(3);
+      expect(first.failedCalls!.first.every((call) => call.endpoint === 'instagram/download' && call.reason.startsWith('media file not fetched: '))).toBe(true);
+      const retried = await run({ harvest, resume: resumableState(first.checkpoint, 1_000) }, `${first.runId}-retry`);
+      expect(retried.status).toBe('completed');
+      expect(retried.failedCalls).toBeUndefined();
+      // Each item's second answer has its file, stored and whole.
+      const files = (await queryWarehouse(worker.dataDir, 'SELECT item_id, max(media_sha256) AS sha256, count(media_sha256) AS stored, count(*) AS answers FROM downloads GROUP BY ALL')).rows as {
+        sha256: string;
+        stored: string;
+        answers: string;
+      }[];
+      expect(files.map((row) => [row.stored, row.answers])).toEqual([
+        ['1', '2'],
+        ['1', '2'],
+        ['1', '2'],
+      ]);
+      for (const row of files) expect(createHash('sha256').update(readFileSync(mediaFile(worker.dataDir, row.sha256))).digest('hex')).toBe(row.sha256);
+    } finally {
+      await worker.stop();
+    }
+  }, 120_000);
+
   it('fetches every file through transient errors of the media server', async () => {
     const worker = await startTestWorker(rig.api);
     try {
