@@ -2,7 +2,7 @@ import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from './duckdb.js';
-import { LAKE, latestSnapshot, openLake } from './lake.js';
+import { LAKE, latestSnapshot, openLake, type LakeConnection } from './lake.js';
 
 /**
  * How each table is partitioned on export: hive-style by platform and date, the date being the UTC
@@ -40,6 +40,8 @@ export const EMPTY_TABLE_FILE = 'data_0.parquet';
 export interface ExportOptions {
   /** Size of the files a large partition is split into (TARGET_FILE_BYTES). */
   targetFileBytes?: number;
+  /** The lake's snapshot to export (`ducklake_snapshots`), instead of the latest. */
+  snapshot?: number;
 }
 
 export interface ExportResult {
@@ -102,6 +104,21 @@ async function splitLargeFile(connection: DuckDBConnection, file: string, target
   return parts.length;
 }
 
+/** The lake read-only at `snapshot` (the latest when undefined), or an error naming the snapshots it has. */
+async function openSnapshot(dataDir: string, snapshot: number | undefined): Promise<LakeConnection> {
+  try {
+    return await openLake(dataDir, 'read', undefined, snapshot);
+  } catch (error) {
+    if (snapshot === undefined || !/snapshot/i.test((error as Error).message)) throw error;
+    const latest = await openLake(dataDir, 'read');
+    try {
+      throw new Error(`the warehouse has no snapshot ${snapshot}: its snapshots run up to ${await latestSnapshot(latest.connection)} (older ones expire with harvester maintain)`, { cause: error });
+    } finally {
+      await latest.close();
+    }
+  }
+}
+
 /**
  * Writes every table as Parquet under `outDir/<table>/platform=…/date=…/`, replacing earlier
  * exports: one file per partition, or files of about `targetFileBytes` for a partition larger
@@ -112,15 +129,17 @@ export async function exportParquet(dataDir: string, outDir: string, options: Ex
   const targetBytes = options.targetFileBytes ?? TARGET_FILE_BYTES;
   const directory = resolve(outDir);
   mkdirSync(directory, { recursive: true });
-  const db = await openLake(dataDir, 'read');
+  const db = await openSnapshot(dataDir, options.snapshot);
   const tables: Record<string, number> = {};
   const files: Record<string, number> = {};
   let snapshot: number;
   try {
     // One transaction reads one snapshot of the lake: a load that commits meanwhile is not half in the export.
     await db.connection.run('BEGIN TRANSACTION');
-    snapshot = await latestSnapshot(db.connection);
-    for (const [table, partition] of Object.entries(PARTITIONS)) {
+    snapshot = options.snapshot ?? (await latestSnapshot(db.connection));
+    // A snapshot from before a table was added has no such table: there is nothing of it to export.
+    const existing = new Set((await db.connection.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = ${sqlString(LAKE)}`)).getRows().map((row) => String(row[0])));
+    for (const [table, partition] of Object.entries(PARTITIONS).filter(([name]) => existing.has(name))) {
       const tableDir = join(directory, table);
       rmSync(tableDir, { recursive: true, force: true });
       const select = await exportSelect(db.connection, table, partition);

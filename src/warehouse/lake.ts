@@ -50,8 +50,13 @@ export function extensionLoads(): string[] {
  * absolute path when the lake is made; the folder is named again, and overrides it, so a data
  * directory that was moved or copied elsewhere (files are recorded relative to it) still reads.
  */
-export function lakeAttach(dataDir: string, readOnly: boolean): string {
-  const options = [`DATA_PATH ${sqlString(`${lakeDataFolder(dataDir)}/`)}`, 'OVERRIDE_DATA_PATH true', ...(readOnly ? ['READ_ONLY'] : [])];
+export function lakeAttach(dataDir: string, readOnly: boolean, snapshot?: number): string {
+  const options = [
+    `DATA_PATH ${sqlString(`${lakeDataFolder(dataDir)}/`)}`,
+    'OVERRIDE_DATA_PATH true',
+    ...(readOnly ? ['READ_ONLY'] : []),
+    ...(snapshot === undefined ? [] : [`SNAPSHOT_VERSION ${Math.trunc(snapshot)}`]),
+  ];
   return `ATTACH ${sqlString(`ducklake:sqlite:${lakeCatalogFile(dataDir)}`)} AS ${LAKE} (${options.join(', ')})`;
 }
 
@@ -64,9 +69,9 @@ export function readerSql(dataDir: string): string {
 }
 
 /** Attaches the data directory's lake to `connection` as its default database. */
-export async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess): Promise<void> {
+export async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number): Promise<void> {
   for (const statement of extensionLoads()) await connection.run(statement);
-  await connection.run(lakeAttach(dataDir, access !== 'write'));
+  await connection.run(lakeAttach(dataDir, access !== 'write', snapshot));
   await connection.run(`USE ${LAKE}`);
   if (access === 'sandboxed') {
     // Settings that only tighten, in this order: the lake's data files stay readable (DuckLake reads
@@ -109,12 +114,13 @@ export async function createLakeEngine(): Promise<DuckDBInstance> {
 
 /**
  * A connection to the lake, its default database. A reader's is an in-memory DuckDB with the lake
- * attached read-only. The writer's stages its batches in the loader's own database file, whose
+ * attached read-only, at its latest snapshot or at `snapshot` (time travel: the tables as that
+ * load left them). The writer's stages its batches in the loader's own database file, whose
  * DuckDB file lock a second writer of the data directory fails to take ("Could not set lock"); on
  * an `engine` (createLakeEngine), a connection of its own, which attaches that file for the lock
  * and drops the batch's temporary tables when it closes.
  */
-export async function openLake(dataDir: string, access: LakeAccess, engine?: DuckDBInstance): Promise<LakeConnection> {
+export async function openLake(dataDir: string, access: LakeAccess, engine?: DuckDBInstance, snapshot?: number): Promise<LakeConnection> {
   if (access === 'write') {
     mkdirSync(loaderFolder(dataDir), { recursive: true });
     mkdirSync(lakeDataFolder(dataDir), { recursive: true });
@@ -147,7 +153,7 @@ export async function openLake(dataDir: string, access: LakeAccess, engine?: Duc
       // A batch's staged tables spill here when they outgrow the memory limit, not into the working directory.
       await lake.connection.run(`SET temp_directory = ${sqlString(join(loaderFolder(dataDir), 'spill'))}`);
     }
-    await attachLake(lake.connection, dataDir, access);
+    await attachLake(lake.connection, dataDir, access, snapshot);
     return lake;
   } catch (error) {
     await lake.close();

@@ -78,16 +78,27 @@ describe('harvester load, query and export', () => {
     expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
   });
 
-  it('maintain merges the small files of many loads and expires old snapshots; the data stays the same', async () => {
+  it('export --snapshot writes the warehouse as an earlier load left it; maintain merges the small files of many loads and expires old snapshots; the data stays the same', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cli-maintain-'));
     const env = { HARVESTER_DATA_DIR: dir };
     const client = clientFor(emulator);
     let observations = 0;
+    const loads: { snapshot: number; observations: number }[] = [];
     for (let run = 0; run < 4; run++) {
       observations += (await landSampleHarvest(client, emulator, dir, `run-m${run}`, { fresh: true })).metricRows;
-      expect((await runCli(['load'], env)).code).toBe(0);
+      const load = await runCli(['load'], env);
+      expect(load.code).toBe(0);
+      loads.push({ snapshot: Number(/ at snapshot (\d+)$/m.exec(load.stderr)![1]), observations });
     }
     await client.close();
+    // Time travel: the first load's snapshot has the first run's observations only.
+    const past = await runCli(['export', '--out', join(dir, 'past'), '--snapshot', String(loads[0]!.snapshot)], env);
+    expect(past.code, past.stderr).toBe(0);
+    expect(past.stdout).toContain(`item_metrics\t${loads[0]!.observations}\n`);
+    expect(past.stderr).toContain(`(snapshot ${loads[0]!.snapshot})`);
+    const future = await runCli(['export', '--out', join(dir, 'future'), '--snapshot', '9999'], env);
+    expect(future.code).toBe(1);
+    expect(future.stderr).toContain(`the warehouse has no snapshot 9999: its snapshots run up to ${loads[3]!.snapshot}`);
     const count = async () => JSON.parse((await runCli(['query', 'SELECT count(*) AS n FROM item_metrics', '--format', 'json'], env)).stdout) as unknown;
     expect(await count()).toEqual([{ n: String(observations) }]);
     const maintain = await runCli(['maintain', '--keep-hours', '0'], env);
@@ -96,6 +107,10 @@ describe('harvester load, query and export', () => {
     expect(filesAfter).toBeLessThan(filesBefore!);
     expect(snapshotsAfter).toBeLessThan(snapshotsBefore!);
     expect(await count()).toEqual([{ n: String(observations) }]);
+    // Expired: the first load's snapshot is gone; the latest stays.
+    const expired = await runCli(['export', '--out', join(dir, 'past'), '--snapshot', String(loads[0]!.snapshot)], env);
+    expect(expired.code).toBe(1);
+    expect(expired.stderr).toContain(`the warehouse has no snapshot ${loads[0]!.snapshot}`);
   });
 
   it('export writes hive-partitioned Parquet and lists row counts', async () => {
@@ -106,7 +121,7 @@ describe('harvester load, query and export', () => {
     expect(existsSync(join(out, 'items', 'platform=tiktok'))).toBe(true);
     // Every table has its directory, an empty one too.
     for (const table of EXPORTED_TABLES) expect(existsSync(join(out, table)), table).toBe(true);
-    expect(result.stderr).toMatch(new RegExp(`^exported ${EXPORTED_TABLES.length} tables in \\d+ files to ${out}\n$`));
+    expect(result.stderr).toMatch(new RegExp(`^exported ${EXPORTED_TABLES.length} tables in \\d+ files to ${out} \\(snapshot \\d+\\)\n$`));
   });
 
   it('with no warehouse yet, query says so', async () => {

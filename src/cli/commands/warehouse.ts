@@ -190,6 +190,7 @@ export function exportCommand(): Command {
   return new Command('export')
     .description('Write every table as Parquet, hive-partitioned by platform and date')
     .requiredOption('--out <dir>', 'output folder; each table goes to <dir>/<table>/ and replaces an earlier export')
+    .option('--snapshot <n>', 'export the warehouse as this snapshot left it (SELECT * FROM ducklake_snapshots(\'lake\') lists them); default: the latest', wholeNumber(0))
     .addHelpText(
       'after',
       `
@@ -197,11 +198,11 @@ One file per partition, or files of about 64 MB for a larger one; an empty table
 columns and no rows; JSON columns (api_calls.params) are written as text.`,
     )
     .addHelpText('after', '\nExample:\n  $ harvester export --out exports/2026-11-21\n  $ duckdb -c "SELECT count(*) FROM read_parquet(\'exports/2026-11-21/items/**/*.parquet\', hive_partitioning=true)"')
-    .action(async (options: { out: string }) => {
-      const result = await exportParquet(dataDirFromEnv(), options.out);
+    .action(async (options: { out: string; snapshot?: number }) => {
+      const result = await exportParquet(dataDirFromEnv(), options.out, options.snapshot === undefined ? {} : { snapshot: options.snapshot });
       for (const [table, rows] of Object.entries(result.tables)) process.stdout.write(`${table}\t${rows}\n`);
       const files = Object.values(result.files).reduce((sum, count) => sum + count, 0);
-      process.stderr.write(`exported ${Object.keys(result.tables).length} tables in ${files} files to ${result.directory}\n`);
+      process.stderr.write(`exported ${Object.keys(result.tables).length} tables in ${files} files to ${result.directory} (snapshot ${result.snapshot})\n`);
     });
 }
 
