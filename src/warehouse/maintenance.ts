@@ -2,7 +2,8 @@
  * Keeping the lake small and quick to read. Every load writes a few Parquet files per table it
  * touches, so runs that load often leave many small files; and every snapshot keeps the files it
  * read, so nothing is ever freed. Maintenance merges small files of a table into larger ones,
- * expires snapshots older than the time-travel window, and deletes the files no snapshot reads.
+ * expires snapshots older than the time-travel window, and deletes the files that no snapshot has
+ * read since the maintenance before.
  * It is the lake's writer while it runs (one at a time with loads); readers are never stopped.
  */
 import { statSync, writeFileSync } from 'node:fs';
@@ -18,12 +19,6 @@ export interface MaintenanceOptions {
 }
 
 export const DEFAULT_KEEP_SNAPSHOTS_HOURS = 7 * 24;
-
-/**
- * A file that no snapshot reads any more is deleted only once it has been unread this long: a query
- * that began on an older snapshot just before maintenance may still be reading it.
- */
-const DELETE_UNREAD_AFTER_MINUTES = 10;
 
 export interface MaintenanceResult {
   dataFilesBefore: number;
@@ -65,9 +60,12 @@ export async function maintainLake(dataDir: string, options: MaintenanceOptions 
   try {
     const dataFilesBefore = await dataFiles();
     const snapshotsBefore = await snapshots();
+    // First the files that the last maintenance left unread, not this one's: a query that began on
+    // an expired snapshot just before now may still be reading those. (The function's older_than
+    // did not hold them back: it deleted files unread for a second as if an hour.)
+    const deleted = await db.connection.runAndReadAll(`CALL ducklake_cleanup_old_files(${lake}, cleanup_all => true)`);
     await db.connection.run(`CALL ducklake_merge_adjacent_files(${lake})`);
     await db.connection.run(`CALL ducklake_expire_snapshots(${lake}, older_than => now() - INTERVAL ${Math.max(0, keepHours)} HOUR)`);
-    const deleted = await db.connection.runAndReadAll(`CALL ducklake_cleanup_old_files(${lake}, older_than => now() - INTERVAL ${DELETE_UNREAD_AFTER_MINUTES} MINUTE)`);
     writeFileSync(maintenanceMarkFile(dataDir), `${new Date().toISOString()}\n`);
     return {
       dataFilesBefore,

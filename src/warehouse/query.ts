@@ -142,15 +142,34 @@ async function withWarehouse<T>(dataDir: string, use: (connection: DuckDBConnect
 }
 
 /**
+ * DuckLake's functions that only read: anything else of DuckLake's in a query's plan writes
+ * (ducklake_cleanup_old_files, ducklake_merge_adjacent_files, …). Attached read-only, the lake
+ * refuses their changes to its catalog, but only after the files are written or deleted.
+ */
+const READING_LAKE_FUNCTIONS = new Set([
+  'DUCKLAKE_SCAN',
+  'DUCKLAKE_SNAPSHOTS',
+  'DUCKLAKE_TABLE_INFO',
+  'DUCKLAKE_LIST_FILES',
+  'DUCKLAKE_TABLE_CHANGES',
+  'DUCKLAKE_TABLE_INSERTIONS',
+  'DUCKLAKE_TABLE_DELETIONS',
+  'DUCKLAKE_OPTIONS',
+]);
+
+/**
  * What the SQL would do that the sandbox's settings do not stop, if anything. Switching files off
  * does not stop ATTACH of a DuckLake or SQLite file (their extensions open the file themselves), and
  * the lake's catalog, attached again read-write, would let a query drop the warehouse's tables. And
- * the lake's data folder stays readable for DuckLake, so it is writable too: COPY … TO a file there.
+ * the lake's data folder stays readable for DuckLake, so it is writable too: COPY … TO a file there,
+ * or DuckLake's maintenance functions, found by name in the query's plan (a name built at run
+ * time, through query(), is in the plan too). One statement at a time, so its plan is the query's.
  */
 async function forbiddenStatement(connection: DuckDBConnection, sql: string): Promise<string | undefined> {
   // SQL that does not parse fails when it runs, with DuckDB's own message.
   const statements = await connection.extractStatements(sql).catch(() => undefined);
   if (!statements) return undefined;
+  let explain = false;
   for (let index = 0; index < statements.count; index++) {
     let type: StatementType;
     try {
@@ -161,8 +180,16 @@ async function forbiddenStatement(connection: DuckDBConnection, sql: string): Pr
     }
     if (type === StatementType.ATTACH || type === StatementType.DETACH) return 'the query would attach a database';
     if (type === StatementType.COPY || type === StatementType.EXPORT) return 'the query would write a file';
+    explain = type === StatementType.EXPLAIN;
   }
-  return undefined;
+  if (statements.count > 1) return `the query has ${statements.count} statements: run one at a time`;
+  // EXPLAIN ANALYZE runs the query it explains.
+  if (explain && /^\s*explain\s*(\(|analy[sz]e)/i.test(sql)) return 'EXPLAIN ANALYZE runs the query; plain EXPLAIN shows its plan';
+  // The plan of a statement that does not plan fails when it runs, with DuckDB's own message.
+  const plan = await connection.runAndReadAll(explain ? sql : `EXPLAIN ${sql}`).catch(() => undefined);
+  const text = plan ? JSON.stringify(plan.getRows()) : '';
+  const writing = [...text.matchAll(/DUCKLAKE_[A-Z_]+/g)].map(([name]) => name).find((name) => !READING_LAKE_FUNCTIONS.has(name));
+  return writing ? `the query would change the lake (${writing.toLowerCase()}; harvester maintain does that)` : undefined;
 }
 
 /** What DuckDB refused the query, in the user's terms, from DuckDB's message; undefined for any other error. */

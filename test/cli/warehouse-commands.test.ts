@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { lakeCatalogFile, lakeDataFolder } from '../../src/store/layout.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +59,12 @@ describe('harvester load, query and export', () => {
       [`ATTACH '${other}' AS other`, 'the query would attach a database'],
       // The lake's own catalog, read-write, would let a query drop the warehouse's tables.
       [`ATTACH 'ducklake:sqlite:${catalog}' AS writable; DROP TABLE writable.items`, 'the query would attach a database'],
+      // DuckLake's maintenance writes and deletes the lake's files, even with the lake attached read-only;
+      // by name, or by a name built at run time.
+      ["SELECT * FROM ducklake_cleanup_old_files('lake', cleanup_all => true)", 'the query would change the lake (ducklake_cleanup_old_files; harvester maintain does that)'],
+      ["SELECT * FROM query('SELECT * FROM ducklake_' || 'cleanup_old_files(''lake'', cleanup_all => true)')", 'the query would change the lake (ducklake_cleanup_old_files; harvester maintain does that)'],
+      ["EXPLAIN ANALYZE SELECT * FROM ducklake_expire_snapshots('lake', older_than => now())", 'EXPLAIN ANALYZE runs the query; plain EXPLAIN shows its plan'],
+      ['SELECT 1; SELECT 2', 'the query has 2 statements: run one at a time'],
       ['INSTALL httpfs', 'the query would install an extension'],
       ['LOAD httpfs', 'the query would load an extension'],
       ['SET enable_external_access = true', 'the query would change the setting enable_external_access'],
@@ -101,11 +107,24 @@ describe('harvester load, query and export', () => {
     expect(future.stderr).toContain(`the warehouse has no snapshot 9999: its snapshots run up to ${loads[3]!.snapshot}`);
     const count = async () => JSON.parse((await runCli(['query', 'SELECT count(*) AS n FROM item_metrics', '--format', 'json'], env)).stdout) as unknown;
     expect(await count()).toEqual([{ n: String(observations) }]);
+    // Only maintain merges them: a query that would is refused, and writes no file.
+    const merging = await runCli(['query', "SELECT * FROM ducklake_merge_adjacent_files('lake')"], env);
+    expect(merging.code).toBe(1);
+    expect(merging.stderr).toContain('refused: the query would change the lake (ducklake_compaction; harvester maintain does that)');
     const maintain = await runCli(['maintain', '--keep-hours', '0'], env);
     expect(maintain.code, maintain.stderr).toBe(0);
     const [, filesBefore, filesAfter, snapshotsBefore, snapshotsAfter] = /^data files (\d+) -> (\d+); snapshots (\d+) -> (\d+);/.exec(maintain.stderr)!.map(Number);
     expect(filesAfter).toBeLessThan(filesBefore!);
     expect(snapshotsAfter).toBeLessThan(snapshotsBefore!);
+    expect(await count()).toEqual([{ n: String(observations) }]);
+    // The merged-away files stay on disk until the next maintenance (a query on an old snapshot may be reading them).
+    const onDisk = () => readdirSync(lakeDataFolder(dir), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).length;
+    const kept = onDisk();
+    expect(kept).toBeGreaterThan(filesAfter!);
+    const again = await runCli(['maintain', '--keep-hours', '0'], env);
+    const deleted = Number(/; (\d+) unread files deleted;/.exec(again.stderr)![1]);
+    expect(deleted).toBeGreaterThan(0);
+    expect(onDisk()).toBe(kept - deleted);
     expect(await count()).toEqual([{ n: String(observations) }]);
     // Expired: the first load's snapshot is gone; the latest stays.
     const expired = await runCli(['export', '--out', join(dir, 'past'), '--snapshot', String(loads[0]!.snapshot)], env);

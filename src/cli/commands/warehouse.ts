@@ -226,7 +226,7 @@ export function loadCommand(): Command {
 
 export function maintainCommand(): Command {
   return new Command('maintain')
-    .description('Compact the warehouse: merge small data files, expire old snapshots, delete files no snapshot reads')
+    .description('Compact the warehouse: merge small data files, expire old snapshots, delete files unread since the last maintenance')
     .option('--keep-hours <hours>', 'keep snapshots this many hours for time travel', wholeNumber(0), DEFAULT_KEEP_SNAPSHOTS_HOURS)
     .addHelpText(
       'after',
