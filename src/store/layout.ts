@@ -114,6 +114,11 @@ export function loaderDatabasePath(dataDir: string): string {
   return join(loaderFolder(dataDir), 'loader.duckdb');
 }
 
+/** Where a load's staged batch spills when it outgrows the loader's memory limit. */
+export function loaderSpillFolder(dataDir: string): string {
+  return join(loaderFolder(dataDir), 'spill');
+}
+
 /** When the lake was last maintained (its modification time), for the daily maintenance after a run's load. */
 export function maintenanceMarkFile(dataDir: string): string {
   return join(loaderFolder(dataDir), 'maintained');

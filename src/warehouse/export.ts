@@ -107,7 +107,7 @@ async function splitLargeFile(connection: DuckDBConnection, file: string, target
 /** The lake read-only at `snapshot` (the latest when undefined), or an error naming the snapshots it has. */
 async function openSnapshot(dataDir: string, snapshot: number | undefined): Promise<LakeConnection> {
   try {
-    return await openLake(dataDir, 'read', undefined, snapshot);
+    return await openLake(dataDir, 'read', { snapshot });
   } catch (error) {
     if (snapshot === undefined || !/snapshot/i.test((error as Error).message)) throw error;
     const latest = await openLake(dataDir, 'read');

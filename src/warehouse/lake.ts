@@ -13,14 +13,14 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../config/project-paths.js';
-import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder } from '../store/layout.js';
+import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
 import { DUCKDB_CONFIG, closeDatabase, openDatabase, sqlString } from './duckdb.js';
 
 /** The name the lake is attached under; the readers' and the loader's default database. */
 export const LAKE = 'lake';
 
 /** Where `npm run setup` puts the DuckDB extensions, by the name DuckDB knows each by. */
-export const EXTENSIONS_DIR = join(TOOLS_DIR, 'duckdb-extensions');
+const EXTENSIONS_DIR = join(TOOLS_DIR, 'duckdb-extensions');
 const LAKE_EXTENSIONS = ['ducklake', 'sqlite_scanner'] as const;
 
 /**
@@ -50,7 +50,7 @@ export function extensionLoads(): string[] {
  * absolute path when the lake is made; the folder is named again, and overrides it, so a data
  * directory that was moved or copied elsewhere (files are recorded relative to it) still reads.
  */
-export function lakeAttach(dataDir: string, readOnly: boolean, snapshot?: number): string {
+function lakeAttach(dataDir: string, readOnly: boolean, snapshot?: number): string {
   const options = [
     `DATA_PATH ${sqlString(`${lakeDataFolder(dataDir)}/`)}`,
     'OVERRIDE_DATA_PATH true',
@@ -69,7 +69,7 @@ export function readerSql(dataDir: string): string {
 }
 
 /** Attaches the data directory's lake to `connection` as its default database. */
-export async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number): Promise<void> {
+async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number): Promise<void> {
   for (const statement of extensionLoads()) await connection.run(statement);
   await connection.run(lakeAttach(dataDir, access !== 'write', snapshot));
   await connection.run(`USE ${LAKE}`);
@@ -120,7 +120,7 @@ export async function createLakeEngine(): Promise<DuckDBInstance> {
  * an `engine` (createLakeEngine), a connection of its own, which attaches that file for the lock
  * and drops the batch's temporary tables when it closes.
  */
-export async function openLake(dataDir: string, access: LakeAccess, engine?: DuckDBInstance, snapshot?: number): Promise<LakeConnection> {
+export async function openLake(dataDir: string, access: LakeAccess, { engine, snapshot }: { engine?: DuckDBInstance | undefined; snapshot?: number | undefined } = {}): Promise<LakeConnection> {
   if (access === 'write') {
     mkdirSync(loaderFolder(dataDir), { recursive: true });
     mkdirSync(lakeDataFolder(dataDir), { recursive: true });
@@ -151,7 +151,7 @@ export async function openLake(dataDir: string, access: LakeAccess, engine?: Duc
     if (access === 'write' && engine) {
       await lake.connection.run(`ATTACH ${sqlString(loaderDatabasePath(dataDir))} AS ${LOADER}`);
       // A batch's staged tables spill here when they outgrow the memory limit, not into the working directory.
-      await lake.connection.run(`SET temp_directory = ${sqlString(join(loaderFolder(dataDir), 'spill'))}`);
+      await lake.connection.run(`SET temp_directory = ${sqlString(loaderSpillFolder(dataDir))}`);
     }
     await attachLake(lake.connection, dataDir, access, snapshot);
     return lake;
@@ -170,7 +170,7 @@ export async function openLakeWriter(dataDir: string, waitMs: number, engine?: D
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
-      return await openLake(dataDir, 'write', engine);
+      return await openLake(dataDir, 'write', { engine });
     } catch (error) {
       if (!/lock/i.test((error as Error).message) || Date.now() > deadline) throw error;
       await sleep(100);
