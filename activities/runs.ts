@@ -185,8 +185,9 @@ export function runActivities(deps: RunActivityDeps) {
     // Loaded here, not at the top: DuckDB costs a third of a second to load, which a first run
     // (and the start of every `harvester run`) need not pay.
     const { newestKnownItems, forecastTracking } = await import('../src/warehouse/known-items.js');
+    const newest = await newestKnownItems(deps.dataDir, incremental, KNOWN_IDS);
     for (const target of incremental) {
-      const known = await newestKnownItems(deps.dataDir, target, KNOWN_IDS);
+      const known = newest.get(target.key) ?? [];
       if (known.length === 0) continue;
       const limit = firstPageLimit(known.flatMap((item) => (item.postedAtMs === null ? [] : [item.postedAtMs])), apiNow);
       knowledge[target.key] = { knownIds: known.map((item) => item.id), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };

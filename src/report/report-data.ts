@@ -6,7 +6,7 @@
  */
 import { lakeCatalogFile } from '../store/layout.js';
 import { sqlString } from '../warehouse/duckdb.js';
-import { queryWarehouse } from '../warehouse/query.js';
+import { withWarehouseQueries } from '../warehouse/query.js';
 
 /** Run statuses the report counts as failures: the run stopped early or lost some targets. */
 export const FAILURE_STATUSES = ['failed', 'completed_with_errors', 'paused', 'budget_exhausted'] as const;
@@ -253,9 +253,8 @@ export function dailySeries(rows: { day: string; key: string; value: number }[],
   return { days, series, omittedDays: omitted.size, omittedCredits };
 }
 
-async function rows(dataDir: string, sql: string): Promise<Record<string, unknown>[]> {
-  return (await queryWarehouse(dataDir, sql)).rows;
-}
+/** The rows of a query of the warehouse, on the report's one connection to it. */
+type Rows = (sql: string) => Promise<Record<string, unknown>[]>;
 
 /** Everything the report shows, from the warehouse under `dataDir`. */
 export async function loadReportData(dataDir: string, options: ReportOptions = {}): Promise<ReportData> {
@@ -273,10 +272,13 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
     if (!valid) throw new Error(`report option ${name} must be ${name === 'minGrowthHours' ? 'a number of at least 0' : 'a whole number of at least 1'}, not ${value}`);
   }
   const generatedAt = (options.now ?? new Date()).toISOString();
+  return withWarehouseQueries(dataDir, (query) => reportFrom(async (sql) => (await query(sql)).rows, dataDir, settings, generatedAt));
+}
 
-  const [totalsRow] = await rows(
-    dataDir,
-    `SELECT
+/** The report's data, read with `rows`. */
+async function reportFrom(rows: Rows, dataDir: string, settings: Record<keyof typeof REPORT_DEFAULTS, number>, generatedAt: string): Promise<ReportData> {
+
+  const [totalsRow] = await rows(`SELECT
        (SELECT count(*) FROM api_calls) AS api_calls,
        (SELECT coalesce(sum(credits), 0) FROM api_calls) AS credits,
        (SELECT count(*) FROM harvest_runs) AS runs,
@@ -302,9 +304,7 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
   };
 
   // Each call carries its run's harvest; the run's row fills in for a call landed without one.
-  const creditRows = await rows(
-    dataDir,
-    `SELECT ${utc('c.called_at', "'%Y-%m-%d'")} AS day, coalesce(c.harvest, r.harvest, ${sqlString(NO_HARVEST)}) AS harvest, c.endpoint, sum(c.credits) AS credits
+  const creditRows = await rows(`SELECT ${utc('c.called_at', "'%Y-%m-%d'")} AS day, coalesce(c.harvest, r.harvest, ${sqlString(NO_HARVEST)}) AS harvest, c.endpoint, sum(c.credits) AS credits
      FROM api_calls c LEFT JOIN harvest_runs r USING (run_id)
      GROUP BY ALL ORDER BY day, harvest, endpoint`,
   );
@@ -318,9 +318,7 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
   );
 
   const runs = (
-    await rows(
-      dataDir,
-      `SELECT run_id, harvest, status, ${utc('started_at')} AS started, items_landed, credits_spent
+    await rows(`SELECT run_id, harvest, status, ${utc('started_at')} AS started, items_landed, credits_spent
        FROM harvest_runs ORDER BY started_at DESC, run_id DESC LIMIT ${settings.maxRuns}`,
     )
   )
@@ -335,9 +333,7 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
     }));
 
   const topGrowth = (
-    await rows(
-      dataDir,
-      `WITH growth AS (
+    await rows(`WITH growth AS (
          SELECT platform, item_id, views_delta, hours_since_previous, views_delta / hours_since_previous AS views_per_hour
          FROM item_growth
          WHERE views_delta IS NOT NULL AND hours_since_previous >= ${Number(settings.minGrowthHours)} AND hours_since_previous > 0
@@ -368,9 +364,7 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
 
   // The top items by views at their latest observation, each with its views over the shown days
   // (counted back from the latest observation of any item), one row per observation.
-  const itemRows = await rows(
-    dataDir,
-    `WITH ${RUN_HARVEST_CTE},
+  const itemRows = await rows(`WITH ${RUN_HARVEST_CTE},
      top AS (
        SELECT platform, item_id, views, likes, comments, shares FROM latest_item_metrics
        WHERE views IS NOT NULL ORDER BY views DESC, platform, item_id LIMIT ${settings.topItems})
@@ -391,9 +385,7 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
   );
 
   // The same for accounts and their followers.
-  const accountRows = await rows(
-    dataDir,
-    `WITH ${RUN_HARVEST_CTE},
+  const accountRows = await rows(`WITH ${RUN_HARVEST_CTE},
      top AS (
        SELECT platform, handle, followers FROM account_metrics WHERE followers IS NOT NULL
        QUALIFY row_number() OVER (PARTITION BY platform, handle ORDER BY observed_at DESC, request_id DESC) = 1
@@ -415,9 +407,7 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
 
   // Credits as the credit charts count them (all days), over the distinct items the harvest's runs observed.
   const costPerItem = (
-    await rows(
-      dataDir,
-      `WITH ${RUN_HARVEST_CTE},
+    await rows(`WITH ${RUN_HARVEST_CTE},
        spent AS (
          SELECT coalesce(c.harvest, r.harvest, ${sqlString(NO_HARVEST)}) AS harvest, sum(c.credits) AS credits
          FROM api_calls c LEFT JOIN harvest_runs r USING (run_id) GROUP BY ALL),
@@ -432,17 +422,15 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
     return { harvest: String(row.harvest), credits, items, creditsPerItem: items > 0 ? credits / items : null };
   });
 
-  const enrichmentCoverage = await loadEnrichmentCoverage(dataDir);
+  const enrichmentCoverage = await loadEnrichmentCoverage(rows);
 
-  const countRows = await rows(dataDir, `SELECT status, count(*) AS runs FROM harvest_runs WHERE status IN (${FAILURE_LIST}) GROUP BY status`);
+  const countRows = await rows(`SELECT status, count(*) AS runs FROM harvest_runs WHERE status IN (${FAILURE_LIST}) GROUP BY status`);
   const failureCounts = FAILURE_STATUSES.flatMap((status) => {
     const found = countRows.find((row) => row.status === status);
     return found ? [{ status, runs: num(found.runs) }] : [];
   });
   const failures = (
-    await rows(
-      dataDir,
-      `SELECT run_id, harvest, status, ${utc('started_at')} AS started, ${utc('finished_at')} AS finished, budget_credits, credits_spent, items_landed, error
+    await rows(`SELECT run_id, harvest, status, ${utc('started_at')} AS started, ${utc('finished_at')} AS finished, budget_credits, credits_spent, items_landed, error
        FROM harvest_runs WHERE status IN (${FAILURE_LIST})
        ORDER BY started_at DESC, run_id LIMIT ${settings.maxFailures}`,
     )
@@ -531,11 +519,9 @@ function topItemFrom(row: Record<string, unknown>, rank: number): TopItem {
  * Enrichment coverage per enrichment: items bought, and the others by why not. A warehouse not
  * loaded since the view came has none: no such section (null).
  */
-async function loadEnrichmentCoverage(dataDir: string): Promise<EnrichmentCoverage | null> {
-  if ((await rows(dataDir, "SELECT 1 FROM information_schema.tables WHERE table_name = 'enrichment_coverage'")).length === 0) return null;
-  const counted = await rows(
-    dataDir,
-    `SELECT enrichment, bought_at IS NOT NULL AS bought, coalesce(CAST(why_not AS VARCHAR), 'not recorded') AS reason, count(*) AS items
+async function loadEnrichmentCoverage(rows: Rows): Promise<EnrichmentCoverage | null> {
+  if ((await rows("SELECT 1 FROM information_schema.tables WHERE table_name = 'enrichment_coverage'")).length === 0) return null;
+  const counted = await rows(`SELECT enrichment, bought_at IS NOT NULL AS bought, coalesce(CAST(why_not AS VARCHAR), 'not recorded') AS reason, count(*) AS items
      FROM enrichment_coverage GROUP BY ALL ORDER BY enrichment, bought DESC, items DESC, reason`,
   );
   const enrichments: EnrichmentCoverage['enrichments'] = [];

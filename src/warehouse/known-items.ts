@@ -34,18 +34,31 @@ function targetItemIds(target: TargetPlan): string | undefined {
   return undefined;
 }
 
-/** The newest `limit` items the warehouse has of a target; none when there is no warehouse yet. */
-export async function newestKnownItems(dataDir: string, target: TargetPlan, limit: number): Promise<KnownItem[]> {
-  if (!lakeExists(dataDir)) return [];
-  const platform = sqlString(target.platform);
-  const ids = targetItemIds(target);
-  const sql = ids
-    ? `SELECT item_id AS id, epoch_ms(posted_at) AS t FROM items WHERE platform = ${platform} AND item_id IN (${ids}) ORDER BY posted_at DESC LIMIT ${limit}`
-    : `SELECT c.comment_id AS id, epoch_ms(c.posted_at) AS t FROM comments c
-       WHERE c.platform = ${platform} AND c.item_id = (SELECT item_id FROM items WHERE platform = ${platform} AND url = ${sqlString(target.params.url ?? '')} LIMIT 1)
-       ORDER BY c.posted_at DESC LIMIT ${limit}`;
-  const rows = (await queryWarehouse(dataDir, sql)).rows as { id: string; t: string | number | null }[];
-  return rows.map((row) => ({ id: String(row.id), postedAtMs: row.t === null ? null : Number(row.t) }));
+/**
+ * The newest `limit` items the warehouse has of each target, by target key (newest first); none
+ * when there is no warehouse yet. One query for all targets: each query of the lake opens it
+ * (about 0.15 s), and a run may have hundreds of targets.
+ */
+export async function newestKnownItems(dataDir: string, targets: readonly TargetPlan[], limit: number): Promise<Map<string, KnownItem[]>> {
+  const known = new Map<string, KnownItem[]>();
+  if (!lakeExists(dataDir) || targets.length === 0) return known;
+  const parts = targets.map((target, order) => {
+    const platform = sqlString(target.platform);
+    const ids = targetItemIds(target);
+    const newest = ids
+      ? `SELECT item_id AS id, posted_at FROM items WHERE platform = ${platform} AND item_id IN (${ids}) ORDER BY posted_at DESC LIMIT ${limit}`
+      : `SELECT c.comment_id AS id, c.posted_at FROM comments c
+         WHERE c.platform = ${platform} AND c.item_id = (SELECT item_id FROM items WHERE platform = ${platform} AND url = ${sqlString(target.params.url ?? '')} LIMIT 1)
+         ORDER BY c.posted_at DESC LIMIT ${limit}`;
+    return `SELECT ${order} AS target_order, id, epoch_ms(posted_at) AS t, posted_at FROM (${newest})`;
+  });
+  const sql = `SELECT target_order, id, t FROM (${parts.join(' UNION ALL ')}) ORDER BY target_order, posted_at DESC`;
+  const rows = (await queryWarehouse(dataDir, sql)).rows as { target_order: number; id: string; t: string | number | null }[];
+  for (const row of rows) {
+    const key = targets[Number(row.target_order)]!.key;
+    known.set(key, [...(known.get(key) ?? []), { id: String(row.id), postedAtMs: row.t === null ? null : Number(row.t) }]);
+  }
+  return known;
 }
 
 /** An item `track.items` may observe again: the target that landed it first, and its last fresh observation. */
