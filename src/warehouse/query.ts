@@ -197,7 +197,9 @@ async function forbiddenStatement(connection: DuckDBConnection, sql: string): Pr
       continue;
     }
     if (type === StatementType.ATTACH || type === StatementType.DETACH) return 'the query would attach a database';
-    if (type === StatementType.COPY || type === StatementType.EXPORT) return 'the query would write a file';
+    if (type === StatementType.COPY || type === StatementType.EXPORT || type === StatementType.COPY_DATABASE) return 'the query would write a file';
+    // CHECKPOINT of a lake is DuckLake's maintenance (it flushes and rewrites files), and parses as a CALL.
+    if (type === StatementType.CALL) return 'the query would call a procedure (CALL, CHECKPOINT); for a table function, SELECT * FROM it';
     explain = type === StatementType.EXPLAIN;
   }
   if (statements.count > 1) return `the query has ${statements.count} statements: run one at a time`;

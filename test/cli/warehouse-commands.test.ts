@@ -65,6 +65,7 @@ describe('harvester load, query and export', () => {
       ["SELECT * FROM query('SELECT * FROM ducklake_' || 'cleanup_old_files(''lake'', cleanup_all => true)')", 'the query would change the lake (ducklake_cleanup_old_files; harvester maintain does that)'],
       ["EXPLAIN ANALYZE SELECT * FROM ducklake_expire_snapshots('lake', older_than => now())", 'EXPLAIN ANALYZE runs the query; plain EXPLAIN shows its plan'],
       ['SELECT 1; SELECT 2', 'the query has 2 statements: run one at a time'],
+      ['CHECKPOINT lake', 'the query would call a procedure (CALL, CHECKPOINT); for a table function, SELECT * FROM it'],
       ['INSTALL httpfs', 'the query would install an extension'],
       ['LOAD httpfs', 'the query would load an extension'],
       ['SET enable_external_access = true', 'the query would change the setting enable_external_access'],
