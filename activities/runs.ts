@@ -9,9 +9,8 @@ import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import { loadPriceTable } from '../src/config/prices.js';
 import { creditsLow } from '../src/store/credit-alerts.js';
 import { runFailures } from '../src/store/call-journal.js';
-import { quarantinedLandingsOfRun, writeLanding } from '../src/store/landing.js';
+import { quarantineLine, quarantinedLandingsOfRun, writeLanding } from '../src/store/landing.js';
 import { coversListing, readCoverage } from '../src/store/listing-coverage.js';
-import type { QuarantinedLanding } from '../src/warehouse/loader.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import type { RunApi } from './api-guard.js';
 import { asActivity } from './failures.js';
@@ -80,11 +79,6 @@ export interface RunActivityDeps {
   pauseSchedule?: (harvest: string, note: string) => Promise<void>;
   /** How often the landings of running runs are loaded, besides each run's final load. */
   loadEveryMs?: number;
-}
-
-/** A quarantined landing as a run's summary lists it: where it is now, and why. */
-function quarantineLine(landing: QuarantinedLanding): string {
-  return `${landing.file}: ${landing.reason}`;
 }
 
 /** How often a worker loads what its running runs landed: data appears within about this long. */

@@ -245,8 +245,9 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
   const plans = planTargets(harvest);
   const planned = targetLines(plans, harvest, prices, pageSize, budgetCredits, options.tracking);
   const targets: TargetCost[] = plans.map((plan, index) => {
-    const { list, enrichment, account, tracked } = planned[index] as TargetLines;
-    const lines = linesOf(planned[index] as TargetLines);
+    const planLines = planned[index] as TargetLines;
+    const { list, enrichment, account, tracked } = planLines;
+    const lines = linesOf(planLines);
     return {
       key: plan.key,
       kind: plan.kind,

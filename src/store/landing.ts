@@ -169,14 +169,19 @@ export function notJsonReason(dataDir: string, key: string): string | undefined 
   }
 }
 
+/** A quarantined landing as a run's summary and `harvester load` list it: where it is now, and why. */
+export function quarantineLine(landing: { file: string; reason: string }): string {
+  return `${landing.file}: ${landing.reason}`;
+}
+
 /**
- * A run's landings in quarantine, whichever load set them aside, as `<file>: <reason>`: what its
- * summary lists. The reason is written first, so a quarantined landing always has one.
+ * A run's landings in quarantine, whichever load set them aside, as quarantineLine says them: what
+ * its summary lists. The reason is written first, so a quarantined landing always has one.
  */
 export function quarantinedLandingsOfRun(dataDir: string, runId: string): string[] {
   return filesUnder(join(quarantineRoot(dataDir), pathSegment(runId)))
     .filter((path) => !path.endsWith('.reason') && existsSync(`${path}.reason`))
-    .map((path) => `${path}: ${readFileSync(`${path}.reason`, 'utf8').trim()}`)
+    .map((file) => quarantineLine({ file, reason: readFileSync(`${file}.reason`, 'utf8').trim() }))
     .sort();
 }
 

@@ -23,6 +23,33 @@ export function closeDatabase(db: { instance: DuckDBInstance; connection: DuckDB
   db.instance.closeSync();
 }
 
+/**
+ * Runs `work` in one transaction: committed when it returns, rolled back when it throws (and the
+ * error thrown on). In the lake, one transaction is one snapshot.
+ */
+export async function inTransaction<T>(connection: DuckDBConnection, work: () => Promise<T>): Promise<T> {
+  await connection.run('BEGIN TRANSACTION');
+  try {
+    const result = await work();
+    await connection.run('COMMIT');
+    return result;
+  } catch (error) {
+    await connection.run('ROLLBACK');
+    throw error;
+  }
+}
+
+/** The first value of a query's first row, as a number (0 when there is none, or it is null). */
+export async function scalarOf(connection: DuckDBConnection, sql: string): Promise<number> {
+  return Number((await connection.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
+}
+
+/** The names of the tables an attached database has. */
+export async function tableNames(connection: DuckDBConnection, database: string): Promise<Set<string>> {
+  const reader = await connection.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = ${sqlString(database)}`);
+  return new Set(reader.getRows().map((row) => String(row[0])));
+}
+
 /** A SQL string literal. */
 export function sqlString(value: string): string {
   return `'${value.replaceAll("'", "''")}'`;

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { sqlString } from './duckdb.js';
+import { scalarOf, sqlString, tableNames } from './duckdb.js';
 import { LAKE, latestSnapshot, openLake, type LakeConnection } from './lake.js';
 
 /**
@@ -95,7 +95,7 @@ async function splitLargeFile(connection: DuckDBConnection, file: string, target
   // DuckDB may end a rotation with a file of no rows: it is dropped.
   const parts: string[] = [];
   for (const part of parquetFiles(scratch)) {
-    const rows = Number((await connection.runAndReadAll(`SELECT num_rows FROM parquet_file_metadata(${sqlString(part)})`)).getRows()[0]?.[0] ?? 0);
+    const rows = await scalarOf(connection, `SELECT num_rows FROM parquet_file_metadata(${sqlString(part)})`);
     if (rows > 0) parts.push(part);
   }
   rmSync(file);
@@ -138,12 +138,12 @@ export async function exportParquet(dataDir: string, outDir: string, options: Ex
     await db.connection.run('BEGIN TRANSACTION');
     snapshot = options.snapshot ?? (await latestSnapshot(db.connection));
     // A snapshot from before a table was added has no such table: there is nothing of it to export.
-    const existing = new Set((await db.connection.runAndReadAll(`SELECT table_name FROM duckdb_tables() WHERE database_name = ${sqlString(LAKE)}`)).getRows().map((row) => String(row[0])));
+    const existing = await tableNames(db.connection, LAKE);
     for (const [table, partition] of Object.entries(PARTITIONS).filter(([name]) => existing.has(name))) {
       const tableDir = join(directory, table);
       rmSync(tableDir, { recursive: true, force: true });
       const select = await exportSelect(db.connection, table, partition);
-      const count = Number((await db.connection.runAndReadAll(`SELECT count(*) FROM ${quoted(table)}`)).getRows()[0]?.[0] ?? 0);
+      const count = await scalarOf(db.connection, `SELECT count(*) FROM ${quoted(table)}`);
       tables[table] = count;
       if (count === 0) {
         mkdirSync(tableDir, { recursive: true });

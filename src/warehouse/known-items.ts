@@ -56,7 +56,9 @@ export async function newestKnownItems(dataDir: string, targets: readonly Target
   const rows = (await queryWarehouse(dataDir, sql)).rows as { target_order: number; id: string; t: string | number | null }[];
   for (const row of rows) {
     const key = targets[Number(row.target_order)]!.key;
-    known.set(key, [...(known.get(key) ?? []), { id: String(row.id), postedAtMs: row.t === null ? null : Number(row.t) }]);
+    const items = known.get(key) ?? [];
+    items.push({ id: String(row.id), postedAtMs: row.t === null ? null : Number(row.t) });
+    known.set(key, items);
   }
   return known;
 }

@@ -14,7 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../config/project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
-import { DUCKDB_CONFIG, closeDatabase, openDatabase, sqlString } from './duckdb.js';
+import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString } from './duckdb.js';
 
 /** The name the lake is attached under; the readers' and the loader's default database. */
 export const LAKE = 'lake';
@@ -180,6 +180,5 @@ export async function openLakeWriter(dataDir: string, waitMs: number, engine?: D
 
 /** The lake's latest snapshot: the one each new query reads. */
 export async function latestSnapshot(connection: DuckDBConnection): Promise<number> {
-  const rows = (await connection.runAndReadAll(`SELECT max(snapshot_id) FROM ducklake_snapshots(${sqlString(LAKE)})`)).getRows();
-  return Number(rows[0]?.[0] ?? 0);
+  return scalarOf(connection, `SELECT max(snapshot_id) FROM ducklake_snapshots(${sqlString(LAKE)})`);
 }

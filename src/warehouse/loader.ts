@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
-import { sqlString } from './duckdb.js';
+import { inTransaction, scalarOf, sqlString, tableNames } from './duckdb.js';
 import { listLandings, quarantineLanding, type UnloadableLanding } from '../store/landing.js';
 import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
@@ -199,15 +199,10 @@ const SCHEMA_MARK = `social-harvester schema ${createHash('sha256').update(SCHEM
 async function ensureSchema(connection: DuckDBConnection): Promise<void> {
   const marked = await connection.runAndReadAll(`SELECT comment FROM duckdb_tables() WHERE database_name = ${sqlString(LAKE)} AND table_name = 'loaded_landings'`);
   if (marked.getRows()[0]?.[0] === SCHEMA_MARK) return;
-  await connection.run('BEGIN TRANSACTION');
-  try {
+  await inTransaction(connection, async () => {
     for (const statement of SCHEMA_DDL) await connection.run(statement);
     await connection.run(`COMMENT ON TABLE loaded_landings IS ${sqlString(SCHEMA_MARK)}`);
-    await connection.run('COMMIT');
-  } catch (error) {
-    await connection.run('ROLLBACK');
-    throw error;
-  }
+  });
 }
 
 /**
@@ -222,22 +217,13 @@ async function migrateLegacyWarehouse(connection: DuckDBConnection, dataDir: str
   if (!source) return;
   await connection.run(`ATTACH ${sqlString(source)} AS legacy (READ_ONLY)`);
   try {
-    const legacyTables = new Set(
-      (await connection.runAndReadAll("SELECT table_name FROM duckdb_tables() WHERE database_name = 'legacy'")).getRows().map((row) => String(row[0])),
-    );
-    const moved = legacyTables.has('loaded_landings')
-      ? Number((await connection.runAndReadAll('SELECT count(*) FROM loaded_landings WHERE landing IN (SELECT landing FROM legacy.loaded_landings)')).getRows()[0]?.[0])
-      : 0;
+    const legacyTables = await tableNames(connection, 'legacy');
+    const moved = legacyTables.has('loaded_landings') ? await scalarOf(connection, 'SELECT count(*) FROM loaded_landings WHERE landing IN (SELECT landing FROM legacy.loaded_landings)') : 0;
     if (moved === 0) {
-      await connection.run('BEGIN TRANSACTION');
-      try {
+      await inTransaction(connection, async () => {
         // BY NAME: an older warehouse lacks the columns added since, which stay null.
         for (const table of WAREHOUSE_TABLES) if (legacyTables.has(table)) await connection.run(`INSERT INTO ${table} BY NAME SELECT * FROM legacy.${table}`);
-        await connection.run('COMMIT');
-      } catch (error) {
-        await connection.run('ROLLBACK');
-        throw error;
-      }
+      });
       logger?.info({ from: source }, 'moved the warehouse into the lake');
     }
   } finally {

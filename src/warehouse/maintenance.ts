@@ -8,7 +8,7 @@
  */
 import { statSync, writeFileSync } from 'node:fs';
 import { maintenanceMarkFile } from '../store/layout.js';
-import { sqlString } from './duckdb.js';
+import { scalarOf, sqlString } from './duckdb.js';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
 
 export interface MaintenanceOptions {
@@ -53,10 +53,9 @@ export async function maintainLake(dataDir: string, options: MaintenanceOptions 
   const keepHours = options.keepSnapshotsHours ?? DEFAULT_KEEP_SNAPSHOTS_HOURS;
   const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000);
   const lake = sqlString(LAKE);
-  const scalar = async (sql: string) => Number((await db.connection.runAndReadAll(sql)).getRows()[0]?.[0] ?? 0);
   // Data files of the latest snapshot: the ones a query reads.
-  const dataFiles = () => scalar(`SELECT coalesce(sum(file_count), 0) FROM ducklake_table_info(${lake})`);
-  const snapshots = () => scalar(`SELECT count(*) FROM ducklake_snapshots(${lake})`);
+  const dataFiles = () => scalarOf(db.connection, `SELECT coalesce(sum(file_count), 0) FROM ducklake_table_info(${lake})`);
+  const snapshots = () => scalarOf(db.connection, `SELECT count(*) FROM ducklake_snapshots(${lake})`);
   try {
     const dataFilesBefore = await dataFiles();
     const snapshotsBefore = await snapshots();

@@ -5,6 +5,7 @@
  * record commit together or not at all, so each landing is loaded exactly once.
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { inTransaction, scalarOf } from './duckdb.js';
 import { STAGED_TABLES, type StagedTable } from './schema.js';
 
 /** For upserts: take the newer observation's value, falling back to what is known. */
@@ -112,17 +113,12 @@ async function tablesWithWork(connection: DuckDBConnection): Promise<StagedTable
  */
 export async function merge(connection: DuckDBConnection, beforeCommit: () => void | Promise<void>): Promise<number> {
   const tables = await tablesWithWork(connection);
-  await connection.run('BEGIN TRANSACTION');
-  try {
+  return inTransaction(connection, async () => {
     for (const table of tables) for (const statement of MERGES[table]) await connection.run(statement);
     await connection.run('CREATE OR REPLACE TEMP TABLE landing_rows AS SELECT * FROM stage_loaded_landings');
     await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
-    const rows = Number((await connection.runAndReadAll('SELECT coalesce(sum(rows), 0) FROM landing_rows')).getRows()[0]?.[0] ?? 0);
+    const rows = await scalarOf(connection, 'SELECT coalesce(sum(rows), 0) FROM landing_rows');
     await beforeCommit();
-    await connection.run('COMMIT');
     return rows;
-  } catch (error) {
-    await connection.run('ROLLBACK');
-    throw error;
-  }
+  });
 }

@@ -5,6 +5,7 @@ import { csvLine } from '../../text/csv.js';
 import { exportParquet } from '../../warehouse/export.js';
 import { loadLandings } from '../../warehouse/loader.js';
 import { DEFAULT_KEEP_SNAPSHOTS_HOURS, maintainLake } from '../../warehouse/maintenance.js';
+import { quarantineLine } from '../../store/landing.js';
 import { lakeCatalogFile } from '../../store/layout.js';
 import { streamWarehouseQuery, type QuerySink, type QueryStop, type StreamedQuery } from '../../warehouse/query.js';
 import { cliLogger } from '../context.js';
@@ -218,7 +219,7 @@ export function loadCommand(): Command {
       const result = await loadLandings(dataDir, { logger: cliLogger() });
       const quarantined = result.quarantined.length > 0 ? `; ${result.quarantined.length} quarantined (not loaded)` : '';
       process.stderr.write(`loaded ${result.landingsLoaded} landings (${result.rowsLoaded} rows) in ${result.batches} batches, ${result.durationMs} ms${quarantined}; warehouse: ${lakeCatalogFile(dataDir)} at snapshot ${result.snapshot}\n`);
-      for (const landing of result.quarantined) process.stderr.write(`quarantined ${landing.file}: ${landing.reason}\n`);
+      for (const landing of result.quarantined) process.stderr.write(`quarantined ${quarantineLine(landing)}\n`);
       // Loaded what could be loaded, but something was set aside: not a plain success.
       if (result.quarantined.length > 0) process.exitCode = 3;
     });
