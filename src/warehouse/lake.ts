@@ -8,7 +8,7 @@
  * DuckDB cannot download extensions at run time here, so the ducklake and sqlite extensions are
  * loaded by path from .tools/duckdb-extensions, where `npm run setup` put them.
  */
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
@@ -50,14 +50,14 @@ export function extensionLoads(): string[] {
  * absolute path when the lake is made; the folder is named again, and overrides it, so a data
  * directory that was moved or copied elsewhere (files are recorded relative to it) still reads.
  */
-function lakeAttach(dataDir: string, readOnly: boolean, snapshot?: number): string {
+function lakeAttach(dataDir: string, readOnly: boolean, snapshot?: number, catalogFile = lakeCatalogFile(dataDir)): string {
   const options = [
     `DATA_PATH ${sqlString(`${lakeDataFolder(dataDir)}/`)}`,
     'OVERRIDE_DATA_PATH true',
     ...(readOnly ? ['READ_ONLY'] : []),
     ...(snapshot === undefined ? [] : [`SNAPSHOT_VERSION ${Math.trunc(snapshot)}`]),
   ];
-  return `ATTACH ${sqlString(`ducklake:sqlite:${lakeCatalogFile(dataDir)}`)} AS ${LAKE} (${options.join(', ')})`;
+  return `ATTACH ${sqlString(`ducklake:sqlite:${catalogFile}`)} AS ${LAKE} (${options.join(', ')})`;
 }
 
 /**
@@ -120,7 +120,11 @@ export async function createLakeEngine(): Promise<DuckDBInstance> {
  * an `engine` (createLakeEngine), a connection of its own, which attaches that file for the lock
  * and drops the batch's temporary tables when it closes.
  */
-export async function openLake(dataDir: string, access: LakeAccess, { engine, snapshot }: { engine?: DuckDBInstance | undefined; snapshot?: number | undefined } = {}): Promise<LakeConnection> {
+export async function openLake(
+  dataDir: string,
+  access: LakeAccess,
+  { engine, snapshot, create }: { engine?: DuckDBInstance | undefined; snapshot?: number | undefined; create?: LakeCreation | undefined } = {},
+): Promise<LakeConnection> {
   if (access === 'write') {
     mkdirSync(loaderFolder(dataDir), { recursive: true });
     mkdirSync(lakeDataFolder(dataDir), { recursive: true });
@@ -153,6 +157,7 @@ export async function openLake(dataDir: string, access: LakeAccess, { engine, sn
       // A batch's staged tables spill here when they outgrow the memory limit, not into the working directory.
       await lake.connection.run(`SET temp_directory = ${sqlString(loaderSpillFolder(dataDir))}`);
     }
+    if (access === 'write' && create && !lakeExists(dataDir)) await createLake(lake.connection, dataDir, create);
     await attachLake(lake.connection, dataDir, access, snapshot);
     return lake;
   } catch (error) {
@@ -161,16 +166,43 @@ export async function openLake(dataDir: string, access: LakeAccess, { engine, sn
   }
 }
 
+/** What a new lake is given before anyone can see it: its tables and views. */
+export type LakeCreation = (connection: DuckDBConnection) => Promise<void>;
+
+/**
+ * Makes a new lake under a name no reader opens, gives it its schema, and only then renames its
+ * catalog into place: a reader that finds the catalog finds the tables too (a reader that asked
+ * between the catalog's creation and its first tables was told "Table items does not exist").
+ * Called by the writer alone, holding the writers' lock.
+ */
+async function createLake(connection: DuckDBConnection, dataDir: string, create: LakeCreation): Promise<void> {
+  const catalog = lakeCatalogFile(dataDir);
+  const draft = `${catalog}.new`;
+  // A draft left by a writer that was killed while making it is unfinished: it starts again.
+  rmSync(draft, { force: true });
+  for (const statement of extensionLoads()) await connection.run(statement);
+  const home = String((await connection.runAndReadAll('SELECT current_database()')).getRows()[0]?.[0]);
+  await connection.run(lakeAttach(dataDir, false, undefined, draft));
+  try {
+    await connection.run(`USE ${LAKE}`);
+    await create(connection);
+  } finally {
+    await connection.run(`USE "${home}"`);
+    await connection.run(`DETACH ${LAKE}`);
+  }
+  renameSync(draft, catalog);
+}
+
 /**
  * The lake's one writer (the loader, or maintenance). DuckDB's file lock on the loader's database
  * keeps writers apart: a second one waits here until the first closes, up to `waitMs`, and one
  * that was killed holds no lock (the OS drops it).
  */
-export async function openLakeWriter(dataDir: string, waitMs: number, engine?: DuckDBInstance): Promise<LakeConnection> {
+export async function openLakeWriter(dataDir: string, waitMs: number, { engine, create }: { engine?: DuckDBInstance | undefined; create?: LakeCreation } = {}): Promise<LakeConnection> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
-      return await openLake(dataDir, 'write', { engine });
+      return await openLake(dataDir, 'write', { engine, create });
     } catch (error) {
       if (!/lock/i.test((error as Error).message) || Date.now() > deadline) throw error;
       await sleep(100);

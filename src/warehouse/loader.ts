@@ -69,7 +69,7 @@ export interface LoadResult {
 /** Loads every landing not loaded yet into the lake, a snapshot per batch. */
 export async function loadLandings(dataDir: string, options: LoadOptions = {}): Promise<LoadResult> {
   const started = Date.now();
-  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, options.engine);
+  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
   try {
     await ensureSchema(db.connection);
     await migrateLegacyWarehouse(db.connection, dataDir, options.logger);
