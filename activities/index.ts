@@ -1,5 +1,6 @@
 import type { SocialApiClient } from '../src/api/client.js';
 import type { Logger } from '../src/logger.js';
+import { LocalStore, type Store } from '../src/store/store.js';
 import { guardApi } from './api-guard.js';
 import { jobActivities } from './jobs.js';
 import { landedEnrichmentActivities } from './landed-enrichment.js';
@@ -8,7 +9,10 @@ import { targetWorkActivities } from './target-work.js';
 
 export interface ActivityDeps {
   client: SocialApiClient;
+  /** The worker's own directory: the whole store unless `store` is shared. */
   dataDir: string;
+  /** Where landings, journals and the rest are kept (src/store/store.ts); the data directory by default. */
+  store?: Store;
   pricesFile?: string;
   logger?: Logger;
   pauseSchedule?: (harvest: string, note: string) => Promise<void>;
@@ -21,12 +25,13 @@ export interface ActivityDeps {
  * refuses the tasks of a run started for another API than its client's (activities/api-guard.ts).
  */
 export function createActivities(deps: ActivityDeps) {
+  const withStore = { ...deps, store: deps.store ?? new LocalStore(deps.dataDir) };
   return guardApi(
     {
-      ...targetWorkActivities(deps),
-      ...landedEnrichmentActivities(deps),
-      ...jobActivities(deps),
-      ...runActivities(deps),
+      ...targetWorkActivities(withStore),
+      ...landedEnrichmentActivities(withStore),
+      ...jobActivities(withStore),
+      ...runActivities(withStore),
     },
     deps.client.identity,
   );

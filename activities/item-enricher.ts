@@ -11,13 +11,14 @@ import type { Enrichment } from '../src/harvest/harvest-types.js';
 import { findEndpoint, type Platform, type PriceTable } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import type { CallJournal } from '../src/store/call-journal.js';
-import { findLanding, pageLandingKey, writeLanding } from '../src/store/landing.js';
+import { pageLandingKey } from '../src/store/landing.js';
 import type { CallFailure, FailedCall } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../src/harvest/rules.js';
 import { landingOfCall, meteredCall, type WorkBudget } from './metered-call.js';
 import { FileWriteError } from '../src/store/durable-file.js';
-import { storeMedia, type StoredMedia } from '../src/store/media-store.js';
+import type { StoredMedia } from '../src/store/media-store.js';
+import type { Store } from '../src/store/store.js';
 
 /** What the harvester reads of a download's answer: the link to its media file. */
 interface DownloadAnswer {
@@ -32,7 +33,7 @@ export interface WorkStop {
 
 export interface ItemEnricherDeps {
   client: SocialApiClient;
-  dataDir: string;
+  store: Store;
   runId: string;
   harvest: string;
   /** The target whose items these are: failed calls are recorded against it. */
@@ -131,13 +132,13 @@ export class ItemEnricher {
    * Settles a landing found at `key` that this work began (its journal has the intent), or tells
    * that another target of the run landed it. Returns whether the key is already landed.
    */
-  private landedAlready(key: string): { landed: boolean; ours: boolean; credits: number } {
-    const { journal, dataDir } = this.deps;
+  private async landedAlready(key: string): Promise<{ landed: boolean; ours: boolean; credits: number }> {
+    const { journal, store } = this.deps;
     if (journal.isSettled(key)) return { landed: true, ours: true, credits: 0 };
-    const landing = findLanding(dataDir, key);
+    const landing = await store.findLanding(key);
     if (!landing || landing.kind !== 'page') return { landed: false, ours: false, credits: 0 };
     const ours = journal.hasOpenIntent(key);
-    if (ours) journal.settle(key, landing.call?.credits ?? 0);
+    if (ours) await journal.settle(key, landing.call?.credits ?? 0);
     return { landed: true, ours, credits: landing.call?.credits ?? 0 };
   }
 
@@ -157,7 +158,7 @@ export class ItemEnricher {
    */
   private async objectCall(platform: Platform, endpoint: ObjectEndpoint, subject: string, tally: EnrichmentTally, ask: { fresh?: boolean } = {}): Promise<number> {
     const key = pageLandingKey(this.deps.runId, `item:${platform}:${endpoint}:${subject}`, 1);
-    const found = this.landedAlready(key);
+    const found = await this.landedAlready(key);
     if (found.landed) {
       if (found.ours) tally.calls++;
       return 0;
@@ -173,9 +174,9 @@ export class ItemEnricher {
       const { mediaMissing } = await this.buyObject(platform, endpoint, subject, 1, ask);
       tally.calls++;
       if (mediaMissing instanceof MediaExpiredError) await this.mediaExpired(platform, subject, tally);
-      else if (mediaMissing) this.mediaNotFetched(platform, subject, mediaMissing, tally);
+      else if (mediaMissing) await this.mediaNotFetched(platform, subject, mediaMissing, tally);
     } catch (error) {
-      if (!this.refused(key, { endpoint: `${platform}/${endpoint}`, subject }, error, tally)) throw error;
+      if (!(await this.refused(key, { endpoint: `${platform}/${endpoint}`, subject }, error, tally))) throw error;
       // A feature the API has switched off is a fact to record, not a failure: it was not charged.
       if (error instanceof FeatureUnavailableError) {
         tally.calls++;
@@ -190,7 +191,7 @@ export class ItemEnricher {
    * its media file fetched into the store (withMedia). Says why that file is not in the store, if it is not.
    */
   private async buyObject(platform: Platform, endpoint: ObjectEndpoint, subject: string, page: number, ask: { fresh?: boolean }): Promise<{ mediaMissing?: Error }> {
-    const { client, dataDir, runId, harvest, journal } = this.deps;
+    const { client, store, runId, harvest, journal } = this.deps;
     const target = `item:${platform}:${endpoint}:${subject}`;
     const params = { [findEndpoint(platform, endpoint)!.param]: subject };
     let mediaMissing: Error | undefined;
@@ -202,7 +203,7 @@ export class ItemEnricher {
       land: async (result) => {
         let data: unknown = result.data;
         if (endpoint === 'download') ({ data, missing: mediaMissing } = await this.withMedia(subject, result.data as DownloadAnswer));
-        writeLanding(dataDir, landingOfCall({ runId, harvest, target, page, params }, result, data));
+        await store.writeLanding(landingOfCall({ runId, harvest, target, page, params }, result, data));
       },
     });
     return mediaMissing ? { mediaMissing } : {};
@@ -220,7 +221,7 @@ export class ItemEnricher {
       return;
     }
     const error = new MediaExpiredError('the media link expired before its file was fetched, and this work had no credits free to ask for a new one', { status: 410, code: 'media_expired' });
-    this.refused(this.secondDownloadKey(platform, url), { endpoint: `${platform}/download`, subject: url }, error, tally);
+    await this.refused(this.secondDownloadKey(platform, url), { endpoint: `${platform}/download`, subject: url }, error, tally);
   }
 
   /**
@@ -228,10 +229,10 @@ export class ItemEnricher {
    * media host down, say): a failed call under the key of the download's second ask, so the run
    * says so and `harvester retry` asks for the download again, fresh, and fetches its file.
    */
-  private mediaNotFetched(platform: Platform, url: string, error: Error, tally: EnrichmentTally): void {
+  private async mediaNotFetched(platform: Platform, url: string, error: Error, tally: EnrichmentTally): Promise<void> {
     tally.failed++;
     const failure: CallFailure = { target: this.deps.target, endpoint: `${platform}/download`, subject: url, reason: `media file not fetched: ${error.name}: ${error.message}`, at: new Date().toISOString() };
-    this.deps.journal.fail(this.secondDownloadKey(platform, url), failure);
+    await this.deps.journal.fail(this.secondDownloadKey(platform, url), failure);
     this.deps.logger?.warn({ runId: this.deps.runId, item: url, reason: failure.reason }, 'media file not fetched');
   }
 
@@ -243,9 +244,9 @@ export class ItemEnricher {
       const { mediaMissing } = await this.buyObject(platform, 'download', url, 2, { fresh: true });
       tally.calls++;
       // Not asked a third time: the second ask is the one `harvester retry` makes again.
-      if (mediaMissing) this.mediaNotFetched(platform, url, mediaMissing, tally);
+      if (mediaMissing) await this.mediaNotFetched(platform, url, mediaMissing, tally);
     } catch (error) {
-      if (!this.refused(this.secondDownloadKey(platform, url), { endpoint: `${platform}/download`, subject: url }, error, tally)) throw error;
+      if (!(await this.refused(this.secondDownloadKey(platform, url), { endpoint: `${platform}/download`, subject: url }, error, tally))) throw error;
     }
     return price;
   }
@@ -264,7 +265,7 @@ export class ItemEnricher {
     if (!answer.media_url) return { data: answer };
     try {
       const file = await this.deps.client.fetchMedia(answer.media_url, { deadlineMs: this.deps.callDeadlineMs });
-      return { data: { ...answer, media: storeMedia(this.deps.dataDir, file.bytes, file.contentType) } };
+      return { data: { ...answer, media: await this.deps.store.storeMedia(file.bytes, file.contentType) } };
     } catch (error) {
       if (error instanceof FileWriteError) throw error;
       return { data: answer, missing: error as Error };
@@ -273,7 +274,7 @@ export class ItemEnricher {
 
   /** The comments of one item, page by page up to `maxItems`; returns the credits taken from the held budget. */
   private async comments(platform: Platform, url: string, maxItems: number, tally: EnrichmentTally): Promise<number> {
-    const { client, dataDir, runId, harvest, journal, budget, prices } = this.deps;
+    const { client, store, runId, harvest, journal, budget, prices } = this.deps;
     const target = `comments:${platform}:${url}`;
     const price = priceOf(prices, platform, 'comments');
     let taken = 0;
@@ -281,10 +282,10 @@ export class ItemEnricher {
     let got = 0;
     for (let page = 1; got < maxItems && !this.stop; page++) {
       const key = pageLandingKey(runId, target, page);
-      const found = this.landedAlready(key);
+      const found = await this.landedAlready(key);
       if (found.landed) {
         if (!found.ours && page === 1) return taken;
-        const landing = findLanding(dataDir, key);
+        const landing = await store.findLanding(key);
         if (landing?.kind !== 'page') return taken;
         if (found.ours) tally.calls++;
         got += Array.isArray(landing.data) ? landing.data.length : 0;
@@ -303,14 +304,14 @@ export class ItemEnricher {
           key,
           worst,
           call: (options) => client.page(platform, 'comments', { url, limit, cursor }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
-          land: (answer) => writeLanding(dataDir, landingOfCall({ runId, harvest, target, page, params: { url }, nextCursor: answer.nextCursor, hasMore: answer.hasMore }, answer, answer.items)),
+          land: (answer) => store.writeLanding(landingOfCall({ runId, harvest, target, page, params: { url }, nextCursor: answer.nextCursor, hasMore: answer.hasMore }, answer, answer.items)),
         });
         tally.calls++;
         got += result.items.length;
         cursor = result.nextCursor;
         if (!cursor) return taken;
       } catch (error) {
-        if (!this.refused(key, { endpoint: `${platform}/comments`, subject: url }, error, tally)) throw error;
+        if (!(await this.refused(key, { endpoint: `${platform}/comments`, subject: url }, error, tally))) throw error;
         return taken;
       }
     }
@@ -326,13 +327,13 @@ export class ItemEnricher {
    * enrichment is then halted, to be made by a retry) or the feature is off. Returns false for
    * errors worth retrying (the activity is retried).
    */
-  private refused(key: string, call: { endpoint: string; subject: string }, error: unknown, tally: EnrichmentTally): boolean {
+  private async refused(key: string, call: { endpoint: string; subject: string }, error: unknown, tally: EnrichmentTally): Promise<boolean> {
     if (!(error instanceof SocialApiError) || error.retryable) return false;
     if (this.stopFor(error)) tally.halted = (tally.halted ?? 0) + 1;
     else if (!(error instanceof FeatureUnavailableError)) {
       tally.failed++;
       const failure: CallFailure = { target: this.deps.target, ...call, reason: `${error.name}: ${error.message}`, ...(error.requestId ? { request_id: error.requestId } : {}), at: new Date().toISOString() };
-      this.deps.journal.fail(key, failure);
+      await this.deps.journal.fail(key, failure);
       this.deps.logger?.warn({ runId: this.deps.runId, endpoint: call.endpoint, subject: call.subject, requestId: error.requestId, reason: failure.reason }, 'enrichment call failed');
     }
     return true;

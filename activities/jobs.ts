@@ -7,8 +7,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
 import { endpointKey, type EndpointName, type Platform } from '../src/api-catalog/endpoints.js';
 import { CallJournal } from '../src/store/call-journal.js';
-import { findLanding, pageLandingKey, writeLanding, type PageLanding } from '../src/store/landing.js';
-import { findJob, findJobOfTarget, registerJob } from '../src/store/job-registry.js';
+import { pageLandingKey, type PageLanding } from '../src/store/landing.js';
+import type { Store } from '../src/store/store.js';
 import type { RunApi } from './api-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivity } from './failures.js';
@@ -68,7 +68,7 @@ function jobLost(why: string, limit: number): ApplicationFailure {
   });
 }
 
-export function jobActivities({ client, dataDir }: { client: SocialApiClient; dataDir: string }) {
+export function jobActivities({ client, store }: { client: SocialApiClient; store: Store }) {
   return {
     /**
      * Starts the target's job, or returns the one an earlier attempt of this run started, unless
@@ -76,12 +76,12 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
      */
     async startJob(input: StartJobInput): Promise<{ jobId: string }> {
       return asActivity(async () => {
-        const started = findJobOfTarget(dataDir, input.runId, input.target.key);
+        const started = await store.findJobOfTarget(input.runId, input.target.key);
         if (started && (await client.getJob(started.jobId)).status !== 'failed') return { jobId: started.jobId };
         // A job is charged when it completes, whoever waits for it. One whose creation an earlier
         // attempt began and never recorded (its worker died with the request in flight) may exist
         // and will be charged: a second one is not started, and the target fails saying so.
-        const journal = CallJournal.load(dataDir, input.runId, `job:${input.target.key}`);
+        const journal = await CallJournal.load(store.journals, input.runId, `job:${input.target.key}`);
         try {
           const key = `job:${input.target.key}`;
           if (journal.hasOpenIntent(key)) throw jobLost('a worker died while starting this target\'s job', input.limit);
@@ -93,14 +93,14 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
             key,
             worst: input.worst,
             call: async (options) => ({ ...(await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit }, options)), creditsCharged: 0 }),
-            land: ({ job, requestId }) => registerJob(dataDir, { jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key }),
+            land: ({ job, requestId }) => store.registerJob({ jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key }),
             neverRepeat: (lost) => {
               throw jobLost(`the answer to starting this target's job was lost (${lost.message}); it was not sent again`, input.limit);
             },
           });
           return { jobId: job.job_id };
         } finally {
-          journal.close();
+          await journal.close();
         }
       });
     },
@@ -119,9 +119,9 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
     },
 
     async landJobResults(input: LandJobResultsInput): Promise<JobResultsSummary> {
-      const file = findJob(dataDir, input.jobId);
-      if (!file) throw new Error(`no record of job ${input.jobId} in the data directory's job registry`);
       return asActivity(async () => {
+        const file = await store.findJob(input.jobId);
+        if (!file) throw new Error(`no record of job ${input.jobId} in the job registry of ${store.description}`);
         const job = await client.getJob(input.jobId);
         // The job's charge counts once its results are landed; shown live meanwhile.
         const checkpoint = new CheckpointHeartbeat<ResultsProgress>(
@@ -137,7 +137,7 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
           for await (const results of pages) {
             const page = input.firstPage + progress.pages;
             const key = pageLandingKey(input.runId, input.target.key, page);
-            if (!findLanding(dataDir, key)) {
+            if (!(await store.isLanded(key))) {
               const landing: PageLanding = {
                 format: 1,
                 kind: 'page',
@@ -157,7 +157,7 @@ export function jobActivities({ client, dataDir }: { client: SocialApiClient; da
                 has_more: results.nextCursor !== undefined,
                 data: results.items,
               };
-              writeLanding(dataDir, landing);
+              await store.writeLanding(landing);
             }
             progress.pages++;
             progress.count += results.items.length;

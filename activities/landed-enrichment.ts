@@ -10,7 +10,8 @@ import type { Enrichment } from '../src/harvest/harvest-types.js';
 import type { Platform, PriceTable } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import { CallJournal, runFailures } from '../src/store/call-journal.js';
-import { findLanding, isLanded, pageLandingKey } from '../src/store/landing.js';
+import { pageLandingKey } from '../src/store/landing.js';
+import type { Store } from '../src/store/store.js';
 import type { RunApi } from './api-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
@@ -103,19 +104,19 @@ interface Progress {
   enrichment: EnrichmentTally;
 }
 
-export function landedEnrichmentActivities({ client, dataDir, logger }: { client: SocialApiClient; dataDir: string; logger?: Logger }) {
+export function landedEnrichmentActivities({ client, store, dataDir, logger }: { client: SocialApiClient; store: Store; dataDir: string; logger?: Logger }) {
   /**
    * The frame of an enrichment work that keeps no position of its own (failed calls made again,
    * tracked accounts and items observed): its journal claimed by this attempt, its live credits heartbeated,
    * the run's limit of calls in flight, its grant, one enricher per target (so a call that fails
-   * is recorded against its own target); its spend read back from the journal on disk when done.
+   * is recorded against its own target); its spend read back from the journal in the store when done.
    */
   async function enrichmentWork<R extends object>(
     input: RedoFailedInput,
     work: (enricherFor: (target: string) => ItemEnricher, tally: EnrichmentTally, budget: WorkBudget) => Promise<R>,
   ): Promise<R & WorkSpent & { enrichment: EnrichmentTally; stop?: WorkStop }> {
     const context = Context.current();
-    const journal = claimJournal(dataDir, input.runId, input.workId, context.info.attempt);
+    const journal = await claimJournal(store, input.runId, input.workId, context.info.attempt);
     const heartbeat = new CheckpointHeartbeat(() => ({}), () => ({ credits: journal.charged(), items: 0, pages: 0, enriched: 0 }));
     try {
       return await withRunCallLimit(input.runId, input.calls, async (limit) => {
@@ -123,22 +124,22 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
         const tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
         const enrichers = new Map<string, ItemEnricher>();
         const enricherFor = (target: string) => {
-          const made = enrichers.get(target) ?? new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
+          const made = enrichers.get(target) ?? new ItemEnricher({ client, store, runId: input.runId, harvest: input.harvest, target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
           enrichers.set(target, made);
           return made;
         };
         const result = await work(enricherFor, tally, budget);
         const stop = [...enrichers.values()].find((enricher) => enricher.stop)?.stop;
-        // Read back from disk, not from memory: an earlier attempt that Temporal gave up but that
-        // had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
-        const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
+        // Read back from the store, not from memory: an earlier attempt that Temporal gave up but
+        // that had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
+        const totals = (await CallJournal.load(store.journals, input.runId, input.workId)).totals();
         return { ...result, credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, ...(stop ? { stop } : {}) };
       });
     } catch (failure) {
       throw asActivityFailure(failure);
     } finally {
       heartbeat.stop();
-      journal.close();
+      await journal.close();
     }
   }
 
@@ -147,12 +148,17 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
    * item's enrichment): tracking holds credits only for what is still to observe.
    */
   const observedInRun = (runId: string, platform: Platform, endpoint: 'stats' | 'channel-stats', subject: string) =>
-    isLanded(dataDir, pageLandingKey(runId, `item:${platform}:${endpoint}:${subject}`, 1));
+    store.isLanded(pageLandingKey(runId, `item:${platform}:${endpoint}:${subject}`, 1));
+  /** The ones of `values` that `test` holds for, in order. */
+  const filterAsync = async <T>(values: readonly T[], test: (value: T) => Promise<boolean>) => {
+    const holds = await Promise.all(values.map(test));
+    return values.filter((_, index) => holds[index]);
+  };
 
   return {
     async enrichLanded(input: EnrichLandedInput): Promise<EnrichLandedResult> {
       const context = Context.current();
-      const journal = claimJournal(dataDir, input.runId, input.workId, context.info.attempt);
+      const journal = await claimJournal(store, input.runId, input.workId, context.info.attempt);
       const budget = new WorkBudget(input.grant, journal);
       const checkpoint = new CheckpointHeartbeat<Progress>(
         () => ({ page: input.fromPage, items: 0, unenriched: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } }),
@@ -161,10 +167,10 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
       const progress = checkpoint.resumed;
       try {
         return await withRunCallLimit(input.runId, input.calls, async (limit) => {
-          const enricher = new ItemEnricher({ client, dataDir, runId: input.runId, harvest: input.harvest, target: input.target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
+          const enricher = new ItemEnricher({ client, store, runId: input.runId, harvest: input.harvest, target: input.target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
           const tally = progress.enrichment;
           for (; progress.page <= input.toPage && !enricher.stop; progress.page++) {
-            const landing = findLanding(dataDir, pageLandingKey(input.runId, input.target, progress.page));
+            const landing = await store.findLanding(pageLandingKey(input.runId, input.target, progress.page));
             const items = landing?.kind === 'page' && Array.isArray(landing.data) ? (landing.data as { url?: string }[]) : [];
             const urls: string[] = [];
             for (const item of items) {
@@ -178,12 +184,12 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
             await enricher.enrich(input.platform, urls, tally);
             progress.items += urls.length;
             // The journal's records of the page's calls reach the disk before its position is checkpointed.
-            journal.sync();
+            await journal.sync();
             checkpoint.commit({ ...progress, page: progress.page + 1 });
           }
-          // Read back from disk, not from memory: an earlier attempt that Temporal gave up but that
-          // had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
-          const totals = CallJournal.load(dataDir, input.runId, input.workId).totals();
+          // Read back from the store, not from memory: an earlier attempt that Temporal gave up but
+          // that had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
+          const totals = (await CallJournal.load(store.journals, input.runId, input.workId)).totals();
           return {
             credits: totals.credits,
             lostCalls: totals.lostCalls,
@@ -197,7 +203,7 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
         throw asActivityFailure(failure);
       } finally {
         checkpoint.stop();
-        journal.close();
+        await journal.close();
       }
     },
 
@@ -207,11 +213,11 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
      * that failed again (recorded again, for the next retry).
      */
     async redoFailedCalls(input: RedoFailedInput): Promise<RedoFailedResult> {
-      const failures = [...runFailures(dataDir, input.runId)].map(([key, failure]) => ({ key, ...failure }));
+      const failures = [...(await runFailures(store.journals, input.runId))].map(([key, failure]) => ({ key, ...failure }));
       return enrichmentWork(input, async (enricherFor, tally) => {
         const attempted = await Promise.all(failures.map((failure) => enricherFor(failure.target).redo(failure, tally)));
         const stillFailed: Record<string, number> = {};
-        for (const failure of runFailures(dataDir, input.runId).values()) stillFailed[failure.target] = (stillFailed[failure.target] ?? 0) + 1;
+        for (const failure of (await runFailures(store.journals, input.runId)).values()) stillFailed[failure.target] = (stillFailed[failure.target] ?? 0) + 1;
         return { tried: attempted.filter(Boolean).length, stillFailed };
       });
     },
@@ -223,7 +229,7 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
     async observeAccounts(input: ObserveAccountsInput): Promise<ObserveAccountsResult> {
       return enrichmentWork(input, async (enricherFor, tally, budget) => {
         const enricher = enricherFor(TRACKED_ACCOUNTS_TARGET);
-        const pending = input.accounts.filter((account) => !observedInRun(input.runId, account.platform, 'channel-stats', account.handle));
+        const pending = await filterAsync(input.accounts, async (account) => !(await observedInRun(input.runId, account.platform, 'channel-stats', account.handle)));
         const observable = pending.filter((account) => budget.tryHold(priceOf(input.prices, account.platform, 'channel-stats')));
         await settleAll(observable.map((account) => enricher.observe(account.platform, 'channel-stats', account.handle, tally)));
         return { unobserved: pending.length - observable.length };
@@ -241,11 +247,11 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
       const { dueTrackedItems } = await import('../src/warehouse/known-items.js');
       const due = await dueTrackedItems(dataDir, input.targets, input.days, input.asOfMs);
       return enrichmentWork(input, async (enricherFor, tally, budget) => {
-        const pending = due.filter(({ item }) => !observedInRun(input.runId, item.platform, 'stats', item.url));
+        const pending = await filterAsync(due, async ({ item }) => !(await observedInRun(input.runId, item.platform, 'stats', item.url)));
         const observable = pending.filter(({ item }) => budget.tryHold(priceOf(input.prices, item.platform, 'stats')));
         await settleAll(observable.map(({ item }) => enricherFor(item.target).observe(item.platform, 'stats', item.url, tally)));
         const observed: Record<string, number> = {};
-        for (const { item } of due) if (observedInRun(input.runId, item.platform, 'stats', item.url)) observed[item.target] = (observed[item.target] ?? 0) + 1;
+        for (const { item } of due) if (await observedInRun(input.runId, item.platform, 'stats', item.url)) observed[item.target] = (observed[item.target] ?? 0) + 1;
         return { observed, unobserved: pending.length - observable.length };
       });
     },
@@ -255,19 +261,19 @@ export function landedEnrichmentActivities({ client, dataDir, logger }: { client
      * failed for good: landed calls at their charge, calls begun and never landed at their worst.
      */
     async workSpent(input: { runId: string; workId: string }): Promise<WorkSpent> {
-      const journal = CallJournal.load(dataDir, input.runId, input.workId);
+      const journal = await CallJournal.load(store.journals, input.runId, input.workId);
       try {
-        // Counted, not written: the data directory may be why the work failed.
+        // Counted, not written: the store may be why the work failed.
         for (const key of journal.openKeys()) {
           // A settled key's open intents are attempts whose answers were lost, not its landing's.
           if (journal.isSettled(key)) continue;
-          const landing = findLanding(dataDir, key);
+          const landing = await store.findLanding(key);
           if (landing?.kind === 'page') journal.countAsSettled(key, landing.call?.credits ?? 0);
         }
         const totals = journal.totals();
         return { credits: totals.credits, lostCalls: totals.lostCalls };
       } finally {
-        journal.close();
+        await journal.close();
       }
     },
   };

@@ -11,6 +11,7 @@ import type { CallOptions, CallReport } from '../src/api/client.js';
 import { neverCharged, SocialApiError, type NetworkError } from '../src/api/errors.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import type { PageLanding } from '../src/store/landing.js';
+import type { Store } from '../src/store/store.js';
 import { asActivityFailure } from './failures.js';
 
 /**
@@ -71,18 +72,18 @@ export interface MeteredCall<R extends Charged> {
 }
 
 export async function meteredCall<R extends Charged>({ journal, key, worst, call, land, neverRepeat }: MeteredCall<R>): Promise<R> {
-  journal.intend(key, worst);
+  await journal.intend(key, worst);
   let lostAttempts = 0;
-  const beforeRepeat = (lost: NetworkError) => {
+  const beforeRepeat = async (lost: NetworkError) => {
     neverRepeat?.(lost);
-    journal.intend(key, worst);
+    await journal.intend(key, worst);
     lostAttempts++;
   };
   let result: R;
   try {
     result = await call({ beforeRepeat });
   } catch (error) {
-    settleFailure(journal, key, error);
+    await settleFailure(journal, key, error);
     throw error;
   }
   try {
@@ -91,14 +92,14 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
     // Charged, and not landed (a full disk, say): counted at its charge, as calls whose answers
     // were lost. If the journal cannot take that either, its intents stay open at their worst case.
     try {
-      for (let attempt = 0; attempt <= lostAttempts; attempt++) journal.settleLost(key, result.creditsCharged);
+      for (let attempt = 0; attempt <= lostAttempts; attempt++) await journal.settleLost(key, result.creditsCharged);
     } catch {
       /* the intents stand */
     }
     throw error;
   }
-  journal.settle(key, result.creditsCharged);
-  for (let attempt = 0; attempt < lostAttempts; attempt++) journal.settleLost(key, result.creditsCharged);
+  await journal.settle(key, result.creditsCharged);
+  for (let attempt = 0; attempt < lostAttempts; attempt++) await journal.settleLost(key, result.creditsCharged);
   return result;
 }
 
@@ -107,20 +108,20 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
  * charge the API reported for an answer the client refused (it is not data), and otherwise left
  * open at its worst case. Earlier lost attempts stay open at their worst case.
  */
-function settleFailure(journal: CallJournal, key: string, error: unknown): void {
-  if (neverCharged(error)) journal.cancel(key);
-  else if (error instanceof SocialApiError && error.creditsCharged !== undefined) journal.settleLost(key, error.creditsCharged);
+async function settleFailure(journal: CallJournal, key: string, error: unknown): Promise<void> {
+  if (neverCharged(error)) await journal.cancel(key);
+  else if (error instanceof SocialApiError && error.creditsCharged !== undefined) await journal.settleLost(key, error.creditsCharged);
 }
 
 /**
  * The journal of a piece of work, replayed and claimed by this activity attempt, so an earlier
- * attempt still running stops buying. A data directory that cannot be read or written fails the
- * attempt as the run-stopping failure it is, before anything is bought.
+ * attempt still running stops buying. A store that cannot be read or written fails the attempt as
+ * the run-stopping failure it is, before anything is bought.
  */
-export function claimJournal(dataDir: string, runId: string, workId: string, attempt: number): CallJournal {
+export async function claimJournal(store: Store, runId: string, workId: string, attempt: number): Promise<CallJournal> {
   try {
-    const journal = CallJournal.load(dataDir, runId, workId);
-    journal.claim(attempt);
+    const journal = await CallJournal.load(store.journals, runId, workId);
+    await journal.claim(attempt);
     return journal;
   } catch (error) {
     throw asActivityFailure(error);

@@ -7,10 +7,10 @@ import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
 import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import { loadPriceTable } from '../src/config/prices.js';
-import { creditsLow } from '../src/store/credit-alerts.js';
 import { runFailures } from '../src/store/call-journal.js';
-import { quarantineLine, quarantinedLandingsOfRun, writeLanding } from '../src/store/landing.js';
-import { coversListing, readCoverage } from '../src/store/listing-coverage.js';
+import { quarantineLine } from '../src/store/landing.js';
+import type { Store } from '../src/store/store.js';
+import { coversListing } from '../src/store/listing-coverage.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import type { RunApi } from './api-guard.js';
 import { asActivity } from './failures.js';
@@ -72,6 +72,7 @@ const FAILED_CALLS_SHOWN = 20;
 
 export interface RunActivityDeps {
   client: SocialApiClient;
+  store: Store;
   dataDir: string;
   logger?: Logger;
   pricesFile?: string;
@@ -166,13 +167,14 @@ export function runActivities(deps: RunActivityDeps) {
     loader.prewarm();
     loadsDuringRuns.started(input.runId);
     const prices = loadPriceTable(deps.pricesFile);
-    const low = creditsLow(deps.dataDir);
+    const low = await deps.store.creditsLow();
     if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
-    writeLanding(deps.dataDir, { format: 1, kind: 'run', run_id: input.runId, harvest: input.harvest, seq: Date.now(), status: 'running', started_at: input.startedAt, budget_credits: input.budgetCredits });
+    await deps.store.writeLanding({ format: 1, kind: 'run', run_id: input.runId, harvest: input.harvest, seq: Date.now(), status: 'running', started_at: input.startedAt, budget_credits: input.budgetCredits });
     const knowledge: Record<string, TargetKnowledge> = {};
     // Only after a complete listing may a run stop at known items; after one that stopped short,
     // it lists again to max_items, filling the gap the earlier run left.
-    const incremental = input.targets.filter((target) => coversListing(readCoverage(deps.dataDir, target.key), target.maxItems));
+    const coverage = await Promise.all(input.targets.map((target) => deps.store.readCoverage(target.key)));
+    const incremental = input.targets.filter((target, index) => coversListing(coverage[index], target.maxItems));
     if (incremental.length === 0 && !input.trackItems) return { prices, knowledge };
     // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
     const apiNow = (await deps.client.serverTime()).getTime();
@@ -191,8 +193,8 @@ export function runActivities(deps: RunActivityDeps) {
   }
 
   async function finish(input: FinishRunInput): Promise<FinishedRun> {
-    const failed = [...runFailures(deps.dataDir, input.runId)];
-    writeLanding(deps.dataDir, {
+    const failed = [...(await runFailures(deps.store.journals, input.runId))];
+    await deps.store.writeLanding({
       format: 1,
       kind: 'run',
       run_id: input.runId,
@@ -219,7 +221,7 @@ export function runActivities(deps: RunActivityDeps) {
       const { landings: landingsLoaded, rows: rowsLoaded } = result.run ?? { landings: 0, rows: 0 };
       // Its own landings in quarantine, and any other a load during it set aside.
       const quarantined = [
-        ...new Set([...quarantinedLandingsOfRun(deps.dataDir, input.runId), ...quarantinedDuringRun, ...result.quarantined.map(quarantineLine)]),
+        ...new Set([...(await deps.store.quarantinedLandingsOfRun(input.runId)), ...quarantinedDuringRun, ...result.quarantined.map(quarantineLine)]),
       ].sort();
       deps.logger?.info(
         { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: rowsLoaded, quarantined: quarantined.length, ms: result.durationMs, snapshot: result.snapshot },

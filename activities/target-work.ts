@@ -14,8 +14,8 @@ import type { Enrichment } from '../src/harvest/harvest-types.js';
 import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import { CallJournal } from '../src/store/call-journal.js';
-import { findLanding, pageLandingKey, writeLanding } from '../src/store/landing.js';
-import { writeCoverage } from '../src/store/listing-coverage.js';
+import { pageLandingKey } from '../src/store/landing.js';
+import type { Store } from '../src/store/store.js';
 import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../src/harvest/rules.js';
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import type { ListingPosition } from '../src/harvest/run-state.js';
@@ -73,7 +73,7 @@ interface Progress {
 
 export interface TargetWorkDeps {
   client: SocialApiClient;
-  dataDir: string;
+  store: Store;
   logger?: Logger;
 }
 
@@ -86,21 +86,21 @@ const PAGES_ENRICHED_AT_ONCE = 3;
 type ListedItem = { id: string; url?: string };
 
 /** Ids of the items a run landed for a target, in its pages before `page`. */
-function landedIds(dataDir: string, runId: string, targetKey: string, page: number): Set<string> {
+async function landedIds(store: Store, runId: string, targetKey: string, page: number): Promise<Set<string>> {
   const ids = new Set<string>();
   for (let number = 1; number < page; number++) {
-    const landing = findLanding(dataDir, pageLandingKey(runId, targetKey, number));
+    const landing = await store.findLanding(pageLandingKey(runId, targetKey, number));
     if (landing?.kind === 'page' && Array.isArray(landing.data)) for (const item of landing.data as ListedItem[]) ids.add(item.id);
   }
   return ids;
 }
 
-export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps) {
+export function targetWorkActivities({ client, store, logger }: TargetWorkDeps) {
   return {
     async harvestTarget(input: TargetWorkInput): Promise<TargetWorkResult> {
       const { runId, target } = input;
       const context = Context.current();
-      const journal = claimJournal(dataDir, runId, input.workId, context.info.attempt);
+      const journal = await claimJournal(store, runId, input.workId, context.info.attempt);
       const budget = new WorkBudget(input.grant, journal);
       // What a retry resumes from: a page counts only once it is landed and its items enriched.
       const checkpoint = new CheckpointHeartbeat<Progress>(
@@ -113,11 +113,11 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
       try {
         return await withRunCallLimit(runId, input.calls, async (callLimit) => {
           const enricher = target.enrich
-            ? new ItemEnricher({ client, dataDir, runId, harvest: input.harvest, target: target.key, journal, budget, limit: callLimit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger })
+            ? new ItemEnricher({ client, store, runId, harvest: input.harvest, target: target.key, journal, budget, limit: callLimit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger })
             : undefined;
           /** Calls of the pages up to the durable position; each page in flight counts its own. */
           const tally = { ...progress.enrichment };
-          const seen = landedIds(dataDir, runId, target.key, position.page);
+          const seen = await landedIds(store, runId, target.key, position.page);
           const known = new Set(input.stopAtIds);
           const listPrice = priceOf(input.prices, target.platform, target.endpoint);
           const enrichWorst = enricher ? itemEnrichmentWorst(input.prices, target.platform, input.enrich, listsPhotoPosts(target)) : 0;
@@ -132,7 +132,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
             if (halted) return;
             addTally(tally, oldest.tally);
             // The journal's records of the page's calls reach the disk before its position is checkpointed.
-            journal.sync();
+            await journal.sync();
             checkpoint.commit({ ...oldest.after, enrichment: { ...tally } });
           };
           let stop: WorkStop | undefined;
@@ -150,12 +150,12 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
             let page: { items: ListedItem[]; nextCursor?: string; hasMore: boolean };
             /** Credits held for the enrichment of this page's items. */
             let held: number;
-            const landed = findLanding(dataDir, key);
+            const landed = await store.findLanding(key);
             if (landed?.kind === 'page') {
               // Landed by an attempt that died before its heartbeat: read back, not bought again. An
               // open intent is the landing's own only while the key is unsettled; once it is settled,
               // the open ones are attempts whose answers were lost, and stay counted as such.
-              if (journal.hasOpenIntent(key) && !journal.isSettled(key)) journal.settle(key, landed.call?.credits ?? 0);
+              if (journal.hasOpenIntent(key) && !journal.isSettled(key)) await journal.settle(key, landed.call?.credits ?? 0);
               const items = (Array.isArray(landed.data) ? landed.data : []) as ListedItem[];
               page = { items, hasMore: landed.has_more ?? false, ...(landed.next_cursor ? { nextCursor: landed.next_cursor } : {}) };
               held = Math.min(enricher ? items.reduce((sum, item) => sum + (item.url ? enricher.worstOf(target.platform, item.url) : 0), 0) : 0, Math.max(0, budget.free()));
@@ -172,9 +172,9 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
                   key,
                   worst: limit * listPrice,
                   call: (options) => client.page(target.platform, target.endpoint as ListEndpoint, { ...target.params, limit, cursor: position.cursor }, { ...options, deadlineMs: input.callDeadlineMs }),
-                  land: (result) => {
+                  land: async (result) => {
                     const place = { runId, harvest: input.harvest, target: target.key, page: position.page, params: target.params, rankOffset: position.offset, nextCursor: result.nextCursor, hasMore: result.hasMore };
-                    writeLanding(dataDir, landingOfCall(place, result, result.items));
+                    await store.writeLanding(landingOfCall(place, result, result.items));
                   },
                 });
                 page = { items: result.items as ListedItem[], hasMore: result.hasMore, ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}) };
@@ -258,10 +258,10 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
           while (enriching.length > 0) await settleOldest();
           stop ??= enricher?.stop;
           const status: TargetWorkStatus = stop ? stop.status : ended && !halted ? 'done' : 'grant_spent';
-          writeCoverage(dataDir, target.key, { complete: ended !== undefined && !halted, max_items: target.maxItems, run_id: runId, at: new Date().toISOString() });
-          // Read back from disk, not from memory: an earlier attempt that Temporal gave up but that
-          // had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
-          const totals = CallJournal.load(dataDir, runId, input.workId).totals();
+          await store.writeCoverage(target.key, { complete: ended !== undefined && !halted, max_items: target.maxItems, run_id: runId, at: new Date().toISOString() });
+          // Read back from the store, not from memory: an earlier attempt that Temporal gave up but
+          // that had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
+          const totals = (await CallJournal.load(store.journals, runId, input.workId)).totals();
           // Halted pages are given back: the position is the last one whose items were enriched,
           // so a retry reads the pages after it back from disk and enriches their items.
           const reached = halted ? checkpoint.last : { ...progress, position };
@@ -284,7 +284,7 @@ export function targetWorkActivities({ client, dataDir, logger }: TargetWorkDeps
         // before the journal closes (its own error, if any, is the lesser one).
         await inFlight;
         checkpoint.stop();
-        journal.close();
+        await journal.close();
       }
     },
   };

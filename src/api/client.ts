@@ -145,7 +145,7 @@ export interface PageOptions {
 export interface CallOptions {
   /** No attempt runs past this many milliseconds from the call's start; the last is aborted. */
   deadlineMs?: number;
-  beforeRepeat?: (lost: NetworkError) => void;
+  beforeRepeat?: (lost: NetworkError) => void | Promise<void>;
 }
 
 /** How long a call may take in all, its retries included, unless the caller says otherwise. */
@@ -460,7 +460,7 @@ export class SocialApiClient {
         }
         if (lost) {
           try {
-            options.beforeRepeat?.(lost);
+            await options.beforeRepeat?.(lost);
           } catch (error) {
             this.rateGate.unsent();
             throw error;

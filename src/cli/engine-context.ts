@@ -5,6 +5,7 @@ import type { Logger as TemporalLogger, LogMetadata } from '@temporalio/common';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { AuthenticationError } from '../api/errors.js';
 import { apiSettingsFromEnv, dataDirFromEnv, EnvironmentError } from '../config/environment.js';
+import { storeFromEnvironment } from '../store/store.js';
 import { DEFAULT_PRICES_FILE } from '../config/prices.js';
 import type { Logger } from '../logger.js';
 import { connectClient, connectWorker, temporalSettingsFromEnv } from '../temporal/connection.js';
@@ -102,7 +103,8 @@ export async function startWorkerFromEnv(logger: Logger, temporal?: Promise<Clie
   const api = clientFromEnv(logger, { maxElapsedMs: 20_000 }, () => activityContext.getStore()?.info.workflowExecution?.workflowId);
   const client = temporal ?? connectClient(settings);
   // Network round trips, asked at once: the first to fail ends the start.
-  const [connection] = await Promise.all([connectWorker(settings), client, assertApiKeyAccepted(logger)]);
+  const [connection, , , store] = await Promise.all([connectWorker(settings), client, assertApiKeyAccepted(logger), storeFromEnvironment(dataDir)]);
+  logger.info({ store: store.description }, 'worker store');
   const worker = await createHarvestWorker({
     connection,
     namespace: settings.namespace,
@@ -110,6 +112,7 @@ export async function startWorkerFromEnv(logger: Logger, temporal?: Promise<Clie
     deps: {
       client: api,
       dataDir,
+      store,
       pricesFile: process.env.HARVESTER_PRICES ?? DEFAULT_PRICES_FILE,
       logger,
       pauseSchedule: async (harvest, note) => void (await pauseHarvestSchedule(await client, harvest, note)),
@@ -125,6 +128,7 @@ export async function startWorkerFromEnv(logger: Logger, temporal?: Promise<Clie
       await connection.close();
       if (!temporal) await (await client).connection.close();
       await api.close();
+      await store.close();
     },
   };
 }

@@ -25,7 +25,15 @@ export function apiSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): ApiSet
   return { baseUrl, apiKey };
 }
 
-/** Where harvests keep their data: HARVESTER_DATA_DIR, or ./data. */
+/**
+ * Where harvests keep their data: HARVESTER_DATA_DIR, else HARVESTER_STORAGE when it is a
+ * directory, else ./data. With shared storage (HARVESTER_STORAGE=s3://…) it is the process's scratch.
+ */
 export function dataDirFromEnv(env: NodeJS.ProcessEnv = process.env): string {
-  return resolve(env.HARVESTER_DATA_DIR ?? 'data');
+  const storage = env.HARVESTER_STORAGE;
+  const storageDir = storage !== undefined && storage !== '' && !storage.startsWith('s3://') ? resolve(storage) : undefined;
+  if (storageDir && env.HARVESTER_DATA_DIR && resolve(env.HARVESTER_DATA_DIR) !== storageDir) {
+    throw new EnvironmentError(`HARVESTER_STORAGE (${storageDir}) and HARVESTER_DATA_DIR (${resolve(env.HARVESTER_DATA_DIR)}) name two directories: set one of them`);
+  }
+  return resolve(env.HARVESTER_DATA_DIR ?? storageDir ?? 'data');
 }

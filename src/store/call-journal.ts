@@ -7,12 +7,17 @@
  * A retried activity replays it, so it never spends beyond the work's grant, and the workflow
  * settles a failed activity's grant from it.
  *
- * Each record is one line, `<JSON>\t<CRC-32 of the JSON, 8 hex digits>\n`, written whole (short
- * writes continued) before `append` returns; a record that cannot be written throws, and the work
- * stops. A reader therefore tells a whole record from a cut one, and skips only cut ones, which is
- * exact:
- * - a cut intent is one whose append threw, so its call was never sent (the intent is appended,
- *   synchronously, before the call starts);
+ * Where the records live is a JournalLog: a file in the data directory (FileJournalLog, below), or
+ * a table of the shared PostgreSQL catalog (src/store/shared), which a retry on another machine
+ * replays the same way. Each record is appended, and awaited, before what it records goes on: an
+ * intent before its call is sent.
+ *
+ * The file's format: each record is one line, `<JSON>\t<CRC-32 of the JSON, 8 hex digits>\n`,
+ * written whole (short writes continued) before `append` returns; a record that cannot be written
+ * throws, and the work stops. A reader therefore tells a whole record from a cut one, and skips only
+ * cut ones, which is exact:
+ * - a cut intent is one whose append threw, so its call was never sent (the intent is appended
+ *   before the call starts);
  * - a cut settlement (`settled`, `lost`, `cancelled`) leaves its intent open, counted at its worst
  *   case: never less than what was charged, so the work's grant is never overspent;
  * - a cut `failed` record leaves the call out of the run's failures (so `retry` does not make it
@@ -54,27 +59,47 @@ export interface JournalTotals {
  * made again: the API charged it as it charged the attempt that answered, so it is counted at that
  * charge, as a lost call, and not as the key's landing.
  */
-type JournalLine =
+export type JournalLine =
   | { intent: string; worst: number }
   | { settled: string; credits: number }
   | { lost: string; credits: number }
   | { cancelled: string }
   | ({ failed: string } & CallFailure);
 
+/** Where one journal's records live, in the order they were appended. */
+export interface JournalLog {
+  /** Every whole record, in order. */
+  records(): Promise<JournalLine[]>;
+  /** Makes `attempt` the journal's only writer (see CallJournal.claim). */
+  claim(attempt: number): Promise<void>;
+  /** The attempt that claimed the journal last, if any. */
+  owner(): Promise<number | undefined>;
+  /** Appends a record whole, or throws naming where. */
+  append(line: JournalLine): Promise<void>;
+  /** Makes the records appended so far outlive a machine crash. */
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** Where a run's journals live: a journal per piece of work. */
+export interface JournalStore {
+  journalLog(runId: string, workId: string): JournalLog;
+  /** The logs of every journal of a run. */
+  runJournalLogs(runId: string): Promise<JournalLog[]>;
+}
+
 /**
  * The calls of a run that failed for good and were landed by none of its works since, from every
  * journal of the run, by landing key.
  */
-export function runFailures(dataDir: string, runId: string): Map<string, CallFailure> {
-  const folder = runJournalFolder(dataDir, runId);
+export async function runFailures(journals: JournalStore, runId: string): Promise<Map<string, CallFailure>> {
   const failures = new Map<string, CallFailure>();
   const landed = new Set<string>();
-  if (!existsSync(folder)) return failures;
-  for (const name of readdirSync(folder)) {
-    if (!name.endsWith('.ndjson')) continue;
-    const journal = CallJournal.loadFile(join(folder, name));
+  for (const log of await journals.runJournalLogs(runId)) {
+    const journal = await CallJournal.replay(log);
     for (const [key, failure] of journal.failures()) failures.set(key, failure);
     for (const key of journal.settledKeys) landed.add(key);
+    await log.close();
   }
   for (const key of landed) failures.delete(key);
   return failures;
@@ -92,28 +117,18 @@ export class CallJournal {
   /** Attempts whose answers were lost and that were settled at the charge of the attempt that answered. */
   private lostSettledCalls = 0;
   private lostSettledCredits = 0;
-  private fd: number | undefined;
-  /** The next record starts with a newline: the file may end in part of a record (a failed append). */
-  private newlineFirst = false;
   private attempt: number | undefined;
 
-  private constructor(private readonly file: string) {}
+  private constructor(private readonly log: JournalLog) {}
 
-  /** The journal of a piece of work, replayed from disk when an earlier attempt wrote one. */
-  static load(dataDir: string, runId: string, workId: string): CallJournal {
-    return CallJournal.loadFile(journalFile(dataDir, runId, workId));
+  /** The journal of a piece of work, replayed from its log when an earlier attempt wrote one. */
+  static async load(journals: JournalStore, runId: string, workId: string): Promise<CallJournal> {
+    return CallJournal.replay(journals.journalLog(runId, workId));
   }
 
-  static loadFile(file: string): CallJournal {
-    const journal = new CallJournal(file);
-    if (existsSync(journal.file)) {
-      for (const text of readFileSync(journal.file, 'utf8').split('\n')) {
-        // A cut record is skipped: exact, as the module's comment explains.
-        if (text === '') continue;
-        const line = parseRecord(text);
-        if (line !== undefined) journal.apply(line);
-      }
-    }
+  static async replay(log: JournalLog): Promise<CallJournal> {
+    const journal = new CallJournal(log);
+    for (const line of await log.records()) journal.apply(line);
     return journal;
   }
 
@@ -137,21 +152,20 @@ export class CallJournal {
    * but that is still running (its worker cut off from Temporal) finds the claim gone at its next
    * call and stops, instead of buying alongside the new attempt.
    */
-  claim(attempt: number): void {
+  async claim(attempt: number): Promise<void> {
     this.attempt = attempt;
-    mkdirSync(dirname(this.file), { recursive: true });
-    writeDurableFile(`${this.file}.owner`, String(attempt), { what: 'journal claim' });
+    await this.log.claim(attempt);
   }
 
-  intend(key: string, worst: number): void {
-    if (this.attempt !== undefined && readFileSync(`${this.file}.owner`, 'utf8') !== String(this.attempt)) {
+  async intend(key: string, worst: number): Promise<void> {
+    if (this.attempt !== undefined && (await this.log.owner()) !== this.attempt) {
       throw new Error(`attempt ${this.attempt} of this work was superseded by a later one: it makes no more calls`);
     }
-    this.append({ intent: key, worst });
+    await this.append({ intent: key, worst });
   }
 
-  settle(key: string, credits: number): void {
-    this.append({ settled: key, credits });
+  async settle(key: string, credits: number): Promise<void> {
+    await this.append({ settled: key, credits });
   }
 
   /** Counts a call whose landing was found as settled at its charge, in this reading only: nothing is written. */
@@ -160,8 +174,8 @@ export class CallJournal {
   }
 
   /** Settles an attempt whose answer was lost, at the charge of the attempt at the same key that answered. */
-  settleLost(key: string, credits: number): void {
-    this.append({ lost: key, credits });
+  async settleLost(key: string, credits: number): Promise<void> {
+    await this.append({ lost: key, credits });
   }
 
   /** Intents begun and not settled at this key: one per attempt of its call in flight or lost. */
@@ -170,8 +184,8 @@ export class CallJournal {
   }
 
   /** Records why a call failed for good, so `show` can tell it and a retry can make it again. */
-  fail(key: string, failure: CallFailure): void {
-    this.append({ failed: key, ...failure });
+  async fail(key: string, failure: CallFailure): Promise<void> {
+    await this.append({ failed: key, ...failure });
   }
 
   /** The calls that failed for good and were not landed since, by landing key. */
@@ -180,8 +194,8 @@ export class CallJournal {
   }
 
   /** Drops an intent whose call was refused before the API could charge it (nothing was sent, or a 4xx). */
-  cancel(key: string): void {
-    this.append({ cancelled: key });
+  async cancel(key: string): Promise<void> {
+    await this.append({ cancelled: key });
   }
 
   /**
@@ -208,21 +222,15 @@ export class CallJournal {
   }
 
   /**
-   * Fsyncs the records appended so far; called before the work's position is checkpointed (once
-   * for all the records the checkpoint covers). Throws a FileWriteError naming the journal.
+   * Makes the records appended so far outlive a machine crash; called before the work's position is
+   * checkpointed (once for all the records the checkpoint covers).
    */
-  sync(): void {
-    if (this.fd === undefined) return;
-    try {
-      fsyncSync(this.fd);
-    } catch (error) {
-      throw new FileWriteError('call journal', this.file, error);
-    }
+  async sync(): Promise<void> {
+    await this.log.sync();
   }
 
-  close(): void {
-    if (this.fd !== undefined) closeSync(this.fd);
-    this.fd = undefined;
+  async close(): Promise<void> {
+    await this.log.close();
   }
 
   private apply(line: JournalLine): void {
@@ -260,11 +268,65 @@ export class CallJournal {
     this.settledKeys.add(line.settled);
   }
 
+  /** The record counts only once its log has it whole. */
+  private async append(line: JournalLine): Promise<void> {
+    await this.log.append(line);
+    this.apply(line);
+  }
+}
+
+/** The journals of a data directory: a file per piece of work under `journal/<run>/`. */
+export class FileJournals implements JournalStore {
+  constructor(private readonly dataDir: string) {}
+
+  journalLog(runId: string, workId: string): JournalLog {
+    return new FileJournalLog(journalFile(this.dataDir, runId, workId));
+  }
+
+  async runJournalLogs(runId: string): Promise<JournalLog[]> {
+    const folder = runJournalFolder(this.dataDir, runId);
+    if (!existsSync(folder)) return [];
+    return readdirSync(folder)
+      .filter((name) => name.endsWith('.ndjson'))
+      .map((name) => new FileJournalLog(join(folder, name)));
+  }
+}
+
+/** A journal in a file, in the format the module's comment describes; its claim in `<file>.owner`. */
+export class FileJournalLog implements JournalLog {
+  private fd: number | undefined;
+  /** The next record starts with a newline: the file may end in part of a record (a failed append). */
+  private newlineFirst = false;
+
+  constructor(private readonly file: string) {}
+
+  async records(): Promise<JournalLine[]> {
+    if (!existsSync(this.file)) return [];
+    const lines: JournalLine[] = [];
+    for (const text of readFileSync(this.file, 'utf8').split('\n')) {
+      // A cut record is skipped: exact, as the module's comment explains.
+      if (text === '') continue;
+      const line = parseRecord(text);
+      if (line !== undefined) lines.push(line);
+    }
+    return lines;
+  }
+
+  async claim(attempt: number): Promise<void> {
+    mkdirSync(dirname(this.file), { recursive: true });
+    writeDurableFile(`${this.file}.owner`, String(attempt), { what: 'journal claim' });
+  }
+
+  async owner(): Promise<number | undefined> {
+    const file = `${this.file}.owner`;
+    return existsSync(file) ? Number(readFileSync(file, 'utf8')) : undefined;
+  }
+
   /**
    * Writes a record whole, or throws a FileWriteError naming the journal (the cause's `code`
-   * kept); the record counts only once written.
+   * kept).
    */
-  private append(line: JournalLine): void {
+  async append(line: JournalLine): Promise<void> {
     try {
       if (this.fd === undefined) {
         mkdirSync(dirname(this.file), { recursive: true });
@@ -281,7 +343,21 @@ export class CallJournal {
     } catch (error) {
       throw new FileWriteError('call journal', this.file, error);
     }
-    this.apply(line);
+  }
+
+  /** Fsyncs the records appended so far; throws a FileWriteError naming the journal. */
+  async sync(): Promise<void> {
+    if (this.fd === undefined) return;
+    try {
+      fsyncSync(this.fd);
+    } catch (error) {
+      throw new FileWriteError('call journal', this.file, error);
+    }
+  }
+
+  async close(): Promise<void> {
+    if (this.fd !== undefined) closeSync(this.fd);
+    this.fd = undefined;
   }
 }
 

@@ -93,7 +93,7 @@ export function isRunLandingKey(key: string): boolean {
  * A landing's text. A page's `data` is always its last member: the loader tells list pages from
  * resource pages by the bytes that end the file, without parsing it.
  */
-function landingText(landing: Landing): string {
+export function landingText(landing: Landing): string {
   if (landing.kind === 'run') return JSON.stringify(landing);
   const { data, ...rest } = landing;
   return JSON.stringify({ ...rest, data });

@@ -16,8 +16,13 @@
  *   temporal.sqlite, temporal.server.json     the embedded Temporal dev server's state
  *   logs/<service>.log                        what `harvester dev` and the demo's services say
  *   .write-check-<pid>                        a starting worker's check that it can write here
+ *
+ * With shared storage (src/store/shared), the same names hold under s3://<bucket>/<prefix>/ for
+ * landing/, quarantine/, media/ and lake/data/ (objectKey), and the journal, coverage, the job
+ * registry and the credits-low alert are rows in the PostgreSQL catalog; the data directory is then
+ * the worker's scratch: a cache of landings and the loader's work files.
  */
-import { join } from 'node:path';
+import { join, relative, sep } from 'node:path';
 
 /** A path segment made only of safe characters, plus a short hash so distinct keys stay distinct. */
 export function pathSegment(key: string): string {
@@ -76,6 +81,14 @@ export function secretStorePath(dataDir: string): string {
 
 export function webhookJournalFile(dataDir: string): string {
   return join(dataDir, 'webhooks', 'journal.jsonl');
+}
+
+/**
+ * The object key, under the store's prefix, of what `path` names in a data directory: shared
+ * storage keeps the data directory's layout (for landing/, quarantine/, media/ and lake/data/).
+ */
+export function objectKey(dataDir: string, path: string): string {
+  return relative(dataDir, path).split(sep).join('/');
 }
 
 /** The folders whose files are written by writeDurableFile (or were, as temporaries, by earlier versions). */

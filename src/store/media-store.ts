@@ -15,10 +15,15 @@ export interface StoredMedia {
   mime_type: string;
 }
 
+/** What the warehouse records of a media file: its hash, size and type. */
+export function describeMedia(bytes: Uint8Array, mimeType: string): StoredMedia {
+  return { sha256: createHash('sha256').update(bytes).digest('hex'), bytes: bytes.length, mime_type: mimeType };
+}
+
 /** Stores a media file's bytes, unless a file with the same hash is already stored. */
 export function storeMedia(dataDir: string, bytes: Uint8Array, mimeType: string): StoredMedia {
-  const sha256 = createHash('sha256').update(bytes).digest('hex');
-  const file = mediaFile(dataDir, sha256);
+  const media = describeMedia(bytes, mimeType);
+  const file = mediaFile(dataDir, media.sha256);
   if (!existsSync(file)) writeDurableFile(file, bytes, { what: 'media file' });
-  return { sha256, bytes: bytes.length, mime_type: mimeType };
+  return media;
 }

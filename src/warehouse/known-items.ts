@@ -41,7 +41,7 @@ function targetItemIds(target: TargetPlan): string | undefined {
  */
 export async function newestKnownItems(dataDir: string, targets: readonly TargetPlan[], limit: number): Promise<Map<string, KnownItem[]>> {
   const known = new Map<string, KnownItem[]>();
-  if (!lakeExists(dataDir) || targets.length === 0) return known;
+  if (targets.length === 0 || !(await lakeExists(dataDir))) return known;
   const parts = targets.map((target, order) => {
     const platform = sqlString(target.platform);
     const ids = targetItemIds(target);
@@ -76,7 +76,7 @@ export interface TrackableItem extends TrackedItem {
  * observation the API answered fresh, not from its cache (whose data may be older than its time).
  */
 export async function trackableItems(dataDir: string, targets: readonly TargetPlan[], postedSinceMs: number): Promise<TrackableItem[]> {
-  if (!lakeExists(dataDir)) return [];
+  if (!(await lakeExists(dataDir))) return [];
   const parts = targets.flatMap((target, order) => {
     const ids = targetItemIds(target);
     return ids ? [`SELECT ${order} AS target_order, ${sqlString(target.platform)} AS platform, item_id FROM (${ids})`] : [];

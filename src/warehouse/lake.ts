@@ -14,14 +14,70 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../config/project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
-import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString } from './duckdb.js';
+import { objectStorageSettings, redactedUrl } from '../store/shared/shared-settings.js';
+import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames } from './duckdb.js';
 
 /** The name the lake is attached under; the readers' and the loader's default database. */
 export const LAKE = 'lake';
 
 /** Where `npm run setup` puts the DuckDB extensions, by the name DuckDB knows each by. */
 const EXTENSIONS_DIR = join(TOOLS_DIR, 'duckdb-extensions');
-const LAKE_EXTENSIONS = ['ducklake', 'sqlite_scanner'] as const;
+
+/**
+ * Where a data directory's lake is: its catalog (what DuckLake's ATTACH names), its data files,
+ * the extensions that reach them, and the statements that give DuckDB the object store's
+ * credentials (never printed). In the data directory by default (a SQLite catalog); with shared
+ * storage (HARVESTER_STORAGE=s3://…, HARVESTER_CATALOG=postgres://…), a PostgreSQL catalog and
+ * data files in the object store, the same lake for every machine.
+ */
+export interface LakeLocation {
+  catalog: string;
+  /** The data files' folder, ending in `/`. */
+  dataPath: string;
+  extensions: readonly string[];
+  credentials: readonly string[];
+  shared: boolean;
+  /** What a message may show of it: no password, no key. */
+  description: string;
+  /** Replaces every secret of the location in a message by `***`. */
+  redact(message: string): string;
+}
+
+export function lakeLocation(dataDir: string, env: NodeJS.ProcessEnv = process.env): LakeLocation {
+  const storage = env.HARVESTER_STORAGE;
+  const catalogUrl = env.HARVESTER_CATALOG;
+  if (!storage?.startsWith('s3://') || !catalogUrl) {
+    return {
+      catalog: `ducklake:sqlite:${lakeCatalogFile(dataDir)}`,
+      dataPath: `${lakeDataFolder(dataDir)}/`,
+      extensions: ['ducklake', 'sqlite_scanner'],
+      credentials: [],
+      shared: false,
+      description: lakeCatalogFile(dataDir),
+      redact: (message) => message,
+    };
+  }
+  const settings = objectStorageSettings(storage, env);
+  const secrets = [settings.secretAccessKey, new URL(catalogUrl).password].filter((secret): secret is string => Boolean(secret));
+  const endpoint = settings.endpoint ? new URL(settings.endpoint) : undefined;
+  const options = [
+    'TYPE S3',
+    `REGION ${sqlString(settings.region)}`,
+    ...(settings.accessKeyId ? [`KEY_ID ${sqlString(settings.accessKeyId)}`] : []),
+    ...(settings.secretAccessKey ? [`SECRET ${sqlString(settings.secretAccessKey)}`] : []),
+    ...(endpoint ? [`ENDPOINT ${sqlString(endpoint.host)}`, "URL_STYLE 'path'", `USE_SSL ${endpoint.protocol === 'https:'}`] : []),
+  ];
+  const dataPath = `s3://${settings.bucket}/${settings.prefix === '' ? '' : `${settings.prefix}/`}lake/data/`;
+  return {
+    catalog: `ducklake:postgres:${catalogUrl}`,
+    dataPath,
+    extensions: ['ducklake', 'postgres_scanner', 'httpfs'],
+    credentials: [`CREATE OR REPLACE SECRET harvester_storage (${options.join(', ')})`],
+    shared: true,
+    description: `the DuckLake in ${redactedUrl(catalogUrl)} with data in ${dataPath}`,
+    redact: (message) => secrets.reduce((text, secret) => text.split(secret).join('***'), message),
+  };
+}
 
 /**
  * How a connection uses the lake:
@@ -32,13 +88,27 @@ const LAKE_EXTENSIONS = ['ducklake', 'sqlite_scanner'] as const;
  */
 export type LakeAccess = 'write' | 'read' | 'sandboxed';
 
-export function lakeExists(dataDir: string): boolean {
-  return existsSync(lakeCatalogFile(dataDir));
+/**
+ * Whether the data directory's lake has been made (with its tables: see createLake). A shared
+ * lake's catalog is asked; a lake in the data directory is its catalog file.
+ */
+export async function lakeExists(dataDir: string): Promise<boolean> {
+  const location = lakeLocation(dataDir);
+  if (!location.shared) return existsSync(lakeCatalogFile(dataDir));
+  const db = await openDatabase(':memory:');
+  try {
+    await attachLake(db.connection, dataDir, 'read');
+    return (await tableNames(db.connection, LAKE)).has('loaded_landings');
+  } catch {
+    return false;
+  } finally {
+    closeDatabase(db);
+  }
 }
 
 /** The statements that load the lake's extensions by path, for any DuckDB client of the same version (the tests' Python too). */
-export function extensionLoads(): string[] {
-  return LAKE_EXTENSIONS.map((name) => {
+export function extensionLoads(location: LakeLocation = lakeLocation('')): string[] {
+  return location.extensions.map((name) => {
     const file = join(EXTENSIONS_DIR, `${name}.duckdb_extension`);
     if (!existsSync(file)) throw new Error(`no DuckDB extension ${name} at ${file}: run \`npm run setup\`, which installs it from PyPI's duckdb-extension wheels`);
     return `LOAD ${sqlString(file)}`;
@@ -50,14 +120,14 @@ export function extensionLoads(): string[] {
  * absolute path when the lake is made; the folder is named again, and overrides it, so a data
  * directory that was moved or copied elsewhere (files are recorded relative to it) still reads.
  */
-function lakeAttach(dataDir: string, readOnly: boolean, snapshot?: number, catalogFile = lakeCatalogFile(dataDir)): string {
+function lakeAttach(location: LakeLocation, readOnly: boolean, snapshot?: number, catalog = location.catalog): string {
   const options = [
-    `DATA_PATH ${sqlString(`${lakeDataFolder(dataDir)}/`)}`,
+    `DATA_PATH ${sqlString(location.dataPath)}`,
     'OVERRIDE_DATA_PATH true',
     ...(readOnly ? ['READ_ONLY'] : []),
     ...(snapshot === undefined ? [] : [`SNAPSHOT_VERSION ${Math.trunc(snapshot)}`]),
   ];
-  return `ATTACH ${sqlString(`ducklake:sqlite:${catalogFile}`)} AS ${LAKE} (${options.join(', ')})`;
+  return `ATTACH ${sqlString(catalog)} AS ${LAKE} (${options.join(', ')})`;
 }
 
 /**
@@ -65,21 +135,39 @@ function lakeAttach(dataDir: string, readOnly: boolean, snapshot?: number, catal
  * lake: one line of SQL, as the demo prints it.
  */
 export function readerSql(dataDir: string): string {
-  return [...extensionLoads(), lakeAttach(dataDir, true), `USE ${LAKE}`].join('; ');
+  const location = lakeLocation(dataDir);
+  return location.redact([...extensionLoads(location), ...location.credentials, lakeAttach(location, true), `USE ${LAKE}`].join('; '));
 }
 
 /** Attaches the data directory's lake to `connection` as its default database. */
 async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number): Promise<void> {
-  for (const statement of extensionLoads()) await connection.run(statement);
-  await connection.run(lakeAttach(dataDir, access !== 'write', snapshot));
+  const location = lakeLocation(dataDir);
+  await prepareFor(connection, location);
+  try {
+    await connection.run(lakeAttach(location, access !== 'write', snapshot));
+  } catch (error) {
+    throw new Error(`cannot attach ${location.description}: ${location.redact((error as Error).message)}`);
+  }
   await connection.run(`USE ${LAKE}`);
   if (access === 'sandboxed') {
     // Settings that only tighten, in this order: the lake's data files stay readable (DuckLake reads
     // them through DuckDB's file system), then every other file is switched off, then the settings lock.
-    await connection.run(`SET allowed_directories = [${sqlString(`${lakeDataFolder(dataDir)}/`)}]`);
+    await connection.run(`SET allowed_directories = [${sqlString(location.dataPath)}]`);
     await connection.run('SET enable_external_access = false');
     await connection.run('SET autoload_known_extensions = false');
     await connection.run('SET lock_configuration = true');
+  }
+}
+
+/** Loads the location's extensions and gives DuckDB its credentials, before its ATTACH. */
+async function prepareFor(connection: DuckDBConnection, location: LakeLocation): Promise<void> {
+  for (const statement of extensionLoads(location)) await connection.run(statement);
+  for (const statement of location.credentials) {
+    try {
+      await connection.run(statement);
+    } catch (error) {
+      throw new Error(`cannot give DuckDB the object store's credentials: ${location.redact((error as Error).message)}`);
+    }
   }
 }
 
@@ -105,7 +193,7 @@ export async function createLakeEngine(): Promise<DuckDBInstance> {
   const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_CONFIG, memory_limit: WRITER_MEMORY_LIMIT });
   const connection = await instance.connect();
   try {
-    for (const statement of extensionLoads()) await connection.run(statement);
+    for (const statement of extensionLoads(lakeLocation(''))) await connection.run(statement);
   } finally {
     connection.closeSync();
   }
@@ -125,11 +213,12 @@ export async function openLake(
   access: LakeAccess,
   { engine, snapshot, create }: { engine?: DuckDBInstance | undefined; snapshot?: number | undefined; create?: LakeCreation | undefined } = {},
 ): Promise<LakeConnection> {
+  const location = lakeLocation(dataDir);
   if (access === 'write') {
     mkdirSync(loaderFolder(dataDir), { recursive: true });
-    mkdirSync(lakeDataFolder(dataDir), { recursive: true });
-  } else if (!lakeExists(dataDir)) {
-    throw new Error(`no warehouse at ${lakeCatalogFile(dataDir)} yet: run a harvest (or a load) first`);
+    if (!location.shared) mkdirSync(lakeDataFolder(dataDir), { recursive: true });
+  } else if (!(await lakeExists(dataDir))) {
+    throw new Error(`no warehouse at ${location.description} yet: run a harvest (or a load) first`);
   }
   let lake: LakeConnection;
   if (access === 'write' && engine) {
@@ -157,7 +246,8 @@ export async function openLake(
       // A batch's staged tables spill here when they outgrow the memory limit, not into the working directory.
       await lake.connection.run(`SET temp_directory = ${sqlString(loaderSpillFolder(dataDir))}`);
     }
-    if (access === 'write' && create && !lakeExists(dataDir)) await createLake(lake.connection, dataDir, create);
+    // A shared lake is made by the writer's first schema transaction: its readers know it by its tables.
+    if (access === 'write' && create && !location.shared && !existsSync(lakeCatalogFile(dataDir))) await createLake(lake.connection, location, create);
     await attachLake(lake.connection, dataDir, access, snapshot);
     return lake;
   } catch (error) {
@@ -175,14 +265,14 @@ export type LakeCreation = (connection: DuckDBConnection) => Promise<void>;
  * between the catalog's creation and its first tables was told "Table items does not exist").
  * Called by the writer alone, holding the writers' lock.
  */
-async function createLake(connection: DuckDBConnection, dataDir: string, create: LakeCreation): Promise<void> {
-  const catalog = lakeCatalogFile(dataDir);
+async function createLake(connection: DuckDBConnection, location: LakeLocation, create: LakeCreation): Promise<void> {
+  const catalog = location.description;
   const draft = `${catalog}.new`;
   // A draft left by a writer that was killed while making it is unfinished: it starts again.
   rmSync(draft, { force: true });
-  for (const statement of extensionLoads()) await connection.run(statement);
+  await prepareFor(connection, location);
   const home = String((await connection.runAndReadAll('SELECT current_database()')).getRows()[0]?.[0]);
-  await connection.run(lakeAttach(dataDir, false, undefined, draft));
+  await connection.run(lakeAttach(location, false, undefined, `ducklake:sqlite:${draft}`));
   try {
     await connection.run(`USE ${LAKE}`);
     await create(connection);

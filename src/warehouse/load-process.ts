@@ -6,6 +6,7 @@
  * flat however many items runs land. Importing the loader (DuckDB's native library) is most of
  * this process's start, which is why it is started before it is needed and then reused.
  */
+import { storeFromEnvironment, type Store } from '../store/store.js';
 import { createLakeEngine } from './lake.js';
 import { loadLandings } from './loader.js';
 import { maintainIfDue } from './maintenance.js';
@@ -26,14 +27,27 @@ const reply = process.send.bind(process);
 const engine = createLakeEngine();
 engine.catch(() => undefined);
 
+// The store this process's environment names (the worker's, inherited), one per data directory:
+// shared storage's landings are staged into the data directory before each load.
+const stores = new Map<string, Promise<Store>>();
+function storeOf(dataDir: string): Promise<Store> {
+  const store = stores.get(dataDir) ?? storeFromEnvironment(dataDir);
+  stores.set(dataDir, store);
+  return store;
+}
+
 process.on('message', (request: LoadRequest) => {
-  const load = engine.then((ready) => loadLandings(request.dataDir, { engine: ready, ...(request.countRun === undefined ? {} : { countRun: request.countRun }) }));
+  const load = Promise.all([engine, storeOf(request.dataDir)]).then(([ready, landings]) =>
+    loadLandings(request.dataDir, { engine: ready, store: landings, ...(request.countRun === undefined ? {} : { countRun: request.countRun }) }),
+  );
   load.then(
     (result) => {
       reply({ result });
       // The scheduled maintenance, once a day, after the answer: the run does not wait for it. A load
       // asked meanwhile waits for the lake (one writer at a time); one cut short is safe, and is done again.
-      maintainIfDue(request.dataDir).catch((error: unknown) => process.stderr.write(`maintenance of ${request.dataDir} failed: ${error instanceof Error ? error.message : String(error)}\n`));
+      storeOf(request.dataDir)
+        .then((store) => maintainIfDue(request.dataDir, Date.now(), store))
+        .catch((error: unknown) => process.stderr.write(`maintenance of ${request.dataDir} failed: ${error instanceof Error ? error.message : String(error)}\n`));
     },
     (error: unknown) => reply({ error: error instanceof Error ? error.message : String(error) }),
   );

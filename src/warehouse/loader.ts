@@ -13,7 +13,8 @@ import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { inTransaction, scalarOf, sqlString, tableNames } from './duckdb.js';
-import { listLandings, quarantineLanding, type UnloadableLanding } from '../store/landing.js';
+import { listLandings, type UnloadableLanding } from '../store/landing.js';
+import { LocalStore, type Store } from '../store/store.js';
 import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
 import { extract, type LoadPackage } from './load-package.js';
@@ -37,6 +38,8 @@ export interface LoadOptions {
   countRun?: string;
   /** A DuckDB with the lake's extensions loaded already (createLakeEngine), for a process that loads often. */
   engine?: DuckDBInstance;
+  /** Where the landings are: the data directory by default; a shared store's are staged into it first. */
+  store?: Store;
 }
 
 /**
@@ -68,6 +71,11 @@ export interface LoadResult {
 
 /** Loads every landing not loaded yet into the lake, a snapshot per batch. */
 export async function loadLandings(dataDir: string, options: LoadOptions = {}): Promise<LoadResult> {
+  const store = options.store ?? new LocalStore(dataDir);
+  return store.asLakeWriter(() => loadAsWriter(dataDir, store, options));
+}
+
+async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions): Promise<LoadResult> {
   const started = Date.now();
   const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
   try {
@@ -77,9 +85,9 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     let rowsLoaded = 0;
     let batches = 0;
     const quarantined: QuarantinedLanding[] = [];
-    const quarantine = (landings: UnloadableLanding[]) => {
+    const quarantine = async (landings: UnloadableLanding[]) => {
       for (const { key, reason } of landings) {
-        const file = quarantineLanding(dataDir, key, reason);
+        const file = await store.quarantineLanding(key, reason);
         quarantined.push({ key, file, reason });
         options.logger?.warn({ landing: landingFile(dataDir, key), quarantinedAs: file, reason }, 'a landing cannot be loaded: quarantined');
       }
@@ -90,7 +98,7 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
     // committed before it stay loaded).
     for (;;) {
       try {
-        await loadPending(db.connection, dataDir, options, quarantine, (loaded) => {
+        await loadPending(db.connection, dataDir, store, options, quarantine, (loaded) => {
           landingsLoaded += loaded.keys.length;
           rowsLoaded += loaded.rows;
           batches++;
@@ -98,7 +106,7 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
         break;
       } catch (error) {
         if (!(error instanceof UnloadableLandingsError)) throw error;
-        quarantine(error.landings);
+        await quarantine(error.landings);
       }
     }
     const snapshot = await latestSnapshot(db.connection);
@@ -113,11 +121,13 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
 async function loadPending(
   connection: DuckDBConnection,
   dataDir: string,
+  store: Store,
   options: LoadOptions,
-  quarantine: (landings: UnloadableLanding[]) => void,
+  quarantine: (landings: UnloadableLanding[]) => Promise<void>,
   onBatch: (loaded: { keys: readonly string[]; rows: number }) => void,
 ): Promise<void> {
   const loaded = new Set((await connection.runAndReadAll('SELECT landing FROM loaded_landings')).getRows().map((row) => String(row[0])));
+  await store.stageLandings(loaded);
   const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
   const plan = batchesOf(dataDir, pending, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
   // Each batch's package is written while the batch before it loads (two package folders take turns).
@@ -128,7 +138,7 @@ async function loadPending(
     for (const index of plan.keys()) {
       const loadPackage = await (nextPackage as Promise<LoadPackage>);
       nextPackage = index + 1 < plan.length ? packageOf(index + 1) : undefined;
-      quarantine(loadPackage.rejected);
+      await quarantine(loadPackage.rejected);
       if (loadPackage.keys.length === 0) continue;
       batch++;
       await normalize(connection, dataDir, loadPackage);

@@ -8,6 +8,7 @@
  */
 import { statSync, writeFileSync } from 'node:fs';
 import { maintenanceMarkFile } from '../store/layout.js';
+import { LocalStore, type Store } from '../store/store.js';
 import { scalarOf, sqlString } from './duckdb.js';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
 
@@ -16,6 +17,8 @@ export interface MaintenanceOptions {
   keepSnapshotsHours?: number;
   /** How long to wait for a load that holds the lake. */
   lockWaitMs?: number;
+  /** Whose lake writers it takes turns with: a shared store's, on every machine (the data directory's by default). */
+  store?: Store;
 }
 
 export const DEFAULT_KEEP_SNAPSHOTS_HOURS = 7 * 24;
@@ -35,7 +38,7 @@ export interface MaintenanceResult {
 export const MAINTENANCE_INTERVAL_MS = 24 * 3_600_000;
 
 /** Maintains the lake if it was not maintained within MAINTENANCE_INTERVAL_MS: the scheduled step after a run's final load. */
-export async function maintainIfDue(dataDir: string, nowMs = Date.now()): Promise<MaintenanceResult | undefined> {
+export async function maintainIfDue(dataDir: string, nowMs = Date.now(), store?: Store): Promise<MaintenanceResult | undefined> {
   let lastMs: number;
   try {
     lastMs = statSync(maintenanceMarkFile(dataDir)).mtimeMs;
@@ -45,10 +48,14 @@ export async function maintainIfDue(dataDir: string, nowMs = Date.now()): Promis
     return undefined;
   }
   if (nowMs - lastMs < MAINTENANCE_INTERVAL_MS) return undefined;
-  return maintainLake(dataDir);
+  return maintainLake(dataDir, store ? { store } : {});
 }
 
 export async function maintainLake(dataDir: string, options: MaintenanceOptions = {}): Promise<MaintenanceResult> {
+  return (options.store ?? new LocalStore(dataDir)).asLakeWriter(() => maintainAsWriter(dataDir, options));
+}
+
+async function maintainAsWriter(dataDir: string, options: MaintenanceOptions): Promise<MaintenanceResult> {
   const started = Date.now();
   const keepHours = options.keepSnapshotsHours ?? DEFAULT_KEEP_SNAPSHOTS_HOURS;
   const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000);

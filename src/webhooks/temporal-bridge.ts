@@ -9,16 +9,15 @@ import type { Logger } from '../logger.js';
 import type { WebhookPayload } from '../api-catalog/resources.js';
 import { harvestScheduleIds } from '../temporal/schedules.js';
 import { jobCompletedSignal } from '../../workflows/definitions.js';
-import { clearCreditsLow, markCreditsLow } from '../store/credit-alerts.js';
-import { findJob } from '../store/job-registry.js';
+import type { Store } from '../store/store.js';
 
 export const CREDITS_LOW_NOTE = 'paused: credits.low';
 
-export function temporalWebhookHandler(client: Client, dataDir: string, logger?: Logger) {
+export function temporalWebhookHandler(client: Client, store: Store, logger?: Logger) {
   return async (event: WebhookPayload): Promise<void> => {
     if (event.type === 'job.completed') {
       const jobId = String(event.data.job_id);
-      const job = findJob(dataDir, jobId);
+      const job = await store.findJob(jobId);
       if (!job) {
         logger?.info({ jobId }, 'job.completed for a job no run here started');
         return;
@@ -27,13 +26,13 @@ export function temporalWebhookHandler(client: Client, dataDir: string, logger?:
       return;
     }
     if (event.type === 'credits.low') {
-      markCreditsLow(dataDir, { remaining_credits: Number(event.data.remaining_credits), plan: String(event.data.plan ?? '') });
+      await store.markCreditsLow({ remaining_credits: Number(event.data.remaining_credits), plan: String(event.data.plan ?? '') });
       await forEachSchedule(client, async (handle) => {
         if (!(await handle.describe()).state.paused) await handle.pause(CREDITS_LOW_NOTE);
       });
       return;
     }
-    clearCreditsLow(dataDir);
+    await store.clearCreditsLow();
     await forEachSchedule(client, async (handle) => {
       const described = await handle.describe();
       if (described.state.paused && described.state.note === CREDITS_LOW_NOTE) await handle.unpause('resumed: plan.changed');

@@ -82,7 +82,7 @@ describe('attempts whose answers are lost', () => {
     const before = (await emulator.ledger()).length;
     next = { kind: 'cut_body' };
     const repeats: string[] = [];
-    const result = await client.get('tiktok', 'channel-stats', { handle: catalog.tiktok.handles[2]! }, { beforeRepeat: (lost) => repeats.push(lost.code) });
+    const result = await client.get('tiktok', 'channel-stats', { handle: catalog.tiktok.handles[2]! }, { beforeRepeat: (lost) => void repeats.push(lost.code) });
     expect(result.data.handle).toBe(catalog.tiktok.handles[2]!);
     expect(repeats).toEqual(['network_error']);
     // Both attempts reached the API and were charged.
@@ -92,7 +92,7 @@ describe('attempts whose answers are lost', () => {
   it('an answer refused with an error status is sent again without telling: it was never charged', async () => {
     await emulator.admin('faults', { fault_rate: 1 });
     const repeats: string[] = [];
-    const failing = client.get('tiktok', 'channel-stats', { handle: catalog.tiktok.handles[2]! }, { beforeRepeat: (lost) => repeats.push(lost.code) });
+    const failing = client.get('tiktok', 'channel-stats', { handle: catalog.tiktok.handles[2]! }, { beforeRepeat: (lost) => void repeats.push(lost.code) });
     await expect(failing).rejects.toMatchObject({ name: 'ServerError' });
     await emulator.admin('faults', { fault_rate: 0 });
     expect(repeats).toEqual([]);
@@ -115,7 +115,7 @@ describe('attempts whose answers are lost', () => {
     next = { kind: 'slow_headers', ms: 3_000 };
     const repeats: string[] = [];
     const started = Date.now();
-    await expect(client.get('tiktok', 'channel-stats', { handle: catalog.tiktok.handles[3]! }, { deadlineMs: 1_000, beforeRepeat: (lost) => repeats.push(lost.code) })).rejects.toMatchObject({ code: 'call_deadline' });
+    await expect(client.get('tiktok', 'channel-stats', { handle: catalog.tiktok.handles[3]! }, { deadlineMs: 1_000, beforeRepeat: (lost) => void repeats.push(lost.code) })).rejects.toMatchObject({ code: 'call_deadline' });
     expect(Date.now() - started).toBeLessThan(2_500);
     expect(repeats).toEqual([]);
   });

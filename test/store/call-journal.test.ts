@@ -2,73 +2,76 @@ import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSy
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CallJournal } from '../../src/store/call-journal.js';
+import { CallJournal, FileJournals } from '../../src/store/call-journal.js';
 import { journalFile } from '../../src/store/layout.js';
 import { built, runWithFileSizeLimit } from '../support/limited-child.js';
 
+/** The journal of work `w1:target` of run `run-1` in a data directory. */
+const load = (dataDir: string) => CallJournal.load(new FileJournals(dataDir), 'run-1', 'w1:target');
+
 describe('the call journal, on real files', () => {
-  it('replays what an attempt left: settled calls at their charge, a call cut off at its worst, a cancelled one at nothing', () => {
+  it('replays what an attempt left: settled calls at their charge, a call cut off at its worst, a cancelled one at nothing', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
-    const first = CallJournal.load(dataDir, 'run-1', 'w1:target');
-    first.intend('a', 150);
-    first.settle('a', 120);
-    first.intend('b', 150);
-    first.intend('c', 3);
-    first.cancel('c');
-    first.close();
-    const replayed = CallJournal.load(dataDir, 'run-1', 'w1:target');
+    const first = await load(dataDir);
+    await first.intend('a', 150);
+    await first.settle('a', 120);
+    await first.intend('b', 150);
+    await first.intend('c', 3);
+    await first.cancel('c');
+    await first.close();
+    const replayed = await load(dataDir);
     expect(replayed.totals()).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
     expect(replayed.isSettled('a')).toBe(true);
     expect(replayed.hasOpenIntent('b')).toBe(true);
     expect(replayed.hasOpenIntent('c')).toBe(false);
-    replayed.close();
+    await replayed.close();
   });
 
-  it('a later attempt that claims the journal stops the earlier one from making calls, while its answers in flight still settle', () => {
+  it('a later attempt that claims the journal stops the earlier one from making calls, while its answers in flight still settle', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
-    const earlier = CallJournal.load(dataDir, 'run-1', 'w1:target');
-    earlier.claim(1);
-    earlier.intend('a', 10);
-    const later = CallJournal.load(dataDir, 'run-1', 'w1:target');
-    later.claim(2);
-    expect(() => earlier.intend('b', 10)).toThrow(/attempt 1 of this work was superseded/);
-    earlier.settle('a', 10);
-    earlier.close();
-    later.intend('c', 10);
-    later.close();
-    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 20, settledCalls: 1, lostCalls: 1, lostCredits: 10 });
+    const earlier = await load(dataDir);
+    await earlier.claim(1);
+    await earlier.intend('a', 10);
+    const later = await load(dataDir);
+    await later.claim(2);
+    await expect(earlier.intend('b', 10)).rejects.toThrow(/attempt 1 of this work was superseded/);
+    await earlier.settle('a', 10);
+    await earlier.close();
+    await later.intend('c', 10);
+    await later.close();
+    expect((await load(dataDir)).totals()).toEqual({ credits: 20, settledCalls: 1, lostCalls: 1, lostCredits: 10 });
   });
 });
 
 describe('the call journal, record by record', () => {
   const file = (dataDir: string) => journalFile(dataDir, 'run-1', 'w1:target');
 
-  it('writes each record with its checksum, and reads a journal back exactly', () => {
+  it('writes each record with its checksum, and reads a journal back exactly', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
-    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
-    journal.sync();
-    journal.intend('a', 150);
-    journal.settle('a', 120);
-    journal.sync();
-    journal.close();
+    const journal = await load(dataDir);
+    await journal.sync();
+    await journal.intend('a', 150);
+    await journal.settle('a', 120);
+    await journal.sync();
+    await journal.close();
     const lines = readFileSync(file(dataDir), 'utf8').split('\n');
     expect(lines).toEqual([expect.stringMatching(/^\{"intent":"a","worst":150\}\t[0-9a-f]{8}$/), expect.stringMatching(/^\{"settled":"a","credits":120\}\t[0-9a-f]{8}$/), '']);
   });
 
-  it('skips a last record cut short: a settlement cut leaves its intent open at its worst case', () => {
+  it('skips a last record cut short: a settlement cut leaves its intent open at its worst case', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
-    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
-    journal.intend('a', 150);
-    journal.settle('a', 120);
-    journal.intend('b', 150);
-    journal.settle('b', 90);
-    journal.close();
+    const journal = await load(dataDir);
+    await journal.intend('a', 150);
+    await journal.settle('a', 120);
+    await journal.intend('b', 150);
+    await journal.settle('b', 90);
+    await journal.close();
     for (const cut of [1, 3, 9, 20]) {
       const copy = mkdtempSync(join(tmpdir(), 'journal-'));
       const text = readFileSync(file(dataDir));
       mkdirSync(dirname(file(copy)), { recursive: true });
       writeFileSync(file(copy), text.subarray(0, text.length - cut));
-      const replayed = CallJournal.load(copy, 'run-1', 'w1:target');
+      const replayed = await load(copy);
       // Cutting only the newline leaves a whole record.
       if (cut === 1) expect(replayed.totals()).toEqual({ credits: 210, settledCalls: 2, lostCalls: 0, lostCredits: 0 });
       else expect(replayed.totals()).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
@@ -76,57 +79,57 @@ describe('the call journal, record by record', () => {
     }
   });
 
-  it('skips a record whose checksum does not match, even when it is JSON', () => {
+  it('skips a record whose checksum does not match, even when it is JSON', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
-    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
-    journal.intend('a', 150);
-    journal.settle('a', 120);
-    journal.close();
+    const journal = await load(dataDir);
+    await journal.intend('a', 150);
+    await journal.settle('a', 120);
+    await journal.close();
     const text = readFileSync(file(dataDir), 'utf8');
     writeFileSync(file(dataDir), text.replace('"credits":120', '"credits":  1'));
-    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 150, settledCalls: 0, lostCalls: 1, lostCredits: 150 });
+    expect((await load(dataDir)).totals()).toEqual({ credits: 150, settledCalls: 0, lostCalls: 1, lostCredits: 150 });
     writeFileSync(file(dataDir), text.replace(/\t([0-9a-f]{8})\n$/, (_all, crc: string) => `\t${crc.startsWith('0') ? '1' : '0'}${crc.slice(1)}\n`));
-    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 150, settledCalls: 0, lostCalls: 1, lostCredits: 150 });
+    expect((await load(dataDir)).totals()).toEqual({ credits: 150, settledCalls: 0, lostCalls: 1, lostCredits: 150 });
   });
 
-  it('still loads journals of earlier versions (plain JSON lines), and appends to them', () => {
+  it('still loads journals of earlier versions (plain JSON lines), and appends to them', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
     mkdirSync(dirname(file(dataDir)), { recursive: true });
     writeFileSync(
       file(dataDir),
       ['{"intent":"a","worst":150}', '{"settled":"a","credits":120}', '{"intent":"b","worst":150}', '{"intent":"c","worst":3}', '{"cancelled":"c"}', '123', 'null', '{"intent":"d","wor'].join('\n'),
     );
-    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
+    const journal = await load(dataDir);
     expect(journal.totals()).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
     // The file ends in a cut line: the new record starts on a line of its own.
-    journal.settle('b', 100);
-    journal.close();
-    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 220, settledCalls: 2, lostCalls: 0, lostCredits: 0 });
+    await journal.settle('b', 100);
+    await journal.close();
+    expect((await load(dataDir)).totals()).toEqual({ credits: 220, settledCalls: 2, lostCalls: 0, lostCredits: 0 });
   });
 
-  it('finds a whole record glued after a cut one', () => {
+  it('finds a whole record glued after a cut one', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
-    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
-    journal.intend('a', 150);
-    journal.settle('a', 120);
-    journal.close();
+    const journal = await load(dataDir);
+    await journal.intend('a', 150);
+    await journal.settle('a', 120);
+    await journal.close();
     const [intent, settled] = readFileSync(file(dataDir), 'utf8').split('\n');
     writeFileSync(file(dataDir), `${intent}\n{"intent":"x","wor${settled}\n`);
-    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 120, settledCalls: 1, lostCalls: 0, lostCredits: 0 });
+    expect((await load(dataDir)).totals()).toEqual({ credits: 120, settledCalls: 1, lostCalls: 0, lostCredits: 0 });
   });
 
-  it('throws when a record cannot be written whole (short write, then EFBIG), and the journal stays readable, with no record glued to the cut one', () => {
+  it('throws when a record cannot be written whole (short write, then EFBIG), and the journal stays readable, with no record glued to the cut one', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
     const result = runWithFileSizeLimit<{ intended: boolean; message?: string; code?: string; totals: unknown }>(
       2,
-      `import { CallJournal } from ${built('src/store/call-journal')};
-const journal = CallJournal.load(${JSON.stringify(dataDir)}, 'run-1', 'w1:target');
-journal.intend('a', 150);
-journal.settle('a', 120);
-journal.intend('b', 150);
+      `import { CallJournal, FileJournals } from ${built('src/store/call-journal')};
+const journal = await CallJournal.load(new FileJournals(${JSON.stringify(dataDir)}), 'run-1', 'w1:target');
+await journal.intend('a', 150);
+await journal.settle('a', 120);
+await journal.intend('b', 150);
 let intended = false, message, code;
 try {
-  journal.intend('c'.repeat(3000), 999);
+  await journal.intend('c'.repeat(3000), 999);
   intended = true;
 } catch (error) {
   message = error.message;
@@ -140,28 +143,28 @@ console.log(JSON.stringify({ intended, message, code, totals: journal.totals() }
     // The record that failed was not counted, in the writer or by a reader.
     expect(result.totals).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
     expect(readFileSync(file(dataDir)).length).toBe(2048);
-    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
+    expect((await load(dataDir)).totals()).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
     // The next attempt's records start on a line of their own.
-    const next = CallJournal.load(dataDir, 'run-1', 'w1:target');
-    next.settle('b', 100);
-    next.intend('d', 10);
-    next.close();
-    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 230, settledCalls: 2, lostCalls: 1, lostCredits: 10 });
+    const next = await load(dataDir);
+    await next.settle('b', 100);
+    await next.intend('d', 10);
+    await next.close();
+    expect((await load(dataDir)).totals()).toEqual({ credits: 230, settledCalls: 2, lostCalls: 1, lostCredits: 10 });
   });
 
-  it('starts the record after a failed append on a line of its own', () => {
+  it('starts the record after a failed append on a line of its own', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
-    const journal = CallJournal.load(dataDir, 'run-1', 'w1:target');
-    journal.intend('a', 150);
+    const journal = await load(dataDir);
+    await journal.intend('a', 150);
     // The journal's descriptor swapped for one that cannot write: the append fails.
-    const writable = (journal as unknown as { fd: number }).fd;
-    (journal as unknown as { fd: number }).fd = openSync(file(dataDir), 'r');
-    expect(() => journal.settle('a', 120)).toThrow(new RegExp(`^cannot write call journal ${file(dataDir)}: EBADF`));
-    closeSync((journal as unknown as { fd: number }).fd);
-    (journal as unknown as { fd: number }).fd = writable;
+    const writable = (journal as unknown as { log: { fd: number } }).log.fd;
+    (journal as unknown as { log: { fd: number } }).log.fd = openSync(file(dataDir), 'r');
+    await expect(journal.settle('a', 120)).rejects.toThrow(new RegExp(`^cannot write call journal ${file(dataDir)}: EBADF`));
+    closeSync((journal as unknown as { log: { fd: number } }).log.fd);
+    (journal as unknown as { log: { fd: number } }).log.fd = writable;
     appendFileSync(file(dataDir), '{"settled":"a","cre');
-    journal.settle('a', 120);
-    journal.close();
-    expect(CallJournal.load(dataDir, 'run-1', 'w1:target').totals()).toEqual({ credits: 120, settledCalls: 1, lostCalls: 0, lostCredits: 0 });
+    await journal.settle('a', 120);
+    await journal.close();
+    expect((await load(dataDir)).totals()).toEqual({ credits: 120, settledCalls: 1, lostCalls: 0, lostCredits: 0 });
   });
 });

@@ -13,7 +13,7 @@ describe('a new lake', () => {
     const writer = await openLakeWriter(dataDir, 1_000, {
       create: async (connection) => {
         await connection.run('CREATE TABLE items (item_id VARCHAR)');
-        seenDuringCreation.push(String(lakeExists(dataDir)));
+        seenDuringCreation.push(String(await lakeExists(dataDir)));
         seenDuringCreation.push(await queryWarehouse(dataDir, 'SELECT count(*) FROM items').then(() => 'read', (error: Error) => error.message));
       },
     });

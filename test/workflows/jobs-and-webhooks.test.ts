@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import { scheduleIdOf } from '../../src/temporal/schedules.js';
 import { creditsLow } from '../../src/store/credit-alerts.js';
+import { LocalStore } from '../../src/store/store.js';
 import { startWebhookReceiver, type WebhookReceiver } from '../../src/webhooks/receiver.js';
 import { CREDITS_LOW_NOTE, temporalWebhookHandler } from '../../src/webhooks/temporal-bridge.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
@@ -36,7 +37,7 @@ async function bridgedReceiver(dataDir: string, apiKey: string): Promise<Webhook
     key: readFileSync(DEV_KEY_FILE),
     secrets: () => secrets,
     journalFile: join(dataDir, 'webhooks', 'journal.jsonl'),
-    onEvent: temporalWebhookHandler(temporal, dataDir),
+    onEvent: temporalWebhookHandler(temporal, new LocalStore(dataDir)),
   });
   cleanups.push(() => receiver.close());
   const api = clientFor(emulator, { apiKey });

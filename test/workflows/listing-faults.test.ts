@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { SocialApiClient } from '../../src/api/client.js';
-import { CallJournal } from '../../src/store/call-journal.js';
+import { CallJournal, FileJournals } from '../../src/store/call-journal.js';
 import { listLandings } from '../../src/store/landing.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { resumableState } from '../../src/harvest/checkpoint.js';
@@ -123,9 +123,9 @@ describe('a job whose start a dying worker left unrecorded', () => {
     const runId = `job-lost-${Date.now()}`;
     const key = `channel:tiktok:${handle}:videos`;
     // What a worker killed with the job request in flight leaves: the intent, and no job record.
-    const journal = CallJournal.load(worker.dataDir, runId, `job:${key}`);
-    journal.intend(`job:${key}`, 600 * prices['tiktok/channel-videos']);
-    journal.close();
+    const journal = await CallJournal.load(new FileJournals(worker.dataDir), runId, `job:${key}`);
+    await journal.intend(`job:${key}`, 600 * prices['tiktok/channel-videos']);
+    await journal.close();
     const summary = await execute(temporal, worker, { harvest: harvestWithJobs }, runId);
     expect(summary.targets[0]).toMatchObject({ status: 'failed', items: 0, error: { type: 'JobLost' } });
     expect(summary.status).toBe('failed');

@@ -53,7 +53,7 @@ harvests:
       // What a reader saw while the run was still going: item counts, in the order it saw them.
       const seenWhileRunning: number[] = [];
       while (running) {
-        if (lakeExists(worker.dataDir)) {
+        if (await lakeExists(worker.dataDir)) {
           const items = await count(worker.dataDir, 'SELECT count(*) FROM items');
           if (running) seenWhileRunning.push(items);
         }

@@ -6,6 +6,7 @@ import { TOOLS_DIR } from '../../config/project-paths.js';
 import { createLogger } from '../../logger.js';
 import { startWebhookReceiver } from '../../webhooks/receiver.js';
 import { temporalWebhookHandler } from '../../webhooks/temporal-bridge.js';
+import { storeFromEnvironment } from '../../store/store.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { readSecrets } from '../../store/secret-store.js';
 import { secretStorePath, webhookJournalFile } from '../../store/layout.js';
@@ -40,7 +41,8 @@ Example:
       if (secrets.length === 0) throw new Error(`no signing secrets: register an endpoint with \`harvester webhooks register\`, or set SOCIAL_WEBHOOK_SECRETS`);
       // Events also act on Temporal (job.completed wakes its run, credits.low pauses schedules…).
       const temporal = options.temporal ? await connectClient(temporalSettingsFromEnv()) : undefined;
-      const actOnTemporal = temporal ? temporalWebhookHandler(temporal, dataDir, logger) : undefined;
+      const store = temporal ? await storeFromEnvironment(dataDir) : undefined;
+      const actOnTemporal = temporal && store ? temporalWebhookHandler(temporal, store, logger) : undefined;
       const receiver = await startWebhookReceiver({
         host: options.host,
         port: options.port,
@@ -57,6 +59,7 @@ Example:
       process.stderr.write(`receiver: listening on https://${options.host}:${receiver.port}/ with ${secrets.length} signing secret(s); Ctrl-C stops it\n`);
       const stop = () => void receiver.close().then(async () => {
         await temporal?.connection.close();
+        await store?.close();
         process.exit(0);
       });
       process.once('SIGINT', stop);

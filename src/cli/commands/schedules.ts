@@ -15,7 +15,7 @@ import {
   type ApplyResult,
   type HarvestScheduleView,
 } from '../../temporal/schedules.js';
-import { creditsLow } from '../../store/credit-alerts.js';
+import { storeFromEnvironment } from '../../store/store.js';
 import { runApiFromEnv, taskQueueFromEnv } from '../run-environment.js';
 import { UsageError } from '../options.js';
 import { textTable } from '../text-table.js';
@@ -184,7 +184,8 @@ a schedule's paused state and note.`,
       .action(async (name: string, options: { config: string }) => {
         const wasPaused = await onSchedule(name, options.config, (client) => resumeHarvestSchedule(client, name, RESUME_NOTE));
         process.stdout.write(wasPaused ? `resumed ${scheduleIdOf(name)}\n` : `${scheduleIdOf(name)} was not paused\n`);
-        const low = creditsLow(dataDirFromEnv());
+        const store = await storeFromEnvironment(dataDirFromEnv());
+        const low = await store.creditsLow().finally(() => store.close());
         if (low) process.stderr.write(`note: credits.low is in effect since ${low.since}: runs stop at once, before buying anything, until plan.changed clears it\n`);
       }),
   );

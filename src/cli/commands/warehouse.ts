@@ -1,12 +1,13 @@
 import type { Json } from '@duckdb/node-api';
 import { Command, Option } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
+import { storeFromEnvironment } from '../../store/store.js';
 import { csvLine } from '../../text/csv.js';
 import { exportParquet } from '../../warehouse/export.js';
 import { loadLandings } from '../../warehouse/loader.js';
 import { DEFAULT_KEEP_SNAPSHOTS_HOURS, maintainLake } from '../../warehouse/maintenance.js';
 import { quarantineLine } from '../../store/landing.js';
-import { lakeCatalogFile } from '../../store/layout.js';
+import { lakeLocation } from '../../warehouse/lake.js';
 import { streamWarehouseQuery, type QuerySink, type QueryStop, type StreamedQuery } from '../../warehouse/query.js';
 import { cliLogger } from '../context.js';
 import { columnWidths, textTable } from '../text-table.js';
@@ -216,9 +217,10 @@ export function loadCommand(): Command {
     )
     .action(async () => {
       const dataDir = dataDirFromEnv();
-      const result = await loadLandings(dataDir, { logger: cliLogger() });
+      const store = await storeFromEnvironment(dataDir);
+      const result = await loadLandings(dataDir, { logger: cliLogger(), store }).finally(() => store.close());
       const quarantined = result.quarantined.length > 0 ? `; ${result.quarantined.length} quarantined (not loaded)` : '';
-      process.stderr.write(`loaded ${result.landingsLoaded} landings (${result.rowsLoaded} rows) in ${result.batches} batches, ${result.durationMs} ms${quarantined}; warehouse: ${lakeCatalogFile(dataDir)} at snapshot ${result.snapshot}\n`);
+      process.stderr.write(`loaded ${result.landingsLoaded} landings (${result.rowsLoaded} rows) in ${result.batches} batches, ${result.durationMs} ms${quarantined}; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`);
       for (const landing of result.quarantined) process.stderr.write(`quarantined ${quarantineLine(landing)}\n`);
       // Loaded what could be loaded, but something was set aside: not a plain success.
       if (result.quarantined.length > 0) process.exitCode = 3;
@@ -235,9 +237,10 @@ export function maintainCommand(): Command {
     )
     .action(async (options: { keepHours: number }) => {
       const dataDir = dataDirFromEnv();
-      const result = await maintainLake(dataDir, { keepSnapshotsHours: options.keepHours });
+      const store = await storeFromEnvironment(dataDir);
+      const result = await maintainLake(dataDir, { keepSnapshotsHours: options.keepHours, store }).finally(() => store.close());
       process.stderr.write(
-        `data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.durationMs} ms; warehouse: ${lakeCatalogFile(dataDir)} at snapshot ${result.snapshot}\n`,
+        `data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`,
       );
     });
 }

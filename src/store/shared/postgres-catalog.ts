@@ -1,0 +1,182 @@
+/**
+ * What shared storage keeps in PostgreSQL (HARVESTER_CATALOG), because it must be transactional
+ * and seen at once by every machine: the call journals (a row per record, committed before what
+ * it records goes on), each journal's claim, and small documents (listing coverage, the job
+ * registry, the credits-low alert). The warehouse's DuckLake catalog lives in the same database,
+ * in tables of its own (ducklake_*).
+ */
+import pg from 'pg';
+import type { JournalLine, JournalLog, JournalStore } from '../call-journal.js';
+import { redactedUrl } from './shared-settings.js';
+
+/** A catalog failed: says what, where (without the password), and PostgreSQL's own words. */
+export class CatalogError extends Error {
+  override readonly name = 'CatalogError';
+  constructor(action: string, where: string, cause: unknown) {
+    super(`cannot ${action} in the catalog ${where}: ${(cause as Error).message}`, { cause });
+  }
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS harvester_journal (
+  seq bigserial PRIMARY KEY,
+  run_id text NOT NULL,
+  work_id text NOT NULL,
+  record jsonb NOT NULL
+);
+CREATE INDEX IF NOT EXISTS harvester_journal_work ON harvester_journal (run_id, work_id, seq);
+CREATE TABLE IF NOT EXISTS harvester_journal_claim (
+  run_id text NOT NULL,
+  work_id text NOT NULL,
+  attempt integer NOT NULL,
+  PRIMARY KEY (run_id, work_id)
+);
+CREATE TABLE IF NOT EXISTS harvester_document (
+  kind text NOT NULL,
+  key text NOT NULL,
+  value jsonb NOT NULL,
+  PRIMARY KEY (kind, key)
+);`;
+
+/** The kinds of document the catalog keeps, each by its own key. */
+export type DocumentKind = 'coverage' | 'job' | 'target-job' | 'alert';
+
+export class PostgresCatalog implements JournalStore {
+  private constructor(
+    private readonly pool: pg.Pool,
+    readonly where: string,
+  ) {}
+
+  /** Connects and makes the catalog's tables, unless they are there. */
+  static async open(url: string): Promise<PostgresCatalog> {
+    const where = redactedUrl(url);
+    const pool = new pg.Pool({ connectionString: url, max: 8 });
+    // An idle client's error (the server restarted) surfaces at the next query, not as a crash.
+    pool.on('error', () => undefined);
+    const catalog = new PostgresCatalog(pool, where);
+    try {
+      // One maker at a time: CREATE ... IF NOT EXISTS races with itself on a new database.
+      await catalog.inTransaction(async (client) => {
+        await client.query('SELECT pg_advisory_xact_lock(7350001)');
+        await client.query(SCHEMA);
+      });
+    } catch (error) {
+      await pool.end();
+      throw new CatalogError('make the harvester tables', where, error);
+    }
+    return catalog;
+  }
+
+  journalLog(runId: string, workId: string): JournalLog {
+    return new PostgresJournalLog(this, runId, workId);
+  }
+
+  async runJournalLogs(runId: string): Promise<JournalLog[]> {
+    const works = await this.query('list the journals of a run', 'SELECT DISTINCT work_id FROM harvester_journal WHERE run_id = $1 ORDER BY work_id', [runId]);
+    return works.rows.map((row: { work_id: string }) => this.journalLog(runId, row.work_id));
+  }
+
+  async getDocument<T>(kind: DocumentKind, key: string): Promise<T | undefined> {
+    const found = await this.query(`read a ${kind} document`, 'SELECT value FROM harvester_document WHERE kind = $1 AND key = $2', [kind, key]);
+    return found.rows[0]?.value as T | undefined;
+  }
+
+  async putDocument(kind: DocumentKind, key: string, value: unknown): Promise<void> {
+    await this.query(
+      `write a ${kind} document`,
+      'INSERT INTO harvester_document (kind, key, value) VALUES ($1, $2, $3) ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value',
+      [kind, key, JSON.stringify(value)],
+    );
+  }
+
+  async deleteDocument(kind: DocumentKind, key: string): Promise<void> {
+    await this.query(`delete a ${kind} document`, 'DELETE FROM harvester_document WHERE kind = $1 AND key = $2', [kind, key]);
+  }
+
+  /**
+   * Runs `work` holding a lock that one process at a time, on any machine, can hold (a PostgreSQL
+   * advisory lock, on a connection of its own: released when `work` ends, or when a killed holder's
+   * connection drops).
+   */
+  async withLock<T>(name: string, work: () => Promise<T>): Promise<T> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('SELECT pg_advisory_lock(hashtext($1))', [name]);
+      try {
+        return await work();
+      } finally {
+        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [name]);
+      }
+    } finally {
+      client.release();
+    }
+  }
+
+  async query(action: string, sql: string, values: unknown[]): Promise<pg.QueryResult> {
+    try {
+      return await this.pool.query(sql, values);
+    } catch (error) {
+      throw new CatalogError(action, this.where, error);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.pool.end();
+  }
+
+  private async inTransaction(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+    const client = await this.pool.connect();
+    try {
+      await client.query('BEGIN');
+      await work(client);
+      await client.query('COMMIT');
+    } catch (error) {
+      await client.query('ROLLBACK').catch(() => undefined);
+      throw error;
+    } finally {
+      client.release();
+    }
+  }
+}
+
+/**
+ * A journal as rows: each record is committed by its INSERT before `append` returns, so a worker
+ * killed at any moment leaves every record it appended, and none cut.
+ */
+class PostgresJournalLog implements JournalLog {
+  constructor(
+    private readonly catalog: PostgresCatalog,
+    private readonly runId: string,
+    private readonly workId: string,
+  ) {}
+
+  async records(): Promise<JournalLine[]> {
+    const rows = await this.catalog.query('read a call journal', 'SELECT record FROM harvester_journal WHERE run_id = $1 AND work_id = $2 ORDER BY seq', [this.runId, this.workId]);
+    return rows.rows.map((row: { record: JournalLine }) => row.record);
+  }
+
+  async claim(attempt: number): Promise<void> {
+    await this.catalog.query(
+      'claim a call journal',
+      'INSERT INTO harvester_journal_claim (run_id, work_id, attempt) VALUES ($1, $2, $3) ON CONFLICT (run_id, work_id) DO UPDATE SET attempt = excluded.attempt',
+      [this.runId, this.workId, attempt],
+    );
+  }
+
+  async owner(): Promise<number | undefined> {
+    const rows = await this.catalog.query('read a call journal\'s claim', 'SELECT attempt FROM harvester_journal_claim WHERE run_id = $1 AND work_id = $2', [this.runId, this.workId]);
+    return rows.rows[0]?.attempt as number | undefined;
+  }
+
+  async append(line: JournalLine): Promise<void> {
+    await this.catalog.query('append to a call journal', 'INSERT INTO harvester_journal (run_id, work_id, record) VALUES ($1, $2, $3)', [this.runId, this.workId, JSON.stringify(line)]);
+  }
+
+  async sync(): Promise<void> {
+    // Each record was committed by its own INSERT.
+  }
+
+  async close(): Promise<void> {
+    // The pool is the catalog's.
+  }
+}

@@ -1,0 +1,167 @@
+/**
+ * Everything the harvest keeps outside the warehouse, behind one interface: the call journal,
+ * landings and their quarantine, listing coverage, the job registry, the credits-low alert and
+ * media files. Two backends:
+ * - LocalStore (here): the data directory, as files; the embedded default;
+ * - SharedStore (src/store/shared): S3-compatible object storage for landings, quarantine and
+ *   media, and PostgreSQL for what must be transactional and shared (the journal, coverage, jobs,
+ *   the alert), so workers on many machines, each with its own scratch directory, share one store.
+ * Which one a process uses is configured by HARVESTER_STORAGE and HARVESTER_CATALOG (storeFromEnvironment).
+ */
+import { EnvironmentError } from '../config/environment.js';
+import { clearCreditsLow, creditsLow, markCreditsLow, type CreditsLow } from './credit-alerts.js';
+import { FileJournals, type JournalStore } from './call-journal.js';
+import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
+import { findLanding, isLanded, quarantinedLandingsOfRun, quarantineLanding, writeLanding, type Landing } from './landing.js';
+import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
+import { storeMedia, type StoredMedia } from './media-store.js';
+
+export interface Store {
+  /** This process's own directory: the whole store for LocalStore, a scratch directory for SharedStore. */
+  readonly dataDir: string;
+  /** Where the store is, for logs and errors: never a secret. */
+  readonly description: string;
+  readonly journals: JournalStore;
+
+  /** Writes a landing durably and returns its key. */
+  writeLanding(landing: Landing): Promise<string>;
+  findLanding(key: string): Promise<Landing | undefined>;
+  isLanded(key: string): Promise<boolean>;
+  /**
+   * Makes every landing of the store readable in `dataDir`'s landing folder, where the loader reads
+   * them; a no-op when that folder is the store.
+   */
+  stageLandings(loaded: ReadonlySet<string>): Promise<void>;
+  /** Sets aside a landing the loader cannot load, with its reason; returns where it now is. */
+  quarantineLanding(key: string, reason: string): Promise<string>;
+  /** A run's quarantined landings, as quarantineLine says them. */
+  quarantinedLandingsOfRun(runId: string): Promise<string[]>;
+
+  readCoverage(targetKey: string): Promise<ListingCoverage | undefined>;
+  writeCoverage(targetKey: string, coverage: ListingCoverage): Promise<void>;
+
+  registerJob(record: JobRecord): Promise<void>;
+  findJob(jobId: string): Promise<JobRecord | undefined>;
+  findJobOfTarget(runId: string, target: string): Promise<JobRecord | undefined>;
+
+  markCreditsLow(details: Omit<CreditsLow, 'since'>): Promise<void>;
+  clearCreditsLow(): Promise<void>;
+  creditsLow(): Promise<CreditsLow | undefined>;
+
+  /** Stores a media file's bytes once, by their hash. */
+  storeMedia(bytes: Uint8Array, mimeType: string): Promise<StoredMedia>;
+
+  /**
+   * Runs `work` as the lake's only writer among every process that shares the store. In a data
+   * directory, the loader's own file lock is that (src/warehouse/lake.ts openLakeWriter).
+   */
+  asLakeWriter<T>(work: () => Promise<T>): Promise<T>;
+
+  close(): Promise<void>;
+}
+
+/** The data directory as the whole store: files, written durably (src/store/durable-file.ts). */
+export class LocalStore implements Store {
+  readonly journals: JournalStore;
+  readonly description: string;
+
+  constructor(readonly dataDir: string) {
+    this.journals = new FileJournals(dataDir);
+    this.description = `directory ${dataDir}`;
+  }
+
+  async writeLanding(landing: Landing): Promise<string> {
+    return writeLanding(this.dataDir, landing);
+  }
+
+  async findLanding(key: string): Promise<Landing | undefined> {
+    return findLanding(this.dataDir, key);
+  }
+
+  async isLanded(key: string): Promise<boolean> {
+    return isLanded(this.dataDir, key);
+  }
+
+  async stageLandings(): Promise<void> {
+    // The landing folder is the store.
+  }
+
+  async quarantineLanding(key: string, reason: string): Promise<string> {
+    return quarantineLanding(this.dataDir, key, reason);
+  }
+
+  async quarantinedLandingsOfRun(runId: string): Promise<string[]> {
+    return quarantinedLandingsOfRun(this.dataDir, runId);
+  }
+
+  async readCoverage(targetKey: string): Promise<ListingCoverage | undefined> {
+    return readCoverage(this.dataDir, targetKey);
+  }
+
+  async writeCoverage(targetKey: string, coverage: ListingCoverage): Promise<void> {
+    writeCoverage(this.dataDir, targetKey, coverage);
+  }
+
+  async registerJob(record: JobRecord): Promise<void> {
+    registerJob(this.dataDir, record);
+  }
+
+  async findJob(jobId: string): Promise<JobRecord | undefined> {
+    return findJob(this.dataDir, jobId);
+  }
+
+  async findJobOfTarget(runId: string, target: string): Promise<JobRecord | undefined> {
+    return findJobOfTarget(this.dataDir, runId, target);
+  }
+
+  async markCreditsLow(details: Omit<CreditsLow, 'since'>): Promise<void> {
+    markCreditsLow(this.dataDir, details);
+  }
+
+  async clearCreditsLow(): Promise<void> {
+    clearCreditsLow(this.dataDir);
+  }
+
+  async creditsLow(): Promise<CreditsLow | undefined> {
+    return creditsLow(this.dataDir);
+  }
+
+  async storeMedia(bytes: Uint8Array, mimeType: string): Promise<StoredMedia> {
+    return storeMedia(this.dataDir, bytes, mimeType);
+  }
+
+  asLakeWriter<T>(work: () => Promise<T>): Promise<T> {
+    return work();
+  }
+
+  async close(): Promise<void> {
+    // Nothing held open.
+  }
+}
+
+/**
+ * The store this process's environment names:
+ * - HARVESTER_STORAGE unset, or a directory: that directory (or HARVESTER_DATA_DIR, or ./data) as
+ *   a LocalStore, the embedded default;
+ * - HARVESTER_STORAGE=s3://bucket/prefix with HARVESTER_CATALOG=postgres://…: a SharedStore, with
+ *   `dataDir` as this process's scratch directory. The AWS_* variables configure the object store.
+ * Shared storage's modules are loaded only when asked for: the default does not pay for them.
+ */
+export async function storeFromEnvironment(dataDir: string, env: NodeJS.ProcessEnv = process.env): Promise<Store> {
+  const storage = env.HARVESTER_STORAGE;
+  const catalogUrl = env.HARVESTER_CATALOG;
+  if (storage === undefined || !storage.startsWith('s3://')) {
+    if (catalogUrl) throw new EnvironmentError('HARVESTER_CATALOG is set but HARVESTER_STORAGE is not s3://bucket/prefix: a shared catalog needs shared storage beside it (or unset HARVESTER_CATALOG for the data directory)');
+    return new LocalStore(dataDir);
+  }
+  if (!catalogUrl) throw new EnvironmentError('HARVESTER_STORAGE is s3://… but HARVESTER_CATALOG is not set: give the postgres:// URL of the shared catalog');
+  if (!/^postgres(ql)?:\/\//.test(catalogUrl)) throw new EnvironmentError('HARVESTER_CATALOG is not a postgres:// URL (value not shown: it may hold a password)');
+  const [{ ObjectStorage }, { objectStorageSettings }, { PostgresCatalog }, { SharedStore }] = await Promise.all([
+    import('./shared/object-storage.js'),
+    import('./shared/shared-settings.js'),
+    import('./shared/postgres-catalog.js'),
+    import('./shared/shared-store.js'),
+  ]);
+  const objects = new ObjectStorage(objectStorageSettings(storage, env));
+  return new SharedStore(dataDir, objects, await PostgresCatalog.open(catalogUrl));
+}
