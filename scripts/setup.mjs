@@ -2,10 +2,13 @@
 /**
  * One-command setup after `npm ci`: installs the pinned Temporal CLI and the warehouse's DuckDB
  * extensions (ducklake, sqlite) into .tools/, and makes a development certificate authority and
- * localhost certificate for HTTPS webhooks: what the demo and the dev stack use. With `--for-tests` (as `npm test` runs it) it also installs what only the
- * tests use: the Python test clients and a headless Chromium, unpacked into .tools/ from an npm
- * package. Never needs root, never writes outside the project (and the OS temp dir). Idempotent,
- * and a no-op in well under a second when nothing changed.
+ * localhost certificate for HTTPS webhooks: what the demo and the dev stack use. With
+ * `--for-distributed` it also installs what shared storage and `harvester dev --distributed` use:
+ * the DuckDB extensions postgres_scanner and httpfs, and the MinIO server, built with `go install`
+ * into .tools/bin (about 3 minutes, once). With `--for-tests` (as `npm test` runs it) it installs
+ * all that and what only the tests use: the Python test clients and a headless Chromium, unpacked
+ * into .tools/ from an npm package. Never needs root, never writes outside the project (and the OS
+ * temp dir). Idempotent, and a no-op in well under a second when nothing changed.
  */
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -28,7 +31,7 @@ const certs = join(tools, 'certs');
  */
 const PYTHON_REQUIREMENTS = ['duckdb==1.5.5', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0'];
 const pythonTarget = join(tools, 'python');
-const USAGE = 'usage: node scripts/setup.mjs [--for-tests]';
+const USAGE = 'usage: node scripts/setup.mjs [--for-distributed] [--for-tests]';
 
 function log(message) {
   process.stderr.write(`setup: ${message}\n`);
@@ -86,6 +89,29 @@ function ensureTemporal() {
 }
 
 /**
+ * The MinIO server (S3-compatible object storage) for shared storage on one machine: built from
+ * its Go module, as MinIO publishes no package for the registries reachable here. Go's module
+ * cache and build cache stay inside .tools/go, so nothing is written to the user's ~/go.
+ */
+const minioBinary = join(tools, 'bin', 'minio');
+
+function ensureMinio() {
+  try {
+    if (existsSync(minioBinary) && /version/i.test(execFileSync(minioBinary, ['--version'], { encoding: 'utf8' }))) return;
+  } catch {
+    // Not runnable: built again below.
+  }
+  log('building the MinIO server into .tools/bin with `go install github.com/minio/minio@latest` (about 3 minutes, once)');
+  const goHome = join(tools, 'go');
+  const started = Date.now();
+  execFileSync('go', ['install', 'github.com/minio/minio@latest'], {
+    env: { ...process.env, GOPATH: goHome, GOMODCACHE: join(goHome, 'mod'), GOCACHE: join(goHome, 'cache'), GOBIN: join(tools, 'bin'), GOFLAGS: '-modcacherw' },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  log(`built ${minioBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+/**
  * The DuckDB extensions the warehouse (a DuckLake lakehouse with a SQLite catalog) needs, at the
  * engine version of @duckdb/node-api: DuckDB cannot download them at run time here, so they come
  * from PyPI's duckdb-extension-* wheels and are LOADed by path (src/warehouse/lake.ts). A wheel's
@@ -93,26 +119,31 @@ function ensureTemporal() {
  * LOAD checks the file name against the extension's own.
  */
 const DUCKDB_VERSION = '1.5.5';
-const DUCKDB_EXTENSIONS = { ducklake: 'ducklake', sqlite: 'sqlite_scanner' };
+const EMBEDDED_EXTENSIONS = { ducklake: 'ducklake', sqlite: 'sqlite_scanner' };
+/** A lake with a PostgreSQL catalog and its data in object storage (shared storage) also needs these. */
+const SHARED_EXTENSIONS = { ...EMBEDDED_EXTENSIONS, postgres_scanner: 'postgres_scanner', httpfs: 'httpfs' };
 const extensionsDir = join(tools, 'duckdb-extensions');
 
-function ensureDuckDBExtensions() {
+/** Installs `wanted` (by wheel name: file name), unless they are there, keeping any others installed. */
+function ensureDuckDBExtensions(wanted) {
   const marker = join(extensionsDir, 'INSTALLED');
-  const wanted = `${DUCKDB_VERSION} ${Object.keys(DUCKDB_EXTENSIONS).join(' ')}\n`;
-  if (existsSync(marker) && readFileSync(marker, 'utf8') === wanted) return;
-  log(`installing the DuckDB extensions ${Object.keys(DUCKDB_EXTENSIONS).join(', ')} ${DUCKDB_VERSION} into .tools/duckdb-extensions from PyPI's duckdb-extension wheels`);
+  const [version, ...installed] = existsSync(marker) ? readFileSync(marker, 'utf8').trim().split(' ') : [];
+  if (version === DUCKDB_VERSION && Object.keys(wanted).every((name) => installed.includes(name))) return;
+  const extensions = Object.fromEntries(Object.entries(SHARED_EXTENSIONS).filter(([name]) => name in wanted || (version === DUCKDB_VERSION && installed.includes(name))));
+  const written = `${DUCKDB_VERSION} ${Object.keys(extensions).join(' ')}\n`;
+  log(`installing the DuckDB extensions ${Object.keys(extensions).join(', ')} ${DUCKDB_VERSION} into .tools/duckdb-extensions from PyPI's duckdb-extension wheels`);
   const partial = `${extensionsDir}.partial`;
   const wheels = join(partial, 'wheels');
   rmSync(partial, { recursive: true, force: true });
   mkdirSync(wheels, { recursive: true });
   execFileSync(
     'python3',
-    ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:', '--dest', wheels, ...Object.keys(DUCKDB_EXTENSIONS).map((name) => `duckdb-extension-${name}==${DUCKDB_VERSION}`)],
+    ['-m', 'pip', 'download', '--quiet', '--disable-pip-version-check', '--no-deps', '--only-binary=:all:', '--dest', wheels, ...Object.keys(extensions).map((name) => `duckdb-extension-${name}==${DUCKDB_VERSION}`)],
     { stdio: ['ignore', 'ignore', 'inherit'] },
   );
   const extract = [
     'import glob, json, os, sys, zipfile',
-    `wheels, dest, names = ${JSON.stringify(wheels)}, ${JSON.stringify(partial)}, json.loads(${JSON.stringify(JSON.stringify(DUCKDB_EXTENSIONS))})`,
+    `wheels, dest, names = ${JSON.stringify(wheels)}, ${JSON.stringify(partial)}, json.loads(${JSON.stringify(JSON.stringify(extensions))})`,
     'for name, file in names.items():',
     "    wheel = glob.glob(os.path.join(wheels, f'duckdb_extension_{name}-*.whl'))[0]",
     '    archive = zipfile.ZipFile(wheel)',
@@ -121,10 +152,10 @@ function ensureDuckDBExtensions() {
   ].join('\n');
   execFileSync('python3', ['-c', extract], { stdio: 'inherit' });
   rmSync(wheels, { recursive: true, force: true });
-  writeFileSync(join(partial, 'INSTALLED'), wanted);
+  writeFileSync(join(partial, 'INSTALLED'), written);
   rmSync(extensionsDir, { recursive: true, force: true });
   renameSync(partial, extensionsDir);
-  log(`installed ${Object.values(DUCKDB_EXTENSIONS).map((file) => `${file}.duckdb_extension`).join(', ')} in ${extensionsDir}`);
+  log(`installed ${Object.values(extensions).map((file) => `${file}.duckdb_extension`).join(', ')} in ${extensionsDir}`);
 }
 
 /**
@@ -276,15 +307,17 @@ async function ensureChromium() {
   log(`installed ${reported} as ${chromiumLauncher}`);
 }
 
-const unknown = process.argv.slice(2).filter((arg) => arg !== '--for-tests');
+const unknown = process.argv.slice(2).filter((arg) => arg !== '--for-tests' && arg !== '--for-distributed');
 if (unknown.length > 0) {
   process.stderr.write(`setup: unknown argument ${unknown.join(' ')}\n${USAGE}\n`);
   process.exit(1);
 }
 const forTests = process.argv.includes('--for-tests');
+const forDistributed = forTests || process.argv.includes('--for-distributed');
 try {
   ensureTemporal();
-  ensureDuckDBExtensions();
+  ensureDuckDBExtensions(forDistributed ? SHARED_EXTENSIONS : EMBEDDED_EXTENSIONS);
+  if (forDistributed) ensureMinio();
   if (forTests) {
     ensurePythonClients();
     await ensureChromium();

@@ -5,7 +5,7 @@
  * brings it up for one run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, existsSync, mkdirSync } from 'node:fs';
+import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -45,6 +45,11 @@ export interface StackOptions {
    * a task queue of the stack's own, instead of refusing to start a second one (dev).
    */
   reuseTemporal?: boolean;
+  /**
+   * Scale-out on one machine: PostgreSQL and MinIO as the shared store, and this many workers,
+   * each with a scratch directory of its own and no disk in common (startSharedStore).
+   */
+  distributedWorkers?: number;
 }
 
 export interface Stack {
@@ -58,8 +63,12 @@ export interface Stack {
   apiKey: string;
   receiverUrl: string;
   logsDir: string;
-  /** The environment a `harvester` command needs to use this stack. */
+  /** The environment a `harvester` command needs to use this stack, but secrets. */
   env: Record<string, string>;
+  /** With shared storage: the file (readable by its owner only) that exports its environment, credentials included. */
+  sharedEnvFile?: string;
+  /** The workers' scratch directories. */
+  workerDirs: string[];
   stop(): Promise<void>;
 }
 
@@ -117,8 +126,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }
   };
   let forgetServer: (() => void) | undefined;
+  /** Services that are not child processes of ours to signal (PostgreSQL runs detached): stopped last. */
+  const launchedServices: (() => Promise<void>)[] = [];
   const stopAll = async () => {
     await stop();
+    for (const stopService of launchedServices.reverse()) await stopService().catch(() => undefined);
     forgetServer?.();
   };
   try {
@@ -154,6 +166,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     } else if (!apiBaseUrl || !apiKey) {
       throw new Error('--no-emulator needs SOCIAL_API_BASE_URL and SOCIAL_API_KEY');
     }
+    const shared = options.distributedWorkers ? await startSharedStore(options.dataDir, launchedServices) : undefined;
     const env: Record<string, string> = {
       TEMPORAL_ADDRESS: temporalAddress,
       SOCIAL_API_BASE_URL: apiBaseUrl,
@@ -161,6 +174,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       HARVESTER_DATA_DIR: options.dataDir,
       ...(running ? { HARVESTER_TASK_QUEUE: taskQueue } : {}),
       NODE_EXTRA_CA_CERTS: DEV_CA,
+      ...shared?.env,
     };
 
     // The receiver's endpoint, registered once: an endpoint for the same URL whose secret we lack
@@ -182,7 +196,11 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     }
     const receiver = launch('receiver', process.execPath, [CLI, 'receiver', '--port', String(options.receiverPort)], env);
     await waitForPort(options.receiverPort, receiver, 'the webhook receiver');
-    launch('worker', process.execPath, [...WORKER_NODE_FLAGS, CLI, 'worker'], env);
+    const workerDirs = shared ? Array.from({ length: options.distributedWorkers ?? 1 }, (_, index) => join(options.dataDir, 'machines', `worker-${index + 1}`)) : [options.dataDir];
+    workerDirs.forEach((workerDir, index) => {
+      mkdirSync(workerDir, { recursive: true });
+      launch(shared ? `worker-${index + 1}` : 'worker', process.execPath, [...WORKER_NODE_FLAGS, CLI, 'worker'], { ...env, HARVESTER_DATA_DIR: workerDir });
+    });
 
     return {
       temporalAddress,
@@ -193,11 +211,51 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       apiKey,
       receiverUrl,
       logsDir,
-      env,
+      env: shared ? Object.fromEntries(Object.entries(env).filter(([name]) => !shared.secretNames.includes(name))) : env,
+      ...(shared ? { sharedEnvFile: shared.envFile } : {}),
+      workerDirs,
       stop: stopAll,
     };
   } catch (error) {
     await stopAll();
     throw error;
   }
+}
+
+/** What the stack's processes need to share one store, and which of it is secret. */
+interface SharedStoreSettings {
+  env: Record<string, string>;
+  secretNames: string[];
+  envFile: string;
+}
+
+/**
+ * PostgreSQL and MinIO for `harvester dev --distributed`, under <data dir>/distributed/. Their
+ * credentials are made at the first start and kept in a file only its owner reads, beside the
+ * environment file that exports them; later starts reuse both, so the store outlives a restart.
+ */
+async function startSharedStore(dataDir: string, launched: (() => Promise<void>)[]): Promise<SharedStoreSettings> {
+  const { newSecret, startMinio, startPostgres } = await import('./shared-services.js');
+  const folder = join(dataDir, 'distributed');
+  mkdirSync(folder, { recursive: true });
+  const credentialsFile = join(folder, 'credentials.json');
+  const credentials = existsSync(credentialsFile)
+    ? (JSON.parse(readFileSync(credentialsFile, 'utf8')) as { postgresPassword: string; accessKeyId: string; secretAccessKey: string })
+    : { postgresPassword: newSecret(), accessKeyId: `harvester${newSecret().slice(0, 8)}`, secretAccessKey: newSecret() };
+  writeFileSync(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
+  const postgres = await startPostgres(join(folder, 'postgres'), { password: credentials.postgresPassword });
+  launched.push(() => postgres.stop());
+  const minio = await startMinio(join(folder, 'minio'), { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey });
+  launched.push(() => minio.stop());
+  const env = {
+    HARVESTER_STORAGE: `s3://${minio.bucket}/harvests`,
+    HARVESTER_CATALOG: postgres.url,
+    AWS_ENDPOINT_URL: minio.endpoint,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: minio.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
+  };
+  const envFile = join(folder, 'env.sh');
+  writeFileSync(envFile, Object.entries(env).map(([name, value]) => `export ${name}='${value}'\n`).join(''), { mode: 0o600 });
+  return { env, secretNames: ['HARVESTER_CATALOG', 'AWS_SECRET_ACCESS_KEY'], envFile };
 }

@@ -26,7 +26,7 @@ const EXTENSIONS_DIR = join(TOOLS_DIR, 'duckdb-extensions');
 /**
  * Where a data directory's lake is: its catalog (what DuckLake's ATTACH names), its data files,
  * the extensions that reach them, and the statements that give DuckDB the object store's
- * credentials (never printed). In the data directory by default (a SQLite catalog); with shared
+ * credentials (never printed) and its settings for reading there. In the data directory by default (a SQLite catalog); with shared
  * storage (HARVESTER_STORAGE=s3://…, HARVESTER_CATALOG=postgres://…), a PostgreSQL catalog and
  * data files in the object store, the same lake for every machine.
  */
@@ -72,7 +72,13 @@ export function lakeLocation(dataDir: string, env: NodeJS.ProcessEnv = process.e
     catalog: `ducklake:postgres:${catalogUrl}`,
     dataPath,
     extensions: ['ducklake', 'postgres_scanner', 'httpfs'],
-    credentials: [`CREATE OR REPLACE SECRET harvester_storage (${options.join(', ')})`],
+    credentials: [
+      `CREATE OR REPLACE SECRET harvester_storage (${options.join(', ')})`,
+      // DuckDB 1.5.5 refused the Parquet files it had written to MinIO, reading them back for a merge
+      // with prefetching on ("incorrectly set page offsets", test/store/shared-store.test.ts); its
+      // error names this setting, and with it the same reads succeed.
+      'SET disable_parquet_prefetching = true',
+    ],
     shared: true,
     description: `the DuckLake in ${redactedUrl(catalogUrl)} with data in ${dataPath}`,
     redact: (message) => secrets.reduce((text, secret) => text.split(secret).join('***'), message),

