@@ -24,6 +24,11 @@
  *     the credits of the warehouse's api_calls rows plus what the run's journals count as lost
  *     (attempts charged and never landed: cut, timed out, refused), read from data/journal/.
  *
+ * The case of issue "Past one machine", shared-storage-kills: three workers, each with a scratch
+ * directory of its own, share a store of PostgreSQL and MinIO (src/cli/shared-services.ts; MinIO
+ * from `npm run setup -- --for-distributed`), and are SIGKILLed in turn, each replaced by a new
+ * machine; the figures read the shared lake and the run's journals in the catalog.
+ *
  * Cases of issue "Trust nothing from outside" (exact accounting: ledger = reported = api_calls +
  * journaled lost):
  *   - proxy-*: the workers' SOCIAL_API_BASE_URL points at src/emulator/corrupting-proxy.ts (in this
@@ -59,7 +64,7 @@
  * which refuses writes to root as a read-only mount would; as another user it uses chmod -R a-w.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { closeSync, cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
+import { chmodSync, closeSync, cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -78,7 +83,9 @@ const { freePort, WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.j
 const { queryWarehouse } = await import(join(dist, 'src/warehouse/query.js'));
 const { listLandings } = await import(join(dist, 'src/store/landing.js'));
 const { landingFile } = await import(join(dist, 'src/store/layout.js'));
-const { CallJournal } = await import(join(dist, 'src/store/call-journal.js'));
+const { CallJournal, FileJournalLog } = await import(join(dist, 'src/store/call-journal.js'));
+const { lakeExists } = await import(join(dist, 'src/warehouse/lake.js'));
+const { storeFromEnvironment } = await import(join(dist, 'src/store/store.js'));
 
 const HARVEST_KEY = 'sk_live_faults_harvest';
 const VERIFY_KEY = 'sk_live_faults_verify';
@@ -301,12 +308,14 @@ class CaseContext {
     return this.holder ? ['nsenter', ['-t', String(this.holder.pid), '-m', '--', process.execPath, ...args]] : [process.execPath, args];
   }
 
-  env() {
+  /** With shared storage, each worker's own scratch directory: a machine of its own. */
+  env(scratch = this.dataDir) {
     return {
       ...process.env,
+      ...this.sharedEnv,
       TEMPORAL_ADDRESS: temporalAddress,
       HARVESTER_TASK_QUEUE: this.taskQueue,
-      HARVESTER_DATA_DIR: this.dataDir,
+      HARVESTER_DATA_DIR: scratch,
       SOCIAL_API_BASE_URL: this.proxy ? this.proxy.baseUrl : this.emulator.baseUrl,
       SOCIAL_API_KEY: HARVEST_KEY,
       LOG_LEVEL: 'info',
@@ -323,7 +332,9 @@ class CaseContext {
   async startWorker() {
     const number = ++this.workerCount;
     const log = createWriteStream(join(this.dir, `worker-${number}.log`));
-    const child = track(spawn(...this.command([...WORKER_NODE_FLAGS, CLI, 'worker']), { cwd: root, env: this.env(), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }), true);
+    const scratch = this.sharedEnv ? join(this.dir, `machine-${number}`) : this.dataDir;
+    mkdirSync(scratch, { recursive: true });
+    const child = track(spawn(...this.command([...WORKER_NODE_FLAGS, CLI, 'worker']), { cwd: root, env: this.env(scratch), detached: true, stdio: ['ignore', 'pipe', 'pipe'] }), true);
     child.number = number;
     let text = '';
     child.stdout.pipe(log);
@@ -347,7 +358,7 @@ class CaseContext {
     process.kill(-child.pid, 'SIGKILL');
     const { signal } = await child.exited;
     this.workers = this.workers.filter((worker) => worker !== child);
-    this.note(`SIGKILLed worker ${child.number} (${signal}) ${why}; ${this.landings()} landings${loaders.length ? `; its load process(es) ${loaders.join(',')} killed with it` : ''}`);
+    this.note(`SIGKILLed worker ${child.number} (${signal}) ${why}; ${this.sharedEnv ? 'landings in the shared store' : `${this.landings()} landings`}${loaders.length ? `; its load process(es) ${loaders.join(',')} killed with it` : ''}`);
   }
 
   async stopWorkers() {
@@ -369,6 +380,11 @@ class CaseContext {
 
   waitLandings(count, timeoutMs = 120_000) {
     return waitFor(() => this.landings() >= count, timeoutMs, `${count} landings`, 200);
+  }
+
+  /** Waits until the API has charged the harvest key for `count` calls (landings may be on no disk here). */
+  async waitCalls(count, timeoutMs = 120_000) {
+    return waitFor(async () => (await admin(this.emulator.origin, `ledger?api_key=${HARVEST_KEY}`)).length >= count, timeoutMs, `${count} calls charged`, 200);
   }
 
   /** Starts the run (through the Temporal client); the workers run it. */
@@ -466,6 +482,22 @@ CaseContext.prototype.diskUsage = function diskUsage() {
   return { usedKiB: Math.round(((fs.blocks - fs.bfree) * fs.bsize) / 1024), totalKiB: Math.round((fs.blocks * fs.bsize) / 1024) };
 };
 
+/** PostgreSQL and MinIO for the case's shared store (src/cli/shared-services.ts), and the environment every worker gets. */
+CaseContext.prototype.startSharedStore = async function startSharedStore() {
+  const { sharedStoreEnvironment, startMinio, startPostgres } = await import(join(dist, 'src/cli/shared-services.js'));
+  const services = join(this.dir, 'services');
+  mkdirSync(services, { recursive: true });
+  // PostgreSQL runs as the postgres user when this runs as root: it must reach its folder.
+  chmodSync(OUT, 0o755);
+  [this.postgres, this.minio] = await Promise.all([startPostgres(join(services, 'postgres')), startMinio(join(services, 'minio'))]);
+  this.sharedEnv = sharedStoreEnvironment(this.postgres, this.minio, 'faults');
+  this.note(`shared store: MinIO ${this.minio.endpoint} and PostgreSQL on 127.0.0.1; each worker's scratch is ${this.dir}/machine-N`);
+};
+
+CaseContext.prototype.stopSharedStore = async function stopSharedStore() {
+  await Promise.all([this.postgres?.stop(), this.minio?.stop()]);
+};
+
 /** "Frees space": the tmpfs remounted bigger, in the holder's namespace; its files stay. */
 CaseContext.prototype.growDisk = function growDisk(kib) {
   execFileSync('nsenter', ['-t', String(this.holder.pid), '-m', 'mount', '-o', `remount,size=${kib}k`, this.dataDir]);
@@ -489,7 +521,9 @@ CaseContext.prototype.unmountSmallDisk = async function unmountSmallDisk() {
 
 /** The figures of a case, from the emulator's ledger, the verification readings and the warehouse. */
 async function figuresOf(ctx, expectedStart, expectedEnd) {
-  const warehouse = existsSync(join(ctx.readDir, 'lake', 'catalog.sqlite'));
+  // With shared storage this process reads the shared lake and journals, as any machine would.
+  if (ctx.sharedEnv) Object.assign(process.env, ctx.sharedEnv);
+  const warehouse = await lakeExists(ctx.readDir);
   let warehouseDir = ctx.readDir;
   if (warehouse && ctx.holder) {
     // DuckDB resolves /proc/<pid>/root/… to the host's path, where the tmpfs is not: read a copy
@@ -529,7 +563,8 @@ async function figuresOf(ctx, expectedStart, expectedEnd) {
   const expected = new Set(Object.values(expectedStart).flat()).size;
   const inExpected = [...landed].filter((id) => perTarget.some((target) => target.gotIds.includes(id))).length;
   const invented = await inventedRows(ctx, await q('SELECT platform, item_id, kind, author_handle FROM items'), new Set([...Object.values(expectedStart).flat(), ...Object.values(expectedEnd).flat()]));
-  const journal = journalTotals(ctx.readDir);
+  const journal = ctx.sharedEnv ? await sharedJournalTotals(ctx) : await journalTotals(ctx.readDir);
+  for (const name of Object.keys(ctx.sharedEnv ?? {})) delete process.env[name];
   return {
     warehouse,
     expected,
@@ -572,26 +607,46 @@ async function figuresOf(ctx, expectedStart, expectedEnd) {
  * before its settlement could be written (a kill, a full disk): counted settled at the landing's
  * charge, as the harvester's own reading counts it, not lost.
  */
-function journalTotals(dataDir) {
-  const totals = { credits: 0, lostCalls: 0, lostCredits: 0, files: 0, landedOpen: 0 };
+async function journalTotals(dataDir) {
   const folder = join(dataDir, 'journal');
-  if (!existsSync(folder)) return totals;
-  const journals = [];
+  if (!existsSync(folder)) return addUpJournals([], () => undefined);
+  const replayed = [];
   for (const run of readdirSync(folder)) {
     for (const entry of readdirSync(join(folder, run), { withFileTypes: true })) {
-      if (entry.isFile() && entry.name.endsWith('.ndjson')) journals.push(CallJournal.loadFile(join(folder, run, entry.name)));
+      if (entry.isFile() && entry.name.endsWith('.ndjson')) replayed.push(await CallJournal.replay(new FileJournalLog(join(folder, run, entry.name))));
     }
   }
+  return addUpJournals(replayed, (key) => {
+    try {
+      return JSON.parse(readFileSync(landingFile(dataDir, key), 'utf8'));
+    } catch {
+      return undefined;
+    }
+  });
+}
+
+/** The run's journals in the shared catalog, and its landings in the object store. */
+async function sharedJournalTotals(ctx) {
+  const store = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'fault-matrix-reader-')), { ...process.env, ...ctx.sharedEnv });
+  try {
+    const replayed = [];
+    for (const log of await store.journals.runJournalLogs(ctx.runId)) replayed.push(await CallJournal.replay(log));
+    const landings = new Map();
+    for (const journal of replayed) for (const key of journal.openKeys()) landings.set(key, await store.findLanding(key));
+    return addUpJournals(replayed, (key) => landings.get(key));
+  } finally {
+    await store.close();
+  }
+}
+
+function addUpJournals(journals, landingOf) {
+  const totals = { credits: 0, lostCalls: 0, lostCredits: 0, files: 0, landedOpen: 0 };
   const settled = new Set(journals.flatMap((journal) => [...journal.settledKeys]));
   for (const journal of journals) {
     for (const key of journal.openKeys()) {
       if (settled.has(key)) continue;
-      let landing;
-      try {
-        landing = JSON.parse(readFileSync(landingFile(dataDir, key), 'utf8'));
-      } catch {
-        continue;
-      }
+      const landing = landingOf(key);
+      if (!landing) continue;
       journal.countAsSettled(key, landing.call?.credits ?? 0);
       settled.add(key);
       totals.landedOpen++;
@@ -836,6 +891,28 @@ async function queryCase(dir) {
 }
 
 const CASES = [
+  {
+    name: 'shared-storage-kills',
+    describe: 'three workers, each with a scratch directory of its own and no disk in common, sharing one store (PostgreSQL + MinIO), SIGKILLed in turn mid-run (latency 150 ms), each replaced by a new machine',
+    expect: 'all rows, completed, re-paid <= callsLost, ledger = reported',
+    shared: true,
+    emulator: [...fastEmulator, '--latency-ms', '150'],
+    faults: { latency_ms: 150 },
+    async drive(ctx) {
+      const workers = [await ctx.startWorker(), await ctx.startWorker(), await ctx.startWorker()];
+      await ctx.startRun(BUDGET);
+      for (const [index, calls] of [
+        [0, 150],
+        [1, 500],
+        [2, 900],
+      ]) {
+        await ctx.waitCalls(calls);
+        await ctx.killWorker(workers[index], `at >= ${calls} calls charged`);
+        workers[index] = await ctx.startWorker();
+      }
+      await ctx.runResult('run');
+    },
+  },
   {
     name: 'worker-kill-x3',
     describe: 'worker SIGKILLed 3 times mid-run (latency 150 ms), a new worker each time',
@@ -1151,6 +1228,7 @@ async function runCase(def) {
       ctx.note(`corrupting proxy on ${ctx.proxy.baseUrl} -> ${ctx.emulator.origin}`);
     }
     if (def.smallDisk) await ctx.mountSmallDisk(def.smallDisk);
+    if (def.shared) await ctx.startSharedStore();
     let driveError;
     try {
       await def.drive(ctx);
@@ -1174,6 +1252,7 @@ async function runCase(def) {
     await ctx.stopWorkers();
     await ctx.proxy?.close();
     await ctx.unmountSmallDisk();
+    await ctx.stopSharedStore();
     emulator.child.kill('SIGTERM');
     await emulator.child.exited;
   }

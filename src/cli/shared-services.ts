@@ -149,3 +149,15 @@ export async function startMinio(folder: string, options: { port?: number; bucke
   }
   return { endpoint, accessKeyId, secretAccessKey, bucket, stop };
 }
+
+/** The environment that points a harvester process at these services as its shared store, under `prefix` in the bucket. */
+export function sharedStoreEnvironment(postgres: RunningPostgres, minio: RunningMinio, prefix: string): Record<string, string> {
+  return {
+    HARVESTER_STORAGE: `s3://${minio.bucket}/${prefix}`,
+    HARVESTER_CATALOG: postgres.url,
+    AWS_ENDPOINT_URL: minio.endpoint,
+    AWS_REGION: 'us-east-1',
+    AWS_ACCESS_KEY_ID: minio.accessKeyId,
+    AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
+  };
+}

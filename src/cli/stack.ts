@@ -235,7 +235,7 @@ interface SharedStoreSettings {
  * environment file that exports them; later starts reuse both, so the store outlives a restart.
  */
 async function startSharedStore(dataDir: string, launched: (() => Promise<void>)[]): Promise<SharedStoreSettings> {
-  const { newSecret, startMinio, startPostgres } = await import('./shared-services.js');
+  const { newSecret, sharedStoreEnvironment, startMinio, startPostgres } = await import('./shared-services.js');
   const folder = join(dataDir, 'distributed');
   mkdirSync(folder, { recursive: true });
   const credentialsFile = join(folder, 'credentials.json');
@@ -247,14 +247,7 @@ async function startSharedStore(dataDir: string, launched: (() => Promise<void>)
   launched.push(() => postgres.stop());
   const minio = await startMinio(join(folder, 'minio'), { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey });
   launched.push(() => minio.stop());
-  const env = {
-    HARVESTER_STORAGE: `s3://${minio.bucket}/harvests`,
-    HARVESTER_CATALOG: postgres.url,
-    AWS_ENDPOINT_URL: minio.endpoint,
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: minio.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
-  };
+  const env = sharedStoreEnvironment(postgres, minio, 'harvests');
   const envFile = join(folder, 'env.sh');
   writeFileSync(envFile, Object.entries(env).map(([name, value]) => `export ${name}='${value}'\n`).join(''), { mode: 0o600 });
   return { env, secretNames: ['HARVESTER_CATALOG', 'AWS_SECRET_ACCESS_KEY'], envFile };

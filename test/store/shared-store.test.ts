@@ -6,7 +6,7 @@ import { chmodSync, existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMinio, startPostgres, type RunningMinio, type RunningPostgres } from '../../src/cli/shared-services.js';
+import { sharedStoreEnvironment, startMinio, startPostgres, type RunningMinio, type RunningPostgres } from '../../src/cli/shared-services.js';
 import { CallJournal } from '../../src/store/call-journal.js';
 import { listLandings, readLanding } from '../../src/store/landing.js';
 import { storeFromEnvironment, type Store } from '../../src/store/store.js';
@@ -27,14 +27,7 @@ beforeAll(async () => {
   // PostgreSQL may run as another user (see startPostgres): it must reach its folder.
   chmodSync(services, 0o755);
   [postgres, minio, emulator] = await Promise.all([startPostgres(join(services, 'postgres')), startMinio(join(services, 'minio')), startTestEmulator()]);
-  sharedEnv = {
-    HARVESTER_STORAGE: `s3://${minio.bucket}/tests`,
-    HARVESTER_CATALOG: postgres.url,
-    AWS_ENDPOINT_URL: minio.endpoint,
-    AWS_ACCESS_KEY_ID: minio.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
-    AWS_REGION: 'us-east-1',
-  };
+  sharedEnv = sharedStoreEnvironment(postgres, minio, 'tests');
   // The lake's location is read from the environment, as every process of a deployment reads it.
   Object.assign(process.env, sharedEnv);
 }, 120_000);

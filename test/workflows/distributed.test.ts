@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Client } from '@temporalio/client';
-import { startMinio, startPostgres, type RunningMinio, type RunningPostgres } from '../../src/cli/shared-services.js';
+import { sharedStoreEnvironment, startMinio, startPostgres, type RunningMinio, type RunningPostgres } from '../../src/cli/shared-services.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { CLI } from '../support/cli.js';
@@ -31,14 +31,7 @@ beforeAll(async () => {
   // PostgreSQL may run as another user (see startPostgres): it must reach its folder.
   chmodSync(services, 0o755);
   [postgres, minio] = await Promise.all([startPostgres(join(services, 'postgres')), startMinio(join(services, 'minio'))]);
-  sharedEnv = {
-    HARVESTER_STORAGE: `s3://${minio.bucket}/harvests`,
-    HARVESTER_CATALOG: postgres.url,
-    AWS_ENDPOINT_URL: minio.endpoint,
-    AWS_ACCESS_KEY_ID: minio.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
-    AWS_REGION: 'us-east-1',
-  };
+  sharedEnv = sharedStoreEnvironment(postgres, minio, 'harvests');
   // Latency per call, so each kill lands with calls in flight.
   emulator = await startTestEmulator({ apiKeys: [API_KEY], latencyMs: 60 });
   temporal = await temporalClient();
