@@ -484,18 +484,16 @@ CaseContext.prototype.diskUsage = function diskUsage() {
 
 /** PostgreSQL and MinIO for the case's shared store (src/cli/shared-services.ts), and the environment every worker gets. */
 CaseContext.prototype.startSharedStore = async function startSharedStore() {
-  const { sharedStoreEnvironment, startMinio, startPostgres } = await import(join(dist, 'src/cli/shared-services.js'));
-  const services = join(this.dir, 'services');
-  mkdirSync(services, { recursive: true });
+  const { startSharedServices } = await import(join(dist, 'src/cli/shared-services.js'));
   // PostgreSQL runs as the postgres user when this runs as root: it must reach its folder.
   chmodSync(OUT, 0o755);
-  [this.postgres, this.minio] = await Promise.all([startPostgres(join(services, 'postgres')), startMinio(join(services, 'minio'))]);
-  this.sharedEnv = sharedStoreEnvironment(this.postgres, this.minio, 'faults');
-  this.note(`shared store: MinIO ${this.minio.endpoint} and PostgreSQL on 127.0.0.1; each worker's scratch is ${this.dir}/machine-N`);
+  this.services = await startSharedServices(join(this.dir, 'services'));
+  this.sharedEnv = this.services.environment('faults');
+  this.note(`shared store: MinIO ${this.services.minio.endpoint} and PostgreSQL on 127.0.0.1; each worker's scratch is ${this.dir}/machine-N`);
 };
 
 CaseContext.prototype.stopSharedStore = async function stopSharedStore() {
-  await Promise.all([this.postgres?.stop(), this.minio?.stop()]);
+  await this.services?.stop();
 };
 
 /** "Frees space": the tmpfs remounted bigger, in the holder's namespace; its files stay. */

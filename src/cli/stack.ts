@@ -17,6 +17,7 @@ import { TEMPORAL_BINARY, devServerArgs, recordDevServer, runningDevServer, serv
 import { readSecrets, writeSecrets } from '../store/secret-store.js';
 import { devServerDbFile, logsFolder, secretStorePath } from '../store/layout.js';
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
+import { lakeLocation } from '../warehouse/lake.js';
 
 
 /**
@@ -69,6 +70,8 @@ export interface Stack {
   sharedEnvFile?: string;
   /** The workers' scratch directories. */
   workerDirs: string[];
+  /** Where the warehouse is, without secrets. */
+  warehouse: string;
   stop(): Promise<void>;
 }
 
@@ -214,6 +217,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       env: shared ? Object.fromEntries(Object.entries(env).filter(([name]) => !shared.secretNames.includes(name))) : env,
       ...(shared ? { sharedEnvFile: shared.envFile } : {}),
       workerDirs,
+      warehouse: lakeLocation(options.dataDir, { ...process.env, ...env }).description,
       stop: stopAll,
     };
   } catch (error) {
@@ -235,7 +239,7 @@ interface SharedStoreSettings {
  * environment file that exports them; later starts reuse both, so the store outlives a restart.
  */
 async function startSharedStore(dataDir: string, launched: (() => Promise<void>)[]): Promise<SharedStoreSettings> {
-  const { newSecret, sharedStoreEnvironment, startMinio, startPostgres } = await import('./shared-services.js');
+  const { newSecret, startSharedServices } = await import('./shared-services.js');
   const folder = join(dataDir, 'distributed');
   mkdirSync(folder, { recursive: true });
   const credentialsFile = join(folder, 'credentials.json');
@@ -243,11 +247,9 @@ async function startSharedStore(dataDir: string, launched: (() => Promise<void>)
     ? (JSON.parse(readFileSync(credentialsFile, 'utf8')) as { postgresPassword: string; accessKeyId: string; secretAccessKey: string })
     : { postgresPassword: newSecret(), accessKeyId: `harvester${newSecret().slice(0, 8)}`, secretAccessKey: newSecret() };
   writeFileSync(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
-  const postgres = await startPostgres(join(folder, 'postgres'), { password: credentials.postgresPassword });
-  launched.push(() => postgres.stop());
-  const minio = await startMinio(join(folder, 'minio'), { accessKeyId: credentials.accessKeyId, secretAccessKey: credentials.secretAccessKey });
-  launched.push(() => minio.stop());
-  const env = sharedStoreEnvironment(postgres, minio, 'harvests');
+  const services = await startSharedServices(folder, credentials);
+  launched.push(() => services.stop());
+  const env = services.environment('harvests');
   const envFile = join(folder, 'env.sh');
   writeFileSync(envFile, Object.entries(env).map(([name, value]) => `export ${name}='${value}'\n`).join(''), { mode: 0o600 });
   return { env, secretNames: ['HARVESTER_CATALOG', 'AWS_SECRET_ACCESS_KEY'], envFile };

@@ -6,7 +6,7 @@ import { chmodSync, existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sharedStoreEnvironment, startMinio, startPostgres, type RunningMinio, type RunningPostgres } from '../../src/cli/shared-services.js';
+import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
 import { CallJournal } from '../../src/store/call-journal.js';
 import { listLandings, readLanding } from '../../src/store/landing.js';
 import { storeFromEnvironment, type Store } from '../../src/store/store.js';
@@ -15,19 +15,18 @@ import { queryWarehouse } from '../../src/warehouse/query.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample } from '../support/sample-harvest.js';
 
-let postgres: RunningPostgres;
-let minio: RunningMinio;
+let services: SharedServices;
 let emulator: TestEmulator;
 let sharedEnv: Record<string, string>;
 const savedEnv = { ...process.env };
 const stores: Store[] = [];
 
 beforeAll(async () => {
-  const services = mkdtempSync(join(tmpdir(), 'shared-store-'));
+  const folder = mkdtempSync(join(tmpdir(), 'shared-store-'));
   // PostgreSQL may run as another user (see startPostgres): it must reach its folder.
-  chmodSync(services, 0o755);
-  [postgres, minio, emulator] = await Promise.all([startPostgres(join(services, 'postgres')), startMinio(join(services, 'minio')), startTestEmulator()]);
-  sharedEnv = sharedStoreEnvironment(postgres, minio, 'tests');
+  chmodSync(folder, 0o755);
+  [services, emulator] = await Promise.all([startSharedServices(folder), startTestEmulator()]);
+  sharedEnv = services.environment('tests');
   // The lake's location is read from the environment, as every process of a deployment reads it.
   Object.assign(process.env, sharedEnv);
 }, 120_000);
@@ -35,7 +34,7 @@ afterAll(async () => {
   process.env = savedEnv;
   for (const store of stores) await store.close();
   await emulator?.close();
-  await Promise.all([postgres?.stop(), minio?.stop()]);
+  await services?.stop();
 });
 
 /** The store as a process on a machine of its own sees it: a fresh scratch directory. */
@@ -49,10 +48,10 @@ describe('shared storage', () => {
   it('is what the environment names, and says where without its secrets', async () => {
     const store = await machine();
     expect(store.constructor.name).toBe('SharedStore');
-    expect(store.description).toContain(`s3://${minio.bucket}/tests/`);
-    expect(store.description).not.toContain(new URL(postgres.url).password);
+    expect(store.description).toContain(`s3://${services.minio.bucket}/tests/`);
+    expect(store.description).not.toContain(new URL(services.postgres.url).password);
     await expect(storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { HARVESTER_STORAGE: 's3://bucket/x' })).rejects.toThrow(/HARVESTER_CATALOG is not set/);
-    await expect(storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { HARVESTER_CATALOG: postgres.url })).rejects.toThrow(/HARVESTER_STORAGE is not s3:\/\//);
+    await expect(storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { HARVESTER_CATALOG: services.postgres.url })).rejects.toThrow(/HARVESTER_STORAGE is not s3:\/\//);
   });
 
   it('a journal written on one machine is replayed on another, and a later claim there stops the first', async () => {
@@ -136,7 +135,7 @@ describe('shared storage', () => {
   });
 
   it('a catalog that refuses the password says so without the password', async () => {
-    const wrong = new URL(postgres.url);
+    const wrong = new URL(services.postgres.url);
     wrong.password = 'not-the-password-4711';
     const error = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { ...sharedEnv, HARVESTER_CATALOG: wrong.toString() }).then(
       () => undefined,

@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Client } from '@temporalio/client';
-import { sharedStoreEnvironment, startMinio, startPostgres, type RunningMinio, type RunningPostgres } from '../../src/cli/shared-services.js';
+import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { CLI } from '../support/cli.js';
@@ -20,18 +20,17 @@ import { harvestFrom, temporalClient } from '../support/temporal.js';
 const API_KEY = 'sk_live_distributed';
 let emulator: TestEmulator;
 let temporal: Client;
-let postgres: RunningPostgres;
-let minio: RunningMinio;
+let services: SharedServices;
 /** What every worker (and this test, to read the lake) is given: the shared store. */
 let sharedEnv: Record<string, string>;
 const savedEnv = { ...process.env };
 
 beforeAll(async () => {
-  const services = mkdtempSync(join(tmpdir(), 'distributed-'));
+  const folder = mkdtempSync(join(tmpdir(), 'distributed-'));
   // PostgreSQL may run as another user (see startPostgres): it must reach its folder.
-  chmodSync(services, 0o755);
-  [postgres, minio] = await Promise.all([startPostgres(join(services, 'postgres')), startMinio(join(services, 'minio'))]);
-  sharedEnv = sharedStoreEnvironment(postgres, minio, 'harvests');
+  chmodSync(folder, 0o755);
+  services = await startSharedServices(folder);
+  sharedEnv = services.environment('harvests');
   // Latency per call, so each kill lands with calls in flight.
   emulator = await startTestEmulator({ apiKeys: [API_KEY], latencyMs: 60 });
   temporal = await temporalClient();
@@ -40,7 +39,7 @@ afterAll(async () => {
   process.env = savedEnv;
   await temporal?.connection.close();
   await emulator?.close();
-  await Promise.all([postgres?.stop(), minio?.stop()]);
+  await services?.stop();
 });
 
 /** A worker on a machine of its own: a fresh scratch directory, and the shared store. */

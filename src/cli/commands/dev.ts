@@ -1,6 +1,5 @@
 import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { lakeLocation } from '../../warehouse/lake.js';
 import { wholeNumber } from '../options.js';
 import { startStack } from '../stack.js';
 
@@ -43,7 +42,7 @@ Examples:
           `Temporal:      ${stack.temporalAddress}`,
           `API:           ${stack.apiBaseUrl}${options.emulator ? ' (emulator)' : ''}`,
           `Webhooks:      ${stack.receiverUrl}`,
-          `Warehouse:     ${lakeLocation(dataDir, { ...process.env, ...stack.env }).description} (DuckLake)`,
+          `Warehouse:     ${stack.warehouse} (DuckLake)`,
           ...(stack.sharedEnvFile ? [`Workers:       ${stack.workerDirs.length}, scratch in ${stack.workerDirs.join(', ')}`] : []),
           `Logs:          ${stack.logsDir}`,
           '',

@@ -4,7 +4,7 @@
  * client: AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION, and AWS_ENDPOINT_URL (or
  * AWS_ENDPOINT_URL_S3) for a store that is not AWS.
  */
-import { DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, NoSuchKey, NotFound, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, NoSuchKey, NotFound, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import type { ObjectStorageSettings } from './shared-settings.js';
 
 /** An object store failed: says which object and what happened, never a credential. */
@@ -19,6 +19,10 @@ export class ObjectStorage {
   private readonly client: S3Client;
 
   constructor(readonly settings: ObjectStorageSettings) {
+    // The SDK warns, once per process, that its versions from January 2027 on will need Node 22;
+    // package.json pins a version that supports the Node 20 this project supports, so the warning
+    // is noise on every worker's stderr.
+    process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
     this.client = new S3Client({
       region: settings.region,
       ...(settings.endpoint ? { endpoint: settings.endpoint, forcePathStyle: true } : {}),
@@ -83,6 +87,15 @@ export class ObjectStorage {
       throw new ObjectStorageError('list', this.url(under), error);
     }
     return keys;
+  }
+
+  /** Makes the bucket, unless this account has it already. */
+  async createBucket(): Promise<void> {
+    try {
+      await this.client.send(new CreateBucketCommand({ Bucket: this.settings.bucket }));
+    } catch (error) {
+      if ((error as Error).name !== 'BucketAlreadyOwnedByYou') throw new ObjectStorageError('make the bucket', `s3://${this.settings.bucket}`, error);
+    }
   }
 
   close(): void {
