@@ -79,13 +79,14 @@ const { startCorruptingProxy } = await import(join(dist, 'src/emulator/corruptin
 const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-config.js'));
 const { devServerArgs, TEMPORAL_BINARY } = await import(join(dist, 'src/temporal/dev-server.js'));
-const { freePort, WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
+const { freePort } = await import(join(dist, 'src/cli/free-port.js'));
+const { WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
 const { queryWarehouse } = await import(join(dist, 'src/warehouse/query.js'));
 const { listLandings } = await import(join(dist, 'src/store/landing.js'));
 const { landingFile } = await import(join(dist, 'src/store/layout.js'));
 const { CallJournal, FileJournalLog } = await import(join(dist, 'src/store/call-journal.js'));
 const { lakeExists } = await import(join(dist, 'src/warehouse/lake.js'));
-const { storeFromEnvironment } = await import(join(dist, 'src/store/store.js'));
+const { storeFromEnvironment } = await import(join(dist, 'src/store/store-from-environment.js'));
 
 const HARVEST_KEY = 'sk_live_faults_harvest';
 const VERIFY_KEY = 'sk_live_faults_verify';

@@ -26,7 +26,8 @@ const { SocialApiClient } = await import(join(dist, 'src/api/client.js'));
 const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-config.js'));
 const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
-const { freePort, WORKER_NODE_FLAGS: STACK_WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
+const { freePort } = await import(join(dist, 'src/cli/free-port.js'));
+const { WORKER_NODE_FLAGS: STACK_WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
 const { TOPICS, hashtagOf } = await import(join(dist, 'src/emulator/world/vocabulary.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });

@@ -67,7 +67,7 @@ const { startEmulator, EMULATOR_DEFAULTS } = await import(join(dist, 'src/emulat
 const { World } = await import(join(dist, 'src/emulator/world/world.js'));
 const { SocialApiClient } = await import(join(dist, 'src/api/client.js'));
 const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
-const { freePort } = await import(join(dist, 'src/cli/stack.js'));
+const { freePort } = await import(join(dist, 'src/cli/free-port.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 

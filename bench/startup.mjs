@@ -36,7 +36,7 @@ const dist = join(root, 'dist');
 const CLI = join(dist, 'src', 'cli', 'main.js');
 const { startEmulator } = await import(join(dist, 'src/emulator/server.js'));
 const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
-const { freePort } = await import(join(dist, 'src/cli/stack.js'));
+const { freePort } = await import(join(dist, 'src/cli/free-port.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 

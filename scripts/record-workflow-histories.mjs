@@ -20,7 +20,7 @@ const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-config.js'));
 const { createHarvestWorker } = await import(join(dist, 'src/temporal/worker.js'));
 const { TEMPORAL_BINARY, ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
-const { freePort } = await import(join(dist, 'src/cli/stack.js'));
+const { freePort } = await import(join(dist, 'src/cli/free-port.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const out = new URL('../test/workflows/histories/', import.meta.url).pathname;

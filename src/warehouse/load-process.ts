@@ -6,7 +6,8 @@
  * flat however many items runs land. Importing the loader (DuckDB's native library) is most of
  * this process's start, which is why it is started before it is needed and then reused.
  */
-import { storeFromEnvironment, type Store } from '../store/store.js';
+import { storeFromEnvironment } from '../store/store-from-environment.js';
+import type { Store } from '../store/store.js';
 import { createLakeEngine } from './lake.js';
 import { loadLandings } from './loader.js';
 import { maintainIfDue } from './maintenance.js';

@@ -9,7 +9,7 @@ import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { freePort } from '../../src/cli/stack.js';
+import { freePort } from '../../src/cli/free-port.js';
 import { reachable } from '../../src/temporal/connection.js';
 import { CLI, runCli, type CliResult } from '../support/cli.js';
 import { waitFor } from '../support/emulator.js';

@@ -7,9 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
-import { CallJournal } from '../../src/store/call-journal.js';
+import { CallJournal, runFailures } from '../../src/store/call-journal.js';
 import { listLandings, readLanding } from '../../src/store/landing.js';
-import { storeFromEnvironment, type Store } from '../../src/store/store.js';
+import { storeFromEnvironment } from '../../src/store/store-from-environment.js';
+import type { Store } from '../../src/store/store.js';
 import { exportParquet } from '../../src/warehouse/export.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { maintainLake } from '../../src/warehouse/maintenance.js';
@@ -68,7 +69,6 @@ describe('shared storage', () => {
     await replayed.claim(2);
     await expect(journal.intend('c', 10)).rejects.toThrow(/attempt 1 of this work was superseded/);
     await replayed.fail('b', { target: 't', endpoint: 'tiktok/stats', subject: 'u', reason: 'gone', at: '2026-01-01T00:00:00Z' });
-    const { runFailures } = await import('../../src/store/call-journal.js');
     expect([...(await runFailures(first.journals, 'run-j')).keys()]).toEqual(['b']);
   });
 

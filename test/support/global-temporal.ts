@@ -6,7 +6,7 @@
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import pRetry from 'p-retry';
 import type { TestProject } from 'vitest/node';
-import { freePort } from '../../src/cli/stack.js';
+import { freePort } from '../../src/cli/free-port.js';
 import { ephemeralServerOptions } from '../../src/temporal/dev-server.js';
 
 declare module 'vitest' {

@@ -8,7 +8,8 @@ import { connectClient, DEFAULT_TEMPORAL_ADDRESS } from '../../temporal/connecti
 import { devServerDbFile, lakeCatalogFile } from '../../store/layout.js';
 import { readerSql } from '../../warehouse/lake.js';
 import { queryWarehouse } from '../../warehouse/query.js';
-import { freePort, startStack, type Stack } from '../stack.js';
+import { freePort } from '../free-port.js';
+import { startStack, type Stack } from '../stack.js';
 import { resultWithProgress } from '../run-progress.js';
 import { textTable } from '../text-table.js';
 import { harvestWorkflow } from '../../../workflows/harvest.js';

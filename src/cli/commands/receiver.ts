@@ -6,7 +6,7 @@ import { TOOLS_DIR } from '../../config/project-paths.js';
 import { createLogger } from '../../logger.js';
 import { startWebhookReceiver } from '../../webhooks/receiver.js';
 import { temporalWebhookHandler } from '../../webhooks/temporal-bridge.js';
-import { storeFromEnvironment } from '../../store/store.js';
+import { storeFromEnvironment } from '../../store/store-from-environment.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { readSecrets } from '../../store/secret-store.js';
 import { secretStorePath, webhookJournalFile } from '../../store/layout.js';

@@ -15,7 +15,7 @@ import {
   type ApplyResult,
   type HarvestScheduleView,
 } from '../../temporal/schedules.js';
-import { storeFromEnvironment } from '../../store/store.js';
+import { storeFromEnvironment } from '../../store/store-from-environment.js';
 import { runApiFromEnv, taskQueueFromEnv } from '../run-environment.js';
 import { UsageError } from '../options.js';
 import { textTable } from '../text-table.js';

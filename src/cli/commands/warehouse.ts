@@ -1,7 +1,7 @@
 import type { Json } from '@duckdb/node-api';
 import { Command, Option } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { storeFromEnvironment } from '../../store/store.js';
+import { storeFromEnvironment } from '../../store/store-from-environment.js';
 import { csvLine } from '../../text/csv.js';
 import { exportParquet } from '../../warehouse/export.js';
 import { loadLandings } from '../../warehouse/loader.js';
