@@ -11,6 +11,8 @@ import { CallJournal, runFailures } from '../../src/store/call-journal.js';
 import { listLandings, readLanding } from '../../src/store/landing.js';
 import { storeFromEnvironment } from '../../src/store/store-from-environment.js';
 import type { Store } from '../../src/store/store.js';
+import { loadReportData } from '../../src/report/report-data.js';
+import { renderReport } from '../../src/report/render-report.js';
 import { exportParquet } from '../../src/warehouse/export.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { maintainLake } from '../../src/warehouse/maintenance.js';
@@ -149,6 +151,15 @@ describe('shared storage', () => {
     const exported = await exportParquet(reader, out);
     expect(exported.tables.items).toBe(Number(before!.items));
     expect(exported.snapshot).toBe(maintained.snapshot);
+  });
+
+  it('the report of a machine with nothing of the lake on its disk counts what the shared lake holds', async () => {
+    const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+    const [lake] = (await queryWarehouse(reader, 'SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM api_calls) AS calls, (SELECT sum(credits) FROM api_calls) AS credits')).rows;
+    const report = await loadReportData(mkdtempSync(join(tmpdir(), 'reporter-')));
+    expect(report.totals).toMatchObject({ items: Number(lake!.items), apiCalls: Number(lake!.calls), credits: Number(lake!.credits) });
+    expect(report.totals.items).toBeGreaterThan(0);
+    expect(await renderReport(report)).toContain('<svg');
   });
 
   it('a catalog that refuses the password says so without the password', async () => {
