@@ -180,6 +180,14 @@ async function prepareFor(connection: DuckDBConnection, location: LakeLocation):
 /** A connection with the lake attached as its default database, and how to let go of it. */
 export interface LakeConnection {
   connection: DuckDBConnection;
+  /**
+   * The connection's own database (the engine's memory, or the loader's file), whose default the
+   * lake replaced: statements that name only temporary tables bind there in half the time, since
+   * a name looked up from the lake is first looked for in the lake's catalog.
+   */
+  home: string;
+  /** Whether this open made the lake (given its schema by `create`): nothing else can have changed it yet. */
+  created: boolean;
   close(): Promise<void>;
 }
 
@@ -226,7 +234,7 @@ export async function openLake(
   } else if (!(await lakeExists(dataDir))) {
     throw new Error(`no warehouse at ${location.description} yet: run a harvest (or a load) first`);
   }
-  let lake: LakeConnection;
+  let lake: Omit<LakeConnection, 'home' | 'created'>;
   if (access === 'write' && engine) {
     const connection = await engine.connect();
     lake = {
@@ -252,10 +260,12 @@ export async function openLake(
       // A batch's staged tables spill here when they outgrow the memory limit, not into the working directory.
       await lake.connection.run(`SET temp_directory = ${sqlString(loaderSpillFolder(dataDir))}`);
     }
+    const home = String((await lake.connection.runAndReadAll('SELECT current_database()')).getRows()[0]?.[0]);
     // A shared lake is made by the writer's first schema transaction: its readers know it by its tables.
-    if (access === 'write' && create && !location.shared && !existsSync(lakeCatalogFile(dataDir))) await createLake(lake.connection, location, create);
+    const created = access === 'write' && create !== undefined && !location.shared && !existsSync(lakeCatalogFile(dataDir));
+    if (created) await createLake(lake.connection, home, location, create);
     await attachLake(lake.connection, dataDir, access, snapshot);
-    return lake;
+    return { ...lake, home, created };
   } catch (error) {
     await lake.close();
     throw error;
@@ -271,13 +281,12 @@ export type LakeCreation = (connection: DuckDBConnection) => Promise<void>;
  * between the catalog's creation and its first tables was told "Table items does not exist").
  * Called by the writer alone, holding the writers' lock.
  */
-async function createLake(connection: DuckDBConnection, location: LakeLocation, create: LakeCreation): Promise<void> {
+async function createLake(connection: DuckDBConnection, home: string, location: LakeLocation, create: LakeCreation): Promise<void> {
   const catalog = location.description;
   const draft = `${catalog}.new`;
   // A draft left by a writer that was killed while making it is unfinished: it starts again.
   rmSync(draft, { force: true });
   await prepareFor(connection, location);
-  const home = String((await connection.runAndReadAll('SELECT current_database()')).getRows()[0]?.[0]);
   await connection.run(lakeAttach(location, false, undefined, `ducklake:sqlite:${draft}`));
   try {
     await connection.run(`USE ${LAKE}`);

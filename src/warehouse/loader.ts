@@ -16,7 +16,7 @@ import { inTransaction, scalarOf, sqlString, tableNames } from './duckdb.js';
 import { listLandings, type UnloadableLanding } from '../store/landing.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
-import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
+import { LAKE, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
 import { extract, type LoadPackage } from './load-package.js';
 import { merge } from './merge.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
@@ -79,7 +79,7 @@ async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions)
   const started = Date.now();
   const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
   try {
-    await ensureSchema(db.connection);
+    if (!db.created) await ensureSchema(db.connection);
     await migrateLegacyWarehouse(db.connection, dataDir, options.logger);
     let landingsLoaded = 0;
     let rowsLoaded = 0;
@@ -98,7 +98,7 @@ async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions)
     // committed before it stay loaded).
     for (;;) {
       try {
-        await loadPending(db.connection, dataDir, store, options, quarantine, (loaded) => {
+        await loadPending(db, dataDir, store, options, quarantine, (loaded) => {
           landingsLoaded += loaded.keys.length;
           rowsLoaded += loaded.rows;
           batches++;
@@ -119,13 +119,14 @@ async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions)
 
 /** Loads the landings not loaded yet, batch by batch, each in its own transaction. */
 async function loadPending(
-  connection: DuckDBConnection,
+  lake: LakeConnection,
   dataDir: string,
   store: Store,
   options: LoadOptions,
   quarantine: (landings: UnloadableLanding[]) => Promise<void>,
   onBatch: (loaded: { keys: readonly string[]; rows: number }) => void,
 ): Promise<void> {
+  const { connection } = lake;
   const loaded = new Set((await connection.runAndReadAll('SELECT landing FROM loaded_landings')).getRows().map((row) => String(row[0])));
   await store.stageLandings(loaded);
   const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
@@ -141,7 +142,7 @@ async function loadPending(
       await quarantine(loadPackage.rejected);
       if (loadPackage.keys.length === 0) continue;
       batch++;
-      await normalize(connection, dataDir, loadPackage);
+      await normalize(lake, dataDir, loadPackage);
       const rows = await merge(connection, () => options.beforeCommit?.(batch));
       onBatch({ keys: loadPackage.keys, rows });
       options.logger?.info({ batch, landings: loadPackage.keys.length }, 'loaded a batch of landings');

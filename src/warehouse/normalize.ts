@@ -11,6 +11,7 @@ import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../api-catalog/content-
 import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../api-catalog/endpoints.js';
 import { notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import { sqlString } from './duckdb.js';
+import { LAKE, type LakeConnection } from './lake.js';
 import { extract, type LandingShape, type LoadPackage } from './load-package.js';
 import { STAGED_TABLES } from './schema.js';
 import { loaderCheckFolder } from '../store/layout.js';
@@ -213,15 +214,22 @@ const CHECK_SQL = `
  * warehouse table, ready to merge. Throws `UnloadableLandingsError`, naming each landing at fault
  * and why, when any landing of the package cannot be read or normalized.
  */
-export async function normalize(connection: DuckDBConnection, dataDir: string, loadPackage: LoadPackage): Promise<void> {
+export async function normalize(lake: LakeConnection, dataDir: string, loadPackage: LoadPackage): Promise<void> {
+  const { connection } = lake;
+  // Its statements name only temporary tables and views: they bind faster from the connection's own database.
+  await connection.run(`USE "${lake.home}"`);
   try {
-    for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
-  } catch (error) {
-    throw await unreadableLandings(connection, dataDir, loadPackage.keys, error as Error);
+    try {
+      for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
+    } catch (error) {
+      throw await unreadableLandings(connection, dataDir, loadPackage.keys, error as Error);
+    }
+    for (const statement of STAGE_SQL) await connection.run(statement);
+    const problems = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson();
+    if (problems.length > 0) throw new UnloadableLandingsError(problems.map((problem) => ({ key: String(problem._landing), reason: `${String(problem.problem)} (${String(problem.endpoint)})` })));
+  } finally {
+    await connection.run(`USE ${LAKE}`);
   }
-  for (const statement of STAGE_SQL) await connection.run(statement);
-  const problems = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson();
-  if (problems.length > 0) throw new UnloadableLandingsError(problems.map((problem) => ({ key: String(problem._landing), reason: `${String(problem.problem)} (${String(problem.endpoint)})` })));
 }
 
 /** Landings that cannot be loaded; nothing of the batch that met them was loaded. */
