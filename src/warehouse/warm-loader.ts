@@ -3,7 +3,7 @@
  *
  * Why warm: starting Node and DuckDB's native library took about 0.2 s of every run's final load,
  * a run's last step, so it added to every run's duration; a short run ends before a process
- * started with it is ready. The process is started when a run begins (`prewarm`), and it stays
+ * started with it is ready. The process is started with the worker (`prewarm`), and it stays
  * ready for the runs that follow, however far apart (a schedule's next run may be a day away).
  * A process that has loaded keeps what DuckDB's allocations grew to (about 110 MB after 100,000
  * items, against 80 MB fresh), so after a minute without loads it is replaced by a fresh one:
