@@ -97,6 +97,8 @@ const RUN_FORGOTTEN_AFTER_MS = 24 * 3_600_000;
 class LoadsDuringRuns {
   /** Each running run: when it started here, and the landings the loads during it quarantined. */
   readonly #runs = new Map<string, { since: number; quarantined: string[] }>();
+  /** The loads during runs that have not answered yet. */
+  readonly #loading = new Set<Promise<void>>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -119,24 +121,33 @@ class LoadsDuringRuns {
     this.#tick();
   }
 
-  /** The run is loading for the last time: no more loads for it. Returns what the loads during it quarantined. */
-  finished(runId: string): string[] {
-    const quarantined = this.#runs.get(runId)?.quarantined ?? [];
+  /**
+   * The run is loading for the last time: no more loads for it. Returns what the loads during it
+   * quarantined, once a load still going has answered (a short run ends while its first load runs:
+   * what that load set aside would otherwise be reported to no one).
+   */
+  async finished(runId: string): Promise<string[]> {
+    const run = this.#runs.get(runId);
     this.#runs.delete(runId);
     if (this.#runs.size === 0) this.#stop();
-    return quarantined;
+    await Promise.all(this.#loading);
+    return run?.quarantined ?? [];
   }
 
   #tick(): void {
     for (const [runId, { since }] of this.#runs) if (Date.now() - since > RUN_FORGOTTEN_AFTER_MS) this.#runs.delete(runId);
     if (this.#runs.size === 0) return this.#stop();
-    this.loader.loadInBackground(
+    // What a load sets aside is reported to the runs going on when it began, ended since or not.
+    const runs = [...this.#runs.values()];
+    const loading = this.loader.loadInBackground(
       this.dataDir,
       (result) => {
-        for (const run of this.#runs.values()) run.quarantined.push(...result.quarantined.map(quarantineLine));
+        for (const run of runs) run.quarantined.push(...result.quarantined.map(quarantineLine));
       },
       (error) => this.logger?.warn({ err: error.message }, 'a load during the run failed; the final load loads what it did not'),
     );
+    this.#loading.add(loading);
+    void loading.finally(() => this.#loading.delete(loading));
   }
 
   #stop(): void {
@@ -221,7 +232,7 @@ export function runActivities(deps: RunActivityDeps) {
     const context = Context.current();
     const heartbeat = setInterval(() => context.heartbeat(), 5_000);
     try {
-      const quarantinedDuringRun = loadsDuringRuns.finished(input.runId);
+      const quarantinedDuringRun = await loadsDuringRuns.finished(input.runId);
       const result = await loader.load(deps.dataDir, context.cancellationSignal, input.runId);
       // This run's landings only (a load on a shared data directory also loads other runs'), and
       // all of them, the loads during the run's and an earlier attempt's too.

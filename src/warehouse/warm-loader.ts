@@ -58,11 +58,12 @@ export class WarmLoader {
    * Loads what is pending now, without waiting for it: the loads during a run, so what it buys
    * appears in the warehouse as it goes and its final load has only the rest. Skipped while a load
    * waits its turn (it will take these landings too). A failure is only reported to `onError`: the
-   * run's final load loads what this one did not, or fails the run saying why.
+   * run's final load loads what this one did not, or fails the run saying why. Settles once the
+   * load and its callback are done (at once when skipped).
    */
-  loadInBackground(dataDir: string, onLoaded: (result: LoadResult) => void, onError: (error: Error) => void): void {
-    if (this.#oneAtATime.pendingCount > 0) return;
-    this.load(dataDir).then(onLoaded, onError);
+  loadInBackground(dataDir: string, onLoaded: (result: LoadResult) => void, onError: (error: Error) => void): Promise<void> {
+    if (this.#oneAtATime.pendingCount > 0) return Promise.resolve();
+    return this.load(dataDir).then(onLoaded, onError);
   }
 
   /** Stops the load process, if one runs. */
