@@ -1,11 +1,11 @@
 /**
  * Everything the harvest keeps outside the warehouse, behind one interface: the call journal,
- * landings and their quarantine, listing coverage, the job registry, the credits-low alert and
- * media files. Two backends:
+ * landings and their quarantine, listing coverage, the job registry, the credits-low alert, media
+ * files and the mark of the lake's last maintenance. Two backends:
  * - LocalStore (here): the data directory, as files; the embedded default;
  * - SharedStore (src/store/shared): S3-compatible object storage for landings, quarantine and
  *   media, and PostgreSQL for what must be transactional and shared (the journal, coverage, jobs,
- *   the alert), so workers on many machines, each with its own scratch directory, share one store.
+ *   the alert, the maintenance mark), so workers on many machines, each with its own scratch directory, share one store.
  * Which one a process uses is configured by HARVESTER_STORAGE and HARVESTER_CATALOG
  * (store-from-environment.ts).
  */
@@ -14,6 +14,7 @@ import { FileJournals, type JournalStore } from './call-journal.js';
 import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
 import { findLanding, isLanded, quarantinedLandingsOfRun, quarantineLanding, writeLanding, type Landing } from './landing.js';
 import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
+import { lakeMaintainedAt, markLakeMaintained } from './maintenance-mark.js';
 import { storeMedia, type StoredMedia } from './media-store.js';
 
 export interface Store {
@@ -50,6 +51,13 @@ export interface Store {
 
   /** Stores a media file's bytes once, by their hash. */
   storeMedia(bytes: Uint8Array, mimeType: string): Promise<StoredMedia>;
+
+  /**
+   * When the lake was last maintained (or first marked, for the daily maintenance after a run's
+   * load), in ms; undefined when never. One mark for every process that shares the store.
+   */
+  lakeMaintainedAt(): Promise<number | undefined>;
+  markLakeMaintained(atMs: number): Promise<void>;
 
   /**
    * Runs `work` as the lake's only writer among every process that shares the store. In a data
@@ -128,6 +136,14 @@ export class LocalStore implements Store {
 
   async storeMedia(bytes: Uint8Array, mimeType: string): Promise<StoredMedia> {
     return storeMedia(this.dataDir, bytes, mimeType);
+  }
+
+  async lakeMaintainedAt(): Promise<number | undefined> {
+    return lakeMaintainedAt(this.dataDir);
+  }
+
+  async markLakeMaintained(atMs: number): Promise<void> {
+    markLakeMaintained(this.dataDir, atMs);
   }
 
   asLakeWriter<T>(work: () => Promise<T>): Promise<T> {

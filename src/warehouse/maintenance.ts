@@ -6,8 +6,6 @@
  * read since the maintenance before.
  * It is the lake's writer while it runs (one at a time with loads); readers are never stopped.
  */
-import { statSync, writeFileSync } from 'node:fs';
-import { maintenanceMarkFile } from '../store/layout.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { scalarOf, sqlString } from './duckdb.js';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
@@ -37,25 +35,31 @@ export interface MaintenanceResult {
 /** How often the runs' final loads maintain the lake by themselves. */
 export const MAINTENANCE_INTERVAL_MS = 24 * 3_600_000;
 
-/** Maintains the lake if it was not maintained within MAINTENANCE_INTERVAL_MS: the scheduled step after a run's final load. */
-export async function maintainIfDue(dataDir: string, nowMs = Date.now(), store?: Store): Promise<MaintenanceResult | undefined> {
-  let lastMs: number;
-  try {
-    lastMs = statSync(maintenanceMarkFile(dataDir)).mtimeMs;
-  } catch {
+/**
+ * Maintains the lake if it was not maintained within MAINTENANCE_INTERVAL_MS: the scheduled step
+ * after a run's final load. The mark is the store's, so machines sharing a store share it.
+ */
+export async function maintainIfDue(dataDir: string, nowMs = Date.now(), store: Store = new LocalStore(dataDir)): Promise<MaintenanceResult | undefined> {
+  const lastMs = await store.lakeMaintainedAt();
+  if (lastMs === undefined) {
     // Never maintained: a young lake has little to merge, so its first maintenance is a day away.
-    writeFileSync(maintenanceMarkFile(dataDir), `${new Date(nowMs).toISOString()}\n`);
+    await store.markLakeMaintained(nowMs);
     return undefined;
   }
   if (nowMs - lastMs < MAINTENANCE_INTERVAL_MS) return undefined;
-  return maintainLake(dataDir, store ? { store } : {});
+  return store.asLakeWriter(async () => {
+    // Asked again as the writer: another machine may have maintained the lake while this one waited its turn.
+    const againMs = await store.lakeMaintainedAt();
+    if (againMs !== undefined && nowMs - againMs < MAINTENANCE_INTERVAL_MS) return undefined;
+    return maintainAsWriter(dataDir, { store }, nowMs);
+  });
 }
 
 export async function maintainLake(dataDir: string, options: MaintenanceOptions = {}): Promise<MaintenanceResult> {
   return (options.store ?? new LocalStore(dataDir)).asLakeWriter(() => maintainAsWriter(dataDir, options));
 }
 
-async function maintainAsWriter(dataDir: string, options: MaintenanceOptions): Promise<MaintenanceResult> {
+async function maintainAsWriter(dataDir: string, options: MaintenanceOptions, atMs = Date.now()): Promise<MaintenanceResult> {
   const started = Date.now();
   const keepHours = options.keepSnapshotsHours ?? DEFAULT_KEEP_SNAPSHOTS_HOURS;
   const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000);
@@ -72,7 +76,7 @@ async function maintainAsWriter(dataDir: string, options: MaintenanceOptions): P
     const deleted = await db.connection.runAndReadAll(`CALL ducklake_cleanup_old_files(${lake}, cleanup_all => true)`);
     await db.connection.run(`CALL ducklake_merge_adjacent_files(${lake})`);
     await db.connection.run(`CALL ducklake_expire_snapshots(${lake}, older_than => now() - INTERVAL ${Math.max(0, keepHours)} HOUR)`);
-    writeFileSync(maintenanceMarkFile(dataDir), `${new Date().toISOString()}\n`);
+    await (options.store ?? new LocalStore(dataDir)).markLakeMaintained(atMs);
     return {
       dataFilesBefore,
       dataFilesAfter: await dataFiles(),

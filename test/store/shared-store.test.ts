@@ -15,7 +15,7 @@ import { loadReportData } from '../../src/report/report-data.js';
 import { renderReport } from '../../src/report/render-report.js';
 import { exportParquet } from '../../src/warehouse/export.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
-import { maintainLake } from '../../src/warehouse/maintenance.js';
+import { MAINTENANCE_INTERVAL_MS, maintainIfDue, maintainLake } from '../../src/warehouse/maintenance.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample } from '../support/sample-harvest.js';
@@ -151,6 +151,18 @@ describe('shared storage', () => {
     const exported = await exportParquet(reader, out);
     expect(exported.tables.items).toBe(Number(before!.items));
     expect(exported.snapshot).toBe(maintained.snapshot);
+  });
+
+  it('the daily maintenance is one for every machine: the mark one makes, another reads, and once due only the first to ask maintains', async () => {
+    const [first, second] = [await machine(), await machine()];
+    const markedMs = Date.now();
+    await first.markLakeMaintained(markedMs);
+    expect(await second.lakeMaintainedAt()).toBe(markedMs);
+    expect(await maintainIfDue(second.dataDir, markedMs + 60_000, second)).toBeUndefined();
+    const dayLater = markedMs + MAINTENANCE_INTERVAL_MS + 60_000;
+    const [one, other] = await Promise.all([maintainIfDue(first.dataDir, dayLater, first), maintainIfDue(second.dataDir, dayLater, second)]);
+    expect([one, other].filter((done) => done !== undefined)).toHaveLength(1);
+    expect(await first.lakeMaintainedAt()).toBe(dayLater);
   });
 
   it('the report of a machine with nothing of the lake on its disk counts what the shared lake holds', async () => {

@@ -39,7 +39,7 @@ CREATE TABLE IF NOT EXISTS harvester_document (
 );`;
 
 /** The kinds of document the catalog keeps, each by its own key. */
-export type DocumentKind = 'coverage' | 'job' | 'target-job' | 'alert';
+export type DocumentKind = 'coverage' | 'job' | 'target-job' | 'alert' | 'mark';
 
 export class PostgresCatalog implements JournalStore {
   private constructor(

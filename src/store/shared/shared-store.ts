@@ -21,6 +21,8 @@ import type { ObjectStorage } from './object-storage.js';
 
 /** The one credits-low alert's key among the catalog's alert documents. */
 const CREDITS_LOW = 'credits-low';
+/** The lake's last maintenance: one mark for every machine, so the daily maintenance runs once a day, not once per machine. */
+const LAKE_MAINTAINED = 'lake-maintained';
 
 /** Objects fetched at once when the loader stages landings. */
 const STAGING_FETCHES = 16;
@@ -135,6 +137,15 @@ export class SharedStore implements Store {
 
   creditsLow(): Promise<CreditsLow | undefined> {
     return this.catalog.getDocument<CreditsLow>('alert', CREDITS_LOW);
+  }
+
+  async lakeMaintainedAt(): Promise<number | undefined> {
+    const mark = await this.catalog.getDocument<{ at: string }>('mark', LAKE_MAINTAINED);
+    return mark ? Date.parse(mark.at) : undefined;
+  }
+
+  markLakeMaintained(atMs: number): Promise<void> {
+    return this.catalog.putDocument('mark', LAKE_MAINTAINED, { at: new Date(atMs).toISOString() });
   }
 
   /** Content-addressed, as in a data directory: an object already there under the hash is not written again. */
