@@ -54,3 +54,18 @@ export async function tableNames(connection: DuckDBConnection, database: string)
 export function sqlString(value: string): string {
   return `'${value.replaceAll("'", "''")}'`;
 }
+
+/** A SQL identifier (a table, column or database name), quoted. */
+export function sqlIdentifier(name: string): string {
+  return `"${name.replaceAll('"', '""')}"`;
+}
+
+/** Runs `work` with `database` as the connection's default, and then makes `after` the default. */
+export async function withDefaultDatabase<T>(connection: DuckDBConnection, database: string, after: string, work: () => Promise<T>): Promise<T> {
+  await connection.run(`USE ${sqlIdentifier(database)}`);
+  try {
+    return await work();
+  } finally {
+    await connection.run(`USE ${sqlIdentifier(after)}`);
+  }
+}

@@ -1,7 +1,7 @@
 import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { scalarOf, sqlString, tableNames } from './duckdb.js';
+import { scalarOf, sqlIdentifier, sqlString, tableNames } from './duckdb.js';
 import { LAKE, latestSnapshot, openLake, type LakeConnection } from './lake.js';
 
 /**
@@ -54,10 +54,6 @@ export interface ExportResult {
   snapshot: number;
 }
 
-function quoted(identifier: string): string {
-  return `"${identifier.replaceAll('"', '""')}"`;
-}
-
 function parquetFiles(dir: string): string[] {
   const files: string[] = [];
   for (const entry of readdirSync(dir, { withFileTypes: true })) {
@@ -74,13 +70,13 @@ function parquetFiles(dir: string): string[] {
  */
 async function exportSelect(connection: DuckDBConnection, table: string, partition: { platform?: string; date?: string }): Promise<string> {
   const reader = await connection.runAndReadAll(`SELECT column_name, data_type FROM information_schema.columns WHERE table_catalog = ${sqlString(LAKE)} AND table_name = ${sqlString(table)} ORDER BY ordinal_position`);
-  const columns = (reader.getRows() as [string, string][]).map(([name, type]) => (type === 'JSON' ? `CAST(${quoted(name)} AS VARCHAR) AS ${quoted(name)}` : quoted(name)));
+  const columns = (reader.getRows() as [string, string][]).map(([name, type]) => (type === 'JSON' ? `CAST(${sqlIdentifier(name)} AS VARCHAR) AS ${sqlIdentifier(name)}` : sqlIdentifier(name)));
   const extra = [
     ...(partition.platform && partition.platform !== 'platform' ? [`${partition.platform} AS platform`] : []),
     // Dates are UTC days, whatever the session's time zone.
     ...(partition.date ? [`CAST(timezone('UTC', ${partition.date}) AS DATE) AS date`] : []),
   ];
-  return `SELECT ${[...columns, ...extra].join(', ')} FROM ${quoted(table)}`;
+  return `SELECT ${[...columns, ...extra].join(', ')} FROM ${sqlIdentifier(table)}`;
 }
 
 /**
@@ -143,7 +139,7 @@ export async function exportParquet(dataDir: string, outDir: string, options: Ex
       const tableDir = join(directory, table);
       rmSync(tableDir, { recursive: true, force: true });
       const select = await exportSelect(db.connection, table, partition);
-      const count = await scalarOf(db.connection, `SELECT count(*) FROM ${quoted(table)}`);
+      const count = await scalarOf(db.connection, `SELECT count(*) FROM ${sqlIdentifier(table)}`);
       tables[table] = count;
       if (count === 0) {
         mkdirSync(tableDir, { recursive: true });

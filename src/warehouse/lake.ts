@@ -15,7 +15,7 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../config/project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
 import { objectStorageSettings, redactedUrl } from '../store/shared/shared-settings.js';
-import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames } from './duckdb.js';
+import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames, withDefaultDatabase } from './duckdb.js';
 
 /** The name the lake is attached under; the readers' and the loader's default database. */
 export const LAKE = 'lake';
@@ -289,10 +289,8 @@ async function createLake(connection: DuckDBConnection, home: string, location: 
   await prepareFor(connection, location);
   await connection.run(lakeAttach(location, false, undefined, `ducklake:sqlite:${draft}`));
   try {
-    await connection.run(`USE ${LAKE}`);
-    await create(connection);
+    await withDefaultDatabase(connection, LAKE, home, () => create(connection));
   } finally {
-    await connection.run(`USE "${home}"`);
     await connection.run(`DETACH ${LAKE}`);
   }
   renameSync(draft, catalog);

@@ -10,7 +10,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../api-catalog/content-urls.js';
 import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../api-catalog/endpoints.js';
 import { notJsonReason, type UnloadableLanding } from '../store/landing.js';
-import { sqlString } from './duckdb.js';
+import { sqlString, withDefaultDatabase } from './duckdb.js';
 import { LAKE, type LakeConnection } from './lake.js';
 import { extract, type LandingShape, type LoadPackage } from './load-package.js';
 import { STAGED_TABLES } from './schema.js';
@@ -217,8 +217,7 @@ const CHECK_SQL = `
 export async function normalize(lake: LakeConnection, dataDir: string, loadPackage: LoadPackage): Promise<void> {
   const { connection } = lake;
   // Its statements name only temporary tables and views: they bind faster from the connection's own database.
-  await connection.run(`USE "${lake.home}"`);
-  try {
+  await withDefaultDatabase(connection, lake.home, LAKE, async () => {
     try {
       for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
     } catch (error) {
@@ -227,9 +226,7 @@ export async function normalize(lake: LakeConnection, dataDir: string, loadPacka
     for (const statement of STAGE_SQL) await connection.run(statement);
     const problems = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson();
     if (problems.length > 0) throw new UnloadableLandingsError(problems.map((problem) => ({ key: String(problem._landing), reason: `${String(problem.problem)} (${String(problem.endpoint)})` })));
-  } finally {
-    await connection.run(`USE ${LAKE}`);
-  }
+  });
 }
 
 /** Landings that cannot be loaded; nothing of the batch that met them was loaded. */
