@@ -40,26 +40,28 @@ export const MAINTENANCE_INTERVAL_MS = 24 * 3_600_000;
  * after a run's final load. The mark is the store's, so machines sharing a store share it.
  */
 export async function maintainIfDue(dataDir: string, nowMs = Date.now(), store: Store = new LocalStore(dataDir)): Promise<MaintenanceResult | undefined> {
+  const maintainedRecently = (markMs: number | undefined) => markMs !== undefined && nowMs - markMs < MAINTENANCE_INTERVAL_MS;
   const lastMs = await store.lakeMaintainedAt();
   if (lastMs === undefined) {
     // Never maintained: a young lake has little to merge, so its first maintenance is a day away.
     await store.markLakeMaintained(nowMs);
     return undefined;
   }
-  if (nowMs - lastMs < MAINTENANCE_INTERVAL_MS) return undefined;
+  if (maintainedRecently(lastMs)) return undefined;
   return store.asLakeWriter(async () => {
     // Asked again as the writer: another machine may have maintained the lake while this one waited its turn.
-    const againMs = await store.lakeMaintainedAt();
-    if (againMs !== undefined && nowMs - againMs < MAINTENANCE_INTERVAL_MS) return undefined;
-    return maintainAsWriter(dataDir, { store }, nowMs);
+    if (maintainedRecently(await store.lakeMaintainedAt())) return undefined;
+    return maintainAsWriter(dataDir, store, {}, nowMs);
   });
 }
 
 export async function maintainLake(dataDir: string, options: MaintenanceOptions = {}): Promise<MaintenanceResult> {
-  return (options.store ?? new LocalStore(dataDir)).asLakeWriter(() => maintainAsWriter(dataDir, options));
+  const store = options.store ?? new LocalStore(dataDir);
+  return store.asLakeWriter(() => maintainAsWriter(dataDir, store, options));
 }
 
-async function maintainAsWriter(dataDir: string, options: MaintenanceOptions, atMs = Date.now()): Promise<MaintenanceResult> {
+/** Maintains the lake as its writer, and marks it maintained in the store: at `atMs`, or when done. */
+async function maintainAsWriter(dataDir: string, store: Store, options: MaintenanceOptions, atMs?: number): Promise<MaintenanceResult> {
   const started = Date.now();
   const keepHours = options.keepSnapshotsHours ?? DEFAULT_KEEP_SNAPSHOTS_HOURS;
   const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000);
@@ -76,7 +78,7 @@ async function maintainAsWriter(dataDir: string, options: MaintenanceOptions, at
     const deleted = await db.connection.runAndReadAll(`CALL ducklake_cleanup_old_files(${lake}, cleanup_all => true)`);
     await db.connection.run(`CALL ducklake_merge_adjacent_files(${lake})`);
     await db.connection.run(`CALL ducklake_expire_snapshots(${lake}, older_than => now() - INTERVAL ${Math.max(0, keepHours)} HOUR)`);
-    await (options.store ?? new LocalStore(dataDir)).markLakeMaintained(atMs);
+    await store.markLakeMaintained(atMs ?? Date.now());
     return {
       dataFilesBefore,
       dataFilesAfter: await dataFiles(),
