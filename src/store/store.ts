@@ -9,6 +9,8 @@
  * Which one a process uses is configured by HARVESTER_STORAGE and HARVESTER_CATALOG
  * (store-from-environment.ts).
  */
+import { resolve } from 'node:path';
+import pLimit, { type LimitFunction } from 'p-limit';
 import { clearCreditsLow, creditsLow, markCreditsLow, type CreditsLow } from './credit-alerts.js';
 import { FileJournals, type JournalStore } from './call-journal.js';
 import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
@@ -60,8 +62,9 @@ export interface Store {
   markLakeMaintained(atMs: number): Promise<void>;
 
   /**
-   * Runs `work` as the lake's only writer among every process that shares the store. In a data
-   * directory, the loader's own file lock is that (src/warehouse/lake.ts openLakeWriter).
+   * Runs `work` as the lake's only writer among every process that shares the store, and among
+   * the writers of this process. In a data directory, the loader's own file lock keeps other
+   * processes out (src/warehouse/lake.ts openLakeWriter), and a queue keeps this one's in turn.
    */
   asLakeWriter<T>(work: () => Promise<T>): Promise<T>;
 
@@ -147,10 +150,28 @@ export class LocalStore implements Store {
   }
 
   asLakeWriter<T>(work: () => Promise<T>): Promise<T> {
-    return work();
+    return lakeWriterQueue(this.dataDir)(work);
   }
 
   async close(): Promise<void> {
     // Nothing held open.
   }
+}
+
+/**
+ * One lake writer at a time within this process, per data directory. The loader's file lock is an
+ * OS lock, and the OS grants a process's lock to the process again: a load and the daily
+ * maintenance in one load process both took it, wrote the lake's catalog at once, and deadlocked
+ * ("database is locked"). Writers of one process wait here for each other; other processes wait
+ * on the file lock.
+ */
+const lakeWriterQueues = new Map<string, LimitFunction>();
+function lakeWriterQueue(dataDir: string): LimitFunction {
+  const folder = resolve(dataDir);
+  let queue = lakeWriterQueues.get(folder);
+  if (!queue) {
+    queue = pLimit(1);
+    lakeWriterQueues.set(folder, queue);
+  }
+  return queue;
 }

@@ -241,10 +241,7 @@ export async function openLake(
       connection,
       close: async () => {
         try {
-          // Attachments belong to the engine, not the connection: detached, the loader's file is
-          // unlocked for the next writer, and the engine is ready for the next load.
-          await connection.run(`USE ${ENGINE_DATABASE}`);
-          for (const name of [LAKE, LOADER]) await connection.run(`DETACH DATABASE IF EXISTS ${name}`);
+          await detachFromEngine(connection);
         } finally {
           connection.closeSync();
         }
@@ -256,6 +253,8 @@ export async function openLake(
   }
   try {
     if (access === 'write' && engine) {
+      // What an earlier writer of the engine could not let go of (detachFromEngine) goes first.
+      await detachFromEngine(lake.connection);
       await lake.connection.run(`ATTACH ${sqlString(loaderDatabasePath(dataDir))} AS ${LOADER}`);
       // A batch's staged tables spill here when they outgrow the memory limit, not into the working directory.
       await lake.connection.run(`SET temp_directory = ${sqlString(loaderSpillFolder(dataDir))}`);
@@ -270,6 +269,30 @@ export async function openLake(
     await lake.close();
     throw error;
   }
+}
+
+/**
+ * Lets go of what a writer attached to the engine. Attachments belong to the engine, not the
+ * connection: detached, the loader's file is unlocked for the next writer, and the engine is ready
+ * for the next load. Each step is tried whatever the one before did: a transaction left open by a
+ * failed statement made `USE` throw, which left the loader's file attached, and every later writer
+ * of the process failed on it ("Unique file handle conflict"). Throws the first failure once all
+ * were tried, and what is still attached is detached by the next writer (openLake) before it attaches.
+ */
+async function detachFromEngine(connection: DuckDBConnection): Promise<void> {
+  const failures: unknown[] = [];
+  const attempt = async (statement: string) => {
+    try {
+      await connection.run(statement);
+    } catch (error) {
+      failures.push(error);
+    }
+  };
+  // Nothing to roll back is the usual case: its "no transaction is active" is not a failure.
+  await connection.run('ROLLBACK').catch(() => undefined);
+  await attempt(`USE ${ENGINE_DATABASE}`);
+  for (const name of [LAKE, LOADER]) await attempt(`DETACH DATABASE IF EXISTS ${name}`);
+  if (failures.length > 0) throw failures[0];
 }
 
 /** What a new lake is given before anyone can see it: its tables and views. */

@@ -45,9 +45,10 @@ process.on('message', (request: LoadRequest) => {
     (result) => {
       reply({ result });
       // The scheduled maintenance, once a day, after the answer: the run does not wait for it. A load
-      // asked meanwhile waits for the lake (one writer at a time); one cut short is safe, and is done again.
-      storeOf(request.dataDir)
-        .then((store) => maintainIfDue(request.dataDir, Date.now(), store))
+      // asked meanwhile waits for it (the store's writer queue: one writer at a time, in this process
+      // too), and it writes through this process's engine, as loads do; one cut short is safe, and is done again.
+      Promise.all([engine, storeOf(request.dataDir)])
+        .then(([ready, store]) => maintainIfDue(request.dataDir, Date.now(), store, ready))
         .catch((error: unknown) => process.stderr.write(`maintenance of ${request.dataDir} failed: ${error instanceof Error ? error.message : String(error)}\n`));
     },
     (error: unknown) => reply({ error: error instanceof Error ? error.message : String(error) }),

@@ -17,6 +17,7 @@ import { listLandings, type UnloadableLanding } from '../store/landing.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
 import { LAKE, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
+import { keepLatestPerKey } from './latest-state.js';
 import { extract, type LoadPackage } from './load-package.js';
 import { merge } from './merge.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
@@ -77,9 +78,14 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
 
 async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions): Promise<LoadResult> {
   const started = Date.now();
-  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
+  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: async (connection) => void (await ensureSchema(connection)) });
   try {
-    if (!db.created) await ensureSchema(db.connection);
+    // A lake made by an earlier version: its schema is brought up to date, and the duplicate rows
+    // that version's loads may have left (docs/ducklake-merge-duplicates.md) are repaired once.
+    if (!db.created && (await ensureSchema(db.connection))) {
+      const removed = await keepLatestPerKey(db.connection);
+      if (Object.values(removed).some((rows) => rows > 0)) options.logger?.warn({ removed }, 'removed duplicate rows of latest-state tables, keeping each key\'s latest version');
+    }
     await migrateLegacyWarehouse(db.connection, dataDir, options.logger);
     let landingsLoaded = 0;
     let rowsLoaded = 0;
@@ -199,21 +205,27 @@ async function landingsOfRun(connection: DuckDBConnection, runId: string): Promi
 }
 
 const SCHEMA_DDL = [...TABLES_DDL, ...VIEWS_DDL];
-/** This version's schema, by its statements: the comment on `loaded_landings` names the one the lake has. */
-const SCHEMA_MARK = `social-harvester schema ${createHash('sha256').update(SCHEMA_DDL.join(';\n')).digest('hex').slice(0, 16)}`;
+/**
+ * This version's schema, by its statements: the comment on `loaded_landings` names the one the lake
+ * has. The repairs a lake of an older version needs are part of it: a lake whose loads could leave
+ * duplicate keys gets a new mark, and so is repaired by its first load after the upgrade.
+ */
+const SCHEMA_REPAIRS = ['one row per key of latest-state tables (DuckLake MERGE at 2,048 rows)'];
+const SCHEMA_MARK = `social-harvester schema ${createHash('sha256').update([...SCHEMA_DDL, ...SCHEMA_REPAIRS].join(';\n')).digest('hex').slice(0, 16)}`;
 
 /**
  * Brings the lake's tables and views to this version's schema, in one snapshot, unless it has them:
  * every statement is a change of the catalog that commits a snapshot of its own, even a view
  * replaced by the same view, and a load made ~30 such snapshots before its data (about 0.8 s).
  */
-async function ensureSchema(connection: DuckDBConnection): Promise<void> {
+async function ensureSchema(connection: DuckDBConnection): Promise<boolean> {
   const marked = await connection.runAndReadAll(`SELECT comment FROM duckdb_tables() WHERE database_name = ${sqlString(LAKE)} AND table_name = 'loaded_landings'`);
-  if (marked.getRows()[0]?.[0] === SCHEMA_MARK) return;
+  if (marked.getRows()[0]?.[0] === SCHEMA_MARK) return false;
   await inTransaction(connection, async () => {
     for (const statement of SCHEMA_DDL) await connection.run(statement);
     await connection.run(`COMMENT ON TABLE loaded_landings IS ${sqlString(SCHEMA_MARK)}`);
   });
+  return true;
 }
 
 /**

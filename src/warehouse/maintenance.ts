@@ -8,7 +8,9 @@
  */
 import { LocalStore, type Store } from '../store/store.js';
 import { scalarOf, sqlString } from './duckdb.js';
+import type { DuckDBInstance } from '@duckdb/node-api';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
+import { keepLatestPerKey, type LatestStateTable } from './latest-state.js';
 
 export interface MaintenanceOptions {
   /** Snapshots younger than this stay readable with `AT (VERSION => …)`; older ones expire. */
@@ -17,6 +19,12 @@ export interface MaintenanceOptions {
   lockWaitMs?: number;
   /** Whose lake writers it takes turns with: a shared store's, on every machine (the data directory's by default). */
   store?: Store;
+  /**
+   * The load process's engine (createLakeEngine), so maintenance writes through the same DuckDB
+   * as its loads: a second DuckDB instance of the same process on the loader's file is not kept
+   * out by the file lock (it is the process's), and met a load with "Unique file handle conflict".
+   */
+  engine?: DuckDBInstance;
 }
 
 export const DEFAULT_KEEP_SNAPSHOTS_HOURS = 7 * 24;
@@ -27,6 +35,8 @@ export interface MaintenanceResult {
   snapshotsBefore: number;
   snapshotsAfter: number;
   filesDeleted: number;
+  /** Rows removed from latest-state tables that held more than one row for a key (keepLatestPerKey). */
+  duplicatesRemoved: Record<LatestStateTable, number>;
   /** The snapshot readers read after maintenance. */
   snapshot: number;
   durationMs: number;
@@ -39,7 +49,12 @@ export const MAINTENANCE_INTERVAL_MS = 24 * 3_600_000;
  * Maintains the lake if it was not maintained within MAINTENANCE_INTERVAL_MS: the scheduled step
  * after a run's final load. The mark is the store's, so machines sharing a store share it.
  */
-export async function maintainIfDue(dataDir: string, nowMs = Date.now(), store: Store = new LocalStore(dataDir)): Promise<MaintenanceResult | undefined> {
+export async function maintainIfDue(
+  dataDir: string,
+  nowMs = Date.now(),
+  store: Store = new LocalStore(dataDir),
+  engine?: DuckDBInstance,
+): Promise<MaintenanceResult | undefined> {
   const maintainedRecently = (markMs: number | undefined) => markMs !== undefined && nowMs - markMs < MAINTENANCE_INTERVAL_MS;
   const lastMs = await store.lakeMaintainedAt();
   if (lastMs === undefined) {
@@ -51,7 +66,7 @@ export async function maintainIfDue(dataDir: string, nowMs = Date.now(), store: 
   return store.asLakeWriter(async () => {
     // Asked again as the writer: another machine may have maintained the lake while this one waited its turn.
     if (maintainedRecently(await store.lakeMaintainedAt())) return undefined;
-    return maintainAsWriter(dataDir, store, {}, nowMs);
+    return maintainAsWriter(dataDir, store, engine ? { engine } : {}, nowMs);
   });
 }
 
@@ -64,7 +79,7 @@ export async function maintainLake(dataDir: string, options: MaintenanceOptions 
 async function maintainAsWriter(dataDir: string, store: Store, options: MaintenanceOptions, atMs?: number): Promise<MaintenanceResult> {
   const started = Date.now();
   const keepHours = options.keepSnapshotsHours ?? DEFAULT_KEEP_SNAPSHOTS_HOURS;
-  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000);
+  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine });
   const lake = sqlString(LAKE);
   // Data files of the latest snapshot: the ones a query reads.
   const dataFiles = () => scalarOf(db.connection, `SELECT coalesce(sum(file_count), 0) FROM ducklake_table_info(${lake})`);
@@ -72,6 +87,7 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
   try {
     const dataFilesBefore = await dataFiles();
     const snapshotsBefore = await snapshots();
+    const duplicatesRemoved = await keepLatestPerKey(db.connection);
     // First the files that the last maintenance left unread, not this one's: a query that began on
     // an expired snapshot just before now may still be reading those. (The function's older_than
     // did not hold them back: it deleted files unread for a second as if an hour.)
@@ -85,6 +101,7 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
       snapshotsBefore,
       snapshotsAfter: await snapshots(),
       filesDeleted: deleted.currentRowCount,
+      duplicatesRemoved,
       snapshot: await latestSnapshot(db.connection),
       durationMs: Date.now() - started,
     };

@@ -6,6 +6,7 @@
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { inTransaction, scalarOf } from './duckdb.js';
+import { LATEST_STATE_KEYS, assertOnePerKey, isLatestState } from './latest-state.js';
 import { STAGED_TABLES, type StagedTable } from './schema.js';
 
 /** For upserts: take the newer observation's value, falling back to what is known. */
@@ -32,21 +33,27 @@ function onePerKey(stage: string, keys: string[], anyColumns: string[], latestCo
 /** One row per key within the batch, so a merge never meets the same key twice. */
 const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${keys}) = 1`;
 /** Latest state: rows of `source` (one per key) update the row with their key, or are inserted. */
-const upsert = (table: string, keys: string[], source: string, updates: string) => [
+const upsert = (table: string, keys: readonly string[], source: string, updates: string) => [
   `MERGE INTO ${table} USING (${source}) AS s ON ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}
    WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`,
 ];
+/** The table a latest-state merge reads its batch from: one row per key, materialized. */
+const mergeSource = (table: StagedTable): string => `merge_source_${table}`;
 /**
  * A latest-state table seen over time (accounts, items, comments): each key's newest non-null
  * values win, and its first and last sightings widen. `fixedColumns` never change for a key.
+ *
+ * The batch's rows (one per key) are materialized in a temporary table first, and MERGE reads that
+ * table plainly. DuckLake 1.5.5's MERGE with the `onePerKey` query itself as its source (a CTE and
+ * UNION ALL) matched rows at positions 2,048 and above of a data file but did not delete them: both
+ * versions stayed visible (docs/ducklake-merge-duplicates.md, with a reproduction without the
+ * project). A plain table as the source leaves none; every load checks it (assertOnePerKey).
  */
-const latestState = (table: StagedTable, keys: string[], fixedColumns: string[], latestColumns: string[]) =>
-  upsert(
-    table,
-    keys,
-    onePerKey(`stage_${table}`, keys, fixedColumns, latestColumns),
-    `${latestColumns.map((column) => newer(table, column)).join(', ')}, ${seenRange(table)}`,
-  );
+const latestState = (table: StagedTable, keys: readonly string[], fixedColumns: string[], latestColumns: string[]) => [
+  `CREATE OR REPLACE TEMP TABLE ${mergeSource(table)} AS ${onePerKey(`stage_${table}`, [...keys], fixedColumns, latestColumns)}`,
+  ...upsert(table, [...keys], `SELECT * FROM ${mergeSource(table)}`, `${latestColumns.map((column) => newer(table, column)).join(', ')}, ${seenRange(table)}`),
+];
+
 const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EXCLUDE (_landing) FROM stage_${table}`;
 
 /**
@@ -54,11 +61,11 @@ const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EX
  * observations win), history is appended.
  */
 const MERGES: Record<StagedTable, string[]> = {
-  accounts: latestState('accounts', ['platform', 'handle'], [], ['name', 'bio', 'verified', 'followers', 'following', 'posts', 'request_id']),
+  accounts: latestState('accounts', LATEST_STATE_KEYS.accounts, [], ['name', 'bio', 'verified', 'followers', 'following', 'posts', 'request_id']),
   account_metrics: [append('account_metrics')],
-  items: latestState('items', ['platform', 'item_id'], ['kind'], ['url', 'caption', 'author_handle', 'posted_at', 'request_id']),
+  items: latestState('items', LATEST_STATE_KEYS.items, ['kind'], ['url', 'caption', 'author_handle', 'posted_at', 'request_id']),
   item_metrics: [append('item_metrics')],
-  comments: latestState('comments', ['platform', 'comment_id'], ['item_id'], ['text', 'author_handle', 'likes', 'posted_at', 'request_id']),
+  comments: latestState('comments', LATEST_STATE_KEYS.comments, ['item_id'], ['text', 'author_handle', 'likes', 'posted_at', 'request_id']),
   search_hits: [append('search_hits')],
   transcripts: upsert(
     'transcripts',
@@ -115,6 +122,7 @@ export async function merge(connection: DuckDBConnection, beforeCommit: () => vo
   const tables = await tablesWithWork(connection);
   return inTransaction(connection, async () => {
     for (const table of tables) for (const statement of MERGES[table]) await connection.run(statement);
+    for (const table of tables) if (isLatestState(table)) await assertOnePerKey(connection, table, mergeSource(table));
     await connection.run('CREATE OR REPLACE TEMP TABLE landing_rows AS SELECT * FROM stage_loaded_landings');
     await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
     const rows = await scalarOf(connection, 'SELECT coalesce(sum(rows), 0) FROM landing_rows');
@@ -122,3 +130,4 @@ export async function merge(connection: DuckDBConnection, beforeCommit: () => vo
     return rows;
   });
 }
+

@@ -240,7 +240,13 @@ export function maintainCommand(): Command {
       const store = await storeFromEnvironment(dataDir);
       const result = await maintainLake(dataDir, { keepSnapshotsHours: options.keepHours, store }).finally(() => store.close());
       process.stderr.write(
-        `data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`,
+        `${duplicatesLine(result.duplicatesRemoved)}data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`,
       );
     });
+}
+
+/** What maintenance repaired, when it did: rows of a key kept twice by the DuckLake MERGE bug. */
+function duplicatesLine(removed: Record<string, number>): string {
+  const repaired = Object.entries(removed).filter(([, rows]) => rows > 0);
+  return repaired.length === 0 ? '' : `removed duplicate rows (each key's latest version kept): ${repaired.map(([table, rows]) => `${table} ${rows}`).join(', ')}; `;
 }
