@@ -7,6 +7,8 @@
 import { rmSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LocalStore } from '../../src/store/store.js';
+import { createLakeEngine, openLakeWriter } from '../../src/warehouse/lake.js';
+import { loadLandings } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { WarmLoader } from '../../src/warehouse/warm-loader.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
@@ -62,6 +64,27 @@ describe('maintenance due while loads come', () => {
       expect((await loader.load(dataDir)).landingsLoaded).toBe(0);
     } finally {
       loader.close();
+    }
+  });
+});
+
+describe("a writer's engine after a failed transaction", () => {
+  it('lets go of the lake and the loader file, so the next writer of the engine attaches them again', async () => {
+    const { dataDir } = await landedSample(emulator, 'run-detach');
+    dataDirs.push(dataDir);
+    const engine = await createLakeEngine();
+    try {
+      await loadLandings(dataDir, { engine });
+      const writer = await openLakeWriter(dataDir, 10_000, { engine });
+      // A statement that fails inside a transaction leaves it aborted: every statement but ROLLBACK fails.
+      await writer.connection.run('BEGIN TRANSACTION');
+      await expect(writer.connection.run("SELECT error('a failed statement')")).rejects.toThrow(/a failed statement/);
+      await writer.close();
+      // The next writer of the same engine opens, reads and loads.
+      const sample = await landedSample(emulator, 'run-detach-2', dataDir);
+      expect((await loadLandings(dataDir, { engine })).landingsLoaded).toBe(sample.expected.landings);
+    } finally {
+      engine.closeSync();
     }
   });
 });
