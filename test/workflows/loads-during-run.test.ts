@@ -6,6 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import type { SocialApiClient } from '../../src/api/client.js';
+import { LocalStore } from '../../src/store/store.js';
 import { lakeExists } from '../../src/warehouse/lake.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
@@ -79,4 +80,38 @@ harvests:
       await worker.stop();
     }
   }, 120_000);
+  it('with the daily maintenance due at every run, runs in sequence each end completed with their data loaded, each item once', async () => {
+    // The issue's case: maintenance starts after a run's first load, while the loads during the run
+    // and its final load come; on the old load process they wrote the lake at once and the run failed.
+    const worker = await startTestWorker(api, { loadEveryMs: 200 });
+    const store = new LocalStore(worker.dataDir);
+    try {
+      let maintained = 0;
+      for (const [run, handle] of catalog.tiktok.handles.slice(0, 5).entries()) {
+        const harvest = harvestFrom(`
+harvests:
+  - name: daily-${run}
+    budget: { credits: 100000 }
+    concurrency: { targets: 1, calls: 2 }
+    channels:
+      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 60 }
+    enrich: { stats: true }
+`);
+        const backdated = Date.now() - 2 * 24 * 3_600_000;
+        if (run > 0) await store.markLakeMaintained(backdated);
+        const started = await temporal.workflow.start('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: `maintained-${run}-${Date.now()}`, args: [{ harvest }] });
+        const summary = (await started.result()) as HarvestSummary;
+        expect({ run, status: summary.status, error: summary.error }).toEqual({ run, status: 'completed', error: undefined });
+        expect(summary.landingsLoaded).toBe(await count(worker.dataDir, `SELECT count(*) FROM loaded_landings WHERE run_id = '${started.workflowId}'`));
+        if (run > 0 && (await store.lakeMaintainedAt())! > backdated) maintained++;
+      }
+      // Maintenance ran (the runs' loads did not keep it from its turn), and no item twice.
+      expect(maintained).toBeGreaterThan(0);
+      expect(await count(worker.dataDir, 'SELECT count(*) FROM items')).toBe(300);
+      expect(await count(worker.dataDir, 'SELECT count(DISTINCT item_id) FROM items')).toBe(300);
+      expect(await count(worker.dataDir, 'SELECT count(*) FROM item_metrics')).toBe(600);
+    } finally {
+      await worker.stop();
+    }
+  }, 240_000);
 });
