@@ -72,7 +72,7 @@ describe('latest state past 2,048 rows of a data file', () => {
     expect(listed.size).toBeGreaterThan(3_200);
     const counts = await keyCounts(dataDir);
     expect(counts.items).toEqual({ rows: listed.size, keys: listed.size });
-  });
+  }, 240_000);
 
   it('keeps one row per key in accounts, items and comments through loads that each re-observe most of the rows of a 2,350-row data file', async () => {
     const dataDir = newDataDir();
@@ -124,7 +124,23 @@ describe('latest state past 2,048 rows of a data file', () => {
     expect(Number(rows[0]!.stale)).toBe(0);
     const [newest] = (await queryWarehouse(dataDir, "SELECT caption FROM items WHERE item_id = 'v2849'")).rows;
     expect(newest!.caption).toBe('video 2849 seen in run 2, copy 1');
-  });
+
+    // A lake left with duplicates across those positions (as the bug left them) is repaired by maintenance.
+    const lake = await openLakeWriter(dataDir, 10_000);
+    try {
+      await lake.connection.run(
+        "INSERT INTO items SELECT * REPLACE (last_seen_at - INTERVAL 30 DAY AS last_seen_at, 'stale' AS caption) FROM items WHERE CAST(substr(item_id, 2) AS INTEGER) % 4 = 0",
+      );
+    } finally {
+      await lake.close();
+    }
+    expect((await keyCounts(dataDir)).items!.rows).toBeGreaterThan(keysSeen);
+    const maintained = await maintainLake(dataDir);
+    expect(maintained.duplicatesRemoved).toEqual({ accounts: 0, items: Math.ceil(keysSeen / 4), comments: 0 });
+    expect((await keyCounts(dataDir)).items).toEqual({ rows: keysSeen, keys: keysSeen });
+    const { rows: stale } = await queryWarehouse(dataDir, "SELECT count(*) AS stale FROM items WHERE caption = 'stale'");
+    expect(Number(stale[0]!.stale)).toBe(0);
+  }, 240_000);
 });
 
 describe('one row per key, checked and repaired', () => {
@@ -148,7 +164,32 @@ describe('one row per key, checked and repaired', () => {
     const result = await loadLandings(dataDir);
     expect(result.landingsLoaded).toBe(1);
     expect((await keyCounts(dataDir)).items).toEqual({ rows: first.items.length, keys: first.items.length });
-  });
+  }, 240_000);
+});
+
+describe('a lake made before the fix', () => {
+  it('is repaired by its first load after the upgrade, keeping each key\'s latest version', async () => {
+    const dataDir = newDataDir();
+    const handle = (await emulator.catalog()).tiktok.handles[2]!;
+    const first = await client.page('tiktok', 'channel-videos', { handle, limit: 10 });
+    writeLanding(dataDir, landingOfCall({ runId: 'run-0', harvest: 'upgrade', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, first, first.items));
+    await loadLandings(dataDir);
+    const itemId = first.items[3]!.id;
+    await forceDuplicate(dataDir, itemId);
+    // As an earlier version left it: its schema mark is not this version's.
+    const lake = await openLakeWriter(dataDir, 10_000);
+    try {
+      await lake.connection.run("COMMENT ON TABLE loaded_landings IS 'social-harvester schema 0000000000000000'");
+    } finally {
+      await lake.close();
+    }
+    expect((await keyCounts(dataDir)).items).toEqual({ rows: first.items.length + 1, keys: first.items.length });
+    // The next load, with nothing new to load, repairs it.
+    expect((await loadLandings(dataDir)).landingsLoaded).toBe(0);
+    expect((await keyCounts(dataDir)).items).toEqual({ rows: first.items.length, keys: first.items.length });
+    const [kept] = (await queryWarehouse(dataDir, `SELECT caption FROM items WHERE item_id = '${itemId}'`)).rows;
+    expect(kept!.caption).toBe(first.items[3]!.caption);
+  }, 240_000);
 });
 
 /** Inserts a second, older version of an item's row, as a merge that missed a delete would leave it. */

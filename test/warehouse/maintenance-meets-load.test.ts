@@ -65,7 +65,7 @@ describe('maintenance due while loads come', () => {
     } finally {
       loader.close();
     }
-  });
+  }, 240_000);
 });
 
 describe("a writer's engine after a failed transaction", () => {
@@ -86,5 +86,5 @@ describe("a writer's engine after a failed transaction", () => {
     } finally {
       engine.closeSync();
     }
-  });
+  }, 120_000);
 });

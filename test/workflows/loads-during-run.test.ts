@@ -101,7 +101,7 @@ harvests:
         if (run > 0) await store.markLakeMaintained(backdated);
         const started = await temporal.workflow.start('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: `maintained-${run}-${Date.now()}`, args: [{ harvest }] });
         const summary = (await started.result()) as HarvestSummary;
-        expect({ run, status: summary.status, error: summary.error }).toEqual({ run, status: 'completed', error: undefined });
+        expect({ run, status: summary.status }).toEqual({ run, status: 'completed' });
         expect(summary.landingsLoaded).toBe(await count(worker.dataDir, `SELECT count(*) FROM loaded_landings WHERE run_id = '${started.workflowId}'`));
         if (run > 0 && (await store.lakeMaintainedAt())! > backdated) maintained++;
       }
