@@ -126,14 +126,7 @@ describe('latest state past 2,048 rows of a data file', () => {
     expect(newest!.caption).toBe('video 2849 seen in run 2, copy 1');
 
     // A lake left with duplicates across those positions (as the bug left them) is repaired by maintenance.
-    const lake = await openLakeWriter(dataDir, 10_000);
-    try {
-      await lake.connection.run(
-        "INSERT INTO items SELECT * REPLACE (last_seen_at - INTERVAL 30 DAY AS last_seen_at, 'stale' AS caption) FROM items WHERE CAST(substr(item_id, 2) AS INTEGER) % 4 = 0",
-      );
-    } finally {
-      await lake.close();
-    }
+    await asLakeWriter(dataDir, "INSERT INTO items SELECT * REPLACE (last_seen_at - INTERVAL 30 DAY AS last_seen_at, 'stale' AS caption) FROM items WHERE CAST(substr(item_id, 2) AS INTEGER) % 4 = 0");
     expect((await keyCounts(dataDir)).items!.rows).toBeGreaterThan(keysSeen);
     const maintained = await maintainLake(dataDir);
     expect(maintained.duplicatesRemoved).toEqual({ accounts: 0, items: Math.ceil(keysSeen / 4), comments: 0 });
@@ -177,12 +170,7 @@ describe('a lake made before the fix', () => {
     const itemId = first.items[3]!.id;
     await forceDuplicate(dataDir, itemId);
     // As an earlier version left it: its schema mark is not this version's.
-    const lake = await openLakeWriter(dataDir, 10_000);
-    try {
-      await lake.connection.run("COMMENT ON TABLE loaded_landings IS 'social-harvester schema 0000000000000000'");
-    } finally {
-      await lake.close();
-    }
+    await asLakeWriter(dataDir, "COMMENT ON TABLE loaded_landings IS 'social-harvester schema 0000000000000000'");
     expect((await keyCounts(dataDir)).items).toEqual({ rows: first.items.length + 1, keys: first.items.length });
     // The next load, with nothing new to load, repairs it.
     expect((await loadLandings(dataDir)).landingsLoaded).toBe(0);
@@ -194,11 +182,14 @@ describe('a lake made before the fix', () => {
 
 /** Inserts a second, older version of an item's row, as a merge that missed a delete would leave it. */
 async function forceDuplicate(dataDir: string, itemId: string): Promise<void> {
+  await asLakeWriter(dataDir, `INSERT INTO items SELECT * REPLACE (last_seen_at - INTERVAL 1 DAY AS last_seen_at, 'stale' AS caption) FROM items WHERE platform = 'tiktok' AND item_id = '${itemId}'`);
+}
+
+/** Changes the lake behind the loader's back, as its writer. */
+async function asLakeWriter(dataDir: string, sql: string): Promise<void> {
   const lake = await openLakeWriter(dataDir, 10_000);
   try {
-    await lake.connection.run(
-      `INSERT INTO items SELECT * REPLACE (last_seen_at - INTERVAL 1 DAY AS last_seen_at, 'stale' AS caption) FROM items WHERE platform = 'tiktok' AND item_id = '${itemId}'`,
-    );
+    await lake.connection.run(sql);
   } finally {
     await lake.close();
   }
