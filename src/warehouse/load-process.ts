@@ -44,9 +44,12 @@ process.on('message', (request: LoadRequest) => {
   load.then(
     (result) => {
       reply({ result });
-      // The scheduled maintenance, once a day, after the answer: the run does not wait for it. A load
-      // asked meanwhile waits for it (the store's writer queue: one writer at a time, in this process
-      // too), and it writes through this process's engine, as loads do; one cut short is safe, and is done again.
+      // The scheduled maintenance, once a day, after a run's final load (the one that counts a run)
+      // and its answer: the run does not wait for it, and no load of that run is left to meet it. A
+      // load asked meanwhile (another run's) waits for it (the store's writer queue: one writer at a
+      // time, in this process too), and it writes through this process's engine, as loads do; one
+      // cut short is safe, and is done again.
+      if (request.countRun === undefined) return;
       Promise.all([engine, storeOf(request.dataDir)])
         .then(([ready, store]) => maintainIfDue(request.dataDir, Date.now(), store, ready))
         .catch((error: unknown) => process.stderr.write(`maintenance of ${request.dataDir} failed: ${error instanceof Error ? error.message : String(error)}\n`));
