@@ -1,7 +1,8 @@
 import type { SocialApiClient } from '../src/api/client.js';
 import type { Logger } from '../src/logger.js';
 import { LocalStore, type Store } from '../src/store/store.js';
-import { guardApi } from './api-guard.js';
+import type { StoreIdentity } from '../src/store/store-identity.js';
+import { guardRun } from './run-guard.js';
 import { jobActivities } from './jobs.js';
 import { landedEnrichmentActivities } from './landed-enrichment.js';
 import { runActivities } from './runs.js';
@@ -21,19 +22,29 @@ export interface ActivityDeps {
 }
 
 /**
- * Every activity the harvest workflow calls, bound to one client and one data directory; each
- * refuses the tasks of a run started for another API than its client's (activities/api-guard.ts).
+ * Every activity the harvest workflow calls, bound to one client and one store; each refuses the
+ * tasks of a run started for another API than its client's, or another store than its own
+ * (activities/run-guard.ts).
  */
 export function createActivities(deps: ActivityDeps) {
   const withStore = { ...deps, store: deps.store ?? new LocalStore(deps.dataDir) };
-  return guardApi(
+  // Asked once, when a task first needs it (a shared store's is a query): a failure is asked again.
+  let storeIdentity: Promise<StoreIdentity> | undefined;
+  const ownStore = () => {
+    storeIdentity ??= withStore.store.identity().catch((error: unknown) => {
+      storeIdentity = undefined;
+      throw error;
+    });
+    return storeIdentity;
+  };
+  return guardRun(
     {
       ...targetWorkActivities(withStore),
       ...landedEnrichmentActivities(withStore),
       ...jobActivities(withStore),
       ...runActivities(withStore),
     },
-    deps.client.identity,
+    { api: deps.client.identity, store: ownStore },
   );
 }
 

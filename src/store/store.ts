@@ -16,6 +16,7 @@ import { findLanding, isLanded, quarantinedLandingsOfRun, quarantineLanding, wri
 import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
 import { lakeMaintainedAt, markLakeMaintained } from './maintenance-mark.js';
 import { storeMedia, type StoredMedia } from './media-store.js';
+import { dataDirectoryIdentity, type StoreIdentity } from './store-identity.js';
 
 export interface Store {
   /** This process's own directory: the whole store for LocalStore, a scratch directory for SharedStore. */
@@ -64,6 +65,12 @@ export interface Store {
    * directory, the loader's own file lock is that (src/warehouse/lake.ts openLakeWriter).
    */
   asLakeWriter<T>(work: () => Promise<T>): Promise<T>;
+
+  /**
+   * The store's identity, made the first time it is asked for (store-identity.ts): runs carry it,
+   * and a worker refuses the tasks of a run started for another store.
+   */
+  identity(): Promise<StoreIdentity>;
 
   close(): Promise<void>;
 }
@@ -148,6 +155,10 @@ export class LocalStore implements Store {
 
   asLakeWriter<T>(work: () => Promise<T>): Promise<T> {
     return work();
+  }
+
+  async identity(): Promise<StoreIdentity> {
+    return dataDirectoryIdentity(this.dataDir);
   }
 
   async close(): Promise<void> {

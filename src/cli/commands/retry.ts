@@ -4,7 +4,7 @@ import { connectClient, temporalSettingsFromEnv } from '../../temporal/connectio
 import { RETRYABLE_STATUSES, resumableState } from '../../harvest/checkpoint.js';
 import { harvestWorkflow } from '../../../workflows/harvest.js';
 import { createLogger } from '../../logger.js';
-import { taskQueueFromEnv } from '../run-environment.js';
+import { localWorkerTaskQueue, taskQueueFromEnv } from '../run-environment.js';
 import { startWorkerFromEnv } from '../engine-context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { runAttempts } from '../run-queries.js';
@@ -24,7 +24,10 @@ export function retryCommand(): Command {
     )
     .action(async (runId: string, options: { budget?: number; localWorker: boolean; json?: boolean }) => {
       const client = await connectClient(temporalSettingsFromEnv());
-      const worker = options.localWorker ? await startWorkerFromEnv(createLogger({ name: 'retry', level: process.env.LOG_LEVEL ?? 'warn' })) : undefined;
+      // As for `harvester run`: a local worker on a queue of its own serves this retry only. The retry
+      // carries the API and store of its run, so a worker of another data directory refuses it.
+      const taskQueue = options.localWorker ? localWorkerTaskQueue(runId) : taskQueueFromEnv();
+      const worker = options.localWorker ? await startWorkerFromEnv(createLogger({ name: 'retry', level: process.env.LOG_LEVEL ?? 'warn' }), { taskQueue }) : undefined;
       try {
         const original = client.workflow.getHandle<typeof harvestWorkflow>(runId);
         const description = await original.describe();
@@ -45,7 +48,7 @@ export function retryCommand(): Command {
         let handle: WorkflowHandle<typeof harvestWorkflow>;
         try {
           handle = await client.workflow.start(harvestWorkflow, {
-            taskQueue: taskQueueFromEnv(),
+            taskQueue,
             workflowId: runId,
             workflowIdReusePolicy: 'ALLOW_DUPLICATE',
             workflowIdConflictPolicy: 'FAIL',

@@ -16,6 +16,7 @@ import { landingFile, landingRoot, mediaFile, objectKey, pathSegment, quarantine
 import type { ListingCoverage } from '../listing-coverage.js';
 import { describeMedia, type StoredMedia } from '../media-store.js';
 import type { Store } from '../store.js';
+import type { StoreIdentity } from '../store-identity.js';
 import type { PostgresCatalog } from './postgres-catalog.js';
 import type { ObjectStorage } from './object-storage.js';
 
@@ -154,6 +155,10 @@ export class SharedStore implements Store {
     const object = objectKey(this.dataDir, mediaFile(this.dataDir, media.sha256));
     if (!(await this.objects.exists(object))) await this.objects.put(object, bytes);
     return media;
+  }
+
+  identity(): Promise<StoreIdentity> {
+    return this.catalog.storeIdentity(this.objects.url(''));
   }
 
   /** A lock in the catalog: loaders on other machines would otherwise load the same landings. */
