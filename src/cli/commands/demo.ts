@@ -1,7 +1,7 @@
-import { dataDirectoryIdentity } from '../../store/store-identity.js';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { apiIdentity } from '../../api/identity.js';
+import { dataDirectoryIdentity } from '../../store/store-identity.js';
 import { findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { CONFIG_DIR } from '../../config/project-paths.js';

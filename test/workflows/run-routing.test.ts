@@ -1,0 +1,194 @@
+/**
+ * A run lands where it was asked: it carries the identity of its data directory, a worker of
+ * another one refuses it, and `harvester run`'s own worker polls a task queue of its own, so it
+ * serves that run only and stopping it cuts no other run's work. The built CLI in its own
+ * processes, real workers, the emulator over HTTP, and a namespace of this file's own on the
+ * shared Temporal dev server, where workers poll the default task queue (`harvester`) as users' do.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { Client, Connection } from '@temporalio/client';
+import type { SocialApiClient } from '../../src/api/client.js';
+import { lakeCatalogFile, storeIdFile } from '../../src/store/layout.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import type { HarvestSummary } from '../../workflows/harvest.js';
+import { clientFor } from '../support/client.js';
+import { CLI, runCli, type CliResult } from '../support/cli.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { registerTestNamespace, startTestWorker } from '../support/temporal.js';
+
+const KEY = 'sk_live_run_routing';
+const NAMESPACE = `run-routing-${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`;
+let emulator: TestEmulator;
+let api: SocialApiClient;
+let handles: string[];
+let dir: string;
+
+beforeAll(async () => {
+  // Answers a little slow, as a real API's: runs overlap the way they do in daily use.
+  emulator = await startTestEmulator({ apiKeys: [KEY], latencyMs: 40 });
+  api = clientFor(emulator, { apiKey: KEY });
+  handles = (await emulator.catalog()).tiktok.handles;
+  dir = mkdtempSync(join(tmpdir(), 'run-routing-'));
+  await registerTestNamespace(NAMESPACE);
+});
+afterAll(async () => {
+  await api?.close();
+  await emulator?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The environment of a `harvester` command for one data directory, on this file's namespace; no task queue set. */
+function envFor(dataDir: string): Record<string, string> {
+  return {
+    TEMPORAL_ADDRESS: inject('temporalAddress'),
+    TEMPORAL_NAMESPACE: NAMESPACE,
+    HARVESTER_TASK_QUEUE: '',
+    HARVESTER_DATA_DIR: dataDir,
+    SOCIAL_API_BASE_URL: emulator.baseUrl,
+    SOCIAL_API_KEY: KEY,
+    LOG_LEVEL: 'error',
+  };
+}
+
+/** A config file with one harvest of TikTok channels (their videos, `maxItems` each). */
+function configOf(name: string, channels: string[], maxItems: number, extra = ''): string {
+  const file = join(dir, `${name}.yaml`);
+  const lines = channels.map((handle) => `      - { platform: tiktok, handle: ${handle}, content: videos, max_items: ${maxItems} }`);
+  writeFileSync(file, `harvests:\n  - name: ${name}\n    budget: { credits: 100000 }\n    channels:\n${lines.join('\n')}\n${extra}`);
+  return file;
+}
+
+interface LakeRows {
+  runs: string[];
+  targets: string[];
+  items: number;
+  /** The request ids of the billed calls the lake holds. */
+  requests: string[];
+}
+
+/** What a data directory's lake holds: the runs and targets its calls were made for, its items, its billed calls. */
+async function lakeRows(dataDir: string): Promise<LakeRows> {
+  const column = async (sql: string, name: string) => (await queryWarehouse(dataDir, sql)).rows.map((row) => String(row[name]));
+  return {
+    runs: await column('SELECT DISTINCT run_id FROM api_calls ORDER BY run_id', 'run_id'),
+    targets: await column('SELECT DISTINCT target FROM api_calls ORDER BY target', 'target'),
+    items: Number((await column('SELECT count(*) AS n FROM items', 'n'))[0]),
+    requests: await column('SELECT request_id FROM api_calls WHERE credits > 0 ORDER BY request_id', 'request_id'),
+  };
+}
+
+/** The request ids of the emulator's billed calls, in order. */
+async function billedRequests(): Promise<string[]> {
+  return (await emulator.ledger(KEY)).filter((row) => row.credits > 0).map((row) => row.request_id);
+}
+
+function summaryOf(result: CliResult): HarvestSummary {
+  expect(result.code, result.stderr).toBe(0);
+  return JSON.parse(result.stdout) as HarvestSummary;
+}
+
+describe('a run lands in the data directory it was started for', () => {
+  it('a standing worker of another data directory on the default task queue: `harvester run` is served by its own worker, and a run handed to the workers is refused, naming both directories', async () => {
+    const standingDir = join(dir, 'standing');
+    const standing = await startTestWorker(api, { dataDir: standingDir, taskQueue: 'harvester', namespace: NAMESPACE });
+    try {
+      const config = configOf('routed', [handles[0]!], 60);
+      // The standing worker's directory has harvested before: a run it took would find the items known and buy almost nothing.
+      expect(summaryOf(await runCli(['run', 'routed', '--config', config, '--no-local-worker', '--json'], envFor(standingDir)))).toMatchObject({ status: 'completed', itemsLanded: 60 });
+      const standingRows = await lakeRows(standingDir);
+      expect(standingRows.items).toBe(60);
+
+      for (const attempt of [1, 2, 3]) {
+        const fresh = join(dir, `fresh-${attempt}`);
+        const result = await runCli(['run', 'routed', '--config', config, '--json'], envFor(fresh));
+        const summary = summaryOf(result);
+        expect(result.stderr).toContain(`started ${summary.runId}\nits data lands in the data directory ${fresh}\n`);
+        expect(summary).toMatchObject({ status: 'completed', itemsLanded: 60 });
+        // Landed, loaded and recorded in its own directory, and nothing of it in the standing worker's.
+        expect(await lakeRows(fresh)).toMatchObject({ runs: [summary.runId], targets: [`channel:tiktok:${handles[0]}:videos`], items: 60 });
+        expect(await lakeRows(standingDir)).toEqual(standingRows);
+      }
+
+      // Handed to the running workers for a directory none of them keeps: refused before anything is bought.
+      const unserved = join(dir, 'unserved');
+      const billedBefore = await billedRequests();
+      const refused = await runCli(['run', 'routed', '--config', config, '--no-local-worker'], envFor(unserved));
+      expect(refused.code).toBe(1);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toContain(`its data lands in the data directory ${unserved}: a worker that keeps its data elsewhere refuses the run\n`);
+      expect(refused.stderr).toMatch(/harvester: run run-routed-\S+ failed: the run could not start: a worker that keeps its data elsewhere took the run's task: /);
+      expect(refused.stderr).toContain(`was started for the data directory ${unserved}, and a worker on task queue "harvester" keeps its data in the data directory ${standingDir}, so it refused the task`);
+      expect(refused.stderr).not.toContain(KEY);
+      expect(await billedRequests()).toEqual(billedBefore);
+      expect(await lakeRows(standingDir)).toEqual(standingRows);
+      // The run named its directory (its store id is there), and nothing else was put in it.
+      expect(existsSync(storeIdFile(unserved))).toBe(true);
+      expect(existsSync(lakeCatalogFile(unserved))).toBe(false);
+      expect(readdirSync(unserved)).toEqual(['state']);
+    } finally {
+      await standing.stop();
+    }
+  }, 180_000);
+
+  it('two `harvester run`s at once, on two data directories: each lands only in its own, and every billed call in one of them', async () => {
+    const [left, right] = [join(dir, 'left'), join(dir, 'right')];
+    const billedBefore = new Set(await billedRequests());
+    const [leftResult, rightResult] = await Promise.all([
+      runCli(['run', 'left', '--config', configOf('left', [handles[1]!, handles[2]!], 100), '--json'], envFor(left)),
+      runCli(['run', 'right', '--config', configOf('right', [handles[3]!, handles[4]!], 100), '--json'], envFor(right)),
+    ]);
+    const [leftRun, rightRun] = [summaryOf(leftResult), summaryOf(rightResult)];
+    expect(leftRun).toMatchObject({ status: 'completed', itemsLanded: 200 });
+    expect(rightRun).toMatchObject({ status: 'completed', itemsLanded: 200 });
+    const [leftRows, rightRows] = [await lakeRows(left), await lakeRows(right)];
+    expect(leftRows).toMatchObject({ runs: [leftRun.runId], targets: [handles[1], handles[2]].map((handle) => `channel:tiktok:${handle}:videos`).sort(), items: 200 });
+    expect(rightRows).toMatchObject({ runs: [rightRun.runId], targets: [handles[3], handles[4]].map((handle) => `channel:tiktok:${handle}:videos`).sort(), items: 200 });
+    // The emulator's ledger: each billed call of the two runs is in exactly one lake.
+    const billed = (await billedRequests()).filter((request) => !billedBefore.has(request)).sort();
+    expect([...leftRows.requests, ...rightRows.requests].sort()).toEqual(billed);
+    expect(leftRows.requests.filter((request) => rightRows.requests.includes(request))).toEqual([]);
+  }, 180_000);
+
+  it("a `harvester run` that ends stops its worker without cancelling any work of another run going on", async () => {
+    const [longDir, shortDir] = [join(dir, 'long'), join(dir, 'short')];
+    // A run of many targets, two at a time, each a few seconds of enrichment calls: new work
+    // starts all along it, while a short run starts, ends, and stops its worker.
+    const longConfig = configOf('long', handles.slice(5, 11), 60, '    enrich: { stats: true }\n    concurrency: { targets: 2, calls: 2 }\n');
+    const long = spawn(process.execPath, [CLI, 'run', 'long', '--config', longConfig, '--json'], { env: { ...process.env, ...envFor(longDir) }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let longOut = '';
+    let longErr = '';
+    long.stdout.on('data', (chunk: Buffer) => (longOut += chunk.toString()));
+    const longStarted = new Promise<void>((resolve) =>
+      long.stderr.on('data', (chunk: Buffer) => {
+        longErr += chunk.toString();
+        if (/^started \S+$/m.test(longErr)) resolve();
+      }),
+    );
+    const longDone = new Promise<number | null>((resolve) => long.once('close', resolve));
+    await Promise.race([longStarted, longDone]);
+    const short = summaryOf(await runCli(['run', 'short', '--config', configOf('short', [handles[11]!], 50, '    enrich: { stats: true }\n    concurrency: { calls: 2 }\n'), '--json'], envFor(shortDir)));
+    expect(short).toMatchObject({ status: 'completed', itemsLanded: 50 });
+    expect(await longDone, longErr).toBe(0);
+    const longRun = JSON.parse(longOut) as HarvestSummary;
+    expect(longRun).toMatchObject({ status: 'completed', itemsLanded: 360, callsLost: 0, enrichment: { calls: 360, failed: 0 } });
+    // Every activity of the long run ran once, to its end: none was cancelled, failed or timed out and tried again.
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      const history = await new Client({ connection, namespace: NAMESPACE }).workflow.getHandle(longRun.runId).fetchHistory();
+      const events = history.events ?? [];
+      const interrupted = events.filter((event) => event.activityTaskFailedEventAttributes || event.activityTaskTimedOutEventAttributes || event.activityTaskCanceledEventAttributes);
+      expect(interrupted).toEqual([]);
+      const attempts = events.flatMap((event) => (event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt] : []));
+      expect(attempts.length).toBeGreaterThan(6);
+      expect(attempts.every((attempt) => attempt === 1)).toBe(true);
+    } finally {
+      await connection.close();
+    }
+    expect((await lakeRows(longDir)).runs).toEqual([longRun.runId]);
+    expect((await lakeRows(shortDir)).runs).toEqual([short.runId]);
+  }, 180_000);
+});
