@@ -106,11 +106,11 @@ describe('a run lands in the data directory it was started for', () => {
         const fresh = join(dir, `fresh-${attempt}`);
         const result = await runCli(['run', 'routed', '--config', config, '--json'], envFor(fresh));
         const summary = summaryOf(result);
-        expect(result.stderr).toContain(`started ${summary.runId}\nits data lands in the data directory ${fresh}\n`);
         expect(summary).toMatchObject({ status: 'completed', itemsLanded: 60 });
         // Landed, loaded and recorded in its own directory, and nothing of it in the standing worker's.
         expect(await lakeRows(fresh)).toMatchObject({ runs: [summary.runId], targets: [`channel:tiktok:${handles[0]}:videos`], items: 60 });
         expect(await lakeRows(standingDir)).toEqual(standingRows);
+        expect(result.stderr).toContain(`started ${summary.runId}\nits data lands in the data directory ${fresh}\n`);
       }
 
       // Handed to the running workers for a directory none of them keeps: refused before anything is bought.
@@ -157,7 +157,7 @@ describe('a run lands in the data directory it was started for', () => {
     const [longDir, shortDir] = [join(dir, 'long'), join(dir, 'short')];
     // A run of many targets, two at a time, each a few seconds of enrichment calls: new work
     // starts all along it, while a short run starts, ends, and stops its worker.
-    const longConfig = configOf('long', handles.slice(5, 11), 60, '    enrich: { stats: true }\n    concurrency: { targets: 2, calls: 2 }\n');
+    const longConfig = configOf('long', handles.slice(5, 11), 100, '    enrich: { stats: true }\n    concurrency: { targets: 2, calls: 1 }\n');
     const long = spawn(process.execPath, [CLI, 'run', 'long', '--config', longConfig, '--json'], { env: { ...process.env, ...envFor(longDir) }, stdio: ['ignore', 'pipe', 'pipe'] });
     let longOut = '';
     let longErr = '';
@@ -174,7 +174,7 @@ describe('a run lands in the data directory it was started for', () => {
     expect(short).toMatchObject({ status: 'completed', itemsLanded: 50 });
     expect(await longDone, longErr).toBe(0);
     const longRun = JSON.parse(longOut) as HarvestSummary;
-    expect(longRun).toMatchObject({ status: 'completed', itemsLanded: 360, callsLost: 0, enrichment: { calls: 360, failed: 0 } });
+    expect(longRun).toMatchObject({ status: 'completed', itemsLanded: 600, callsLost: 0, enrichment: { calls: 600, failed: 0 } });
     // Every activity of the long run ran once, to its end: none was cancelled, failed or timed out and tried again.
     const connection = await Connection.connect({ address: inject('temporalAddress') });
     try {
