@@ -11,6 +11,7 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { sameApi, type ApiIdentity } from '../src/api/identity.js';
 import { sameStore, type StoreIdentity } from '../src/store/store-identity.js';
+import { asActivityFailure } from './failures.js';
 
 /** A worker for another base URL took the task. */
 export const WRONG_API = 'WrongApi';
@@ -123,7 +124,10 @@ export function guardRun<T extends Record<string, (...args: never[]) => Promise<
       const expected = expectedIdentity(args);
       if (expected.api && !sameApi(expected.api, own.api)) throw wrongApiFailure(own.api, expected.api, where());
       if (expected.store) {
-        const ownStore = await own.store();
+        // A worker that cannot name its own store (its data directory cannot be written) fails as its activities would.
+        const ownStore = await own.store().catch((error: unknown) => {
+          throw asActivityFailure(error);
+        });
         if (!sameStore(expected.store, ownStore)) throw wrongStoreFailure(ownStore, expected.store, where());
       }
       return activity(...args);

@@ -72,8 +72,11 @@ function readIfThere(file: string): string | undefined {
   try {
     return readFileSync(file, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw new StoreIdentityError(`cannot read the store id file ${file}: ${(error as Error).message}`);
+    // Not there (ENOTDIR: a file where a folder on its path should be): writing it says why it cannot be.
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+    // Node's error names the file, and keeps its code (EACCES, …) for the caller.
+    throw error;
   }
 }
 
