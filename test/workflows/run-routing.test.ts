@@ -17,7 +17,7 @@ import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
 import { CLI, runCli, type CliResult } from '../support/cli.js';
-import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 import { registerTestNamespace, startTestWorker } from '../support/temporal.js';
 
 const KEY = 'sk_live_run_routing';
@@ -84,6 +84,25 @@ async function lakeRows(dataDir: string): Promise<LakeRows> {
 /** The request ids of the emulator's billed calls, in order. */
 async function billedRequests(): Promise<string[]> {
   return (await emulator.ledger(KEY)).filter((row) => row.credits > 0).map((row) => row.request_id);
+}
+
+/** `harvester …` as its own process, its stderr seen as it comes. */
+function startCli(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const output = { stdout: '', stderr: '' };
+  child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
+  child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
+  const done = new Promise<CliResult>((resolve) => child.once('close', (code) => resolve({ code, ...output })));
+  /** Resolves with the first match of `pattern` on stderr, or undefined if the process ends first. */
+  const said = async (pattern: RegExp): Promise<RegExpExecArray | undefined> => {
+    for (;;) {
+      const match = pattern.exec(output.stderr);
+      if (match) return match;
+      if (child.exitCode !== null || child.signalCode !== null) return undefined;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
+  return { child, output, done, said };
 }
 
 function summaryOf(result: CliResult): HarvestSummary {
@@ -158,22 +177,11 @@ describe('a run lands in the data directory it was started for', () => {
     // A run of many targets, two at a time, each a few seconds of enrichment calls: new work
     // starts all along it, while a short run starts, ends, and stops its worker.
     const longConfig = configOf('long', handles.slice(5, 11), 100, '    enrich: { stats: true }\n    concurrency: { targets: 2, calls: 1 }\n');
-    const long = spawn(process.execPath, [CLI, 'run', 'long', '--config', longConfig, '--json'], { env: { ...process.env, ...envFor(longDir) }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let longOut = '';
-    let longErr = '';
-    long.stdout.on('data', (chunk: Buffer) => (longOut += chunk.toString()));
-    const longStarted = new Promise<void>((resolve) =>
-      long.stderr.on('data', (chunk: Buffer) => {
-        longErr += chunk.toString();
-        if (/^started \S+$/m.test(longErr)) resolve();
-      }),
-    );
-    const longDone = new Promise<number | null>((resolve) => long.once('close', resolve));
-    await Promise.race([longStarted, longDone]);
+    const long = startCli(['run', 'long', '--config', longConfig, '--json'], envFor(longDir));
+    await long.said(/^started \S+$/m);
     const short = summaryOf(await runCli(['run', 'short', '--config', configOf('short', [handles[11]!], 50, '    enrich: { stats: true }\n    concurrency: { calls: 2 }\n'), '--json'], envFor(shortDir)));
     expect(short).toMatchObject({ status: 'completed', itemsLanded: 50 });
-    expect(await longDone, longErr).toBe(0);
-    const longRun = JSON.parse(longOut) as HarvestSummary;
+    const longRun = summaryOf(await long.done);
     expect(longRun).toMatchObject({ status: 'completed', itemsLanded: 600, callsLost: 0, enrichment: { calls: 600, failed: 0 } });
     // Every activity of the long run ran once, to its end: none was cancelled, failed or timed out and tried again.
     const connection = await Connection.connect({ address: inject('temporalAddress') });
@@ -190,5 +198,31 @@ describe('a run lands in the data directory it was started for', () => {
     }
     expect((await lakeRows(longDir)).runs).toEqual([longRun.runId]);
     expect((await lakeRows(shortDir)).runs).toEqual([short.runId]);
+  }, 180_000);
+
+  it('a `harvester run` stopped by Ctrl-C leaves its run to a worker of its data directory on the queue it names, which finishes it there', async () => {
+    const dataDir = join(dir, 'interrupted');
+    const config = configOf('interrupted', [handles[1]!], 100, '    enrich: { stats: true }\n    concurrency: { calls: 1 }\n');
+    const run = startCli(['run', 'interrupted', '--config', config, '--json'], envFor(dataDir));
+    const runId = (await run.said(/^started (\S+)$/m))![1]!;
+    // Under way: its first page landed.
+    await waitFor(() => (existsSync(join(dataDir, 'landing', runId)) ? true : undefined), 30_000, 'a page to land');
+    run.child.kill('SIGINT');
+    const stopped = await run.done;
+    expect(stopped.code).toBe(130);
+    const resume = /`HARVESTER_TASK_QUEUE=(\S+) harvester worker`, goes on with it/.exec(stopped.stderr);
+    expect(resume, stopped.stderr).not.toBeNull();
+    expect(resume![1]).toBe(`harvester-${runId}`);
+    const worker = startCli(['worker'], { ...envFor(dataDir), HARVESTER_TASK_QUEUE: resume![1]! });
+    const connection = await Connection.connect({ address: inject('temporalAddress') });
+    try {
+      const summary = (await new Client({ connection, namespace: NAMESPACE }).workflow.getHandle(runId).result()) as HarvestSummary;
+      expect(summary, JSON.stringify({ reason: summary.reason, targets: summary.targets })).toMatchObject({ status: 'completed', itemsLanded: 100 });
+      expect(await lakeRows(dataDir)).toMatchObject({ runs: [runId], items: 100 });
+    } finally {
+      await connection.close();
+      worker.child.kill('SIGTERM');
+      await worker.done;
+    }
   }, 180_000);
 });
