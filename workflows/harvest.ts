@@ -352,8 +352,8 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
  */
 async function spentByFailedWork(run: RunContext, workId: string, reservation: Reservation): Promise<{ credits: number; lostCalls: number }> {
   try {
-    // Not given the run's API: it buys nothing, and a work refused by another API's worker
-    // (WrongApi) spent nothing, which its journal says, rather than its whole grant.
+    // Not given the run's API or store: it buys nothing, and a work refused by another API's or
+    // store's worker (WrongApi, WrongStore) spent nothing, which any journal says, rather than its whole grant.
     return await workSpent({ runId: run.state.runId, workId });
   } catch (error) {
     log.warn('the journal of a failed work cannot be read; its whole grant counts as spent', { workId, message: messageOf(error) });

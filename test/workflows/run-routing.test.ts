@@ -86,9 +86,11 @@ async function billedRequests(): Promise<string[]> {
   return (await emulator.ledger(KEY)).filter((row) => row.credits > 0).map((row) => row.request_id);
 }
 
-/** `harvester …` as its own process, its stderr seen as it comes. */
-function startCli(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+/** `harvester …` as its own process, its stderr seen as it comes; a variable given as undefined is unset. */
+function startCli(args: string[], env: Record<string, string | undefined>, cwd?: string) {
+  const merged: NodeJS.ProcessEnv = { ...process.env, ...env };
+  for (const [name, value] of Object.entries(env)) if (value === undefined) delete merged[name];
+  const child = spawn(process.execPath, [CLI, ...args], { env: merged, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
   const output = { stdout: '', stderr: '' };
   child.stdout.on('data', (chunk: Buffer) => (output.stdout += chunk.toString()));
   child.stderr.on('data', (chunk: Buffer) => (output.stderr += chunk.toString()));
@@ -225,4 +227,25 @@ describe('a run lands in the data directory it was started for', () => {
       await worker.done;
     }
   }, 180_000);
+
+  it('a run handed to the workers from where no data directory is named says that its data lands where the worker that takes it keeps its data', async () => {
+    const standingDir = join(dir, 'standing-elsewhere');
+    const standing = await startTestWorker(api, { dataDir: standingDir, taskQueue: 'harvester', namespace: NAMESPACE });
+    // A folder without ./data, and no HARVESTER_DATA_DIR: a machine that has none of the workers' data.
+    const cwd = mkdtempSync(join(dir, 'elsewhere-'));
+    try {
+      const config = configOf('unnamed', [handles[2]!], 20);
+      const result = await startCli(['run', 'unnamed', '--config', config, '--no-local-worker', '--json'], { ...envFor(standingDir), HARVESTER_DATA_DIR: undefined, HARVESTER_STORAGE: undefined }, cwd).done;
+      const summary = summaryOf(result);
+      expect(result.stderr).toContain(
+        `started ${summary.runId}\nwarning: this command names no data directory (HARVESTER_DATA_DIR is not set, and ${join(cwd, 'data')} holds none), so the run's data lands wherever the worker that takes it keeps its data\n`,
+      );
+      expect(summary).toMatchObject({ status: 'completed', itemsLanded: 20 });
+      expect((await lakeRows(standingDir)).runs).toEqual([summary.runId]);
+      // Nothing made where the command ran.
+      expect(readdirSync(cwd)).toEqual([]);
+    } finally {
+      await standing.stop();
+    }
+  }, 120_000);
 });
