@@ -99,14 +99,16 @@ export function wrongApiFailure(own: ApiIdentity, expected: ApiIdentity, where: 
 /** The failure of a task whose run was started for the store `expected`, taken by a worker of `own`. */
 export function wrongStoreFailure(own: StoreIdentity, expected: StoreIdentity, where: Where): ApplicationFailure {
   // Locations tell two stores apart; when they read the same (two machines' directories at one
-  // path), the ids are what differ.
-  const id = (store: StoreIdentity) => (own.location === expected.location ? ` (store id ${store.id})` : '');
+  // path), the ids are what differ, and the run was most likely started on another machine.
+  const samePlace = own.location === expected.location;
+  const id = (store: StoreIdentity) => (samePlace ? ` (store id ${store.id})` : '');
   return ApplicationFailure.create({
     type: WRONG_STORE,
     nonRetryable: true,
     message:
       `${WRONG_STORE_REASON}: ${theRun(where)} was started for ${expected.location}${id(expected)}, ` +
       `and ${aWorker(where)} keeps its data in ${own.location}${id(own)}, so it refused the task, before buying, landing or reading anything; ` +
+      (samePlace ? 'two directories at one path, on two machines: start the run where the workers\' directory is, or without HARVESTER_DATA_DIR; ' : '') +
       'a run\'s data lands only where the run was started for: run its worker with that data directory (HARVESTER_DATA_DIR, or HARVESTER_STORAGE), ' +
       'and give workers of different data directories different task queues (HARVESTER_TASK_QUEUE)',
   });

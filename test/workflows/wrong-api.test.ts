@@ -128,8 +128,8 @@ describe('a worker set up for another API', () => {
   }, 60_000);
 
   it('harvester run --no-local-worker with a mistyped SOCIAL_API_KEY: the run fails saying its key is not the workers\', never the key, not blaming task queues', async () => {
-    const worker = await startTestWorker(rig.api);
     const dir = mkdtempSync(join(tmpdir(), 'wrong-key-cli-'));
+    const worker = await startTestWorker(rig.api, { dataDir: join(dir, 'data') });
     try {
       const config = join(dir, 'harvests.yaml');
       writeFileSync(config, `harvests:\n  - name: mistyped\n    budget: { credits: 1000 }\n    channels:\n      - { platform: tiktok, handle: ${rig.catalog.tiktok.handles[4]!}, content: videos, max_items: 20 }\n`);

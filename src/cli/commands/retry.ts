@@ -60,6 +60,8 @@ export function retryCommand(): Command {
           throw error;
         }
         process.stderr.write(`retrying ${runId} (attempt ${attempt}) with ${budget} more credits\n`);
+        // The run's own store, which only its workers serve (runs started before runs carried one: no line).
+        if (startInput.store) process.stderr.write(`its data lands in ${startInput.store.location}\n`);
         const summary = await resultWithProgress(handle);
         process.stdout.write(options.json ? `${JSON.stringify(printableSummary(summary), null, 2)}\n` : `${summaryText(summary, Date.now() - started)}\n`);
         process.exitCode = RUN_EXIT_CODES[summary.status];
