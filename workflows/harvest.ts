@@ -26,6 +26,7 @@ import type { WorkStop } from '../activities/item-enricher.js';
 import type { RedoFailedInput, WorkSpent } from '../activities/landed-enrichment.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import type { TargetWorkResult } from '../activities/target-work.js';
+import type { RunIdentity } from '../activities/run-guard.js';
 import type { ApiIdentity } from '../src/api/identity.js';
 import type { StoreIdentity } from '../src/store/store-identity.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
@@ -223,8 +224,6 @@ interface RunContext {
   /** The API and store the run carries, as far as it carries them: given to every activity. */
   identity: RunIdentity;
 }
-
-type RunIdentity = Pick<HarvestInput, 'api' | 'store'>;
 
 function identityOf(input: HarvestInput): RunIdentity {
   return { ...(input.api ? { api: input.api } : {}), ...(input.store ? { store: input.store } : {}) };
