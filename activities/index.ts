@@ -1,7 +1,6 @@
 import type { SocialApiClient } from '../src/api/client.js';
 import type { Logger } from '../src/logger.js';
 import { LocalStore, type Store } from '../src/store/store.js';
-import type { StoreIdentity } from '../src/store/store-identity.js';
 import { guardRun } from './run-guard.js';
 import { jobActivities } from './jobs.js';
 import { landedEnrichmentActivities } from './landed-enrichment.js';
@@ -28,15 +27,6 @@ export interface ActivityDeps {
  */
 export function createActivities(deps: ActivityDeps) {
   const withStore = { ...deps, store: deps.store ?? new LocalStore(deps.dataDir) };
-  // Asked once, when a task first needs it (a shared store's is a query): a failure is asked again.
-  let storeIdentity: Promise<StoreIdentity> | undefined;
-  const ownStore = () => {
-    storeIdentity ??= withStore.store.identity().catch((error: unknown) => {
-      storeIdentity = undefined;
-      throw error;
-    });
-    return storeIdentity;
-  };
   return guardRun(
     {
       ...targetWorkActivities(withStore),
@@ -44,7 +34,9 @@ export function createActivities(deps: ActivityDeps) {
       ...jobActivities(withStore),
       ...runActivities(withStore),
     },
-    { api: deps.client.identity, store: ownStore },
+    // Asked at each task: a data directory emptied under a running worker (as the benchmarks do) is
+    // a new store, whose id the next run started for it carries.
+    { api: deps.client.identity, store: () => withStore.store.identity() },
   );
 }
 

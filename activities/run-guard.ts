@@ -31,7 +31,7 @@ export interface RunIdentity {
   store?: StoreIdentity;
 }
 
-/** What a worker is set up for: its client's API, and its store's identity (asked once, when first needed). */
+/** What a worker is set up for: its client's API, and its store's identity (asked when a task carries a store). */
 export interface WorkerIdentity {
   api: ApiIdentity;
   store: () => Promise<StoreIdentity>;

@@ -68,7 +68,8 @@ export interface Store {
 
   /**
    * The store's identity, made the first time it is asked for (store-identity.ts): runs carry it,
-   * and a worker refuses the tasks of a run started for another store.
+   * and a worker refuses the tasks of a run started for another store. A data directory's is read
+   * at each ask (a small file), so one emptied and made again is a new store.
    */
   identity(): Promise<StoreIdentity>;
 

@@ -6,7 +6,7 @@
  * shared Temporal dev server, where workers poll the default task queue (`harvester`) as users' do.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -244,6 +244,24 @@ describe('a run lands in the data directory it was started for', () => {
       expect((await lakeRows(standingDir)).runs).toEqual([summary.runId]);
       // Nothing made where the command ran.
       expect(readdirSync(cwd)).toEqual([]);
+    } finally {
+      await standing.stop();
+    }
+  }, 120_000);
+
+  it('a data directory emptied under its standing worker is a new store, and the next run started for it is served there', async () => {
+    const dataDir = join(dir, 'emptied');
+    const standing = await startTestWorker(api, { dataDir, taskQueue: 'harvester', namespace: NAMESPACE });
+    try {
+      const config = configOf('emptied', [handles[3]!], 20);
+      const first = summaryOf(await runCli(['run', 'emptied', '--config', config, '--no-local-worker', '--json'], envFor(dataDir)));
+      expect(first).toMatchObject({ status: 'completed', itemsLanded: 20 });
+      // As the benchmarks do between runs: the directory emptied, the worker left running.
+      rmSync(dataDir, { recursive: true, force: true });
+      mkdirSync(dataDir);
+      const second = summaryOf(await runCli(['run', 'emptied', '--config', config, '--no-local-worker', '--json'], envFor(dataDir)));
+      expect(second).toMatchObject({ status: 'completed', itemsLanded: 20 });
+      expect((await lakeRows(dataDir)).runs).toEqual([second.runId]);
     } finally {
       await standing.stop();
     }

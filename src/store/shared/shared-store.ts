@@ -30,6 +30,7 @@ const STAGING_FETCHES = 16;
 
 export class SharedStore implements Store {
   readonly description: string;
+  #identity: Promise<StoreIdentity> | undefined;
 
   constructor(
     readonly dataDir: string,
@@ -157,8 +158,13 @@ export class SharedStore implements Store {
     return media;
   }
 
+  /** Asked of the catalog once: a shared store's id stays (a failure is asked again). */
   identity(): Promise<StoreIdentity> {
-    return this.catalog.storeIdentity(this.objects.url(''));
+    this.#identity ??= this.catalog.storeIdentity(this.objects.url('')).catch((error: unknown) => {
+      this.#identity = undefined;
+      throw error;
+    });
+    return this.#identity;
   }
 
   /** A lock in the catalog: loaders on other machines would otherwise load the same landings. */
