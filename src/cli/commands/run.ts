@@ -114,6 +114,11 @@ export function runCommand(): Command {
 Exit codes: 0 completed, 3 completed with errors, 4 budget exhausted, 5 paused (credits), 6 failed,
 1 bad config or arguments, 2 API error.
 
+The run lands in HARVESTER_DATA_DIR (default ./data), or the shared store of HARVESTER_STORAGE: a
+worker that keeps its data elsewhere refuses it. Its own worker polls a task queue of its own
+(harvester-<run id>) unless HARVESTER_TASK_QUEUE names one to share; with --no-local-worker the run
+goes to HARVESTER_TASK_QUEUE (default harvester).
+
 Examples:
   $ harvester run creators-daily
   $ harvester run creators-daily --budget 500 --json`,
