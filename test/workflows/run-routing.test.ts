@@ -266,4 +266,39 @@ describe('a run lands in the data directory it was started for', () => {
       await standing.stop();
     }
   }, 120_000);
+
+  it('on a task queue it was told to share, a `harvester run`\'s worker that stops lets the work of another run in flight on it finish, cancelling none of it', async () => {
+    const dataDir = join(dir, 'shared-queue');
+    const queue = `shared-${Date.now().toString(36)}`;
+    const sharing = { ...envFor(dataDir), HARVESTER_TASK_QUEUE: queue };
+    // A long run handed to the queue's workers: at first there are none.
+    const longConfig = configOf('handed', handles.slice(0, 4), 200, '    enrich: { stats: true }\n    concurrency: { targets: 2, calls: 1 }\n');
+    const long = startCli(['run', 'handed', '--config', longConfig, '--no-local-worker', '--json'], sharing);
+    const longId = (await long.said(/^started (\S+)$/m))![1]!;
+    // A short run whose own worker shares the queue: that worker takes the long run's work too, and
+    // stops when the short run ends, with the long run's listings in flight on it.
+    const short = summaryOf(await runCli(['run', 'short-sharing', '--config', configOf('short-sharing', [handles[4]!], 20), '--json'], sharing));
+    expect(short).toMatchObject({ status: 'completed', itemsLanded: 20 });
+    // Then a standing worker of the directory finishes the long run.
+    const standing = startCli(['worker'], sharing);
+    try {
+      const longRun = summaryOf(await long.done);
+      expect(longRun.runId).toBe(longId);
+      expect(longRun).toMatchObject({ status: 'completed', itemsLanded: 800, callsLost: 0, enrichment: { calls: 800, failed: 0 } });
+      const connection = await Connection.connect({ address: inject('temporalAddress') });
+      try {
+        const events = (await new Client({ connection, namespace: NAMESPACE }).workflow.getHandle(longId).fetchHistory()).events ?? [];
+        const interrupted = events.filter((event) => event.activityTaskFailedEventAttributes || event.activityTaskTimedOutEventAttributes || event.activityTaskCanceledEventAttributes);
+        expect(interrupted).toEqual([]);
+        const attempts = events.flatMap((event) => (event.activityTaskStartedEventAttributes ? [event.activityTaskStartedEventAttributes.attempt] : []));
+        expect(attempts.every((attempt) => attempt === 1)).toBe(true);
+      } finally {
+        await connection.close();
+      }
+      expect((await lakeRows(dataDir)).runs).toEqual([longId, short.runId].sort());
+    } finally {
+      standing.child.kill('SIGTERM');
+      await standing.done;
+    }
+  }, 240_000);
 });
