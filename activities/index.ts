@@ -1,7 +1,7 @@
 import type { SocialApiClient } from '../src/api/client.js';
 import type { Logger } from '../src/logger.js';
 import { LocalStore, type Store } from '../src/store/store.js';
-import { guardApi } from './api-guard.js';
+import { guardRun } from './run-guard.js';
 import { jobActivities } from './jobs.js';
 import { landedEnrichmentActivities } from './landed-enrichment.js';
 import { runActivities } from './runs.js';
@@ -21,19 +21,22 @@ export interface ActivityDeps {
 }
 
 /**
- * Every activity the harvest workflow calls, bound to one client and one data directory; each
- * refuses the tasks of a run started for another API than its client's (activities/api-guard.ts).
+ * Every activity the harvest workflow calls, bound to one client and one store; each refuses the
+ * tasks of a run started for another API than its client's, or another store than its own
+ * (activities/run-guard.ts).
  */
 export function createActivities(deps: ActivityDeps) {
   const withStore = { ...deps, store: deps.store ?? new LocalStore(deps.dataDir) };
-  return guardApi(
+  return guardRun(
     {
       ...targetWorkActivities(withStore),
       ...landedEnrichmentActivities(withStore),
       ...jobActivities(withStore),
       ...runActivities(withStore),
     },
-    deps.client.identity,
+    // Asked at each task: a data directory emptied under a running worker (as the benchmarks do) is
+    // a new store, whose id the next run started for it carries.
+    { api: deps.client.identity, store: () => withStore.store.identity() },
   );
 }
 

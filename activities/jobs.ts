@@ -9,7 +9,7 @@ import { endpointKey, type EndpointName, type Platform } from '../src/api-catalo
 import { CallJournal } from '../src/store/call-journal.js';
 import { pageLandingKey, type PageLanding } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
-import type { RunApi } from './api-guard.js';
+import type { RunIdentity } from './run-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivity } from './failures.js';
 import { meteredCall } from './metered-call.js';
@@ -21,7 +21,7 @@ export interface TargetRef {
   params: Record<string, string>;
 }
 
-export interface StartJobInput extends RunApi {
+export interface StartJobInput extends RunIdentity {
   runId: string;
   target: TargetRef;
   limit: number;
@@ -37,7 +37,7 @@ export interface JobState {
   error?: string;
 }
 
-export interface LandJobResultsInput extends RunApi {
+export interface LandJobResultsInput extends RunIdentity {
   runId: string;
   harvest: string;
   target: TargetRef;
@@ -105,8 +105,8 @@ export function jobActivities({ client, store }: { client: SocialApiClient; stor
       });
     },
 
-    /** `run` carries the API the run was started for (activities/api-guard.ts checks it). */
-    async checkJob(jobId: string, _run?: RunApi): Promise<JobState> {
+    /** `run` carries the API and store the run was started for (activities/run-guard.ts checks them). */
+    async checkJob(jobId: string, _run?: RunIdentity): Promise<JobState> {
       return asActivity(async () => {
         const job = await client.getJob(jobId);
         return {

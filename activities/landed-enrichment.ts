@@ -12,7 +12,7 @@ import type { Logger } from '../src/logger.js';
 import { CallJournal, runFailures } from '../src/store/call-journal.js';
 import { pageLandingKey } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
-import type { RunApi } from './api-guard.js';
+import type { RunIdentity } from './run-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
@@ -22,7 +22,7 @@ import { claimJournal, WorkBudget } from './metered-call.js';
 import { withRunCallLimit } from './run-call-limits.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 
-export interface EnrichLandedInput extends RunApi {
+export interface EnrichLandedInput extends RunIdentity {
   runId: string;
   harvest: string;
   workId: string;

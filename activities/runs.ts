@@ -12,7 +12,7 @@ import { quarantineLine } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
 import { coversListing } from '../src/store/listing-coverage.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
-import type { RunApi } from './api-guard.js';
+import type { RunIdentity } from './run-guard.js';
 import { asActivity } from './failures.js';
 import type { Logger } from '../src/logger.js';
 import type { FailedCall } from '../src/harvest/progress.js';
@@ -26,7 +26,7 @@ export interface TargetKnowledge {
   firstPageLimit?: number;
 }
 
-export interface PrepareRunInput extends RunApi {
+export interface PrepareRunInput extends RunIdentity {
   runId: string;
   harvest: string;
   startedAt: string;
@@ -44,7 +44,7 @@ export interface PreparedRun {
   blocked?: string;
 }
 
-export interface FinishRunInput extends RunApi {
+export interface FinishRunInput extends RunIdentity {
   runId: string;
   harvest: string;
   startedAt: string;

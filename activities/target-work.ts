@@ -20,7 +20,7 @@ import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../src/harvest/ru
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import type { ListingPosition } from '../src/harvest/run-state.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
-import type { RunApi } from './api-guard.js';
+import type { RunIdentity } from './run-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
 import { describe, ItemEnricher, workStopOf, type WorkStop } from './item-enricher.js';
@@ -28,7 +28,7 @@ import { claimJournal, landingOfCall, meteredCall, WorkBudget } from './metered-
 import { withRunCallLimit } from './run-call-limits.js';
 
 /** Where a target's listing stands: where the next page comes from, and what the run has of it. */
-export interface TargetWorkInput extends RunApi {
+export interface TargetWorkInput extends RunIdentity {
   runId: string;
   harvest: string;
   target: TargetPlan;

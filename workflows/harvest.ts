@@ -26,7 +26,9 @@ import type { WorkStop } from '../activities/item-enricher.js';
 import type { RedoFailedInput, WorkSpent } from '../activities/landed-enrichment.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import type { TargetWorkResult } from '../activities/target-work.js';
+import type { RunIdentity } from '../activities/run-guard.js';
 import type { ApiIdentity } from '../src/api/identity.js';
+import type { StoreIdentity } from '../src/store/store-identity.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
 import { addTally } from '../src/harvest/enrichment-tally.js';
 import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery } from './definitions.js';
@@ -67,6 +69,12 @@ export interface HarvestInput {
    * run. Absent on runs started before runs carried it: then no worker checks.
    */
   api?: ApiIdentity;
+  /**
+   * The store the run was started for (its id, and its location for messages): every activity is
+   * given it, and a worker whose store is another refuses the task (WrongStore), so the run's data
+   * lands only there. Absent on runs started before runs carried it: then no worker checks.
+   */
+  store?: StoreIdentity;
 }
 
 export interface HarvestSummary extends HarvestProgress {
@@ -137,7 +145,7 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
     calls: input.concurrency?.calls ?? input.harvest.concurrency.calls,
     completedJobs,
     jobsLanding: 0,
-    api: apiOf(input),
+    identity: identityOf(input),
   };
 
   // Big pulls go through async jobs: all of them are started first, so the API prepares them while
@@ -164,7 +172,7 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
     itemsLanded: progressOf(state).itemsLanded,
     ...(state.stopped ? { error: state.stopped.reason } : {}),
     enrichments: askedEnrichments(input.harvest),
-    ...apiOf(input),
+    ...identityOf(input),
   };
   let loaded: Awaited<ReturnType<typeof finishRun>>;
   try {
@@ -173,8 +181,9 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
     // What the run bought is landed, but not loaded (a data directory that cannot be written, say):
     // the run ends failed, with its checkpoint, so `harvester retry` or `harvester load` can finish it.
     status = 'failed';
-    // A worker set up for another API that already stopped the run and refused its load too: said once.
-    const repeated = failureType(error) === 'WrongApi' && state.stopped?.reason.startsWith(RUN_STOPPING_ERRORS.WrongApi!);
+    // A worker set up for another API or store that already stopped the run and refused its load too: said once.
+    const refusal = IDENTITY_REFUSALS.includes(failureType(error)) ? RUN_STOPPING_ERRORS[failureType(error)] : undefined;
+    const repeated = refusal !== undefined && state.stopped?.reason.startsWith(refusal);
     if (!repeated) state.stopped = { status, reason: `the final load failed: ${messageOf(error)}${state.stopped ? `; before it: ${state.stopped.reason}` : ''}` };
     loaded = { landingsLoaded: 0, rowsLoaded: 0, quarantined: [] };
   }
@@ -212,12 +221,12 @@ interface RunContext {
   calls: number;
   completedJobs: Set<string>;
   jobsLanding: number;
-  /** `{ api }` when the run carries the API it was started for, given to every activity. */
-  api: { api?: ApiIdentity };
+  /** The API and store the run carries, as far as it carries them: given to every activity. */
+  identity: RunIdentity;
 }
 
-function apiOf(input: HarvestInput): { api?: ApiIdentity } {
-  return input.api ? { api: input.api } : {};
+function identityOf(input: HarvestInput): RunIdentity {
+  return { ...(input.api ? { api: input.api } : {}), ...(input.store ? { store: input.store } : {}) };
 }
 
 /**
@@ -311,7 +320,7 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
       from: target.position,
       stopAtIds: target.knownIds,
       callDeadlineMs: callDeadlineMs(run.harvest),
-      ...run.api,
+      ...run.identity,
     });
   } catch (error) {
     chargeWork(state, target, reservation, await spentByFailedWork(run, workId, reservation));
@@ -342,8 +351,8 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
  */
 async function spentByFailedWork(run: RunContext, workId: string, reservation: Reservation): Promise<{ credits: number; lostCalls: number }> {
   try {
-    // Not given the run's API: it buys nothing, and a work refused by another API's worker
-    // (WrongApi) spent nothing, which its journal says, rather than its whole grant.
+    // Not given the run's API or store: it buys nothing, and a work refused by another API's or
+    // store's worker (WrongApi, WrongStore) spent nothing, which any journal says, rather than its whole grant.
     return await workSpent({ runId: run.state.runId, workId });
   } catch (error) {
     log.warn('the journal of a failed work cannot be read; its whole grant counts as spent', { workId, message: messageOf(error) });
@@ -370,7 +379,7 @@ async function startTargetJob(run: RunContext, target: TargetState): Promise<voi
   }
   const reservation = reserve(state.budget, limit * price);
   try {
-    const { jobId } = await startJob({ runId: state.runId, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...run.api });
+    const { jobId } = await startJob({ runId: state.runId, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...run.identity });
     target.jobId = jobId;
     target.jobReserved = reservation.credits;
   } catch (error) {
@@ -396,7 +405,7 @@ async function finishTargetJob(run: RunContext, target: TargetState): Promise<vo
     let pollMs = 2_000;
     for (;;) {
       await condition(() => run.completedJobs.has(jobId), pollMs);
-      const job = await checkJob(jobId, run.api);
+      const job = await checkJob(jobId, run.identity);
       if (job.status === 'failed') {
         release(0);
         const paused = /insufficient_credits/.test(job.error ?? '');
@@ -409,7 +418,7 @@ async function finishTargetJob(run: RunContext, target: TargetState): Promise<vo
     // Waiting is free, but landing holds results pages in the worker: `targets` jobs land at once.
     await condition(() => run.jobsLanding < run.targets);
     run.jobsLanding++;
-    const results = await landJobResults({ runId: state.runId, harvest: state.harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items, ...run.api }).finally(() => run.jobsLanding--);
+    const results = await landJobResults({ runId: state.runId, harvest: state.harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items, ...run.identity }).finally(() => run.jobsLanding--);
     release(results.credits);
     if (target.plan.enrich && results.pages > 0) target.unenrichedPages = { from: target.pages + 1, to: target.pages + results.pages };
     target.credits += results.credits;
@@ -558,7 +567,7 @@ async function trackingWork<R extends TrackingResult>(run: RunContext, what: 'ac
 /** What every enrichment work is given: the run, its own journal and grant, prices, enrichment and limits. */
 function workInput(run: RunContext, workId: string, credits: number): RedoFailedInput {
   const { state } = run;
-  return { runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest), ...run.api };
+  return { runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest), ...run.identity };
 }
 
 /** The most one item's enrichment, or one tracked account's profile, costs in this harvest: a bound on what one failed call costs again. */
@@ -592,7 +601,7 @@ async function startRun(input: HarvestInput, workflowId: string): Promise<Harves
       budgetCredits,
       targets: plans,
       ...(input.harvest.track?.items ? { trackItems: input.harvest.track.items } : {}),
-      ...apiOf(input),
+      ...identityOf(input),
     });
   } catch (error) {
     // Nothing was bought: the run fails with one line that says why it could not start.
@@ -639,9 +648,14 @@ const RUN_STOPPING_ERRORS: Record<string, string> = {
   AuthenticationError: 'the API refused the key',
   DataDirNotWritable: 'the data directory cannot be written',
   NetworkError: 'the API cannot be reached',
-  // activities/api-guard.ts: its messages begin with this, and name both APIs.
+  // activities/run-guard.ts: its messages begin with these, and name both APIs or stores.
   WrongApi: "a worker set up for another API took the run's task",
+  WrongApiKey: "the run's API key is not the one the worker uses",
+  WrongStore: "a worker that keeps its data elsewhere took the run's task",
 };
+
+/** A worker's refusals of a run set up for another API or store (activities/run-guard.ts). */
+const IDENTITY_REFUSALS = ['WrongApi', 'WrongApiKey', 'WrongStore'];
 
 async function recordStop(state: HarvestState, target: TargetState, status: 'paused' | 'failed', error: NonNullable<TargetState['error']>): Promise<void> {
   target.error = error;

@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 /**
  * Which API a client calls: its base URL, normalized, and a fingerprint of its key (never the key).
  * A run carries the identity it was started for, and a worker whose client has another refuses
- * the run's tasks (activities/api-guard.ts), so a worker set up for one API never spends another's
+ * the run's tasks (activities/run-guard.ts), so a worker set up for one API never spends another's
  * run on it.
  */
 export interface ApiIdentity {

@@ -87,12 +87,28 @@ async function assertApiKeyAccepted(logger: Logger): Promise<void> {
   }
 }
 
+export interface WorkerStartOptions {
+  /** The command's own Temporal client, when it has one, for pausing schedules. */
+  temporal?: Promise<Client>;
+  /** The task queue to poll; HARVESTER_TASK_QUEUE (or `harvester`) unless given. */
+  taskQueue?: string;
+}
+
 /**
- * A worker wired the way every command runs one: API client, data dir and Temporal from the
- * environment. `temporal` is the command's own client, when it has one, for pausing schedules.
- * Any failure throws before the worker polls; the CLI then exits, closing what was opened.
+ * How long a stopping worker lets the activities in flight on it finish before it cancels them
+ * (they then resume on another worker, from what they landed). Half a minute covers a page and
+ * the calls of its items; a longer listing is cut, as a killed worker's would be.
  */
-export async function startWorkerFromEnv(logger: Logger, temporal?: Promise<Client>) {
+export const WORKER_SHUTDOWN_GRACE_MS = 30_000;
+
+/**
+ * A worker wired the way every command runs one: API client, store and Temporal from the
+ * environment. Any failure throws before the worker polls; the CLI then exits, closing what was
+ * opened. `storeIdentity` is the store it serves: runs started for another are refused.
+ */
+export async function startWorkerFromEnv(logger: Logger, options: WorkerStartOptions = {}) {
+  const { temporal } = options;
+  const taskQueue = options.taskQueue ?? taskQueueFromEnv();
   installQuietRuntime();
   const settings = temporalSettingsFromEnv();
   const dataDir = dataDirFromEnv();
@@ -104,11 +120,14 @@ export async function startWorkerFromEnv(logger: Logger, temporal?: Promise<Clie
   const client = temporal ?? connectClient(settings);
   // Network round trips, asked at once: the first to fail ends the start.
   const [connection, , , store] = await Promise.all([connectWorker(settings), client, assertApiKeyAccepted(logger), storeFromEnvironment(dataDir)]);
-  logger.info({ store: store.description }, 'worker store');
+  // Made before the worker polls (a new data directory's is written here), so the first task does not wait for it.
+  const storeIdentity = await store.identity();
+  logger.info({ store: store.description, storeId: storeIdentity.id }, 'worker store');
   const worker = await createHarvestWorker({
     connection,
     namespace: settings.namespace,
-    taskQueue: taskQueueFromEnv(),
+    taskQueue,
+    shutdownGraceMs: WORKER_SHUTDOWN_GRACE_MS,
     deps: {
       client: api,
       dataDir,
@@ -122,6 +141,8 @@ export async function startWorkerFromEnv(logger: Logger, temporal?: Promise<Clie
   return {
     worker,
     running,
+    taskQueue,
+    storeIdentity,
     async shutdown() {
       worker.shutdown();
       await running;

@@ -14,7 +14,7 @@
  * tell an abandoned one (its process gone) from one a live writer is about to rename.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { DURABLY_WRITTEN_FOLDERS } from './layout.js';
@@ -64,10 +64,18 @@ export interface DurableWriteOptions {
   mode?: number;
   /** For tests: the write system call. */
   write?: WriteFunction;
+  /**
+   * Written only when no file has the name yet (the first of several writers wins, whole): the
+   * temporary is linked to the name, which fails when it exists, instead of renamed over it.
+   */
+  exclusive?: boolean;
 }
 
-/** Writes a whole file durably and atomically (see the module's comment), or throws a FileWriteError. */
-export function writeDurableFile(path: string, data: string | Uint8Array, options: DurableWriteOptions): void {
+/**
+ * Writes a whole file durably and atomically (see the module's comment), or throws a FileWriteError.
+ * Returns false when `exclusive` and a file had the name already: that file is left as it was.
+ */
+export function writeDurableFile(path: string, data: string | Uint8Array, options: DurableWriteOptions): boolean {
   const directory = dirname(path);
   const temporary = temporaryFor(path);
   const bytes = typeof data === 'string' ? Buffer.from(data) : data;
@@ -82,8 +90,18 @@ export function writeDurableFile(path: string, data: string | Uint8Array, option
     const closing = fd;
     fd = undefined;
     closeSync(closing);
-    renameSync(temporary, path);
+    if (options.exclusive) {
+      try {
+        linkSync(temporary, path);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        rmSync(temporary, { force: true });
+        return false;
+      }
+      rmSync(temporary, { force: true });
+    } else renameSync(temporary, path);
     syncDirectory(directory);
+    return true;
   } catch (error) {
     if (fd !== undefined) {
       try {

@@ -8,6 +8,7 @@
  *   coverage/<target>.json                    how far a target's last listing reached
  *   jobs/<job>.json, jobs/by-run/<run>/<target>.json   the job registry
  *   state/credits-low.json                    the API's credits.low alert, while it stands
+ *   state/store-id.json                       the data directory's identity, made once: runs carry it (store-identity.ts)
  *   webhooks/secrets.json, webhooks/journal.jsonl      signing secrets and received deliveries
  *   media/<sha256[0:2]>/<sha256>              downloaded media files, content-addressed (media-store.ts)
  *   lake/catalog.sqlite, lake/data/…          the warehouse: a DuckLake catalog and its Parquet files
@@ -73,6 +74,11 @@ export function targetJobFile(dataDir: string, runId: string, target: string): s
 
 export function creditsLowFile(dataDir: string): string {
   return join(dataDir, 'state', 'credits-low.json');
+}
+
+/** The data directory's identity, written once when first asked for: runs carry it, workers compare it. */
+export function storeIdFile(dataDir: string): string {
+  return join(dataDir, 'state', 'store-id.json');
 }
 
 export function secretStorePath(dataDir: string): string {

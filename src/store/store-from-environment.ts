@@ -1,5 +1,6 @@
 import { EnvironmentError } from '../config/environment.js';
 import { LocalStore, type Store } from './store.js';
+import type { StoreIdentity } from './store-identity.js';
 
 /**
  * The store this process's environment names:
@@ -11,13 +12,11 @@ import { LocalStore, type Store } from './store.js';
  */
 export async function storeFromEnvironment(dataDir: string, env: NodeJS.ProcessEnv = process.env): Promise<Store> {
   const storage = env.HARVESTER_STORAGE;
-  const catalogUrl = env.HARVESTER_CATALOG;
   if (storage === undefined || !storage.startsWith('s3://')) {
-    if (catalogUrl) throw new EnvironmentError('HARVESTER_CATALOG is set but HARVESTER_STORAGE is not s3://bucket/prefix: a shared catalog needs shared storage beside it (or unset HARVESTER_CATALOG for the data directory)');
+    if (env.HARVESTER_CATALOG) throw new EnvironmentError('HARVESTER_CATALOG is set but HARVESTER_STORAGE is not s3://bucket/prefix: a shared catalog needs shared storage beside it (or unset HARVESTER_CATALOG for the data directory)');
     return new LocalStore(dataDir);
   }
-  if (!catalogUrl) throw new EnvironmentError('HARVESTER_STORAGE is s3://… but HARVESTER_CATALOG is not set: give the postgres:// URL of the shared catalog');
-  if (!/^postgres(ql)?:\/\//.test(catalogUrl)) throw new EnvironmentError('HARVESTER_CATALOG is not a postgres:// URL (value not shown: it may hold a password)');
+  const catalogUrl = sharedCatalogUrl(env);
   const [{ ObjectStorage }, { objectStorageSettings }, { PostgresCatalog }, { SharedStore }] = await Promise.all([
     import('./shared/object-storage.js'),
     import('./shared/shared-settings.js'),
@@ -26,4 +25,29 @@ export async function storeFromEnvironment(dataDir: string, env: NodeJS.ProcessE
   ]);
   const objects = new ObjectStorage(objectStorageSettings(storage, env));
   return new SharedStore(dataDir, objects, await PostgresCatalog.open(catalogUrl));
+}
+
+/** HARVESTER_CATALOG, checked, for shared storage. */
+function sharedCatalogUrl(env: NodeJS.ProcessEnv): string {
+  const catalogUrl = env.HARVESTER_CATALOG;
+  if (!catalogUrl) throw new EnvironmentError('HARVESTER_STORAGE is s3://… but HARVESTER_CATALOG is not set: give the postgres:// URL of the shared catalog');
+  if (!/^postgres(ql)?:\/\//.test(catalogUrl)) throw new EnvironmentError('HARVESTER_CATALOG is not a postgres:// URL (value not shown: it may hold a password)');
+  return catalogUrl;
+}
+
+/**
+ * The identity of the shared store `storage` (s3://bucket/prefix) and HARVESTER_CATALOG name, as
+ * SharedStore.identity() gives it, without the object store's client: for a command that only
+ * starts a run (`harvester run --no-local-worker`).
+ */
+export async function sharedStoreIdentity(storage: string, env: NodeJS.ProcessEnv = process.env): Promise<StoreIdentity> {
+  const catalogUrl = sharedCatalogUrl(env);
+  const [{ objectStorageSettings, storageRootUrl }, { PostgresCatalog }] = await Promise.all([import('./shared/shared-settings.js'), import('./shared/postgres-catalog.js')]);
+  const root = storageRootUrl(objectStorageSettings(storage, env));
+  const catalog = await PostgresCatalog.open(catalogUrl);
+  try {
+    return await catalog.storeIdentity(root);
+  } finally {
+    await catalog.close();
+  }
 }

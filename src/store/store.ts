@@ -18,6 +18,7 @@ import { findLanding, isLanded, quarantinedLandingsOfRun, quarantineLanding, wri
 import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
 import { lakeMaintainedAt, markLakeMaintained } from './maintenance-mark.js';
 import { storeMedia, type StoredMedia } from './media-store.js';
+import { dataDirectoryIdentity, type StoreIdentity } from './store-identity.js';
 
 export interface Store {
   /** This process's own directory: the whole store for LocalStore, a scratch directory for SharedStore. */
@@ -67,6 +68,13 @@ export interface Store {
    * processes out (src/warehouse/lake.ts openLakeWriter), and a queue keeps this one's in turn.
    */
   asLakeWriter<T>(work: () => Promise<T>): Promise<T>;
+
+  /**
+   * The store's identity, made the first time it is asked for (store-identity.ts): runs carry it,
+   * and a worker refuses the tasks of a run started for another store. A data directory's is read
+   * at each ask (a small file), so one emptied and made again is a new store.
+   */
+  identity(): Promise<StoreIdentity>;
 
   close(): Promise<void>;
 }
@@ -151,6 +159,10 @@ export class LocalStore implements Store {
 
   asLakeWriter<T>(work: () => Promise<T>): Promise<T> {
     return lakeWriterQueue(this.dataDir)(work);
+  }
+
+  async identity(): Promise<StoreIdentity> {
+    return dataDirectoryIdentity(this.dataDir);
   }
 
   async close(): Promise<void> {

@@ -9,6 +9,7 @@ import {
 } from '@temporalio/client';
 import { harvestWorkflow } from '../../workflows/harvest.js';
 import type { ApiIdentity } from '../api/identity.js';
+import type { StoreIdentity } from '../store/store-identity.js';
 import type { Harvest } from '../harvest/harvest-types.js';
 
 /**
@@ -79,8 +80,15 @@ function normalCron(cron: string): string {
   return cron.trim().split(/\s+/).join(' ');
 }
 
-/** `api`: the API the schedule's runs are for (see src/api/identity.ts); a worker for another refuses them. */
-export function desiredScheduleOf(harvest: ScheduledHarvest, taskQueue: string, api?: ApiIdentity): DesiredSchedule {
+/** What the schedule's runs carry (see activities/run-guard.ts): the API and store they are for; a worker for another refuses them. */
+export interface ScheduledRunIdentity {
+  api?: ApiIdentity;
+  store?: StoreIdentity;
+}
+
+/** `run`: the API and store the schedule's runs are for (src/api/identity.ts, src/store/store-identity.ts). */
+export function desiredScheduleOf(harvest: ScheduledHarvest, taskQueue: string, run: ScheduledRunIdentity = {}): DesiredSchedule {
+  const { api, store } = run;
   const cron = normalCron(harvest.schedule.cron);
   return {
     scheduleId: scheduleIdOf(harvest.name),
@@ -90,7 +98,7 @@ export function desiredScheduleOf(harvest: ScheduledHarvest, taskQueue: string, 
     // Temporal keeps a cron expression only compiled into a calendar; the comment after # keeps
     // its text in that calendar, so `list` can show it and `apply` can compare it.
     spec: { cronExpressions: [`${cron} # ${cron}`], timezone: harvest.schedule.timezone },
-    action: { type: 'startWorkflow', workflowType: HARVEST_WORKFLOW_TYPE, taskQueue, workflowId: scheduledWorkflowIdPrefix(harvest.name), args: [{ harvest, ...(api ? { api } : {}) }] },
+    action: { type: 'startWorkflow', workflowType: HARVEST_WORKFLOW_TYPE, taskQueue, workflowId: scheduledWorkflowIdPrefix(harvest.name), args: [{ harvest, ...(api ? { api } : {}), ...(store ? { store } : {}) }] },
     policies: { overlap: SCHEDULE_OVERLAP, catchupWindow: SCHEDULE_CATCHUP_WINDOW_MS },
   };
 }
@@ -113,13 +121,13 @@ function canonical(value: unknown): string {
 }
 
 /** A run argument `{ harvest }` without the harvest's schedule. */
-/** A run argument without the harvest's schedule and the API: both are compared, and said, on their own. */
+/** A run argument without the harvest's schedule, the API and the store: each is compared, and said, on its own. */
 function withoutSchedule(arg: unknown): unknown {
   if (arg === null || typeof arg !== 'object' || !('harvest' in arg)) return arg;
   const harvest = (arg as { harvest: unknown }).harvest;
   if (harvest === null || typeof harvest !== 'object') return arg;
   const { schedule: _schedule, ...rest } = harvest as Record<string, unknown>;
-  const { api: _api, ...others } = arg as Record<string, unknown>;
+  const { api: _api, store: _store, ...others } = arg as Record<string, unknown>;
   return { ...others, harvest: rest };
 }
 
@@ -137,6 +145,8 @@ export function scheduleDifferences(current: ScheduleDescription, desired: Desir
   if (action.workflowId !== desired.action.workflowId) changes.push(`workflow id prefix ${action.workflowId} → ${desired.action.workflowId}`);
   const apiOf = (args: readonly unknown[] | undefined) => canonical((args?.[0] as { api?: unknown } | undefined)?.api ?? null);
   if (apiOf(action.args) !== apiOf(desired.action.args)) changes.push('the API its runs are for');
+  const storeIdOf = (args: readonly unknown[] | undefined) => (args?.[0] as { store?: StoreIdentity } | undefined)?.store?.id ?? null;
+  if (storeIdOf(action.args) !== storeIdOf(desired.action.args)) changes.push('the data directory its runs are for');
   if (canonical(action.args ?? []) !== canonical(desired.action.args ?? [])) {
     // The arguments carry the harvest, its schedule included: a new cron alone is said once, above.
     const rest = (args: readonly unknown[] | undefined) => canonical((args ?? []).map((arg) => withoutSchedule(arg)));
@@ -179,12 +189,12 @@ function messageOf(error: unknown): string {
  * whose harvest is gone from the config or has no schedule any more. Schedules that start runs on
  * another task queue belong to another deployment and are left alone.
  */
-export async function applyHarvestSchedules(client: Client, harvests: readonly Harvest[], taskQueue: string, api?: ApiIdentity): Promise<ApplyResult> {
+export async function applyHarvestSchedules(client: Client, harvests: readonly Harvest[], taskQueue: string, run: ScheduledRunIdentity = {}): Promise<ApplyResult> {
   const result: ApplyResult = { taskQueue, created: [], updated: [], deleted: [], kept: [], ignored: [], failed: [] };
   const wanted = new Set<string>();
   for (const harvest of harvests) {
     if (!harvest.schedule) continue;
-    const desired = desiredScheduleOf(harvest as ScheduledHarvest, taskQueue, api);
+    const desired = desiredScheduleOf(harvest as ScheduledHarvest, taskQueue, run);
     wanted.add(desired.scheduleId);
     try {
       const current = await describeOrUndefined(client, desired.scheduleId);

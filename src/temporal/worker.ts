@@ -54,6 +54,11 @@ export interface HarvestWorkerOptions {
   namespace: string;
   taskQueue?: string;
   deps: ActivityDeps;
+  /**
+   * How long a stopping worker lets the activities in flight finish before it cancels them;
+   * Temporal's default is none (they are cancelled at once).
+   */
+  shutdownGraceMs?: number;
 }
 
 export async function createHarvestWorker(options: HarvestWorkerOptions): Promise<Worker> {
@@ -80,5 +85,6 @@ export async function createHarvestWorker(options: HarvestWorkerOptions): Promis
     // Heartbeats (every 2 s) reach Temporal as often, not every 8 s (80 % of the heartbeat
     // timeout): what work in flight has charged and landed shows in `harvester run` as it goes.
     maxHeartbeatThrottleInterval: '2 seconds',
+    ...(options.shutdownGraceMs !== undefined ? { shutdownGraceTime: options.shutdownGraceMs } : {}),
   });
 }

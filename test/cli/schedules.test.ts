@@ -9,6 +9,7 @@ import { DefaultLogger, NativeConnection, Runtime } from '@temporalio/worker';
 import type { SocialApiClient } from '../../src/api/client.js';
 import { parseHarvestConfig } from '../../src/config/harvest-config.js';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/dev-server.js';
+import { dataDirectoryIdentity } from '../../src/store/store-identity.js';
 import { harvestScheduleIds, scheduleIdOf, type HarvestScheduleView } from '../../src/temporal/schedules.js';
 import { createHarvestWorker } from '../../src/temporal/worker.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
@@ -41,6 +42,7 @@ let connection: Connection;
 let temporal: Client;
 let stopWorker: () => Promise<void>;
 let dir: string;
+let workerDir: string;
 let env: Record<string, string>;
 let handle: string;
 
@@ -57,7 +59,7 @@ async function registerNamespace(): Promise<void> {
 }
 
 /** A real worker in this file's namespace (test/support's startTestWorker works in default). */
-async function startWorker(apiClient: SocialApiClient): Promise<() => Promise<void>> {
+async function startWorker(apiClient: SocialApiClient, dataDir: string): Promise<() => Promise<void>> {
   try {
     Runtime.install({ logger: new DefaultLogger('WARN') });
   } catch {
@@ -68,7 +70,7 @@ async function startWorker(apiClient: SocialApiClient): Promise<() => Promise<vo
     connection: native,
     namespace: NAMESPACE,
     taskQueue: TASK_QUEUE,
-    deps: { client: apiClient, dataDir: mkdtempSync(join(tmpdir(), 'schedules-worker-')) },
+    deps: { client: apiClient, dataDir },
   });
   const running = worker.run();
   return async () => {
@@ -84,9 +86,11 @@ beforeAll(async () => {
   connection = await Connection.connect({ address: inject('temporalAddress') });
   temporal = new Client({ connection, namespace: NAMESPACE });
   await registerNamespace();
-  stopWorker = await startWorker(api);
+  // The schedules' runs are for the data directory `apply` is given (HARVESTER_DATA_DIR): the worker's.
+  workerDir = mkdtempSync(join(tmpdir(), 'schedules-worker-'));
+  stopWorker = await startWorker(api, workerDir);
   dir = mkdtempSync(join(tmpdir(), 'schedules-'));
-  env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: NAMESPACE, HARVESTER_TASK_QUEUE: TASK_QUEUE, HARVESTER_DATA_DIR: dir };
+  env = { TEMPORAL_ADDRESS: inject('temporalAddress'), TEMPORAL_NAMESPACE: NAMESPACE, HARVESTER_TASK_QUEUE: TASK_QUEUE, HARVESTER_DATA_DIR: workerDir };
   handle = (await emulator.catalog()).tiktok.handles[3]!;
 });
 
@@ -230,6 +234,15 @@ describe('harvester schedules', () => {
     expect(lineFor(other.stdout, A)).toMatch(/^updated .*the API its runs are for/);
     // Back to no API in the environment: the runs are unchecked again, as before this setting existed.
     expect(lineFor((await apply()).stdout, A)).toMatch(/^updated .*the API its runs are for/);
+  });
+
+  it('apply records the data directory its runs are for (its store id), and another data directory updates it', async () => {
+    const described = await temporal.schedule.getHandle(scheduleIdOf(A)).describe();
+    const args = described.action.type === 'startWorkflow' ? (described.action.args as { store?: unknown }[]) : [];
+    expect(args[0]?.store).toEqual(dataDirectoryIdentity(workerDir));
+    const elsewhere = await cli(['apply', '--config', writeConfig()], { HARVESTER_DATA_DIR: join(dir, 'elsewhere') });
+    expect(lineFor(elsewhere.stdout, A)).toMatch(/^updated .*the data directory its runs are for/);
+    expect(lineFor((await apply()).stdout, A)).toMatch(/^updated .*the data directory its runs are for/);
   });
 
   it('pause --reason: list shows it paused, with the reason', async () => {

@@ -69,7 +69,8 @@ describe('harvester run --no-local-worker', () => {
     const result = await runRecorded(['run', 'thin', '--config', config, '--no-local-worker', '--json'], {
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       HARVESTER_TASK_QUEUE: worker.taskQueue,
-      HARVESTER_DATA_DIR: join(dir, 'data'),
+      // The worker's own: a run is served only by a worker of the data directory it was started for.
+      HARVESTER_DATA_DIR: worker.dataDir,
       SOCIAL_API_BASE_URL: emulator.baseUrl,
       SOCIAL_API_KEY: KEY,
       LOG_LEVEL: 'error',
@@ -85,6 +86,8 @@ describe('harvester run --no-local-worker', () => {
       '/node_modules/@duckdb/',
       '/node_modules/undici/',
       '/node_modules/pino/',
+      // The shared store's catalog client: this run's store is a data directory.
+      '/node_modules/pg/',
       '/activities/',
       '/src/warehouse/',
       '/src/api/client.js',

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
 import { CallJournal, runFailures } from '../../src/store/call-journal.js';
 import { listLandings, readLanding } from '../../src/store/landing.js';
-import { storeFromEnvironment } from '../../src/store/store-from-environment.js';
+import { sharedStoreIdentity, storeFromEnvironment } from '../../src/store/store-from-environment.js';
 import type { Store } from '../../src/store/store.js';
 import { loadReportData } from '../../src/report/report-data.js';
 import { renderReport } from '../../src/report/render-report.js';
@@ -57,6 +57,18 @@ describe('shared storage', () => {
     expect(store.description).not.toContain(new URL(services.postgres.url).password);
     await expect(storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { HARVESTER_STORAGE: 's3://bucket/x' })).rejects.toThrow(/HARVESTER_CATALOG is not set/);
     await expect(storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { HARVESTER_CATALOG: services.postgres.url })).rejects.toThrow(/HARVESTER_STORAGE is not s3:\/\//);
+  });
+
+  it('has one identity on every machine, the one a run started without its object store carries, and never a password in its location', async () => {
+    const [first, second] = [await machine(), await machine()];
+    const [one, two] = await Promise.all([first.identity(), second.identity()]);
+    expect(two).toEqual(one);
+    expect(await sharedStoreIdentity(sharedEnv.HARVESTER_STORAGE!, { ...process.env, ...sharedEnv })).toEqual(one);
+    expect(one.location).toMatch(new RegExp(`^the shared store s3://${services.minio.bucket}/tests/ with the catalog postgres`));
+    expect(one.location).not.toContain(new URL(services.postgres.url).password);
+    // Another prefix of the bucket is another store, though its catalog is the same.
+    const elsewhere = await sharedStoreIdentity(`s3://${services.minio.bucket}/elsewhere`, { ...process.env, ...sharedEnv });
+    expect(elsewhere.id).not.toBe(one.id);
   });
 
   it('a journal written on one machine is replayed on another, and a later claim there stops the first', async () => {

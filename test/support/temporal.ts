@@ -3,11 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, type Worker } from '@temporalio/worker';
+import { msToTs } from '@temporalio/common/lib/time.js';
 import { inject } from 'vitest';
 import type { SocialApiClient } from '../../src/api/client.js';
 import { parseHarvestConfig } from '../../src/config/harvest-config.js';
 import type { Harvest } from '../../src/harvest/harvest-types.js';
+import { SEARCH_ATTRIBUTES } from '../../src/temporal/dev-server.js';
 import { createHarvestWorker, prebuiltWorkflowBundle } from '../../src/temporal/worker.js';
+import { waitFor } from './emulator.js';
 
 let runtimeInstalled = false;
 
@@ -31,7 +34,7 @@ export interface TestWorker {
 /** A real worker on its own task queue, with its own data directory, in this process. */
 export async function startTestWorker(
   api: SocialApiClient,
-  options: { dataDir?: string; taskQueue?: string; pauseSchedule?: (harvest: string, note: string) => Promise<void>; loadEveryMs?: number } = {},
+  options: { dataDir?: string; taskQueue?: string; namespace?: string; pauseSchedule?: (harvest: string, note: string) => Promise<void>; loadEveryMs?: number } = {},
 ): Promise<TestWorker> {
   if (!runtimeInstalled) {
     // Errors only: the fault tests make targets fail on purpose, and each failure's warning (with
@@ -44,7 +47,7 @@ export async function startTestWorker(
   const connection = await NativeConnection.connect({ address: inject('temporalAddress') });
   const worker = await createHarvestWorker({
     connection,
-    namespace: 'default',
+    namespace: options.namespace ?? 'default',
     taskQueue,
     deps: {
       client: api,
@@ -65,6 +68,27 @@ export async function startTestWorker(
       await connection.close();
     },
   };
+}
+
+/** The Keyword type of the API's IndexedValueType enum (@temporalio/proto is not a direct dependency). */
+const INDEXED_VALUE_TYPE_KEYWORD = 2;
+
+/**
+ * A namespace of a test file's own on the shared dev server, with the search attributes runs set:
+ * there its workers may poll the default task queue (`harvester`), as users' do, and take no other
+ * file's runs. Resolves once the namespace answers.
+ */
+export async function registerTestNamespace(namespace: string): Promise<void> {
+  const connection = await Connection.connect({ address: inject('temporalAddress') });
+  try {
+    await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+    const searchAttributes = Object.fromEntries(Object.keys(SEARCH_ATTRIBUTES).map((name) => [name, INDEXED_VALUE_TYPE_KEYWORD]));
+    await waitFor(() => connection.operatorService.addSearchAttributes({ namespace, searchAttributes }).then(() => true, () => undefined), 15_000, 'the namespace to take search attributes');
+    const client = new Client({ connection, namespace });
+    await waitFor(() => client.workflow.count().then(() => true, () => undefined), 15_000, 'the namespace to answer');
+  } finally {
+    await connection.close();
+  }
 }
 
 /** A harvest written as YAML, checked by the real config loader. */

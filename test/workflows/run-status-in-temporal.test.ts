@@ -100,6 +100,15 @@ afterAll(async () => {
   await emulator?.close();
 });
 
+/**
+ * The data directory a run on `queue` is started for: its worker's, since a worker serves only runs
+ * of its own; for the worker whose directory cannot be written, a directory it does not keep.
+ */
+function dataDirOf(queue: string): string {
+  const worker = workers.find((candidate) => candidate.taskQueue === queue)!;
+  return worker === workers[2] ? env.HARVESTER_DATA_DIR! : worker.dataDir;
+}
+
 interface WorkflowMetadata {
   definition?: { type?: string };
   currentDetails?: string;
@@ -107,7 +116,9 @@ interface WorkflowMetadata {
 
 describe('the Temporal UI tells the five outcomes apart, and the CLI agrees', () => {
   it('each run shows its status in its current details, summary and HarvestStatus, as `runs` and `show` do', async () => {
-    const results = await Promise.all(cases.map((entry) => runCli(['run', entry.harvest, '--config', configFile, '--no-local-worker', '--json'], { ...env, HARVESTER_TASK_QUEUE: entry.queue() })));
+    const results = await Promise.all(
+      cases.map((entry) => runCli(['run', entry.harvest, '--config', configFile, '--no-local-worker', '--json'], { ...env, HARVESTER_TASK_QUEUE: entry.queue(), HARVESTER_DATA_DIR: dataDirOf(entry.queue()) })),
+    );
     for (const [index, entry] of cases.entries()) {
       const result = results[index]!;
       expect(result.code, `${entry.harvest}: ${result.stderr} ${result.stdout}`).toBe(entry.exitCode);

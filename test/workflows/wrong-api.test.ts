@@ -3,7 +3,7 @@
  * the same with another key) refuses the run's tasks, and the run ends failed saying so, with
  * nothing bought. Real Temporal, the emulator over HTTP, the built CLI.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -63,7 +63,7 @@ describe('a worker set up for another API', () => {
     }
   });
 
-  it('refuses the listing of a run resumed from its checkpoint, with the same base URL and another key: the run ends failed with that one reason', async () => {
+  it('refuses the listing of a run resumed from its checkpoint, with the same base URL and another key: the run ends failed saying the key differs, once', async () => {
     const worker = await startTestWorker(rig.api);
     try {
       const handle = rig.catalog.tiktok.handles[2]!;
@@ -83,15 +83,16 @@ describe('a worker set up for another API', () => {
         workflowId: `wrong-key-${Date.now()}`,
         args: [{ harvest: harvest('resumed', handle, 100), api: other, resume: resumableState(first.checkpoint, 1000) } satisfies HarvestInput],
       })) as HarvestSummary;
-      console.log(retried.reason, JSON.stringify(retried.targets[0]));
-      expect(retried.status).toBe("failed");
-      expect(retried.reason).toMatch(/^a worker set up for another API took the run's task: /);
-      expect(retried.reason).toContain(`the key whose fingerprint is ${other.keyFingerprint}`);
-      expect(retried.reason).toContain(`the key whose fingerprint is ${own.keyFingerprint}`);
+      expect(retried.status).toBe('failed');
+      // The same API with another key: the key is what differs, and said so, not the task queues.
+      expect(retried.reason).toMatch(/^the run's API key is not the one the worker uses: /);
+      expect(retried.reason).toContain(`was started with a SOCIAL_API_KEY whose fingerprint is ${other.keyFingerprint}`);
+      expect(retried.reason).toContain(`calls ${rig.emulator.baseUrl} with the key whose fingerprint is ${own.keyFingerprint}`);
+      expect(retried.reason).not.toContain('task queues');
       // Said once, though the final load was refused too.
-      expect(retried.reason!.match(/another API/g)).toHaveLength(1);
+      expect(retried.reason!.match(/not the one the worker uses/g)).toHaveLength(1);
       // Refused before it bought anything: no credits counted for it.
-      expect(retried.targets[0]).toMatchObject({ status: 'failed', credits: first.targets[0]!.credits, error: { type: 'WrongApi' } });
+      expect(retried.targets[0]).toMatchObject({ status: 'failed', credits: first.targets[0]!.credits, error: { type: 'WrongApiKey' } });
       expect(retried.creditsSpent).toBe(first.creditsSpent);
       expect(retried.reason).not.toContain(VERIFY_KEY);
       expect(await spentByHarvestKey()).toBe(before);
@@ -115,7 +116,6 @@ describe('a worker set up for another API', () => {
         SOCIAL_API_KEY: 'sk_live_not_the_emulators',
         LOG_LEVEL: 'error',
       });
-      console.log(result.stderr);
       expect(result.code).toBe(1);
       expect(result.stdout).toBe('');
       expect(result.stderr).toMatch(/harvester: run run-misdirected-\S+ failed: the run could not start: a worker set up for another API took the run's task: /);
@@ -124,6 +124,38 @@ describe('a worker set up for another API', () => {
       expect(await spentByHarvestKey()).toBe(before);
     } finally {
       await worker.stop();
+    }
+  }, 60_000);
+
+  it('harvester run --no-local-worker with a mistyped SOCIAL_API_KEY: the run fails saying its key is not the workers\', never the key, not blaming task queues', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'wrong-key-cli-'));
+    const worker = await startTestWorker(rig.api, { dataDir: join(dir, 'data') });
+    try {
+      const config = join(dir, 'harvests.yaml');
+      writeFileSync(config, `harvests:\n  - name: mistyped\n    budget: { credits: 1000 }\n    channels:\n      - { platform: tiktok, handle: ${rig.catalog.tiktok.handles[4]!}, content: videos, max_items: 20 }\n`);
+      const mistyped = `${HARVEST_KEY}x`;
+      const before = await spentByHarvestKey();
+      const result = await runCli(['run', 'mistyped', '--config', config, '--no-local-worker'], {
+        TEMPORAL_ADDRESS: inject('temporalAddress'),
+        HARVESTER_TASK_QUEUE: worker.taskQueue,
+        // The worker's own directory: only the key differs.
+        HARVESTER_DATA_DIR: worker.dataDir,
+        SOCIAL_API_BASE_URL: rig.emulator.baseUrl,
+        SOCIAL_API_KEY: mistyped,
+        LOG_LEVEL: 'error',
+      });
+      expect(result.code).toBe(1);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(/harvester: run run-mistyped-\S+ failed: the run could not start: the run's API key is not the one the worker uses: /);
+      expect(result.stderr).toContain(
+        `was started with a SOCIAL_API_KEY whose fingerprint is ${apiIdentity({ baseUrl: rig.emulator.baseUrl, apiKey: mistyped }).keyFingerprint}, and a worker on task queue "${worker.taskQueue}" calls ${rig.emulator.baseUrl} with the key whose fingerprint is ${rig.api.identity.keyFingerprint}, so it refused the task; check the SOCIAL_API_KEY the run was started with`,
+      );
+      expect(result.stderr).not.toMatch(/another API|different task queues/);
+      expect(result.stderr).not.toContain('sk_live_');
+      expect(await spentByHarvestKey()).toBe(before);
+    } finally {
+      await worker.stop();
+      rmSync(dir, { recursive: true, force: true });
     }
   }, 60_000);
 });

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { apiIdentity } from '../../api/identity.js';
+import { dataDirectoryIdentity } from '../../store/store-identity.js';
 import { findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { CONFIG_DIR } from '../../config/project-paths.js';
@@ -78,7 +79,7 @@ export function demoCommand(): Command {
         const workflowId = `demo-${new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
         process.stdout.write(`Running the "demo" harvest (config/demo.yaml) as ${workflowId}…\n`);
         const started = Date.now();
-        const handle = await client.workflow.start(harvestWorkflow, { taskQueue: stack.taskQueue, workflowId, staticSummary: `demo: budget ${harvest.budget.credits} credits`, args: [{ harvest, api: apiIdentity({ baseUrl: stack.apiBaseUrl, apiKey: stack.apiKey }) }] });
+        const handle = await client.workflow.start(harvestWorkflow, { taskQueue: stack.taskQueue, workflowId, staticSummary: `demo: budget ${harvest.budget.credits} credits`, args: [{ harvest, api: apiIdentity({ baseUrl: stack.apiBaseUrl, apiKey: stack.apiKey }), store: dataDirectoryIdentity(dataDir) }] });
         const summary = await resultWithProgress(handle);
         process.stdout.write(`\n${summaryText(summary, Date.now() - started)}\n`);
         for (const question of ANALYST_QUESTIONS) {

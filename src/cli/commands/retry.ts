@@ -4,7 +4,7 @@ import { connectClient, temporalSettingsFromEnv } from '../../temporal/connectio
 import { RETRYABLE_STATUSES, resumableState } from '../../harvest/checkpoint.js';
 import { harvestWorkflow } from '../../../workflows/harvest.js';
 import { createLogger } from '../../logger.js';
-import { taskQueueFromEnv } from '../run-environment.js';
+import { localWorkerTaskQueue, taskQueueFromEnv } from '../run-environment.js';
 import { startWorkerFromEnv } from '../engine-context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { runAttempts } from '../run-queries.js';
@@ -24,7 +24,10 @@ export function retryCommand(): Command {
     )
     .action(async (runId: string, options: { budget?: number; localWorker: boolean; json?: boolean }) => {
       const client = await connectClient(temporalSettingsFromEnv());
-      const worker = options.localWorker ? await startWorkerFromEnv(createLogger({ name: 'retry', level: process.env.LOG_LEVEL ?? 'warn' })) : undefined;
+      // As for `harvester run`: a local worker on a queue of its own serves this retry only. The retry
+      // carries the API and store of its run, so a worker of another data directory refuses it.
+      const taskQueue = options.localWorker ? localWorkerTaskQueue(runId) : taskQueueFromEnv();
+      const worker = options.localWorker ? await startWorkerFromEnv(createLogger({ name: 'retry', level: process.env.LOG_LEVEL ?? 'warn' }), { taskQueue }) : undefined;
       try {
         const original = client.workflow.getHandle<typeof harvestWorkflow>(runId);
         const description = await original.describe();
@@ -45,7 +48,7 @@ export function retryCommand(): Command {
         let handle: WorkflowHandle<typeof harvestWorkflow>;
         try {
           handle = await client.workflow.start(harvestWorkflow, {
-            taskQueue: taskQueueFromEnv(),
+            taskQueue,
             workflowId: runId,
             workflowIdReusePolicy: 'ALLOW_DUPLICATE',
             workflowIdConflictPolicy: 'FAIL',
@@ -57,6 +60,8 @@ export function retryCommand(): Command {
           throw error;
         }
         process.stderr.write(`retrying ${runId} (attempt ${attempt}) with ${budget} more credits\n`);
+        // The run's own store, which only its workers serve (runs started before runs carried one: no line).
+        if (startInput.store) process.stderr.write(`its data lands in ${startInput.store.location}\n`);
         const summary = await resultWithProgress(handle);
         process.stdout.write(options.json ? `${JSON.stringify(printableSummary(summary), null, 2)}\n` : `${summaryText(summary, Date.now() - started)}\n`);
         process.exitCode = RUN_EXIT_CODES[summary.status];

@@ -7,7 +7,9 @@ import { connectClient, temporalSettingsFromEnv } from '../../temporal/connectio
 import type { HarvestStatus } from '../../harvest/progress.js';
 import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from '../../harvest/rules.js';
 import { harvestWorkflow, type HarvestSummary } from '../../../workflows/harvest.js';
-import { runApiFromEnv, taskQueueFromEnv } from '../run-environment.js';
+import { dataDirFromEnv } from '../../config/environment.js';
+import type { StoreIdentity } from '../../store/store-identity.js';
+import { localWorkerTaskQueue, runApiFromEnv, runStoreFromEnv, taskQueueFromEnv } from '../run-environment.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { wholeNumber } from '../options.js';
 
@@ -81,6 +83,21 @@ function stopOnSignals(stop: (signal: NodeJS.Signals) => Promise<void>): void {
   process.on('SIGTERM', onSignal);
 }
 
+/**
+ * Where the run's data lands, said as it starts: its store, which only a worker of that store
+ * serves; or, for a run handed to workers from an environment that names no store, a warning that
+ * it lands wherever the worker that takes it keeps its data.
+ */
+export function whereDataLands(store: StoreIdentity | undefined, localWorker: boolean): string {
+  if (!store) {
+    return (
+      `warning: this command names no data directory (HARVESTER_DATA_DIR is not set, and ${dataDirFromEnv()} holds none), ` +
+      "so the run's data lands wherever the worker that takes it keeps its data"
+    );
+  }
+  return `its data lands in ${store.location}${localWorker ? '' : ': a worker that keeps its data elsewhere refuses the run'}`;
+}
+
 export function runCommand(): Command {
   return new Command('run')
     .description('Run one harvest now and wait for it; prints a summary and exits with its status')
@@ -97,6 +114,11 @@ export function runCommand(): Command {
 Exit codes: 0 completed, 3 completed with errors, 4 budget exhausted, 5 paused (credits), 6 failed,
 1 bad config or arguments, 2 API error.
 
+The run lands in HARVESTER_DATA_DIR (default ./data), or the shared store of HARVESTER_STORAGE: a
+worker that keeps its data elsewhere refuses it. Its own worker polls a task queue of its own
+(harvester-<run id>) unless HARVESTER_TASK_QUEUE names one to share; with --no-local-worker the run
+goes to HARVESTER_TASK_QUEUE (default harvester).
+
 Examples:
   $ harvester run creators-daily
   $ harvester run creators-daily --budget 500 --json`,
@@ -105,33 +127,53 @@ Examples:
       const harvest = findHarvest(loadHarvestConfig(options.config), name);
       // The run carries the API it is for: a worker set up for another one refuses its tasks.
       const api = runApiFromEnv();
+      const workflowId = `run-${name}-${new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
+      // A local worker polls a task queue of its own, and serves this run only, unless
+      // HARVESTER_TASK_QUEUE names one to share; without one, the run goes to the workers' queue.
+      const taskQueue = options.localWorker ? localWorkerTaskQueue(workflowId) : taskQueueFromEnv();
+      const ownQueue = options.localWorker && taskQueue !== taskQueueFromEnv();
       // The client connects while the local worker starts. The worker and what only it needs
       // (Temporal's worker, the activities, the API client, DuckDB, the logger) are loaded only when
       // one runs here: without, this process only starts the run and watches it, and stays small.
       const connecting = connectClient(temporalSettingsFromEnv());
       const starting = options.localWorker
         ? Promise.all([import('../engine-context.js'), import('../../logger.js')]).then(([engine, { createLogger }]) =>
-            engine.startWorkerFromEnv(createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' }), connecting),
+            engine.startWorkerFromEnv(createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' }), { temporal: connecting, taskQueue }),
           )
         : undefined;
+      // The run carries the store it is for, too: its local worker's, or the one this environment
+      // names for the workers elsewhere. A worker that keeps its data elsewhere refuses its tasks.
+      const naming = options.localWorker ? undefined : runStoreFromEnv();
       let runStarted: string | undefined;
       stopOnSignals(async (signal) => {
-        const where = options.localWorker ? `a \`harvester worker\` on task queue "${taskQueueFromEnv()}" goes on with it` : 'the running workers go on with it';
+        const where = !options.localWorker
+          ? 'the running workers go on with it'
+          : ownQueue
+            ? `a \`harvester worker\` of its data directory on its task queue, \`HARVESTER_TASK_QUEUE=${taskQueue} harvester worker\`, goes on with it`
+            : `a \`harvester worker\` on task queue "${taskQueue}" goes on with it`;
         process.stderr.write(`harvester: ${signal}: ${runStarted ? `stopped waiting; run ${runStarted} stays open in Temporal and ${where}` : 'stopped before the run started'}\n`);
         await Promise.race([starting?.then((worker) => worker.shutdown()), sleep(SHUTDOWN_GRACE_MS)]);
       });
-      const [client, worker] = await Promise.all([connecting, starting]);
+      const [client, worker, named] = await Promise.all([connecting, starting, naming]);
+      const store = worker?.storeIdentity ?? named;
       const started = Date.now();
-      const workflowId = `run-${name}-${new Date(started).toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
       try {
         const handle = await client.workflow.start(harvestWorkflow, {
-          taskQueue: taskQueueFromEnv(),
+          taskQueue,
           workflowId,
           staticSummary: `${name}: budget ${options.budget ?? harvest.budget.credits} credits`,
-          args: [{ harvest, ...api, ...(options.budget ? { budgetCredits: options.budget } : {}), concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) } }],
+          args: [
+            {
+              harvest,
+              ...api,
+              ...(store ? { store } : {}),
+              ...(options.budget ? { budgetCredits: options.budget } : {}),
+              concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) },
+            },
+          ],
         });
         runStarted = workflowId;
-        process.stderr.write(`started ${workflowId}\n`);
+        process.stderr.write(`started ${workflowId}\n${whereDataLands(store, options.localWorker)}\n`);
         const summary = await resultWithProgress(handle);
         if (options.json) process.stdout.write(`${JSON.stringify(printableSummary(summary), null, 2)}\n`);
         else process.stdout.write(`${summaryText(summary, Date.now() - started)}\n`);

@@ -16,7 +16,7 @@ import {
   type HarvestScheduleView,
 } from '../../temporal/schedules.js';
 import { storeFromEnvironment } from '../../store/store-from-environment.js';
-import { runApiFromEnv, taskQueueFromEnv } from '../run-environment.js';
+import { runApiFromEnv, runStoreFromEnv, taskQueueFromEnv } from '../run-environment.js';
 import { UsageError } from '../options.js';
 import { textTable } from '../text-table.js';
 
@@ -139,8 +139,9 @@ a schedule's paused state and note.`,
       .action(async (options: { config: string; json?: boolean }) => {
         const config = loadHarvestConfig(options.config);
         await withTemporal(async (client, settings) => {
-          // Scheduled runs are for the API this environment names, as `harvester run`'s are.
-          const result = await applyHarvestSchedules(client, config.harvests, taskQueueFromEnv(), runApiFromEnv().api);
+          // Scheduled runs are for the API and the store this environment names, as `harvester run`'s are.
+          const store = await runStoreFromEnv();
+          const result = await applyHarvestSchedules(client, config.harvests, taskQueueFromEnv(), { ...runApiFromEnv(), ...(store ? { store } : {}) });
           process.stdout.write(options.json ? `${JSON.stringify(result, null, 2)}\n` : `${applyText(result, settings)}\n`);
           if (result.failed.length > 0) {
             throw new Error(`${result.failed.length} schedule${result.failed.length === 1 ? '' : 's'} not applied: ${result.failed.map((entry) => `${entry.id}: ${entry.error}`).join('; ')}`);

@@ -5,7 +5,7 @@
  * AWS_ENDPOINT_URL_S3) for a store that is not AWS.
  */
 import { CreateBucketCommand, DeleteObjectCommand, GetObjectCommand, HeadObjectCommand, ListObjectsV2Command, NoSuchKey, NotFound, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
-import type { ObjectStorageSettings } from './shared-settings.js';
+import { storageRootUrl, type ObjectStorageSettings } from './shared-settings.js';
 
 /** An object store failed: says which object and what happened, never a credential. */
 export class ObjectStorageError extends Error {
@@ -32,7 +32,7 @@ export class ObjectStorage {
 
   /** The object's URL, for messages: `s3://bucket/prefix/key`. */
   url(key: string): string {
-    return `s3://${this.settings.bucket}/${this.fullKey(key)}`;
+    return `${storageRootUrl(this.settings)}${key}`;
   }
 
   async put(key: string, body: string | Uint8Array): Promise<void> {

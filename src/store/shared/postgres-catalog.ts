@@ -7,6 +7,7 @@
  */
 import pg from 'pg';
 import type { JournalLine, JournalLog, JournalStore } from '../call-journal.js';
+import { newStoreId, type StoreIdentity } from '../store-identity.js';
 import { redactedUrl } from './shared-settings.js';
 
 /** A catalog failed: says what, where (without the password), and PostgreSQL's own words. */
@@ -39,7 +40,7 @@ CREATE TABLE IF NOT EXISTS harvester_document (
 );`;
 
 /** The kinds of document the catalog keeps, each by its own key. */
-export type DocumentKind = 'coverage' | 'job' | 'target-job' | 'alert' | 'mark';
+export type DocumentKind = 'coverage' | 'job' | 'target-job' | 'alert' | 'mark' | 'store';
 
 export class PostgresCatalog implements JournalStore {
   private constructor(
@@ -87,6 +88,22 @@ export class PostgresCatalog implements JournalStore {
       'INSERT INTO harvester_document (kind, key, value) VALUES ($1, $2, $3) ON CONFLICT (kind, key) DO UPDATE SET value = excluded.value',
       [kind, key, JSON.stringify(value)],
     );
+  }
+
+  /**
+   * The identity of the shared store whose objects are under `storageRoot` (`s3://bucket/prefix/`)
+   * and whose catalog this is: a document made once, by whichever process asks first (the insert
+   * of a second asker does nothing, and it reads the first's).
+   */
+  async storeIdentity(storageRoot: string): Promise<StoreIdentity> {
+    await this.query('make the store id', 'INSERT INTO harvester_document (kind, key, value) VALUES ($1, $2, $3) ON CONFLICT (kind, key) DO NOTHING', [
+      'store',
+      storageRoot,
+      JSON.stringify({ id: newStoreId(), created_at: new Date().toISOString() }),
+    ]);
+    const made = await this.getDocument<{ id: string }>('store', storageRoot);
+    if (!made?.id) throw new CatalogError('read the store id', this.where, new Error(`no store document for ${storageRoot}`));
+    return { id: made.id, location: `the shared store ${storageRoot} with the catalog ${this.where}` };
   }
 
   async deleteDocument(kind: DocumentKind, key: string): Promise<void> {

@@ -36,6 +36,11 @@ export function objectStorageSettings(url: string, env: NodeJS.ProcessEnv): Obje
   };
 }
 
+/** The URL of the bucket and prefix the store keeps its objects under: `s3://bucket/prefix/` (ObjectStorage.url('')). */
+export function storageRootUrl(settings: Pick<ObjectStorageSettings, 'bucket' | 'prefix'>): string {
+  return `s3://${settings.bucket}/${settings.prefix === '' ? '' : `${settings.prefix}/`}`;
+}
+
 /** A PostgreSQL URL with its password replaced, for messages and logs. */
 export function redactedUrl(url: string): string {
   try {

@@ -16,6 +16,7 @@ import { landingFile, landingRoot, mediaFile, objectKey, pathSegment, quarantine
 import type { ListingCoverage } from '../listing-coverage.js';
 import { describeMedia, type StoredMedia } from '../media-store.js';
 import type { Store } from '../store.js';
+import type { StoreIdentity } from '../store-identity.js';
 import type { PostgresCatalog } from './postgres-catalog.js';
 import type { ObjectStorage } from './object-storage.js';
 
@@ -29,6 +30,7 @@ const STAGING_FETCHES = 16;
 
 export class SharedStore implements Store {
   readonly description: string;
+  #identity: Promise<StoreIdentity> | undefined;
 
   constructor(
     readonly dataDir: string,
@@ -154,6 +156,15 @@ export class SharedStore implements Store {
     const object = objectKey(this.dataDir, mediaFile(this.dataDir, media.sha256));
     if (!(await this.objects.exists(object))) await this.objects.put(object, bytes);
     return media;
+  }
+
+  /** Asked of the catalog once: a shared store's id stays (a failure is asked again). */
+  identity(): Promise<StoreIdentity> {
+    this.#identity ??= this.catalog.storeIdentity(this.objects.url('')).catch((error: unknown) => {
+      this.#identity = undefined;
+      throw error;
+    });
+    return this.#identity;
   }
 
   /** A lock in the catalog: loaders on other machines would otherwise load the same landings. */
