@@ -8,6 +8,8 @@ import type { SocialApiClient } from '../../src/api/client.js';
 import { parseHarvestConfig } from '../../src/config/harvest-config.js';
 import type { Harvest } from '../../src/harvest/harvest-types.js';
 import { createHarvestWorker, prebuiltWorkflowBundle } from '../../src/temporal/worker.js';
+import { harvestSummary } from '../../src/temporal/run-summary.js';
+import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 
 let runtimeInstalled = false;
 
@@ -74,3 +76,11 @@ export function harvestFrom(yaml: string): Harvest {
 
 /** The price table, as the client support module loads it. */
 export { prices } from './client.js';
+
+/**
+ * Runs a harvest on a task queue to its end and gives its summary: a harvest that ended `failed`
+ * fails its workflow execution, and its summary is then read from the failure.
+ */
+export async function executeHarvest(temporal: Client, options: { taskQueue: string; workflowId: string; input: HarvestInput }): Promise<HarvestSummary> {
+  return harvestSummary(await temporal.workflow.start('harvestWorkflow', { taskQueue: options.taskQueue, workflowId: options.workflowId, args: [options.input] }));
+}

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { RETRYABLE_STATUSES, resumableState } from '../../harvest/checkpoint.js';
 import { harvestWorkflow } from '../../../workflows/harvest.js';
@@ -7,6 +7,7 @@ import { createLogger } from '../../logger.js';
 import { taskQueueFromEnv } from '../run-environment.js';
 import { startWorkerFromEnv } from '../engine-context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
+import { harvestSummary } from '../../temporal/run-summary.js';
 import { runAttempts } from '../run-queries.js';
 import { wholeNumber } from '../options.js';
 import { RUN_EXIT_CODES, summaryText } from './run.js';
@@ -29,8 +30,12 @@ export function retryCommand(): Command {
         const original = client.workflow.getHandle<typeof harvestWorkflow>(runId);
         const description = await original.describe();
         if (description.status.name === 'RUNNING') throw new Error(`run ${runId} is running; only a finished run can be retried from its checkpoint`);
-        if (description.status.name !== 'COMPLETED') throw new Error(`run ${runId} ${description.status.name.toLowerCase()} with no checkpoint to resume from; start the harvest again with \`harvester run\``);
-        const previous = await original.result();
+        // A harvest that ended failed is a failed execution carrying its summary: that is resumed too.
+        const previous = await harvestSummary(original).catch((error: unknown) => {
+          if (error instanceof WorkflowFailedError) return undefined;
+          throw error;
+        });
+        if (!previous) throw new Error(`run ${runId} ${description.status.name.toLowerCase()} with no checkpoint to resume from; start the harvest again with \`harvester run\``);
         if (!(RETRYABLE_STATUSES as readonly string[]).includes(previous.status)) throw new Error(`run ${runId} ${previous.status}: there is nothing to retry`);
         // The harvest as the run saw it: the input of its (latest) execution, JSON-encoded by Temporal.
         const history = await original.fetchHistory();

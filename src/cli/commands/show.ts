@@ -5,6 +5,7 @@ import type { HarvestProgress } from '../../harvest/progress.js';
 import { progressQuery } from '../../../workflows/definitions.js';
 import type { harvestWorkflow, HarvestSummary } from '../../../workflows/harvest.js';
 import { printableSummary } from '../run-progress.js';
+import { harvestSummary } from '../../temporal/run-summary.js';
 import { runAttempts, type RunAttempt } from '../run-queries.js';
 import { failedCallLines, trackedItemsText } from './run.js';
 
@@ -61,7 +62,7 @@ export function showCommand(): Command {
           progress = await handle.query(progressQuery);
         } else {
           try {
-            progress = printableSummary(await handle.result());
+            progress = printableSummary(await harvestSummary(handle));
           } catch (error) {
             if (!(error instanceof WorkflowFailedError)) throw error;
             throw new Error(`run ${runId} ${description.status.name.toLowerCase()}: ${error.cause?.message ?? error.message}`);
