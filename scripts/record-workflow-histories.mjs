@@ -65,7 +65,8 @@ await worker.runUntil(async () => {
     const summary = await harvestSummary(handle);
     // The Temporal CLI writes the history JSON that historyFromJSON reads back.
     const json = execFileSync(TEMPORAL_BINARY, ['workflow', 'show', '--workflow-id', handle.workflowId, '--address', `127.0.0.1:${port}`, '--output', 'json'], { maxBuffer: 64 << 20 });
-    writeFileSync(join(out, `${harvest.name}.json`), json);
+    // not-found.json stays as recorded before a failed harvest failed its workflow: the patch's old path.
+    writeFileSync(join(out, `${harvest.name === 'not-found' ? 'not-found-failed-workflow' : harvest.name}.json`), json);
     console.log(`${harvest.name}: ${summary.status}, ${JSON.parse(json).events.length} events`);
   }
 });
