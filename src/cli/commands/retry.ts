@@ -8,7 +8,7 @@ import { taskQueueFromEnv } from '../run-environment.js';
 import { startWorkerFromEnv } from '../engine-context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
 import { harvestSummary } from '../../temporal/run-summary.js';
-import { runAttempts } from '../run-queries.js';
+import { describeRun, runAttempts } from '../run-queries.js';
 import { wholeNumber } from '../options.js';
 import { RUN_EXIT_CODES, summaryText } from './run.js';
 
@@ -24,11 +24,12 @@ export function retryCommand(): Command {
       '\nThe retry is the same run, another attempt at it: `runs`, `show`, the warehouse and the report give its\noutcome under the run id, and `show` lists the attempts. Pages landed before are read back from disk,\nnot bought again.\n\nExample:\n  $ harvester retry run-creators-daily-20261121T060000-ab12 --budget 2000',
     )
     .action(async (runId: string, options: { budget?: number; localWorker: boolean; json?: boolean }) => {
-      const client = await connectClient(temporalSettingsFromEnv());
+      const settings = temporalSettingsFromEnv();
+      const client = await connectClient(settings);
       const worker = options.localWorker ? await startWorkerFromEnv(createLogger({ name: 'retry', level: process.env.LOG_LEVEL ?? 'warn' })) : undefined;
       try {
         const original = client.workflow.getHandle<typeof harvestWorkflow>(runId);
-        const description = await original.describe();
+        const description = await describeRun(client, settings, runId);
         if (description.status.name === 'RUNNING') throw new Error(`run ${runId} is running; only a finished run can be retried from its checkpoint`);
         // A harvest that ended failed is a failed execution carrying its summary: that is resumed too.
         const previous = await harvestSummary(original).catch((error: unknown) => {
