@@ -28,9 +28,9 @@ const temporalBinary = join(tools, 'temporal');
 const certs = join(tools, 'certs');
 /**
  * Python clients the tests use as outside readers of what we produce: tools we did not write.
- * duckdb matches the engine version of @duckdb/node-api.
+ * duckdb matches the engine version of @duckdb/node-api; prometheus_client parses workers' metrics.
  */
-const PYTHON_REQUIREMENTS = ['duckdb==1.5.5', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0'];
+const PYTHON_REQUIREMENTS = ['duckdb==1.5.5', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0', 'prometheus_client==0.26.0'];
 const pythonTarget = join(tools, 'python');
 const USAGE = 'usage: node scripts/setup.mjs [--for-distributed] [--for-tests]';
 

@@ -380,7 +380,7 @@ async function startTargetJob(run: RunContext, target: TargetState): Promise<voi
   }
   const reservation = reserve(state.budget, limit * price);
   try {
-    const { jobId } = await startJob({ runId: state.runId, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...run.api });
+    const { jobId } = await startJob({ runId: state.runId, harvest: state.harvestName, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...run.api });
     target.jobId = jobId;
     target.jobReserved = reservation.credits;
   } catch (error) {

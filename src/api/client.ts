@@ -146,6 +146,8 @@ export interface CallOptions {
   /** No attempt runs past this many milliseconds from the call's start; the last is aborted. */
   deadlineMs?: number;
   beforeRepeat?: (lost: NetworkError) => void | Promise<void>;
+  /** Told of each failed attempt the client tries again (a 429, a 5xx, a lost answer): what the caller's metrics count. */
+  onRetry?: (error: SocialApiError) => void;
 }
 
 /** How long a call may take in all, its retries included, unless the caller says otherwise. */
@@ -493,7 +495,10 @@ export class SocialApiClient {
         return response;
       },
       this.retry,
-      (error, attempt) => this.options.logger?.warn({ path, attempt, code: error.code, status: error.status, requestId: error.requestId }, 'retrying API call'),
+      (error, attempt) => {
+        this.options.logger?.warn({ path, attempt, code: error.code, status: error.status, requestId: error.requestId }, 'retrying API call');
+        options.onRetry?.(error);
+      },
     );
   }
 
