@@ -153,6 +153,13 @@ describe('the Temporal UI tells the five outcomes apart, and the CLI agrees', ()
       expect(metadata.currentDetails).toContain(`${entry.status}: ${summary.itemsLanded} items in ${summary.pagesLanded} pages, ${summary.creditsSpent} of ${summary.budget} credits`);
       const show = await runCli(['show', runId, '--json'], env);
       expect(JSON.parse(show.stdout)).toMatchObject({ runId, status: entry.status, attempts: [{ attempt: 1, status: entry.status }] });
+      if (entry.status === 'failed') {
+        // A failed run's checkpoint is in its failure: `retry` resumes from it (and fails again, the target still missing).
+        const retried = await runCli(['retry', runId, '--no-local-worker', '--json'], { ...env, HARVESTER_TASK_QUEUE: entry.queue() });
+        expect(retried.stderr).toContain(`retrying ${runId} (attempt 2)`);
+        expect(retried.code, retried.stderr).toBe(entry.exitCode);
+        expect(JSON.parse(retried.stdout)).toMatchObject({ runId, status: 'failed' });
+      }
     }
   }, 120_000);
 });
