@@ -126,12 +126,13 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
     throw error;
   }
   creditsHeld.dec({ harvest: meter.harvest }, worst);
-  // Each lost attempt was charged what the one that answered was: the same request.
-  creditsCharged.inc(labels, result.creditsCharged * (1 + lostAttempts));
+  // Landed: counted as such even if the journal's settlement below fails (the run reads the landing back).
   calls.inc({ ...labels, outcome: 'answered' });
   landingsWaiting.landed();
   const items = (result as Partial<{ items: unknown[] }>).items;
   if (meter.listsItems && Array.isArray(items)) itemsLanded.inc(labels, items.length);
+  // Each lost attempt was charged what the one that answered was: the same request.
+  creditsCharged.inc(labels, result.creditsCharged * (1 + lostAttempts));
   await journal.settle(key, result.creditsCharged);
   for (let attempt = 0; attempt < lostAttempts; attempt++) await journal.settleLost(key, result.creditsCharged);
   return result;

@@ -8,7 +8,7 @@
  * they start, and of the dev server, is inside it. The tests make about two hundred temporary
  * folders; this removes them all, including those of a test that failed before its own cleanup.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
@@ -30,6 +30,9 @@ export const TEST_RUN_TEMP_PREFIX = 'social-harvester-tests-';
 
 export default async function setup(project: TestProject) {
   const runTemp = mkdtempSync(join(tmpdir(), TEST_RUN_TEMP_PREFIX));
+  // Searchable by others, as the system's temporary folder is: PostgreSQL runs as its own user
+  // (test/store/shared-store.test.ts) and must reach its data directory inside.
+  chmodSync(runTemp, 0o755);
   const systemTemp = process.env.TMPDIR;
   process.env.TMPDIR = runTemp;
   let port = 0;
