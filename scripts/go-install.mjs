@@ -41,7 +41,9 @@ export function goInstall(module, { tools, bin }) {
   };
   try {
     execFileSync('go', ['telemetry', 'off'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-    execFileSync('go', ['install', module], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    // Without the symbol table and debug information: a third smaller (MinIO's and promtool's
+    // binaries are over 100 MB each), and nothing here debugs them.
+    execFileSync('go', ['install', '-ldflags=-s -w', module], { env, stdio: ['ignore', 'ignore', 'inherit'] });
   } finally {
     try {
       // Module cache files are read-only when built without -modcacherw; go's own clean removes them regardless.
