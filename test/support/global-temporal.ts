@@ -35,29 +35,38 @@ export default async function setup(project: TestProject) {
   chmodSync(runTemp, 0o755);
   const systemTemp = process.env.TMPDIR;
   process.env.TMPDIR = runTemp;
+  const removeRunTemp = () => {
+    if (systemTemp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = systemTemp;
+    // Retries: a browser or server process of the last test may still be letting go of its files.
+    rmSync(runTemp, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  };
   let port = 0;
-  // @temporalio/testing gives the server a fixed 5 s to answer; on a busy 2-core machine it once
-  // did not, so a start that timed out is tried again, on a new port.
-  const env = await pRetry(
-    async () => {
-      port = await freePort();
-      return TestWorkflowEnvironment.createLocal({
-        // Temporal suggests continue-as-new far sooner than in production, so the suite's longer
-        // harvests take that path for real (see the continue-as-new test).
-        server: ephemeralServerOptions(port, ['--dynamic-config-value', `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`]),
-      });
-    },
-    { retries: 2, minTimeout: 1000, shouldRetry: ({ error }) => /did not start within/.test(error.message) },
-  );
+  let env: TestWorkflowEnvironment;
+  try {
+    // @temporalio/testing gives the server a fixed 5 s to answer; on a busy 2-core machine it once
+    // did not, so a start that timed out is tried again, on a new port.
+    env = await pRetry(
+      async () => {
+        port = await freePort();
+        return TestWorkflowEnvironment.createLocal({
+          // Temporal suggests continue-as-new far sooner than in production, so the suite's longer
+          // harvests take that path for real (see the continue-as-new test).
+          server: ephemeralServerOptions(port, ['--dynamic-config-value', `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`]),
+        });
+      },
+      { retries: 2, minTimeout: 1000, shouldRetry: ({ error }) => /did not start within/.test(error.message) },
+    );
+  } catch (error) {
+    removeRunTemp();
+    throw error;
+  }
   project.provide('temporalAddress', `127.0.0.1:${port}`);
   return async () => {
     try {
       await env.teardown();
     } finally {
-      if (systemTemp === undefined) delete process.env.TMPDIR;
-      else process.env.TMPDIR = systemTemp;
-      // A few tests make files read-only (durable-write checks): force, and retries for a browser still letting go.
-      rmSync(runTemp, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+      removeRunTemp();
     }
   };
 }
