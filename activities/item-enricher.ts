@@ -200,6 +200,7 @@ export class ItemEnricher {
       key: pageLandingKey(runId, target, page),
       worst: priceOf(this.deps.prices, platform, endpoint),
       call: (options) => client.get(platform, endpoint, { ...params, ...ask }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
+      meter: { harvest, endpoint: `${platform}/${endpoint}` },
       land: async (result) => {
         let data: unknown = result.data;
         if (endpoint === 'download') ({ data, missing: mediaMissing } = await this.withMedia(subject, result.data as DownloadAnswer));
@@ -304,6 +305,7 @@ export class ItemEnricher {
           key,
           worst,
           call: (options) => client.page(platform, 'comments', { url, limit, cursor }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
+          meter: { harvest, endpoint: `${platform}/comments` },
           land: (answer) => store.writeLanding(landingOfCall({ runId, harvest, target, page, params: { url }, nextCursor: answer.nextCursor, hasMore: answer.hasMore }, answer, answer.items)),
         });
         tally.calls++;

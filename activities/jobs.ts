@@ -13,6 +13,7 @@ import type { RunIdentity } from './run-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivity } from './failures.js';
 import { meteredCall } from './metered-call.js';
+import { creditsCharged, itemsLanded, landingsWaiting } from '../src/metrics/worker-metrics.js';
 
 export interface TargetRef {
   key: string;
@@ -28,6 +29,8 @@ export interface StartJobInput extends RunIdentity {
   /** The job's worst case: journaled before it is started, so one lost with a dying worker is accounted for. */
   worst: number;
   workflowId: string;
+  /** The harvest, for the worker's metrics; absent from runs started before it was passed. */
+  harvest?: string;
 }
 
 export interface JobState {
@@ -94,6 +97,7 @@ export function jobActivities({ client, store }: { client: SocialApiClient; stor
             worst: input.worst,
             call: async (options) => ({ ...(await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit }, options)), creditsCharged: 0 }),
             land: ({ job, requestId }) => store.registerJob({ jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key }),
+            meter: { harvest: input.harvest ?? '', endpoint: `${input.target.platform}/${input.target.endpoint}:job` },
             neverRepeat: (lost) => {
               throw jobLost(`the answer to starting this target's job was lost (${lost.message}); it was not sent again`, input.limit);
             },
@@ -158,6 +162,11 @@ export function jobActivities({ client, store }: { client: SocialApiClient; stor
                 data: results.items,
               };
               await store.writeLanding(landing);
+              // The job's charge, once, with its first results page (as its landing records it).
+              const labels = { harvest: input.harvest, endpoint: landing.endpoint };
+              if (progress.pages === 0) creditsCharged.inc(labels, job.credits_charged);
+              itemsLanded.inc(labels, results.items.length);
+              landingsWaiting.landed();
             }
             progress.pages++;
             progress.count += results.items.length;

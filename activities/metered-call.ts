@@ -5,10 +5,12 @@
  * before it sends a call again after an attempt whose answer was lost once the request had left,
  * that attempt stays journaled at its worst case, and once an attempt answers, each lost one is
  * settled at the same charge (the same request, so the same price). No attempt the API may have
- * charged is left out of the run's credits.
+ * charged is left out of the run's credits. The worker's metrics count each call as it goes
+ * (src/metrics/worker-metrics.ts).
  */
 import type { CallOptions, CallReport } from '../src/api/client.js';
-import { neverCharged, SocialApiError, type NetworkError } from '../src/api/errors.js';
+import { neverCharged, RateLimitedError, SocialApiError, type NetworkError } from '../src/api/errors.js';
+import { calls, creditsCharged, creditsHeld, creditsRemaining, itemsLanded, landingsWaiting } from '../src/metrics/worker-metrics.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import type { PageLanding } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
@@ -69,26 +71,51 @@ export interface MeteredCall<R extends Charged> {
    * throws, and the lost attempt's intent stays open at its worst case.
    */
   neverRepeat?: (lost: NetworkError) => never;
+  /** The call's labels in the worker's metrics (src/metrics/worker-metrics.ts), and its items when it lists some. */
+  meter: CallMeter;
 }
 
-export async function meteredCall<R extends Charged>({ journal, key, worst, call, land, neverRepeat }: MeteredCall<R>): Promise<R> {
+/** What the worker's metrics say of a call: its harvest and endpoint, and whether its answer's items are listed items. */
+export interface CallMeter {
+  harvest: string;
+  endpoint: string;
+  /** A listing page's items count as items landed; an enrichment's answer or a comments page does not. */
+  listsItems?: boolean;
+}
+
+export async function meteredCall<R extends Charged>({ journal, key, worst, call, land, neverRepeat, meter }: MeteredCall<R>): Promise<R> {
+  const labels = { harvest: meter.harvest, endpoint: meter.endpoint };
   await journal.intend(key, worst);
+  creditsHeld.inc({ harvest: meter.harvest }, worst);
   let lostAttempts = 0;
   const beforeRepeat = async (lost: NetworkError) => {
     neverRepeat?.(lost);
     await journal.intend(key, worst);
     lostAttempts++;
+    calls.inc({ ...labels, outcome: 'lost' });
+  };
+  const onRetry = (error: SocialApiError) => {
+    if (error instanceof RateLimitedError) calls.inc({ ...labels, outcome: 'rate_limited' });
   };
   let result: R;
   try {
-    result = await call({ beforeRepeat });
+    result = await call({ beforeRepeat, onRetry });
   } catch (error) {
-    await settleFailure(journal, key, error);
+    creditsHeld.dec({ harvest: meter.harvest }, worst);
+    const charged = await settleFailure(journal, key, error);
+    // Its earlier lost attempts stay open at their worst case, their charge unknown.
+    if (charged !== undefined) creditsCharged.inc(labels, charged);
+    calls.inc({ ...labels, outcome: error instanceof RateLimitedError ? 'rate_limited' : neverCharged(error) ? 'refused' : 'lost' });
     throw error;
   }
+  const remaining = (result as Partial<{ creditsRemaining: number }>).creditsRemaining;
+  if (remaining !== undefined) creditsRemaining.set(remaining);
   try {
     await land(result);
   } catch (error) {
+    creditsHeld.dec({ harvest: meter.harvest }, worst);
+    creditsCharged.inc(labels, result.creditsCharged * (1 + lostAttempts));
+    calls.inc({ ...labels, outcome: 'lost' });
     // Charged, and not landed (a full disk, say): counted at its charge, as calls whose answers
     // were lost. If the journal cannot take that either, its intents stay open at their worst case.
     try {
@@ -98,6 +125,14 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
     }
     throw error;
   }
+  creditsHeld.dec({ harvest: meter.harvest }, worst);
+  // Landed: counted as such even if the journal's settlement below fails (the run reads the landing back).
+  calls.inc({ ...labels, outcome: 'answered' });
+  landingsWaiting.landed();
+  const items = (result as Partial<{ items: unknown[] }>).items;
+  if (meter.listsItems && Array.isArray(items)) itemsLanded.inc(labels, items.length);
+  // Each lost attempt was charged what the one that answered was: the same request.
+  creditsCharged.inc(labels, result.creditsCharged * (1 + lostAttempts));
   await journal.settle(key, result.creditsCharged);
   for (let attempt = 0; attempt < lostAttempts; attempt++) await journal.settleLost(key, result.creditsCharged);
   return result;
@@ -108,9 +143,13 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
  * charge the API reported for an answer the client refused (it is not data), and otherwise left
  * open at its worst case. Earlier lost attempts stay open at their worst case.
  */
-async function settleFailure(journal: CallJournal, key: string, error: unknown): Promise<void> {
+async function settleFailure(journal: CallJournal, key: string, error: unknown): Promise<number | undefined> {
   if (neverCharged(error)) await journal.cancel(key);
-  else if (error instanceof SocialApiError && error.creditsCharged !== undefined) await journal.settleLost(key, error.creditsCharged);
+  else if (error instanceof SocialApiError && error.creditsCharged !== undefined) {
+    await journal.settleLost(key, error.creditsCharged);
+    return error.creditsCharged;
+  }
+  return undefined;
 }
 
 /**

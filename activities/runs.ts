@@ -12,6 +12,7 @@ import { quarantineLine } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
 import { coversListing } from '../src/store/listing-coverage.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
+import { loadStarted, runsFinished } from '../src/metrics/worker-metrics.js';
 import type { RunIdentity } from './run-guard.js';
 import { asActivity } from './failures.js';
 import type { Logger } from '../src/logger.js';
@@ -139,12 +140,17 @@ class LoadsDuringRuns {
     if (this.#runs.size === 0) return this.#stop();
     // What a load sets aside is reported to the runs going on when it began, ended since or not.
     const runs = [...this.#runs.values()];
+    const load = loadStarted('during_run');
     const loading = this.loader.loadInBackground(
       this.dataDir,
       (result) => {
+        load.succeeded();
         for (const run of runs) run.quarantined.push(...result.quarantined.map(quarantineLine));
       },
-      (error) => this.logger?.warn({ err: error.message }, 'a load during the run failed; the final load loads what it did not'),
+      (error) => {
+        load.failed();
+        this.logger?.warn({ err: error.message }, 'a load during the run failed; the final load loads what it did not');
+      },
     );
     this.#loading.add(loading);
     void loading.finally(() => this.#loading.delete(loading));
@@ -233,7 +239,13 @@ export function runActivities(deps: RunActivityDeps) {
     const heartbeat = setInterval(() => context.heartbeat(), 5_000);
     try {
       const quarantinedDuringRun = await loadsDuringRuns.finished(input.runId);
-      const result = await loader.load(deps.dataDir, context.cancellationSignal, input.runId);
+      const load = loadStarted('final');
+      const result = await loader.load(deps.dataDir, context.cancellationSignal, input.runId).catch((error: unknown) => {
+        load.failed();
+        throw error;
+      });
+      load.succeeded();
+      runsFinished.inc({ harvest: input.harvest, status: input.status });
       // This run's landings only (a load on a shared data directory also loads other runs'), and
       // all of them, the loads during the run's and an earlier attempt's too.
       const { landings: landingsLoaded, rows: rowsLoaded } = result.run ?? { landings: 0, rows: 0 };

@@ -172,6 +172,7 @@ export function targetWorkActivities({ client, store, logger }: TargetWorkDeps) 
                   key,
                   worst: limit * listPrice,
                   call: (options) => client.page(target.platform, target.endpoint as ListEndpoint, { ...target.params, limit, cursor: position.cursor }, { ...options, deadlineMs: input.callDeadlineMs }),
+                  meter: { harvest: input.harvest, endpoint: `${target.platform}/${target.endpoint}`, listsItems: true },
                   land: async (result) => {
                     const place = { runId, harvest: input.harvest, target: target.key, page: position.page, params: target.params, rankOffset: position.offset, nextCursor: result.nextCursor, hasMore: result.hasMore };
                     await store.writeLanding(landingOfCall(place, result, result.items));

@@ -82,6 +82,7 @@ const { devServerArgs, TEMPORAL_BINARY } = await import(join(dist, 'src/temporal
 const { freePort } = await import(join(dist, 'src/cli/free-port.js'));
 const { WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
 const { queryWarehouse } = await import(join(dist, 'src/warehouse/query.js'));
+const { harvestSummary } = await import(join(dist, 'src/temporal/run-summary.js'));
 const { listLandings } = await import(join(dist, 'src/store/landing.js'));
 const { landingFile } = await import(join(dist, 'src/store/layout.js'));
 const { CallJournal, FileJournalLog } = await import(join(dist, 'src/store/call-journal.js'));
@@ -228,7 +229,8 @@ async function resultOf(workflowId, timeoutMs = RESULT_TIMEOUT_MS) {
       const remaining = deadline - Date.now();
       if (remaining <= 0) throw new Error(`no result for ${workflowId} within ${timeoutMs / 1000} s`);
       return await Promise.race([
-        temporal.workflow.getHandle(workflowId).result(),
+        // A failed harvest's summary is its failed workflow's details.
+        harvestSummary(temporal.workflow.getHandle(workflowId)),
         sleep(remaining).then(() => {
           throw new Error(`no result for ${workflowId} within ${timeoutMs / 1000} s`);
         }),

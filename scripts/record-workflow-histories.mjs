@@ -21,6 +21,7 @@ const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-confi
 const { createHarvestWorker } = await import(join(dist, 'src/temporal/worker.js'));
 const { TEMPORAL_BINARY, ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
 const { freePort } = await import(join(dist, 'src/cli/free-port.js'));
+const { harvestSummary } = await import(join(dist, 'src/temporal/run-summary.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const out = new URL('../test/workflows/histories/', import.meta.url).pathname;
@@ -60,10 +61,12 @@ const worker = await createHarvestWorker({ connection: env.nativeConnection, nam
 await worker.runUntil(async () => {
   for (const harvest of harvests) {
     const handle = await env.client.workflow.start('harvestWorkflow', { taskQueue, workflowId: `recorded-${harvest.name}`, args: [{ harvest, pageSize: 20 }] });
-    const summary = await handle.result();
+    // A harvest that ends failed fails its workflow, its summary in the failure's details.
+    const summary = await harvestSummary(handle);
     // The Temporal CLI writes the history JSON that historyFromJSON reads back.
     const json = execFileSync(TEMPORAL_BINARY, ['workflow', 'show', '--workflow-id', handle.workflowId, '--address', `127.0.0.1:${port}`, '--output', 'json'], { maxBuffer: 64 << 20 });
-    writeFileSync(join(out, `${harvest.name}.json`), json);
+    // not-found.json stays as recorded before a failed harvest failed its workflow: the patch's old path.
+    writeFileSync(join(out, `${harvest.name === 'not-found' ? 'not-found-failed-workflow' : harvest.name}.json`), json);
     console.log(`${harvest.name}: ${summary.status}, ${JSON.parse(json).events.length} events`);
   }
 });

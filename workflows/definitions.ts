@@ -19,3 +19,9 @@ export const HARVEST_TASK_QUEUE = 'harvester';
  */
 export const HARVEST_NAME = defineSearchAttributeKey('HarvestName', SearchAttributeType.KEYWORD);
 export const HARVEST_STATUS = defineSearchAttributeKey('HarvestStatus', SearchAttributeType.KEYWORD);
+
+/**
+ * The type of the failure a harvest that ended `failed` fails its workflow execution with; the
+ * failure's first detail is the run's HarvestSummary. Also the name of the patch that began it.
+ */
+export const HARVEST_FAILED = 'HarvestFailed';

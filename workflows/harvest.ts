@@ -14,6 +14,7 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setCurrentDetails,
   setHandler,
@@ -31,7 +32,7 @@ import type { ApiIdentity } from '../src/api/identity.js';
 import type { StoreIdentity } from '../src/store/store-identity.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
 import { addTally } from '../src/harvest/enrichment-tally.js';
-import { HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery } from './definitions.js';
+import { HARVEST_FAILED, HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery } from './definitions.js';
 import { statusLine, type FailedCall, type HarvestProgress, type RunMemo } from '../src/harvest/progress.js';
 import {
   availableCredits,
@@ -114,8 +115,9 @@ export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSumma
   try {
     return await harvest(input);
   } catch (error) {
-    // A run that ends in a workflow failure says so in the UI too; continuing as new is no end.
-    if (!(error instanceof ContinueAsNew)) setCurrentDetails(`${isCancellation(error) ? 'cancelled' : 'failed'}: ${messageOf(error)}`);
+    // A run that ends in a workflow failure says so in the UI too; continuing as new is no end, and
+    // a harvest that failed has set its status line already.
+    if (!(error instanceof ContinueAsNew) && !(error instanceof ApplicationFailure && error.type === HARVEST_FAILED)) setCurrentDetails(`${isCancellation(error) ? 'cancelled' : 'failed'}: ${messageOf(error)}`);
     throw error;
   }
 }
@@ -203,7 +205,7 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
   upsertSearchAttributes([{ key: HARVEST_STATUS, value: status }]);
   const memo: RunMemo = { items: progress.itemsLanded, credits: progress.creditsSpent, budget: progress.budget, pages: progress.pagesLanded };
   upsertMemo(memo as unknown as Record<string, unknown>);
-  return {
+  const summary: HarvestSummary = {
     ...progress,
     finishedAt: new Date().toISOString(),
     landingsLoaded: loaded.landingsLoaded,
@@ -211,6 +213,14 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
     ...(loaded.failedCalls && loaded.failedCalls.total > 0 ? { failedCalls: loaded.failedCalls } : {}),
     checkpoint: state,
   };
+  // A failed harvest is a failed workflow execution, so Temporal's own status (the UI's list and its
+  // Failures filter, `ExecutionStatus = 'Failed'`) says what the harvest's does; the summary rides
+  // along as the failure's details, where `show`, `runs` and `retry` read it (src/temporal/run-summary.ts).
+  // Behind a patch: histories of failed runs recorded before it completed their workflow, and replay so.
+  if (status === 'failed' && patched(HARVEST_FAILED)) {
+    throw ApplicationFailure.create({ type: HARVEST_FAILED, message: statusLine(progress), nonRetryable: true, details: [summary] });
+  }
+  return summary;
 }
 
 interface RunContext {
@@ -379,7 +389,7 @@ async function startTargetJob(run: RunContext, target: TargetState): Promise<voi
   }
   const reservation = reserve(state.budget, limit * price);
   try {
-    const { jobId } = await startJob({ runId: state.runId, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...run.identity });
+    const { jobId } = await startJob({ runId: state.runId, harvest: state.harvestName, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...run.identity });
     target.jobId = jobId;
     target.jobReserved = reservation.credits;
   } catch (error) {

@@ -146,6 +146,8 @@ export interface CallOptions {
   /** No attempt runs past this many milliseconds from the call's start; the last is aborted. */
   deadlineMs?: number;
   beforeRepeat?: (lost: NetworkError) => void | Promise<void>;
+  /** Told of each failed attempt the client tries again (a 429, a 5xx, a lost answer): what the caller's metrics count. */
+  onRetry?: (error: SocialApiError) => void;
 }
 
 /** How long a call may take in all, its retries included, unless the caller says otherwise. */
@@ -447,7 +449,10 @@ export class SocialApiClient {
     // One timer for the whole call: a slow drip of bytes resets undici's body timeout at every
     // chunk, so only a deadline over all of it bounds how long a sender can hold the call.
     const deadline = AbortSignal.timeout(deadlineMs);
-    const pastDeadline = (cause?: unknown) => new CallDeadlineError(`${method} ${path}: no whole answer within the call's deadline of ${deadlineMs} ms`, { code: 'call_deadline', cause });
+    /** What the attempts before the deadline were answered (5xx, 429) or why they failed: a deadline's cause, named in its error. */
+    let earlier: string[] | undefined;
+    const pastDeadline = (cause?: unknown) =>
+      new CallDeadlineError(`${method} ${path}: no whole answer within the call's deadline of ${deadlineMs} ms${earlierAttemptsText(earlier)}`, { code: 'call_deadline', cause });
     /** The last attempt's failure, when its answer was lost after the request left. */
     let lost: NetworkError | undefined;
     return withRetries(
@@ -478,14 +483,22 @@ export class SocialApiClient {
           const code = (error as { code?: string }).code ?? 'network_error';
           const failure = new NetworkError(`${method} ${path}: ${code}: ${(error as Error).message}`, { code: 'network_error', cause: error });
           if (!failure.neverSent) lost = failure;
+          (earlier ??= []).push(code);
           throw failure;
         }
         this.rateGate.answer(pass, response.status, response.headers);
-        if (response.status >= 400) throw errorFromResponse(response.status, response.text, response.headers);
+        if (response.status >= 400) {
+          const failure = errorFromResponse(response.status, response.text, response.headers);
+          if (failure.retryable) (earlier ??= []).push(`${response.status}${failure.requestId ? ` (request ${failure.requestId})` : ''}`);
+          throw failure;
+        }
         return response;
       },
       this.retry,
-      (error, attempt) => this.options.logger?.warn({ path, attempt, code: error.code, status: error.status, requestId: error.requestId }, 'retrying API call'),
+      (error, attempt) => {
+        this.options.logger?.warn({ path, attempt, code: error.code, status: error.status, requestId: error.requestId }, 'retrying API call');
+        options.onRetry?.(error);
+      },
     );
   }
 
@@ -579,6 +592,21 @@ function objectAnswerProblem(spec: EndpointSpec, params: ContentParams, data: un
     return `the answer is about account ${JSON.stringify(answer.handle)}, not ${JSON.stringify(params.handle)} as asked`;
   }
   return undefined;
+}
+
+
+/** How many earlier attempts a deadline's error names one by one; the rest are counted. */
+const EARLIER_ATTEMPTS_NAMED = 5;
+
+/**
+ * The attempts a call made before its deadline ran out, as its error says them: each one's answer
+ * (status and request id) or network error, so a deadline reached by retrying 5xx answers names them.
+ */
+function earlierAttemptsText(earlier: string[] | undefined): string {
+  if (!earlier || earlier.length === 0) return '';
+  const named = earlier.slice(-EARLIER_ATTEMPTS_NAMED);
+  const more = earlier.length - named.length;
+  return `; before it, ${earlier.length} attempt${earlier.length === 1 ? '' : 's'} ended in ${named.join(', ')}${more > 0 ? ` (the last ${named.length}; ${more} more before them)` : ''}`;
 }
 
 function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {

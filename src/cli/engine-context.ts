@@ -2,7 +2,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger, LogMetadata } from '@temporalio/common';
-import { DefaultLogger, Runtime, type LogLevel } from '@temporalio/worker';
+import { DefaultLogger, Runtime, type LogLevel, type TelemetryOptions } from '@temporalio/worker';
 import { AuthenticationError } from '../api/errors.js';
 import { apiSettingsFromEnv, dataDirFromEnv, EnvironmentError } from '../config/environment.js';
 import { storeFromEnvironment } from '../store/store-from-environment.js';
@@ -40,11 +40,13 @@ export function temporalLoggerOf(logger: Logger): TemporalLogger {
  * Temporal's own worker logs go to stderr at WARN and above (LOG_LEVEL=debug shows more); given a
  * logger (a `harvester worker`'s), they go through it instead, with the workflows' per-run lines.
  */
-export function installQuietRuntime(logger?: Logger): void {
+export function installQuietRuntime(logger?: Logger, telemetryOptions?: TelemetryOptions): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   const level = (process.env.LOG_LEVEL ?? 'warn').toUpperCase() as LogLevel;
   Runtime.install({
+    // The SDK's metrics, when the worker serves metrics (src/cli/metrics-endpoint.ts).
+    ...(telemetryOptions ? { telemetryOptions } : {}),
     logger: logger ? temporalLoggerOf(logger) : new DefaultLogger(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'].includes(level) ? level : 'WARN'),
     // Each command decides what SIGINT and SIGTERM do. Temporal's default handlers shut the worker
     // down under a `harvester run` that kept waiting for its result, and Ctrl-C hung it.

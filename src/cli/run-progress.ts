@@ -4,6 +4,7 @@ import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import type { HarvestProgress, LiveWork } from '../harvest/progress.js';
 import { progressQuery } from '../../workflows/definitions.js';
 import type { harvestWorkflow, HarvestSummary } from '../../workflows/harvest.js';
+import { harvestSummary } from '../temporal/run-summary.js';
 
 /**
  * A run's progress as it stands: the workflow's `progress` query, which counts a piece of work's
@@ -193,11 +194,11 @@ export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WritableStr
   };
 }
 
-/** Waits for a run's result, showing its progress meanwhile. */
+/** Waits for a run's summary (a failed harvest's too, from its failure), showing its progress meanwhile. */
 export async function resultWithProgress(handle: WorkflowHandle<typeof harvestWorkflow>, stream?: NodeJS.WritableStream & { isTTY?: boolean }): Promise<HarvestSummary> {
   const progress = watchProgress(handle, stream);
   try {
-    return await handle.result();
+    return await harvestSummary(handle);
   } finally {
     await progress.stop();
   }

@@ -1,4 +1,5 @@
-import type { Client, WorkflowExecutionInfo } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowExecutionInfo } from '@temporalio/client';
+import type { TemporalSettings } from '../temporal/connection.js';
 import type { RunMemo } from '../harvest/progress.js';
 import { HARVEST_WORKFLOW_TYPE } from '../temporal/schedules.js';
 
@@ -154,4 +155,17 @@ export async function listRuns(client: Client, filter: { name?: string; status?:
     if (runs.length >= (filter.limit ?? 20)) break;
   }
   return runs;
+}
+
+/**
+ * A run's latest execution, described; a run Temporal does not know is an error that says so and
+ * where it looked (instead of gRPC's `5 NOT_FOUND`), for `show`, `retry` and `replay`.
+ */
+export async function describeRun(client: Client, settings: Pick<TemporalSettings, 'address' | 'namespace'>, runId: string): Promise<WorkflowExecutionDescription> {
+  try {
+    return await client.workflow.getHandle(runId).describe();
+  } catch (error) {
+    if (!(error instanceof WorkflowNotFoundError)) throw error;
+    throw new Error(`no run ${runId} on Temporal at ${settings.address} (namespace ${settings.namespace}); \`harvester runs\` lists the runs there`, { cause: error });
+  }
 }

@@ -5,6 +5,7 @@
  * brings it up for one run.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { METRICS_PORT_VARIABLE } from './metrics-endpoint.js';
 import { createWriteStream, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
@@ -51,6 +52,8 @@ export interface StackOptions {
    * each with a scratch directory of its own and no disk in common (startSharedStore).
    */
   distributedWorkers?: number;
+  /** The first worker's metrics port (HARVESTER_METRICS_PORT); each further worker takes the next. */
+  metricsPort?: number;
 }
 
 export interface Stack {
@@ -191,7 +194,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     const workerDirs = shared ? Array.from({ length: options.distributedWorkers ?? 1 }, (_, index) => join(options.dataDir, 'machines', `worker-${index + 1}`)) : [options.dataDir];
     workerDirs.forEach((workerDir, index) => {
       mkdirSync(workerDir, { recursive: true });
-      launch(shared ? `worker-${index + 1}` : 'worker', process.execPath, [...WORKER_NODE_FLAGS, CLI, 'worker'], { ...env, HARVESTER_DATA_DIR: workerDir });
+      const metrics: Record<string, string> = options.metricsPort === undefined ? {} : { [METRICS_PORT_VARIABLE]: String(options.metricsPort === 0 ? 0 : options.metricsPort + index) };
+      launch(shared ? `worker-${index + 1}` : 'worker', process.execPath, [...WORKER_NODE_FLAGS, CLI, 'worker'], { ...env, ...metrics, HARVESTER_DATA_DIR: workerDir });
     });
 
     return {

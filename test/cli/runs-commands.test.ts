@@ -50,9 +50,15 @@ describe('running and recovering harvests from the command line', () => {
     expect(JSON.parse(runs.stdout)).toEqual([expect.objectContaining({ workflowId: runId, harvest: name, status: 'budget_exhausted', items: 66, credits: 198, budget: 200 })]);
     const failedOnly = await runCli(['runs', '--status', 'completed', '--name', name, '--json'], env);
     expect(JSON.parse(failedOnly.stdout)).toEqual([]);
+    // No match is said so, not shown as a bare header.
+    const none = await runCli(['runs', '--status', 'completed', '--name', name], env);
+    expect(none.code).toBe(0);
+    expect(none.stdout).toBe(`no runs with status completed and harvest ${name} on Temporal at ${env.TEMPORAL_ADDRESS} (namespace default)\n`);
     const show = await runCli(['show', runId], env);
     expect(show.code).toBe(0);
     expect(show.stdout).toMatch(/budget_exhausted: 66\/150 items, 2 pages, 198 credits; checkpoint: cursor after page 2/);
+    // What to do next: retry it, with more credits.
+    expect(show.stdout).toContain(`next:     \`harvester retry ${runId} --budget <credits>\` goes on from the checkpoint`);
   }, 60_000);
 
   it('retry: resumes from the checkpoint to completion, paying for no page twice', async () => {
@@ -109,6 +115,10 @@ describe('running and recovering harvests from the command line', () => {
   }, 90_000);
 
   it('replay: the run and a recorded history replay against the current code', async () => {
+    // A run Temporal does not know is said so, with where it looked (not gRPC's `5 NOT_FOUND`).
+    const unknown = await runCli(['replay', 'run-nope'], env);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toBe(`harvester: no run run-nope on Temporal at ${env.TEMPORAL_ADDRESS} (namespace default); \`harvester runs\` lists the runs there\n`);
     const live = await runCli(['replay', runId], env);
     expect(live.code).toBe(0);
     expect(live.stdout).toContain('replay cleanly');

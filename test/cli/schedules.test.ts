@@ -246,7 +246,7 @@ describe('harvester schedules', () => {
   });
 
   it('pause --reason: list shows it paused, with the reason', async () => {
-    const paused = await cli(['pause', A, '--reason', 'quota review', '--config', writeConfig()]);
+    const paused = await cli(['pause', scheduleIdOf(A), '--reason', 'quota review', '--config', writeConfig()]);
     expect(paused.code).toBe(0);
     expect(paused.stdout).toBe(`paused ${scheduleIdOf(A)}: quota review\n`);
 
@@ -280,8 +280,8 @@ describe('harvester schedules', () => {
     expect(lineFor((await apply({ aCron: '15 7 * * *', bMaxResults: 8 })).stdout, A)).toMatch(/^kept /);
   });
 
-  it('resume', async () => {
-    const resumed = await cli(['resume', A]);
+  it('resume, by the schedule id `list` shows as well as by the harvest name', async () => {
+    const resumed = await cli(['resume', scheduleIdOf(A)]);
     expect(resumed.code).toBe(0);
     expect(resumed.stdout).toBe(`resumed ${scheduleIdOf(A)}\n`);
     expect((await temporal.schedule.getHandle(scheduleIdOf(A)).describe()).state.paused).toBe(false);
@@ -293,8 +293,8 @@ describe('harvester schedules', () => {
     expect(again.stdout).toBe(`${scheduleIdOf(A)} was not paused\n`);
   });
 
-  it('trigger starts a run now, and the worker completes it', async () => {
-    const result = await cli(['trigger', A]);
+  it('trigger starts a run now (named by its schedule id), and the worker completes it', async () => {
+    const result = await cli(['trigger', scheduleIdOf(A)]);
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
     const workflowId = /^started (\S+)$/m.exec(result.stdout)?.[1];
@@ -346,7 +346,7 @@ describe('harvester schedules', () => {
 
   it('delete removes a schedule; unknown harvests and missing schedules are clear errors', async () => {
     const config = writeConfig({ aCron: '15 7 * * *', bScheduled: false, withE: false });
-    const deleted = await cli(['delete', A, '--config', config]);
+    const deleted = await cli(['delete', scheduleIdOf(A), '--config', config]);
     expect(deleted.code).toBe(0);
     expect(deleted.stdout).toBe(`deleted ${scheduleIdOf(A)}\n`);
     expect(deleted.stderr).toContain('the next `harvester schedules apply` creates it again');

@@ -1,5 +1,5 @@
 import { execFile, spawnSync } from 'node:child_process';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { TOOLS_DIR } from '../../src/config/project-paths.js';
 
 export interface PythonResult {
@@ -8,10 +8,11 @@ export interface PythonResult {
   stderr: string;
 }
 
-const PYTHON_ENV = { ...process.env, PYTHONPATH: join(TOOLS_DIR, 'python') };
+// A PYTHONPATH of the caller's own comes after the clients setup installs.
+const PYTHON_ENV = { ...process.env, PYTHONPATH: [join(TOOLS_DIR, 'python'), process.env.PYTHONPATH].filter(Boolean).join(delimiter) };
 const TIMEOUT_MS = 120_000;
 
-/** Runs a Python script with the clients setup installs (duckdb, pyarrow, standardwebhooks). */
+/** Runs a Python script with the clients setup installs (duckdb, pyarrow, standardwebhooks, prometheus_client). */
 export function runPython(script: string, args: string[] = []): PythonResult {
   const result = spawnSync('python3', ['-c', script, ...args], { encoding: 'utf8', env: PYTHON_ENV, timeout: TIMEOUT_MS });
   return { code: result.status, stdout: result.stdout, stderr: result.stderr };

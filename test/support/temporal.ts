@@ -11,6 +11,8 @@ import type { Harvest } from '../../src/harvest/harvest-types.js';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/dev-server.js';
 import { createHarvestWorker, prebuiltWorkflowBundle } from '../../src/temporal/worker.js';
 import { waitFor } from './emulator.js';
+import { harvestSummary } from '../../src/temporal/run-summary.js';
+import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 
 let runtimeInstalled = false;
 
@@ -98,3 +100,11 @@ export function harvestFrom(yaml: string): Harvest {
 
 /** The price table, as the client support module loads it. */
 export { prices } from './client.js';
+
+/**
+ * Runs a harvest on a task queue to its end and gives its summary: a harvest that ended `failed`
+ * fails its workflow execution, and its summary is then read from the failure.
+ */
+export async function executeHarvest(temporal: Client, options: { taskQueue: string; workflowId: string; input: HarvestInput }): Promise<HarvestSummary> {
+  return harvestSummary(await temporal.workflow.start('harvestWorkflow', { taskQueue: options.taskQueue, workflowId: options.workflowId, args: [options.input] }));
+}

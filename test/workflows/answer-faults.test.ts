@@ -6,7 +6,7 @@ import { queryWarehouse } from '../../src/warehouse/query.js';
 import { resumableState } from '../../src/harvest/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { startHarvestRig } from '../support/harvest-rig.js';
-import { harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';
+import { executeHarvest, harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_answer_faults';
 const VERIFY_KEY = 'sk_live_answer_faults_verify';
@@ -31,7 +31,7 @@ async function setup(choose: (call: ProxiedCall) => Corruption | undefined) {
 }
 
 function execute(temporal: Client, worker: TestWorker, input: HarvestInput, id = `answers-${Math.random().toString(36).slice(2)}`): Promise<HarvestSummary> {
-  return temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: id, args: [input] }) as Promise<HarvestSummary>;
+  return executeHarvest(temporal, { taskQueue: worker.taskQueue, workflowId: id, input });
 }
 
 const channelWithStats = (handle: string, maxItems: number) =>

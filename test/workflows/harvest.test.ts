@@ -12,7 +12,7 @@ import { clientFor } from '../support/client.js';
 import { q, type TestEmulator } from '../support/emulator.js';
 import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';
 import { landSampleHarvest } from '../support/sample-harvest.js';
-import { harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';
+import { executeHarvest, harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_harvest';
 const VERIFY_KEY = 'sk_live_verify';
@@ -32,7 +32,7 @@ afterAll(async () => {
 });
 
 async function runHarvest(worker: TestWorker, input: HarvestInput, id = `run-${Math.random().toString(36).slice(2)}`): Promise<HarvestSummary> {
-  return (await temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: id, args: [input] })) as HarvestSummary;
+  return executeHarvest(temporal, { taskQueue: worker.taskQueue, workflowId: id, input });
 }
 
 async function rows<T = Record<string, unknown>>(dataDir: string, sql: string): Promise<T[]> {

@@ -13,7 +13,7 @@ import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor } from '../support/emulator.js';
 import { startHarvestRig } from '../support/harvest-rig.js';
-import { harvestFrom, prices, startTestWorker, temporalClient, type TestWorker } from '../support/temporal.js';
+import { executeHarvest, harvestFrom, prices, startTestWorker, temporalClient, type TestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_listing_faults';
 const VERIFY_KEY = 'sk_live_listing_faults_verify';
@@ -34,7 +34,7 @@ async function landedIds(worker: TestWorker, handle: string): Promise<string[]> 
 }
 
 function execute(temporal: Client, worker: TestWorker, input: HarvestInput, id = `faults-${Math.random().toString(36).slice(2)}`): Promise<HarvestSummary> {
-  return temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: id, args: [input] }) as Promise<HarvestSummary>;
+  return executeHarvest(temporal, { taskQueue: worker.taskQueue, workflowId: id, input });
 }
 
 const channel = (handle: string, maxItems: number, budget = 100_000) =>

@@ -6,12 +6,14 @@
  * UI's list). `harvester runs` and `harvester show` say the same. Runs are started by the real CLI
  * (`run --no-local-worker`) and worked by real workers against the emulator over HTTP.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import type { SocialApiClient } from '../../src/api/client.js';
+import { TEMPORAL_BINARY } from '../../src/temporal/dev-server.js';
 import { clientFor } from '../support/client.js';
 import { runCli } from '../support/cli.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -26,6 +28,7 @@ let temporal: Client;
 let apis: SocialApiClient[];
 let workers: TestWorker[];
 let configFile: string;
+let dir: string;
 let env: Record<string, string>;
 
 /** A harvest of the config, the worker's task queue it runs on, and how it should end. */
@@ -42,7 +45,7 @@ beforeAll(async () => {
   await emulator.admin('keys', { api_key: BROKE_KEY, credits: 100 });
   temporal = await temporalClient();
   const catalog = await emulator.catalog();
-  const dir = mkdtempSync(join(tmpdir(), 'ui-status-'));
+  dir = mkdtempSync(join(tmpdir(), 'ui-status-'));
   apis = [clientFor(emulator, { apiKey: KEY }), clientFor(emulator, { apiKey: BROKE_KEY }), clientFor(emulator, { apiKey: KEY })];
   // A file where the third worker's data directory should be: every write is refused, so a run it takes cannot start.
   const notADirectory = join(dir, 'not-a-directory');
@@ -98,6 +101,7 @@ afterAll(async () => {
   await Promise.all((apis ?? []).map((api) => api.close()));
   await temporal?.connection.close();
   await emulator?.close();
+  if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 /**
@@ -107,6 +111,12 @@ afterAll(async () => {
 function dataDirOf(queue: string): string {
   const worker = workers.find((candidate) => candidate.taskQueue === queue)!;
   return worker === workers[2] ? env.HARVESTER_DATA_DIR! : worker.dataDir;
+}
+
+/** The workflow ids the Temporal CLI lists for a visibility query (as `temporal workflow list --query` shows them). */
+function listedIds(query: string): string[] {
+  const output = execFileSync(TEMPORAL_BINARY, ['workflow', 'list', '--address', inject('temporalAddress'), '--query', query, '--output', 'json'], { encoding: 'utf8' });
+  return output.trim() === '' ? [] : (JSON.parse(output) as { execution: { workflowId: string } }[]).map((execution) => execution.execution.workflowId);
 }
 
 interface WorkflowMetadata {
@@ -138,16 +148,29 @@ describe('the Temporal UI tells the five outcomes apart, and the CLI agrees', ()
       expect(JSON.parse(filtered.stdout), entry.harvest).toEqual([expect.objectContaining({ workflowId: runId })]);
       if (entry.exitCode === 1) {
         expect(description.status.name).toBe('FAILED');
+        expect(listedIds(`HarvestName = '${entry.harvest}' AND ExecutionStatus = 'Failed'`)).toEqual([runId]);
         expect(metadata.currentDetails).toMatch(/^failed: the run could not start: the data directory cannot be written/);
         continue;
       }
-      expect(description.status.name).toBe('COMPLETED');
+      // Temporal's own status: a harvest that failed is a failed execution (the UI's Failures filter), the others completed.
+      expect(description.status.name).toBe(entry.status === 'failed' ? 'FAILED' : 'COMPLETED');
       expect(description.searchAttributes.HarvestStatus).toEqual([entry.status]);
+      // The list tells the five apart, by Temporal's status and the HarvestStatus search attribute, as the Temporal CLI lists them.
+      const executionStatus = entry.status === 'failed' ? 'Failed' : 'Completed';
+      expect(listedIds(`HarvestName = '${entry.harvest}' AND ExecutionStatus = '${executionStatus}' AND HarvestStatus = '${entry.status}'`), entry.harvest).toEqual([runId]);
+      expect(listedIds(`HarvestName = '${entry.harvest}' AND ExecutionStatus != '${executionStatus}'`), entry.harvest).toEqual([]);
       const summary = JSON.parse(result.stdout) as { status: string; itemsLanded: number; pagesLanded: number; creditsSpent: number; budget: number };
       expect(summary.status).toBe(entry.status);
       expect(metadata.currentDetails).toContain(`${entry.status}: ${summary.itemsLanded} items in ${summary.pagesLanded} pages, ${summary.creditsSpent} of ${summary.budget} credits`);
       const show = await runCli(['show', runId, '--json'], env);
       expect(JSON.parse(show.stdout)).toMatchObject({ runId, status: entry.status, attempts: [{ attempt: 1, status: entry.status }] });
+      if (entry.status === 'failed') {
+        // A failed run's checkpoint is in its failure: `retry` resumes from it (and fails again, the target still missing).
+        const retried = await runCli(['retry', runId, '--no-local-worker', '--json'], { ...env, HARVESTER_TASK_QUEUE: entry.queue() });
+        expect(retried.stderr).toContain(`retrying ${runId} (attempt 2)`);
+        expect(retried.code, retried.stderr).toBe(entry.exitCode);
+        expect(JSON.parse(retried.stdout)).toMatchObject({ runId, status: 'failed' });
+      }
     }
   }, 120_000);
 });

@@ -13,7 +13,7 @@ import { resumableState } from '../../src/harvest/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { runCli } from '../support/cli.js';
 import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';
-import { harvestFrom, startTestWorker } from '../support/temporal.js';
+import { executeHarvest, harvestFrom, startTestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_wrong_api_harvest';
 const VERIFY_KEY = 'sk_live_wrong_api_verify';
@@ -78,11 +78,11 @@ describe('a worker set up for another API', () => {
       const before = await spentByHarvestKey();
       // …retried as if from a machine whose key is another: the listing's task is refused.
       const other = apiIdentity({ baseUrl: rig.emulator.baseUrl, apiKey: VERIFY_KEY });
-      const retried = (await rig.temporal.workflow.execute('harvestWorkflow', {
+      const retried = await executeHarvest(rig.temporal, {
         taskQueue: worker.taskQueue,
         workflowId: `wrong-key-${Date.now()}`,
-        args: [{ harvest: harvest('resumed', handle, 100), api: other, resume: resumableState(first.checkpoint, 1000) } satisfies HarvestInput],
-      })) as HarvestSummary;
+        input: { harvest: harvest('resumed', handle, 100), api: other, resume: resumableState(first.checkpoint, 1000) },
+      });
       expect(retried.status).toBe('failed');
       // The same API with another key: the key is what differs, and said so, not the task queues.
       expect(retried.reason).toMatch(/^the run's API key is not the one the worker uses: /);

@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { wholeNumber } from '../options.js';
 import { startStack } from '../stack.js';
+import { METRICS_PORT_VARIABLE, metricsPortFrom } from '../metrics-endpoint.js';
 
 export function devCommand(): Command {
   return new Command('dev')
@@ -13,6 +14,7 @@ export function devCommand(): Command {
     .option('--receiver-port <port>', 'HTTPS webhook receiver port', wholeNumber(1, 65_535), 8443)
     .option('--distributed', 'scale out on this machine: PostgreSQL and MinIO as the shared store, and several workers with no disk in common')
     .option('--workers <n>', 'workers of --distributed', wholeNumber(1, 32), 3)
+    .option('--metrics-port <port>', `serve each worker's Prometheus metrics from this port on (the first worker's; ${METRICS_PORT_VARIABLE} too)`, wholeNumber(1, 65_535))
     .addHelpText(
       'after',
       `
@@ -29,13 +31,14 @@ Examples:
   $ harvester dev
   $ harvester dev --distributed --workers 3`,
     )
-    .action(async (options: { emulator: boolean; temporalPort: number; uiPort: number; emulatorPort: number; receiverPort: number; distributed?: boolean; workers: number }) => {
+    .action(async (options: { emulator: boolean; temporalPort: number; uiPort: number; emulatorPort: number; receiverPort: number; distributed?: boolean; workers: number; metricsPort?: number }) => {
       const dataDir = dataDirFromEnv();
-      const { distributed, workers, ...ports } = options;
+      const { distributed, workers, metricsPort: metricsOption, ...ports } = options;
+      const metricsPort = metricsPortFrom(metricsOption);
       process.stderr.write(
         distributed ? `dev: starting the Temporal dev server, emulator, PostgreSQL, MinIO, receiver and ${workers} workers…\n` : 'dev: starting the Temporal dev server, emulator, receiver and worker…\n',
       );
-      const stack = await startStack({ dataDir, persistent: true, by: 'dev', ...ports, ...(distributed ? { distributedWorkers: workers } : {}) });
+      const stack = await startStack({ dataDir, persistent: true, by: 'dev', ...ports, ...(distributed ? { distributedWorkers: workers } : {}), ...(metricsPort !== undefined ? { metricsPort } : {}) });
       process.stdout.write(
         [
           `Temporal UI:   ${stack.uiUrl}`,
@@ -45,6 +48,11 @@ Examples:
           `Warehouse:     ${stack.warehouse} (DuckLake)`,
           ...(stack.sharedEnvFile ? [`Workers:       ${stack.workerDirs.length}, scratch in ${stack.workerDirs.join(', ')}`] : []),
           `Logs:          ${stack.logsDir}`,
+          ...(metricsPort === undefined
+            ? []
+            : metricsPort === 0
+              ? ['Metrics:       each worker on a free port, as its log in the logs folder says']
+              : [`Metrics:       ${stack.workerDirs.map((_, index) => `http://127.0.0.1:${metricsPort + index}/metrics`).join(', ')} (Prometheus)`]),
           '',
           'Environment for other harvester commands:',
           ...Object.entries(stack.env).filter(([name]) => name !== 'SOCIAL_API_KEY').map(([name, value]) => `  export ${name}=${value}`),

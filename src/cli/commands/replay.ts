@@ -5,6 +5,7 @@ import { Worker } from '@temporalio/worker';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { WORKFLOWS_PATH } from '../../temporal/worker.js';
 import { installQuietRuntime } from '../engine-context.js';
+import { describeRun } from '../run-queries.js';
 
 export function replayCommand(): Command {
   return new Command('replay')
@@ -29,8 +30,11 @@ Examples:
         process.stdout.write(`${options.history}: ${history.events?.length ?? 0} events replay cleanly against the current code\n`);
         return;
       }
-      const client = await connectClient(temporalSettingsFromEnv());
+      const settings = temporalSettingsFromEnv();
+      const client = await connectClient(settings);
       try {
+        // Described first: a run Temporal does not know is said so, not as gRPC's NOT_FOUND.
+        await describeRun(client, settings, workflowId as string);
         const history = await client.workflow.getHandle(workflowId as string).fetchHistory();
         await Worker.runReplayHistory({ workflowsPath: WORKFLOWS_PATH }, history, workflowId);
         process.stdout.write(`${workflowId}: ${history.events?.length ?? 0} events replay cleanly against the current code\n`);

@@ -1,5 +1,5 @@
 import { Command } from 'commander';
-import { WorkflowExecutionAlreadyStartedError, type WorkflowHandle } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { RETRYABLE_STATUSES, resumableState } from '../../harvest/checkpoint.js';
 import { harvestWorkflow } from '../../../workflows/harvest.js';
@@ -7,7 +7,8 @@ import { createLogger } from '../../logger.js';
 import { localWorkerTaskQueue, taskQueueFromEnv } from '../run-environment.js';
 import { startWorkerFromEnv } from '../engine-context.js';
 import { printableSummary, resultWithProgress } from '../run-progress.js';
-import { runAttempts } from '../run-queries.js';
+import { harvestSummary } from '../../temporal/run-summary.js';
+import { describeRun, runAttempts } from '../run-queries.js';
 import { wholeNumber } from '../options.js';
 import { RUN_EXIT_CODES, summaryText } from './run.js';
 
@@ -23,17 +24,22 @@ export function retryCommand(): Command {
       '\nThe retry is the same run, another attempt at it: `runs`, `show`, the warehouse and the report give its\noutcome under the run id, and `show` lists the attempts. Pages landed before are read back from disk,\nnot bought again.\n\nExample:\n  $ harvester retry run-creators-daily-20261121T060000-ab12 --budget 2000',
     )
     .action(async (runId: string, options: { budget?: number; localWorker: boolean; json?: boolean }) => {
-      const client = await connectClient(temporalSettingsFromEnv());
+      const settings = temporalSettingsFromEnv();
+      const client = await connectClient(settings);
       // As for `harvester run`: a local worker on a queue of its own serves this retry only. The retry
       // carries the API and store of its run, so a worker of another data directory refuses it.
       const taskQueue = options.localWorker ? localWorkerTaskQueue(runId) : taskQueueFromEnv();
       const worker = options.localWorker ? await startWorkerFromEnv(createLogger({ name: 'retry', level: process.env.LOG_LEVEL ?? 'warn' }), { taskQueue }) : undefined;
       try {
         const original = client.workflow.getHandle<typeof harvestWorkflow>(runId);
-        const description = await original.describe();
+        const description = await describeRun(client, settings, runId);
         if (description.status.name === 'RUNNING') throw new Error(`run ${runId} is running; only a finished run can be retried from its checkpoint`);
-        if (description.status.name !== 'COMPLETED') throw new Error(`run ${runId} ${description.status.name.toLowerCase()} with no checkpoint to resume from; start the harvest again with \`harvester run\``);
-        const previous = await original.result();
+        // A harvest that ended failed is a failed execution carrying its summary: that is resumed too.
+        const previous = await harvestSummary(original).catch((error: unknown) => {
+          if (error instanceof WorkflowFailedError) return undefined;
+          throw error;
+        });
+        if (!previous) throw new Error(`run ${runId} ${description.status.name.toLowerCase()} with no checkpoint to resume from; start the harvest again with \`harvester run\``);
         if (!(RETRYABLE_STATUSES as readonly string[]).includes(previous.status)) throw new Error(`run ${runId} ${previous.status}: there is nothing to retry`);
         // The harvest as the run saw it: the input of its (latest) execution, JSON-encoded by Temporal.
         const history = await original.fetchHistory();

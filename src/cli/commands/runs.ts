@@ -16,11 +16,17 @@ export function runsCommand(): Command {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExamples:\n  $ harvester runs\n  $ harvester runs --status failed --name creators-daily')
     .action(async (options: { status?: string; name?: string; limit: number; json?: boolean }) => {
-      const client = await connectClient(temporalSettingsFromEnv());
+      const settings = temporalSettingsFromEnv();
+      const client = await connectClient(settings);
       try {
         const runs = await listRuns(client, options);
         if (options.json) {
           process.stdout.write(`${JSON.stringify(runs, null, 2)}\n`);
+          return;
+        }
+        if (runs.length === 0) {
+          const filters = [options.status ? `status ${options.status}` : '', options.name ? `harvest ${options.name}` : ''].filter(Boolean).join(' and ');
+          process.stdout.write(`no runs${filters ? ` with ${filters}` : ''} on Temporal at ${settings.address} (namespace ${settings.namespace})\n`);
           return;
         }
         const rows = runs.map((run) => [run.workflowId, run.harvest, run.status, String(run.items ?? ''), run.credits === undefined ? '' : `${run.credits}/${run.budget}`, run.startedAt.slice(0, 19), run.closedAt?.slice(0, 19) ?? '', String(run.attempts)]);

@@ -7,6 +7,7 @@ import {
   applyHarvestSchedules,
   deleteHarvestSchedule,
   describeHarvestSchedule,
+  harvestOfScheduleId,
   listHarvestSchedules,
   pauseExistingHarvestSchedule,
   resumeHarvestSchedule,
@@ -56,15 +57,23 @@ function configHint(name: string, configFile: string): string {
   return `; harvest ${name} has one in ${found.file}: run \`harvester schedules apply\` to create it`;
 }
 
-/** Runs `work` on one harvest's schedule, turning "not found" into a message that says what to do. */
-async function onSchedule<T>(name: string, configFile: string, work: (client: Client) => Promise<T>): Promise<T> {
+/**
+ * Runs `work` on one harvest's schedule, named by the harvest or by the schedule's id as
+ * `schedules list` shows it (`harvest-<name>`), turning "not found" into a message that says what
+ * to do. A harvest's own name wins: `harvest-x` is first the harvest named so, then schedule
+ * `harvest-x`. Gives what `work` gave and the harvest whose schedule it was.
+ */
+async function onSchedule<T>(name: string, configFile: string, work: (client: Client, harvest: string) => Promise<T>): Promise<{ result: T; harvest: string }> {
   return withTemporal(async (client, settings) => {
-    try {
-      return await work(client);
-    } catch (error) {
-      if (!(error instanceof ScheduleNotFoundError)) throw error;
-      throw new UsageError(`no schedule ${scheduleIdOf(name)} on Temporal at ${settings.address} (namespace ${settings.namespace})${configHint(name, configFile)}`);
+    const named = harvestOfScheduleId(name);
+    for (const harvest of named === undefined ? [name] : [name, named]) {
+      try {
+        return { result: await work(client, harvest), harvest };
+      } catch (error) {
+        if (!(error instanceof ScheduleNotFoundError)) throw error;
+      }
     }
+    throw new UsageError(`no schedule ${scheduleIdOf(name)} on Temporal at ${settings.address} (namespace ${settings.namespace})${configHint(name, configFile)}`);
   });
 }
 
@@ -105,6 +114,7 @@ function listText(views: HarvestScheduleView[]): string {
 }
 
 const configOption = ['--config <file>', 'harvest config', DEFAULT_HARVESTS_FILE] as const;
+const NAME_ARGUMENT = 'harvest name, or its schedule id as `schedules list` shows it (harvest-<name>)';
 
 export function schedulesCommand(): Command {
   const command = new Command('schedules')
@@ -167,24 +177,24 @@ a schedule's paused state and note.`,
   command.addCommand(
     new Command('pause')
       .description("Pause a harvest's schedule; the reason is kept as its note")
-      .argument('<name>', 'harvest name')
+      .argument('<name>', NAME_ARGUMENT)
       .option('--reason <text>', 'why (shown by `schedules list`)')
       .option(...configOption)
       .action(async (name: string, options: { reason?: string; config: string }) => {
         const note = options.reason?.trim() || PAUSE_NOTE;
-        await onSchedule(name, options.config, (client) => pauseExistingHarvestSchedule(client, name, note));
-        process.stdout.write(`paused ${scheduleIdOf(name)}: ${note}\n`);
+        const { harvest } = await onSchedule(name, options.config, (client, harvest) => pauseExistingHarvestSchedule(client, harvest, note));
+        process.stdout.write(`paused ${scheduleIdOf(harvest)}: ${note}\n`);
       }),
   );
 
   command.addCommand(
     new Command('resume')
       .description("Resume a harvest's paused schedule")
-      .argument('<name>', 'harvest name')
+      .argument('<name>', NAME_ARGUMENT)
       .option(...configOption)
       .action(async (name: string, options: { config: string }) => {
-        const wasPaused = await onSchedule(name, options.config, (client) => resumeHarvestSchedule(client, name, RESUME_NOTE));
-        process.stdout.write(wasPaused ? `resumed ${scheduleIdOf(name)}\n` : `${scheduleIdOf(name)} was not paused\n`);
+        const { result: wasPaused, harvest } = await onSchedule(name, options.config, (client, harvest) => resumeHarvestSchedule(client, harvest, RESUME_NOTE));
+        process.stdout.write(wasPaused ? `resumed ${scheduleIdOf(harvest)}\n` : `${scheduleIdOf(harvest)} was not paused\n`);
         const store = await storeFromEnvironment(dataDirFromEnv());
         const low = await store.creditsLow().finally(() => store.close());
         if (low) process.stderr.write(`note: credits.low is in effect since ${low.since}: runs stop at once, before buying anything, until plan.changed clears it\n`);
@@ -194,30 +204,30 @@ a schedule's paused state and note.`,
   command.addCommand(
     new Command('trigger')
       .description('Start a run of a harvest now through its schedule (a run still going means none starts: overlap SKIP)')
-      .argument('<name>', 'harvest name')
+      .argument('<name>', NAME_ARGUMENT)
       .option(...configOption)
       .action(async (name: string, options: { config: string }) => {
-        const result = await onSchedule(name, options.config, (client) => triggerHarvestSchedule(client, name));
+        const { result, harvest } = await onSchedule(name, options.config, (client, harvest) => triggerHarvestSchedule(client, harvest));
         if (result.outcome === 'started') process.stdout.write(`started ${result.workflowId}\n`);
         else if (result.outcome === 'skipped') process.stdout.write(`skipped: ${result.running.join(', ') || 'a run'} is still going (overlap policy ${result.overlap})\n`);
-        else process.stdout.write(`triggered ${scheduleIdOf(name)}; the scheduler has not acted yet (see \`harvester schedules list\`)\n`);
+        else process.stdout.write(`triggered ${scheduleIdOf(harvest)}; the scheduler has not acted yet (see \`harvester schedules list\`)\n`);
       }),
   );
 
   command.addCommand(
     new Command('delete')
       .description("Delete a harvest's schedule (runs it started go on)")
-      .argument('<name>', 'harvest name')
+      .argument('<name>', NAME_ARGUMENT)
       .option(...configOption)
       .action(async (name: string, options: { config: string }) => {
-        await onSchedule(name, options.config, async (client) => {
+        const { harvest } = await onSchedule(name, options.config, async (client, harvest) => {
           // Described first, so "not found" is the same clear error as for the other commands.
-          await describeHarvestSchedule(client, name);
-          await deleteHarvestSchedule(client, name);
+          await describeHarvestSchedule(client, harvest);
+          await deleteHarvestSchedule(client, harvest);
         });
-        process.stdout.write(`deleted ${scheduleIdOf(name)}\n`);
-        if (scheduleInConfig(name, options.config)?.state === 'scheduled') {
-          process.stderr.write(`note: harvest ${name} still has a schedule in ${options.config}: the next \`harvester schedules apply\` creates it again\n`);
+        process.stdout.write(`deleted ${scheduleIdOf(harvest)}\n`);
+        if (scheduleInConfig(harvest, options.config)?.state === 'scheduled') {
+          process.stderr.write(`note: harvest ${harvest} still has a schedule in ${options.config}: the next \`harvester schedules apply\` creates it again\n`);
         }
       }),
   );

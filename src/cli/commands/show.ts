@@ -2,10 +2,12 @@ import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import type { HarvestProgress } from '../../harvest/progress.js';
+import { RETRYABLE_STATUSES } from '../../harvest/checkpoint.js';
 import { progressQuery } from '../../../workflows/definitions.js';
 import type { harvestWorkflow, HarvestSummary } from '../../../workflows/harvest.js';
 import { printableSummary } from '../run-progress.js';
-import { runAttempts, type RunAttempt } from '../run-queries.js';
+import { harvestSummary } from '../../temporal/run-summary.js';
+import { describeRun, runAttempts, type RunAttempt } from '../run-queries.js';
 import { failedCallLines, trackedItemsText } from './run.js';
 
 /** The run's attempts, oldest first: when each started and ended, how it ended, and its Temporal run ids. */
@@ -41,7 +43,23 @@ function describeProgress(progress: HarvestProgress & Pick<HarvestSummary, 'fail
   }
   lines.push(...failedCallLines(progress.failedCalls));
   lines.push(...attemptLines(attempts));
+  const next = retryHint(progress);
+  if (next) lines.push(`next:     ${next}`);
   return lines.join('\n');
+}
+
+/** What to do about a run that stopped short: retry it from its checkpoint, with more credits when they ran out. */
+function retryHint(progress: HarvestProgress): string | undefined {
+  if (!(RETRYABLE_STATUSES as readonly string[]).includes(progress.status)) return undefined;
+  const command = `harvester retry ${progress.runId}`;
+  switch (progress.status) {
+    case 'budget_exhausted':
+      return `\`${command} --budget <credits>\` goes on from the checkpoint with that many more credits (pages landed are not bought again)`;
+    case 'paused':
+      return `\`${command}\` goes on from the checkpoint once the account has credits again (\`--budget <credits>\` sets this attempt's budget)`;
+    default:
+      return `\`${command}\` makes what failed again from the checkpoint (\`--budget <credits>\` sets this attempt's budget)`;
+  }
 }
 
 export function showCommand(): Command {
@@ -51,17 +69,18 @@ export function showCommand(): Command {
     .option('--json', 'print JSON')
     .addHelpText('after', '\nExample:\n  $ harvester show run-creators-daily-20261121T060000-ab12')
     .action(async (runId: string, options: { json?: boolean }) => {
-      const client = await connectClient(temporalSettingsFromEnv());
+      const settings = temporalSettingsFromEnv();
+      const client = await connectClient(settings);
       try {
         // The run's latest attempt: a retried run shows its retry's outcome.
         const handle = client.workflow.getHandle<typeof harvestWorkflow>(runId);
-        const [description, attempts] = await Promise.all([handle.describe(), runAttempts(client, runId)]);
+        const [description, attempts] = await Promise.all([describeRun(client, settings, runId), runAttempts(client, runId)]);
         let progress: HarvestProgress & Pick<HarvestSummary, 'failedCalls'>;
         if (description.status.name === 'RUNNING') {
           progress = await handle.query(progressQuery);
         } else {
           try {
-            progress = printableSummary(await handle.result());
+            progress = printableSummary(await harvestSummary(handle));
           } catch (error) {
             if (!(error instanceof WorkflowFailedError)) throw error;
             throw new Error(`run ${runId} ${description.status.name.toLowerCase()}: ${error.cause?.message ?? error.message}`);

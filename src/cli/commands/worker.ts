@@ -1,6 +1,8 @@
 import { Command } from 'commander';
 import { createLogger } from '../../logger.js';
 import { installQuietRuntime, startWorkerFromEnv } from '../engine-context.js';
+import { METRICS_PORT_VARIABLE, metricsPortFrom, workerMetricsEndpoint } from '../metrics-endpoint.js';
+import { wholeNumber } from '../options.js';
 
 export function workerCommand(): Command {
   return new Command('worker')
@@ -12,17 +14,24 @@ Connects to TEMPORAL_ADDRESS (default 127.0.0.1:7233, the dev server of \`harves
 TEMPORAL_NAMESPACE, calls the API at SOCIAL_API_BASE_URL with SOCIAL_API_KEY, and lands data in
 HARVESTER_DATA_DIR (default ./data). It serves only runs started for that data directory (or shared
 store): it refuses the tasks of a run started for another. Ctrl-C drains and stops it, giving the
-work in flight up to 30 s to finish.
+work in flight up to 30 s to finish. With --metrics-port (or HARVESTER_METRICS_PORT) it serves
+Prometheus metrics, its own and the Temporal SDK's, at /metrics (docs/operations.md lists them).
 
 Example:
-  $ harvester worker`,
+  $ harvester worker
+  $ harvester worker --metrics-port 9464`,
     )
-    .action(async () => {
+    .option('--metrics-port <port>', `serve Prometheus metrics at http://<host>:<port>/metrics (or ${METRICS_PORT_VARIABLE}); 0 for any free port`, wholeNumber(0, 65_535))
+    .action(async (options: { metricsPort?: number }) => {
       const logger = createLogger({ name: 'worker' });
+      const metricsPort = metricsPortFrom(options.metricsPort);
+      const metrics = metricsPort === undefined ? undefined : await workerMetricsEndpoint(metricsPort);
       // Workflows and the SDK log through the worker's logger: one line per run event (run
       // started, target finished, loaded, run ended), each with its run id, at LOG_LEVEL (info).
-      installQuietRuntime(logger);
+      installQuietRuntime(logger, metrics?.telemetry);
       const worker = await startWorkerFromEnv(logger);
+      const served = await metrics?.serve();
+      if (served) process.stderr.write(`worker: metrics at http://127.0.0.1:${served.port}/metrics\n`);
       process.stderr.write(`worker: polling task queue "${worker.taskQueue}" for runs of ${worker.storeIdentity.location}; Ctrl-C stops it\n`);
       const stop = () => void worker.shutdown().then(() => process.exit(0));
       process.once('SIGINT', stop);
