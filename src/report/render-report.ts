@@ -36,6 +36,13 @@ const STATUS_COLORS: Record<string, string> = {
 /** Bars of an item, by platform: colours outside the harvests' palette, since no harvest is meant. */
 const PLATFORM_COLORS: Record<string, string> = { tiktok: '#323f4b', instagram: '#c13584' };
 const OTHER_PLATFORM_COLOR = '#7b8794';
+const platformColor = (platform: string) => PLATFORM_COLORS[platform] ?? OTHER_PLATFORM_COLOR;
+
+/** The platforms of the items a chart shows, each with its colour, for the chart's legend. */
+function platformKey(items: { platform: string }[]): ColorKey {
+  const platforms = [...new Set(items.map((item) => item.platform))].sort();
+  return { title: 'platform', colors: new Map(platforms.map((platform) => [platform, platformColor(platform)])) };
+}
 
 const CSS = `
 :root { color-scheme: light; }
@@ -120,7 +127,7 @@ const itemName = (item: { platform: string; authorHandle: string | null; itemId:
 
 async function creditsByHarvest(data: ReportData, harvests: ColorKey): Promise<string> {
   const daily = data.creditsByHarvest;
-  const description = 'Credits charged for billed calls (<code>api_calls.credits</code>), summed per UTC day of the call, one line per harvest.';
+  const description = 'Credits charged for billed calls (<code>api_calls.credits</code>), summed per UTC day of the call, one line per harvest; a day a harvest made no call is a gap in its line, and a day alone between gaps is a point.';
   if (daily.days.length === 0) return section('credits-by-harvest', 'Credits per harvest', description, '<p class="empty">No billed calls in the warehouse yet.</p>');
   const chart = await renderChart(
     dailyLineChart({
@@ -128,7 +135,7 @@ async function creditsByHarvest(data: ReportData, harvests: ColorKey): Promise<s
       subtitle: `${daily.days[0]} to ${daily.days.at(-1)} (UTC days)`,
       yTitle: 'credits',
       points: daily.series.flatMap((entry) =>
-        entry.values.map((value, index) => ({ day: daily.days[index]!, series: entry.name, value, description: `harvest ${entry.name}, ${daily.days[index]}: ${formatNumber(value)} credits` })),
+        entry.values.map((value, index) => ({ day: daily.days[index]!, series: entry.name, value, description: `harvest ${entry.name}, ${daily.days[index]}: ${value === null ? 'no calls' : `${formatNumber(value)} credits`}` })),
       ),
       color: harvests,
     }),
@@ -153,7 +160,7 @@ async function creditsByEndpoint(data: ReportData): Promise<string> {
       columns: daily.days,
       labels: new Map(),
       segments: daily.series.flatMap((entry) =>
-        entry.values.map((value, index) => ({ column: daily.days[index]!, series: entry.name, value, description: `${daily.days[index]}, ${entry.name}: ${formatNumber(value)} credits` })),
+        entry.values.flatMap((value, index) => (value === null ? [] : [{ column: daily.days[index]!, series: entry.name, value, description: `${daily.days[index]}, ${entry.name}: ${formatNumber(value)} credits` }])),
       ),
       color: endpoints,
     }),
@@ -262,7 +269,12 @@ async function itemViews(data: ReportData, harvests: ColorKey): Promise<string> 
 <thead><tr><th class="num">#</th><th>Item</th><th class="num">Views now</th><th class="num" title="observations shown">Obs.</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
 </table>`;
-  return section('item-views', 'Views over time', description, `<div class="beside">${chartBox(chart)}${table}</div>`);
+  const single = items.filter((item) => item.observations.length === 1).length;
+  const note =
+    single > 0
+      ? `<p class="note">${single === items.length ? 'Each of these items was' : `${h(formatNumber(single))} of these ${h(formatNumber(items.length))} items were`} observed once in the days shown: ${single === 1 ? 'it is' : 'each is'} a point with no line. A line needs an item observed again by a later run (<code>track: { items: { days: N } }</code>, or a harvest that lists it again).</p>`
+      : '';
+  return section('item-views', 'Views over time', description, `<div class="beside">${chartBox(chart)}${table}</div>${note}`);
 }
 
 async function engagement(data: ReportData): Promise<string> {
@@ -283,8 +295,10 @@ async function engagement(data: ReportData): Promise<string> {
         value: item.engagementRate! * 100,
         valueText: formatPercent(item.engagementRate!),
         description: `#${item.rank} ${item.platform} ${item.itemId}: (${count(item.likes, 'likes')} + ${count(item.comments, 'comments')} + ${count(item.shares, 'shares')}) / ${formatNumber(item.views)} views: ${formatPercent(item.engagementRate!)}`,
-        color: PLATFORM_COLORS[item.platform] ?? OTHER_PLATFORM_COLOR,
+        color: platformColor(item.platform),
+        key: item.platform,
       })),
+      legend: platformKey(items),
     }),
     'hbar',
   );
@@ -306,8 +320,10 @@ async function topGrowth(data: ReportData): Promise<string> {
         value: item.viewsPerHour,
         valueText: formatNumber(Math.round(item.viewsPerHour)),
         description: `${item.platform} ${item.itemId}: +${formatNumber(item.viewsGained)} views in ${formatNumber(item.hours)} h: ${formatNumber(item.viewsPerHour)} views per hour`,
-        color: PLATFORM_COLORS[item.platform] ?? OTHER_PLATFORM_COLOR,
+        color: platformColor(item.platform),
+        key: item.platform,
       })),
+      legend: platformKey(items),
     }),
     'hbar',
   );

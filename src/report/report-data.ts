@@ -53,10 +53,14 @@ export interface ReportTotals {
   lastCallAt: string | null;
 }
 
-/** Values per day and per series; days are consecutive `YYYY-MM-DD`, gaps filled with 0. */
+/**
+ * Values per day and per series; days are consecutive `YYYY-MM-DD`. A day on which a series had
+ * no rows is null, not 0: a harvest that made no call that day spent nothing, but it is a gap
+ * between its runs, not a day it was charged 0 (a chart draws it as a break in the line).
+ */
 export interface DailySeries {
   days: string[];
-  series: { name: string; values: number[]; total: number }[];
+  series: { name: string; values: (number | null)[]; total: number }[];
   /** Days before the first shown that had calls, left out to keep the chart readable. */
   omittedDays: number;
   /** Credits on the omitted days. */
@@ -229,7 +233,7 @@ export function dailySeries(rows: { day: string; key: string; value: number }[],
   const index = new Map(days.map((day, position) => [day, position]));
   let omittedCredits = 0;
   const omitted = new Set<string>();
-  const byKey = new Map<string, number[]>();
+  const byKey = new Map<string, (number | null)[]>();
   for (const row of rows) {
     const position = index.get(row.day);
     if (position === undefined) {
@@ -238,17 +242,17 @@ export function dailySeries(rows: { day: string; key: string; value: number }[],
       continue;
     }
     let values = byKey.get(row.key);
-    if (!values) byKey.set(row.key, (values = days.map(() => 0)));
-    values[position]! += row.value;
+    if (!values) byKey.set(row.key, (values = days.map(() => null)));
+    values[position] = (values[position] ?? 0) + row.value;
   }
-  let series = [...byKey.entries()]
-    .map(([name, values]) => ({ name, values, total: values.reduce((sum, value) => sum + value, 0) }))
-    .sort((a, b) => b.total - a.total || a.name.localeCompare(b.name));
+  const total = (values: (number | null)[]) => values.reduce<number>((sum, value) => sum + (value ?? 0), 0);
+  let series = [...byKey.entries()].map(([name, values]) => ({ name, values, total: total(values) })).sort((a, b) => b.total - a.total || a.name.localeCompare(b.name));
   if (options.maxSeries !== undefined && series.length > options.maxSeries) {
     const kept = series.slice(0, options.maxSeries - 1);
     const rest = series.slice(options.maxSeries - 1);
-    const values = days.map((_, position) => rest.reduce((sum, entry) => sum + entry.values[position]!, 0));
-    series = [...kept, { name: options.otherName ?? 'other', values, total: values.reduce((sum, value) => sum + value, 0) }];
+    // A day is a gap of the summed series only when it is a gap of every series in it.
+    const values = days.map((_, position) => rest.reduce<number | null>((sum, entry) => (entry.values[position] === null ? sum : (sum ?? 0) + entry.values[position]!), null));
+    series = [...kept, { name: options.otherName ?? 'other', values, total: total(values) }];
   }
   return { days, series, omittedDays: omitted.size, omittedCredits };
 }
@@ -443,7 +447,7 @@ async function reportFrom(rows: Rows, dataDir: string, settings: Record<keyof ty
     budgetCredits: numOrNull(row.budget_credits),
     creditsSpent: numOrNull(row.credits_spent),
     itemsLanded: numOrNull(row.items_landed),
-    error: textOrNull(row.error),
+    error: textOrNull(row.error) ?? unrecordedReason(String(row.status), numOrNull(row.credits_spent), numOrNull(row.budget_credits)),
   }));
 
   const harvests = [
@@ -472,6 +476,18 @@ async function reportFrom(rows: Rows, dataDir: string, settings: Record<keyof ty
     failures,
     settings,
   };
+}
+
+/**
+ * Why a run stopped, for one whose row records no error: a run whose targets each ran out of
+ * budget records none (its status says it), and the report lists every failed run with a reason.
+ */
+export function unrecordedReason(status: string, creditsSpent: number | null, budgetCredits: number | null): string {
+  if (status === 'budget_exhausted') {
+    const spent = creditsSpent === null ? '' : `: ${creditsSpent}${budgetCredits === null ? '' : ` of ${budgetCredits}`} credits spent`;
+    return `the budget ran out before every target was done${spent}`;
+  }
+  return `no reason recorded (status ${status})`;
 }
 
 /** A top item from the first row of its observations, which carries its latest counts. */
