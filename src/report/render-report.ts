@@ -26,6 +26,9 @@ export const ENRICHMENT_COVERAGE_SECTION = { id: 'enrichment-coverage', title: '
 
 const STATUS_COLORS: Record<string, string> = {
   failed: '#d64545',
+  terminated: '#a61b1b',
+  timed_out: '#8c2d19',
+  cancelled: '#7b8794',
   completed_with_errors: '#f28e2b',
   paused: '#9c755f',
   budget_exhausted: '#b07aa1',
@@ -402,8 +405,9 @@ function enrichmentCoverage(data: ReportData): string {
 }
 
 async function failures(data: ReportData): Promise<string> {
-  const description = `Runs that ended ${FAILURE_STATUSES.map((status) => `<code>${h(status)}</code>`).join(', ')}, with the reason the run recorded (<code>harvest_runs.error</code>).`;
-  if (data.failures.length === 0) return section('failures', 'Failures', description, '<p class="empty">No failed, paused or budget-exhausted runs. </p>');
+  const description = `Runs that ended ${FAILURE_STATUSES.map((status) => `<code>${h(status)}</code>`).join(', ')}, with the reason the run recorded (<code>harvest_runs.error</code>), or why its status says it stopped; and runs that Temporal lists as failed, terminated, cancelled or timed out but that never reached the warehouse (a run refused its key before it recorded itself), with Temporal's reason.`;
+  const unknown = data.unrecordedRunsUnknown === null ? '' : `<p class="note">Runs that stopped before the warehouse recorded them are not listed: ${h(data.unrecordedRunsUnknown)}.</p>`;
+  if (data.failures.length === 0) return section('failures', 'Failures', description, `<p class="empty">No failed, paused or budget-exhausted runs. </p>${unknown}`);
   const chart = await renderChart(
     horizontalBarChart({
       title: 'Runs by failure status',
@@ -426,7 +430,7 @@ async function failures(data: ReportData): Promise<string> {
 <td class="num">${h(run.startedAt)}</td>
 <td>${h(run.harvest)}</td>
 <td class="id">${h(run.runId)}</td>
-<td>${statusBadge(run.status)}</td>
+<td>${statusBadge(run.status)}${run.recorded === false ? '<br><span class="note">in Temporal only</span>' : ''}</td>
 <td class="num">${number(run.creditsSpent)}${run.budgetCredits !== null ? ` / ${number(run.budgetCredits)}` : ''}</td>
 <td class="num">${number(run.itemsLanded)}</td>
 <td class="error">${run.error ? h(run.error) : '—'}</td>
@@ -436,7 +440,7 @@ async function failures(data: ReportData): Promise<string> {
   const table = `<table class="failures-table">
 <thead><tr><th class="num">Started (UTC)</th><th>Harvest</th><th>Run</th><th>Status</th><th class="num">Credits / budget</th><th class="num">Items</th><th>Error</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
-</table>${note}`;
+</table>${note}${unknown}`;
   return section('failures', 'Failures', description, `${chartBox(chart)}${table}`);
 }
 

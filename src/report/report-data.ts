@@ -32,6 +32,13 @@ export interface ReportOptions {
   minGrowthHours?: number;
   /** Failed runs listed, the latest ones. */
   maxFailures?: number;
+  /**
+   * Runs that ended early that the caller found outside the warehouse (`harvester report` asks
+   * Temporal): a run that failed before it recorded itself (a wrong key) has no row in
+   * `harvest_runs`. Listed among the failures and counted with the runs; `unreachable` says why
+   * none could be asked for.
+   */
+  unrecordedRuns?: { runs: readonly FailedRun[] } | { unreachable: string };
 }
 
 export const REPORT_DEFAULTS = { maxDays: 90, maxRuns: 60, maxEndpoints: 8, topItems: 10, topAccounts: 10, minGrowthHours: 0.25, maxFailures: 100 } as const;
@@ -157,6 +164,8 @@ export interface FailedRun {
   creditsSpent: number | null;
   itemsLanded: number | null;
   error: string | null;
+  /** False for a run the warehouse has no row of (found in Temporal). */
+  recorded?: boolean;
 }
 
 export interface ReportData {
@@ -181,10 +190,12 @@ export interface ReportData {
   enrichmentCoverage: EnrichmentCoverage | null;
   /** Counts for each failure status present, in FAILURE_STATUSES order. */
   failureCounts: { status: string; runs: number }[];
-  /** The latest failed runs, newest first. */
+  /** The latest failed runs, newest first, the ones outside the warehouse too (recorded: false). */
   failures: FailedRun[];
+  /** Why runs outside the warehouse could not be looked for (Temporal unreachable), if they could not. */
+  unrecordedRunsUnknown: string | null;
   /** The options the data was gathered with. */
-  settings: Required<Omit<ReportOptions, 'now'>>;
+  settings: Required<Omit<ReportOptions, 'now' | 'unrecordedRuns'>>;
 }
 
 const MINUTE = "'%Y-%m-%d %H:%M'";
@@ -276,7 +287,35 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
     if (!valid) throw new Error(`report option ${name} must be ${name === 'minGrowthHours' ? 'a number of at least 0' : 'a whole number of at least 1'}, not ${value}`);
   }
   const generatedAt = (options.now ?? new Date()).toISOString();
-  return withWarehouseQueries(dataDir, (query) => reportFrom(async (sql) => (await query(sql)).rows, dataDir, settings, generatedAt));
+  const unrecorded = options.unrecordedRuns;
+  return withWarehouseQueries(dataDir, async (query) => {
+    const rows: Rows = async (sql) => (await query(sql)).rows;
+    const data = await reportFrom(rows, dataDir, settings, generatedAt);
+    if (unrecorded === undefined) return data;
+    if ('unreachable' in unrecorded) return { ...data, unrecordedRunsUnknown: unrecorded.unreachable };
+    if (unrecorded.runs.length === 0) return data;
+    const recorded = await rows(`SELECT DISTINCT run_id FROM harvest_runs WHERE run_id IN (${unrecorded.runs.map((run) => sqlString(run.runId)).join(', ')})`);
+    return withUnrecordedRuns(data, unrecorded.runs, new Set(recorded.map((row) => String(row.run_id))));
+  });
+}
+
+/**
+ * The report with the runs the warehouse has no row of among its failures and in its run counts;
+ * a run it has (`recorded`, by run id) is left as the warehouse tells it.
+ */
+function withUnrecordedRuns(data: ReportData, runs: readonly FailedRun[], recorded: ReadonlySet<string>): ReportData {
+  const added = runs.filter((run) => !recorded.has(run.runId)).map((run) => ({ ...run, recorded: false }));
+  if (added.length === 0) return data;
+  const failures = [...data.failures, ...added].sort((a, b) => b.startedAt.localeCompare(a.startedAt) || a.runId.localeCompare(b.runId)).slice(0, data.settings.maxFailures);
+  const counts = new Map(data.failureCounts.map((entry) => [entry.status, entry.runs]));
+  for (const run of added) counts.set(run.status, (counts.get(run.status) ?? 0) + 1);
+  const order = [...FAILURE_STATUSES, ...[...counts.keys()].filter((status) => !(FAILURE_STATUSES as readonly string[]).includes(status)).sort()];
+  return {
+    ...data,
+    totals: { ...data.totals, runs: data.totals.runs + added.length, failedRuns: data.totals.failedRuns + added.length },
+    failureCounts: order.flatMap((status) => (counts.has(status) ? [{ status, runs: counts.get(status)! }] : [])),
+    failures,
+  };
 }
 
 /** The report's data, read with `rows`. */
@@ -474,6 +513,7 @@ async function reportFrom(rows: Rows, dataDir: string, settings: Record<keyof ty
     enrichmentCoverage,
     failureCounts,
     failures,
+    unrecordedRunsUnknown: null,
     settings,
   };
 }

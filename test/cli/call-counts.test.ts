@@ -8,8 +8,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { WorkflowFailedError } from '@temporalio/client';
+import { apiIdentity } from '../../src/api/identity.js';
+import type { HarvestInput } from '../../workflows/harvest.js';
 import { runCli } from '../support/cli.js';
+import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { harvestFrom, startTestWorker, temporalClient } from '../support/temporal.js';
 
 let emulator: TestEmulator;
 let dir: string;
@@ -62,5 +67,49 @@ describe('the calls of a run', () => {
     expect(report.code, report.stderr).toBe(0);
     const card = /<span class="value">([^<]+)<\/span><span class="label">Billed API calls<\/span>/.exec(readFileSync(out, 'utf8'))?.[1];
     expect(Number(card?.replaceAll(',', ''))).toBe(pages + 6);
+  }, 120_000);
+
+  it('a run that failed before the warehouse recorded it (its key refused) is in the report\'s failures with its reason, and counted with the runs', async () => {
+    // A worker of this task queue and data directory, whose key is another than the one the run
+    // was started for: it refuses the run's first task, and the run fails before it records itself.
+    const api = clientFor(emulator, { apiKey: 'sk_live_call_counts' });
+    const worker = await startTestWorker(api, { dataDir: env.HARVESTER_DATA_DIR, taskQueue: env.HARVESTER_TASK_QUEUE });
+    const temporal = await temporalClient();
+    const runId = `wrong-key-${Date.now()}`;
+    try {
+      const handle = (await emulator.catalog()).tiktok.handles[6]!;
+      const input: HarvestInput = {
+        harvest: harvestFrom(`harvests:\n  - name: wrong-key\n    budget: { credits: 1000 }\n    channels:\n      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 5 }\n`),
+        api: apiIdentity({ baseUrl: emulator.baseUrl, apiKey: 'sk_live_another_key' }),
+      };
+      const failure = await temporal.workflow.execute('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: runId, args: [input] }).then(() => undefined, (error: unknown) => error);
+      expect(failure).toBeInstanceOf(WorkflowFailedError);
+    } finally {
+      await worker.stop();
+      await temporal.connection.close();
+      await api.close();
+    }
+    const count = async (sql: string) => (JSON.parse((await runCli(['query', sql, '--format', 'json'], env)).stdout) as { n: number }[])[0]!.n;
+    expect(await count(`SELECT count(*) AS n FROM harvest_runs WHERE run_id = '${runId}'`)).toBe(0);
+    // The first test's run, in the warehouse; this one, in Temporal only.
+    expect(await count('SELECT count(*) AS n FROM harvest_runs')).toBe(1);
+
+    const out = join(dir, 'report-wrong-key.html');
+    const report = await runCli(['report', '--out', out], env);
+    expect(report.code, report.stderr).toBe(0);
+    const page = readFileSync(out, 'utf8');
+    const failures = /<section class="report-section" id="failures"[\s\S]*?<\/section>/.exec(page)![0];
+    const row = new RegExp(`<td class="id">${runId}</td>\\n<td>(.*)</td>[\\s\\S]*?<td class="error">([^<]*)</td>`).exec(failures);
+    expect(row, failures).not.toBeNull();
+    expect(row![1]).toContain('in Temporal only');
+    expect(row![2], row![2]).toMatch(/^the run could not start: a worker set up for another API took the run&#39;s task/);
+    expect(row![2]).not.toContain('sk_live_');
+    const card = (label: string) => Number(new RegExp(`<span class="value">([^<]+)</span><span class="label">${label}</span>`).exec(page)![1]);
+    expect(card('Harvest runs')).toBe(2);
+    expect(card('Failed / paused runs')).toBe(1);
+    // Without Temporal, the page says it could not look.
+    const alone = await runCli(['report', '--out', out], { ...env, TEMPORAL_ADDRESS: '127.0.0.1:9' });
+    expect(alone.code, alone.stderr).toBe(0);
+    expect(readFileSync(out, 'utf8')).toContain('Runs that stopped before the warehouse recorded them are not listed: Temporal did not answer at 127.0.0.1:9 (TEMPORAL_ADDRESS).');
   }, 120_000);
 });

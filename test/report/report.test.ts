@@ -420,7 +420,8 @@ describe('harvester report: the HTML page', () => {
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     try {
       process.env.HARVESTER_DATA_DIR = dataDir;
-      await reportCommand().parseAsync(['--out', out], { from: 'user' });
+      // Not asking Temporal: whatever listens at its default address is no test's.
+      await reportCommand().parseAsync(['--out', out, '--no-temporal'], { from: 'user' });
       expect(stderr.mock.calls.map((call) => String(call[0])).join('')).toContain(`wrote the report to ${out}`);
     } finally {
       stderr.mockRestore();
@@ -435,6 +436,9 @@ describe('harvester report: the HTML page', () => {
     expect(help).toContain('--out <file>');
     expect(help).toMatch(/\(default:\s+"report\.html"\)/);
     expect(help).toMatch(/Example:\n\s+\$ harvester report --out/);
+    // It reads the lake (the warehouse was one DuckDB file once).
+    expect(help).toContain('<data dir>/lake');
+    expect(help).not.toContain('warehouse.duckdb');
   });
 });
 
