@@ -43,6 +43,9 @@ const analystTarget = join(tools, 'analysts');
 /** The dataframe libraries the data dictionary's lines use, for the test that runs those lines. */
 const DATAFRAME_REQUIREMENTS = ['pandas==2.3.3', 'polars==2.1.0', 'pyarrow==26.0.1'];
 const dataframeTarget = join(tools, 'dataframes');
+/** dbt with DuckDB at the lake's version, for the test that builds examples/dbt on a harvested lake. */
+const DBT_REQUIREMENTS = ['dbt-duckdb==1.11.1', 'dbt-core==1.12.0', 'duckdb==1.5.5', 'pytz==2026.6'];
+const dbtTarget = join(tools, 'dbt');
 const USAGE = 'usage: node scripts/setup.mjs [--for-distributed] [--for-tests]';
 
 function log(message) {
@@ -339,6 +342,7 @@ try {
   if (forTests) {
     ensurePythonClients();
     ensurePythonPackages(dataframeTarget, DATAFRAME_REQUIREMENTS, 'the dataframe libraries of the data dictionary');
+    ensurePythonPackages(dbtTarget, DBT_REQUIREMENTS, 'dbt for examples/dbt');
     await ensureChromium();
   }
   await ensureDevCertificate();
