@@ -231,6 +231,14 @@ async function itemsLanded(data: ReportData, harvests: ColorKey): Promise<string
   return section('items-landed', 'Items landed per run', description, `${chartBox(chart)}${note}`);
 }
 
+/** Says how many of a trend chart's series are one observation, drawn as a point with no line, and what a line needs; empty when none is. */
+function observedOnceNote(entries: { observations: unknown[] }[], what: string, needs: string): string {
+  const single = entries.filter((entry) => entry.observations.length === 1).length;
+  if (single === 0) return '';
+  const which = single === entries.length ? `Each of these ${h(what)} was` : `${h(formatNumber(single))} of these ${h(formatNumber(entries.length))} ${h(what)} were`;
+  return `<p class="note">${which} observed once in the days shown: ${single === 1 ? 'it is' : 'each is'} a point with no line. A line needs ${needs}.</p>`;
+}
+
 /** Observations as trend points, one line per entry, labelled with its rank. */
 function trendPoints<Entry extends TopItem | TopAccount>(entries: Entry[], name: (entry: Entry) => string, unit: string): TrendPoint[] {
   return entries.flatMap((entry) =>
@@ -272,11 +280,7 @@ async function itemViews(data: ReportData, harvests: ColorKey): Promise<string> 
 <thead><tr><th class="num">#</th><th>Item</th><th class="num">Views now</th><th class="num" title="observations shown">Obs.</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
 </table>`;
-  const single = items.filter((item) => item.observations.length === 1).length;
-  const note =
-    single > 0
-      ? `<p class="note">${single === items.length ? 'Each of these items was' : `${h(formatNumber(single))} of these ${h(formatNumber(items.length))} items were`} observed once in the days shown: ${single === 1 ? 'it is' : 'each is'} a point with no line. A line needs an item observed again by a later run (<code>track: { items: { days: N } }</code>, or a harvest that lists it again).</p>`
-      : '';
+  const note = observedOnceNote(items, 'items', 'an item observed again by a later run (<code>track: { items: { days: N } }</code>, or a harvest that lists it again)');
   return section('item-views', 'Views over time', description, `<div class="beside">${chartBox(chart)}${table}</div>${note}`);
 }
 
@@ -380,7 +384,8 @@ async function accountFollowers(data: ReportData, harvests: ColorKey): Promise<s
 <thead><tr><th class="num">#</th><th>Account</th><th class="num">Followers now</th><th class="num" title="from the first observation shown to the latest">Change</th><th class="num" title="observations shown">Obs.</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
 </table>`;
-  return section('account-followers', 'Followers over time', description, `<div class="beside">${chartBox(chart)}${table}</div>`);
+  const note = observedOnceNote(accounts, 'accounts', 'an account observed again by a later run (<code>track: { accounts: true }</code>)');
+  return section('account-followers', 'Followers over time', description, `<div class="beside">${chartBox(chart)}${table}</div>${note}`);
 }
 
 function enrichmentCoverage(data: ReportData): string {

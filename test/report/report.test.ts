@@ -284,6 +284,10 @@ describe('harvester report: the HTML page', () => {
     expect(labels(markup, 'circle').sort()).toEqual(expected.sort());
     // The boosted item's last point holds its boost.
     expect(Math.max(...marks(markup, 'circle').filter((mark) => mark.label.startsWith('#1 ')).map((mark) => mark.value))).toBeGreaterThan(BOOST);
+    // Items observed once are points alone, and the page says how many.
+    const once = data.topItems.filter((item) => item.observations.length === 1).length;
+    expect(once).toBeGreaterThan(0);
+    expect(markup).toContain(`<p class="note">${once} of these 10 items were observed once in the days shown: each is a point with no line.`);
     // The labels at the lines' ends, one per item, none over another.
     const boxes = labelBoxes(markup);
     expect(boxes.map((box) => box.text).sort()).toEqual(top.map((_, index) => `#${index + 1}`).sort());
