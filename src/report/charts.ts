@@ -314,6 +314,29 @@ export function spreadLabels(values: readonly number[], domain: readonly [number
 }
 
 /**
+ * The labels (by index) that may run into each other across: those whose x ranges could meet, and
+ * those joined through them. Labels of groups apart are laid out apart, each near its own point. The
+ * x of a label is its last point's time on the chart's time scale (over `times`, every point's), its
+ * plot taken narrower than it can be (the y axis and its title take some of `width`), and its width
+ * wider than it draws, so labels are grouped whenever they might meet.
+ */
+function sideBySide(labelled: readonly TrendPoint[], times: readonly number[], width: number): number[][] {
+  const [first, last] = [Math.min(...times), Math.max(...times)];
+  const plot = Math.max(1, width - 120);
+  const x = (at: number) => (last > first ? ((at - first) / (last - first)) * plot : 0);
+  const textWidth = (label: string) => 7 + label.length * 11 * 0.75 + 4;
+  const order = labelled.map((point, index) => ({ index, left: x(point.at), right: x(point.at) + textWidth(point.label) })).sort((a, b) => a.left - b.left);
+  const groups: number[][] = [];
+  let reach = -Infinity;
+  for (const label of order) {
+    if (label.left >= reach) groups.push([]);
+    groups.at(-1)!.push(label.index);
+    reach = Math.max(reach, label.right);
+  }
+  return groups;
+}
+
+/**
  * Values over time: a grey line per series through its observations, each observation a point in
  * its harvest's colour (a series of one observation is that point alone), the last one labelled,
  * the labels kept apart (spreadLabels). Time is on a UTC scale.
@@ -329,10 +352,14 @@ export function trendChart(options: { title: string; subtitle?: string; yTitle: 
   const domain: [number, number] = [min >= 0 ? Math.max(0, min - pad) : min - pad, max + pad];
   const y = { type: 'quantitative', title: options.yTitle, scale: { zero: false, nice: false, domain }, axis: siAxis(6) } as const;
   const labelled = [...last.values()];
-  const labelValues = spreadLabels(
-    labelled.map((point) => point.value),
-    domain,
-  );
+  const labelValues = new Array<number>(labelled.length);
+  for (const group of sideBySide(labelled, options.points.map((point) => point.at), options.width)) {
+    const placed = spreadLabels(
+      group.map((index) => labelled[index]!.value),
+      domain,
+    );
+    group.forEach((index, position) => (labelValues[index] = placed[position]!));
+  }
   const labels = labelled.map((point, index) => ({ at: point.at, labelValue: labelValues[index]!, label: point.label }));
   return {
     title: heading(options.title, options.subtitle),
@@ -344,7 +371,8 @@ export function trendChart(options: { title: string; subtitle?: string; yTitle: 
         field: 'at',
         type: 'temporal',
         title: 'observed (UTC)',
-        scale: { type: 'utc' },
+        // Not rounded out to nice times: sideBySide places labels on this domain.
+        scale: { type: 'utc', nice: false },
         // The day over the time of day, so a tick between midnights still says which day it is.
         axis: { tickCount: 6, labelOverlap: true, labelExpr: "[utcFormat(datum.value, '%b %d'), utcFormat(datum.value, '%H:%M')]" },
       },
