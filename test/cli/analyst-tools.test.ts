@@ -126,5 +126,9 @@ describe('the lake from the tools analysts use', () => {
     const after = await runCli(['sql', '-c', 'SELECT count(*) AS n FROM items'], env);
     expect(after.stdout).toBe(before.stdout);
     expect(before.stdout).toMatch(/│ +[1-9]\d* │/);
+    // No lake yet: said in one line, as query says it.
+    const none = await runCli(['sql', '-c', 'SELECT 1'], { HARVESTER_DATA_DIR: join(dir, 'empty') });
+    expect(none.code).toBe(1);
+    expect(none.stderr).toBe(`harvester: no warehouse at ${join(dir, 'empty', 'lake', 'catalog.sqlite')} yet: run a harvest (or a load) first\n`);
   });
 });

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { lakeLocation, readerSql } from '../../warehouse/lake.js';
+import { lakeExists, lakeLocation, readerSql } from '../../warehouse/lake.js';
 import { duckdbCli } from '../analyst-tools.js';
 
 /**
@@ -28,9 +28,12 @@ Examples:
     )
     .action(async (options: { command?: string }) => {
       const dataDir = dataDirFromEnv();
-      if (lakeLocation(dataDir).shared) {
+      const location = lakeLocation(dataDir);
+      if (location.shared) {
         throw new Error('harvester sql opens a lake in the data directory; a lake in shared storage needs its credentials in the session: attach it as docs/data-dictionary.md shows, or use `harvester query`');
       }
+      // Said as `query` says it: DuckDB's own message is about a SQLite file it could not open.
+      if (!(await lakeExists(dataDir))) throw new Error(`no warehouse at ${location.description} yet: run a harvest (or a load) first`);
       // -init of an empty file: a ~/.duckdbrc of the user's, which may attach or set anything, runs not before the lake.
       const args = ['-init', '/dev/null', '-cmd', readerSql(dataDir), ...(options.command === undefined ? [] : ['-c', options.command])];
       const child = spawn(duckdbCli(), args, { stdio: 'inherit' });
