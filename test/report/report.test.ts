@@ -154,9 +154,16 @@ beforeAll(async () => {
   data = await loadReportData(dataDir, { now: new Date(now) });
   html = await renderReport(data);
 }, 120_000);
+/** Folders the tests below make, removed at the end (the browser's, screenshots and all, too). */
+const temporaryDirs: string[] = [];
+function temporaryDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  temporaryDirs.push(dir);
+  return dir;
+}
 afterAll(async () => {
   await emulator?.close();
-  if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+  for (const dir of [dataDir, ...temporaryDirs]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
 describe('harvester report: the HTML page', () => {
@@ -448,7 +455,7 @@ describe('harvester report: the HTML page', () => {
 
 describe('harvester report on an empty warehouse', () => {
   it('renders every section with a note instead of a chart', async () => {
-    const empty = mkdtempSync(join(tmpdir(), 'report-empty-'));
+    const empty = temporaryDir('report-empty-');
     await loadLandings(empty);
     const page = await renderReport(await loadReportData(empty));
     for (const { id } of REPORT_SECTIONS) expect(sectionOf(page, id)).toContain('<p class="empty">');
@@ -481,7 +488,7 @@ describe('harvester report on another warehouse, with other harvests', () => {
 
 describe('harvester report on a warehouse with enrichment coverage', () => {
   it('shows it per enrichment, bought and why not, before the failures', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'report-coverage-'));
+    const dir = temporaryDir('report-coverage-');
     await loadLandings(dir);
     const withTable = async (ddl: string, rows: string[]) => {
       const db = await openLake(dir, 'write');
@@ -758,7 +765,7 @@ async function screenshot(page: string, png: string, look: PageLook = {}): Promi
 describe('the report in a browser', () => {
   it('renders in headless Chromium with no console messages at all', { timeout: 120_000 }, async () => {
     expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`npm run setup -- --for-tests\``).toBe(true);
-    const dir = mkdtempSync(join(tmpdir(), 'report-browser-'));
+    const dir = temporaryDir('report-browser-');
     // A control page first, so a quiet console below means a clean page, not a deaf logger.
     const control = join(dir, 'control.html');
     writeFileSync(control, '<!DOCTYPE html><title>control</title><script>console.error("control-error"); missingFunction();</script>');
