@@ -177,11 +177,9 @@ export class ItemEnricher {
       else if (mediaMissing) await this.mediaNotFetched(platform, subject, mediaMissing, tally);
     } catch (error) {
       if (!(await this.refused(key, { endpoint: `${platform}/${endpoint}`, subject }, error, tally))) throw error;
-      // A feature the API has switched off is a fact to record, not a failure: it was not charged.
-      if (error instanceof FeatureUnavailableError) {
-        tally.calls++;
-        tally.skipped++;
-      }
+      // A feature the API has switched off is a fact to record, not a failure: it was not charged,
+      // landed nothing, and so is skipped, not a call (the rule in enrichment-tally.ts).
+      if (error instanceof FeatureUnavailableError) tally.skipped++;
     }
     return worst;
   }

@@ -2,7 +2,8 @@
 /**
  * One-command setup after `npm ci`: installs the pinned Temporal CLI and the warehouse's DuckDB
  * extensions (ducklake, sqlite) into .tools/, and makes a development certificate authority and
- * localhost certificate for HTTPS webhooks: what the demo and the dev stack use. With
+ * localhost certificate for HTTPS webhooks, and DuckDB 1.5.5 for analysts (Python's, with pytz, and
+ * its CLI, into .tools/analysts): what the demo and the dev stack use. With
  * `--for-distributed` it also installs what shared storage and `harvester dev --distributed` use:
  * the DuckDB extensions postgres_scanner and httpfs, and the MinIO server, built with `go install`
  * into .tools/bin (about 3 minutes, once). With `--for-tests` (as `npm test` runs it) it installs
@@ -32,6 +33,20 @@ const certs = join(tools, 'certs');
  */
 const PYTHON_REQUIREMENTS = ['duckdb==1.5.5', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0', 'prometheus_client==0.26.0'];
 const pythonTarget = join(tools, 'python');
+/**
+ * What the demo's "read it from Python" line and `harvester sql` need, for every setup: DuckDB at
+ * the lake's version (its extensions are built for it), pytz (DuckDB's Python client needs it for
+ * TIMESTAMPTZ columns), and DuckDB's CLI from PyPI. Apart from the test clients, so that setting
+ * these up never reinstalls those under a running test.
+ */
+const ANALYST_REQUIREMENTS = ['duckdb==1.5.5', 'pytz==2026.6', 'duckdb-cli==1.5.5'];
+const analystTarget = join(tools, 'analysts');
+/** The dataframe libraries the data dictionary's lines use, for the test that runs those lines. */
+const DATAFRAME_REQUIREMENTS = ['pandas==2.3.3', 'polars==2.1.0', 'pyarrow==26.0.1'];
+const dataframeTarget = join(tools, 'dataframes');
+/** dbt with DuckDB at the lake's version, for the test that builds examples/dbt on a harvested lake. */
+const DBT_REQUIREMENTS = ['dbt-duckdb==1.11.1', 'dbt-core==1.12.0', 'duckdb==1.5.5', 'pytz==2026.6'];
+const dbtTarget = join(tools, 'dbt');
 const USAGE = 'usage: node scripts/setup.mjs [--for-distributed] [--for-tests]';
 
 function log(message) {
@@ -233,16 +248,21 @@ async function ensureDevCertificate() {
   log(`made a development CA and localhost certificate in .tools/certs (trust it with NODE_EXTRA_CA_CERTS=${caFile})`);
 }
 
-function ensurePythonClients() {
-  const marker = join(pythonTarget, 'REQUIREMENTS');
-  const wanted = PYTHON_REQUIREMENTS.join('\n');
+/** Pip-installs `requirements` into `target` (for PYTHONPATH), unless its REQUIREMENTS file says they are there. */
+function ensurePythonPackages(target, requirements, what) {
+  const marker = join(target, 'REQUIREMENTS');
+  const wanted = requirements.join('\n');
   if (existsSync(marker) && readFileSync(marker, 'utf8') === wanted) return;
-  log(`installing Python test clients into .tools/python: ${PYTHON_REQUIREMENTS.join(', ')}`);
-  rmSync(pythonTarget, { recursive: true, force: true });
-  execFileSync('python3', ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', '--target', pythonTarget, ...PYTHON_REQUIREMENTS], {
+  log(`installing ${what} into .tools/${target.slice(tools.length + 1)}: ${requirements.join(', ')}`);
+  rmSync(target, { recursive: true, force: true });
+  execFileSync('python3', ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', '--target', target, ...requirements], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   writeFileSync(marker, wanted);
+}
+
+function ensurePythonClients() {
+  ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, 'Python test clients');
 }
 
 /**
@@ -342,10 +362,13 @@ try {
   removeLegacyGoCaches();
   ensureTemporal();
   ensureDuckDBExtensions(forDistributed ? SHARED_EXTENSIONS : EMBEDDED_EXTENSIONS);
+  ensurePythonPackages(analystTarget, ANALYST_REQUIREMENTS, "DuckDB for analysts (Python's, and its CLI)");
   if (forDistributed) ensureMinio();
   if (forTests) {
     ensurePythonClients();
     ensurePromtool();
+    ensurePythonPackages(dataframeTarget, DATAFRAME_REQUIREMENTS, 'the dataframe libraries of the data dictionary');
+    ensurePythonPackages(dbtTarget, DBT_REQUIREMENTS, 'dbt for examples/dbt');
     await ensureChromium();
   }
   await ensureDevCertificate();

@@ -33,6 +33,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   runs: async () => (await import('./commands/runs.js')).runsCommand(),
   schedules: async () => (await import('./commands/schedules.js')).schedulesCommand(),
   show: async () => (await import('./commands/show.js')).showCommand(),
+  sql: async () => (await import('./commands/sql.js')).sqlCommand(),
   temporal: async () => (await import('./commands/temporal.js')).temporalCommand(),
   webhooks: async () => (await import('./commands/webhooks.js')).webhooksCommand(),
   worker: async () => (await import('./commands/worker.js')).workerCommand(),

@@ -5,7 +5,7 @@
 export interface TextTableOptions {
   /** Columns aligned right (counts, credits). */
   rightAligned?: readonly boolean[];
-  /** Cells are cut to this many characters (long SQL values). */
+  /** Cells longer than this many characters are cut to it, their last character an ellipsis (…) that marks the cut. */
   maxCellWidth?: number;
   /** Draw a rule of dashes under the header. */
   rule?: boolean;
@@ -41,5 +41,11 @@ export function textTable(header: readonly string[], rows: readonly (readonly st
 }
 
 function cutter(options: TextTableOptions): (cell: string) => string {
-  return (cell) => (options.maxCellWidth === undefined ? cell : cell.slice(0, options.maxCellWidth));
+  return (cell) => cutCell(cell, options.maxCellWidth);
+}
+
+/** The cell as a table of at most `maxWidth` characters a cell shows it: whole, or cut with … as its last character. */
+export function cutCell(cell: string, maxWidth: number | undefined): string {
+  if (maxWidth === undefined || cell.length <= maxWidth) return cell;
+  return `${cell.slice(0, Math.max(0, maxWidth - 1))}…`;
 }

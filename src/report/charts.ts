@@ -27,11 +27,31 @@ export const ENDPOINT_PALETTE = ['#66c2a5', '#fc8d62', '#8da0cb', '#e78ac3', '#a
 const TREND_LINE = '#9aa5b1';
 
 /**
- * One colour per harvest, the same in every chart: the harvest names, sorted, take the palette in
- * turn (past ten harvests the colours repeat).
+ * One colour per harvest, the same in every chart and in every report: the palette entry its name
+ * hashes to (FNV-1a), so a harvest keeps its colour whichever other harvests a report shows. (Taken
+ * in turn by sorted name, as they were, a harvest changed colour when another joined the report.)
+ * Two harvests of one report that hash to the same entry: the later name, sorted, takes the next
+ * entry free in the report; only then does a colour depend on the others. Past ten harvests
+ * colours repeat.
  */
 export function harvestColors(harvests: Iterable<string>): Map<string, string> {
-  return new Map([...new Set(harvests)].sort().map((harvest, index) => [harvest, HARVEST_PALETTE[index % HARVEST_PALETTE.length]!]));
+  const colors = new Map<string, string>();
+  const taken = new Set<number>();
+  for (const harvest of [...new Set(harvests)].sort()) {
+    let index = fnv1a(harvest) % HARVEST_PALETTE.length;
+    for (let step = 0; step < HARVEST_PALETTE.length && taken.has(index); step++) index = (index + 1) % HARVEST_PALETTE.length;
+    taken.add(index);
+    if (taken.size === HARVEST_PALETTE.length) taken.clear();
+    colors.set(harvest, HARVEST_PALETTE[index]!);
+  }
+  return colors;
+}
+
+/** FNV-1a, 32 bits, of the text's UTF-16 code units: a small stable hash (no cryptography needed, so no library). */
+function fnv1a(text: string): number {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < text.length; index++) hash = Math.imul(hash ^ text.charCodeAt(index), 0x01000193);
+  return hash >>> 0;
 }
 
 /** A colour scale over the given names, in that order, each with its colour. */
@@ -123,15 +143,20 @@ function countAxis(max: number, tickCount: number) {
   return max < 1000 ? { format: 'd', tickCount } : siAxis(tickCount);
 }
 
-/** A point of a line chart over days: one series' value on one day. */
+/** A point of a line chart over days: one series' value on one day, null for a day it has none. */
 export interface DailyPoint {
   day: string;
   series: string;
-  value: number;
+  value: number | null;
   description: string;
 }
 
-/** One line per series across the days (an ordinal axis: a gap is a 0, given as such), a point on each day. */
+/**
+ * One line per series across the days (an ordinal axis), a point on each day with a value. A day
+ * without one (null) breaks the line (Vega-Lite's default for invalid values on a path), so a
+ * series is never drawn as falling to zero between days it has; a value between two gaps is a
+ * point alone.
+ */
 export function dailyLineChart(options: { title: string; subtitle?: string; yTitle: string; points: DailyPoint[]; color: ColorKey }): TopLevelSpec {
   const color = { field: 'series', type: 'nominal', title: options.color.title, scale: colorScale(options.color, options.points.map((point) => point.series)) } as const;
   const days = new Set(options.points.map((point) => point.day)).size;
@@ -143,12 +168,12 @@ export function dailyLineChart(options: { title: string; subtitle?: string; yTit
     data: { values: options.points },
     encoding: {
       x: { field: 'day', type: 'ordinal', title: 'UTC day', axis: { labelAngle: days > 12 ? -45 : 0, labelOverlap: true } },
-      y: { field: 'value', type: 'quantitative', title: options.yTitle, axis: countAxis(Math.max(0, ...options.points.map((point) => point.value)), 6) },
+      y: { field: 'value', type: 'quantitative', title: options.yTitle, axis: countAxis(Math.max(0, ...options.points.map((point) => point.value ?? 0)), 6) },
       color,
     },
     layer: [
       { mark: { type: 'line', strokeWidth: 2, aria: false } },
-      { mark: { type: 'point', filled: true, size: 40, opacity: 1 }, encoding: { description: { field: 'description' } } },
+      { transform: [{ filter: 'datum.value !== null' }], mark: { type: 'point', filled: true, size: 40, opacity: 1 }, encoding: { description: { field: 'description' } } },
     ],
   };
 }
@@ -203,16 +228,25 @@ export interface HorizontalBar {
   /** The value as the bar's end shows it. */
   valueText: string;
   description: string;
+  /** Its colour: the legend's colour for `key`, when the chart has a legend. */
   color: string;
+  /** What its colour means (a platform), for the legend. */
+  key?: string;
 }
 
 /**
  * Horizontal bars in the order given, labels on the left and values at the bar ends; a bar for
- * each value above zero. `counts` keeps the axis to whole numbers.
+ * each value above zero. `counts` keeps the axis to whole numbers. With `legend`, the bars are
+ * coloured by their `key` and a legend says what each colour is; without, the bars' own labels
+ * must say it (a harvest's, a status's bar).
  */
-export function horizontalBarChart(options: { title: string; subtitle?: string; xTitle: string; bars: HorizontalBar[]; labelWidth?: number; counts?: boolean }): TopLevelSpec {
+export function horizontalBarChart(options: { title: string; subtitle?: string; xTitle: string; bars: HorizontalBar[]; labelWidth?: number; counts?: boolean; legend?: ColorKey }): TopLevelSpec {
   const labels = options.bars.map((bar) => bar.label);
   const max = Math.max(0, ...options.bars.map((bar) => bar.value));
+  const legend = options.legend;
+  const color = legend
+    ? ({ field: 'key', type: 'nominal', title: legend.title, scale: colorScale(legend, options.bars.flatMap((bar) => (bar.key === undefined ? [] : [bar.key]))) } as const)
+    : ({ field: 'color', type: 'nominal', scale: null } as const);
   return {
     title: heading(options.title, options.subtitle),
     width: FULL_WIDTH,
@@ -231,7 +265,7 @@ export function horizontalBarChart(options: { title: string; subtitle?: string; 
       },
     },
     layer: [
-      { transform: [{ filter: 'datum.value > 0' }], mark: { type: 'bar', height: { band: 0.7 } }, encoding: { color: { field: 'color', type: 'nominal', scale: null }, description: { field: 'description' } } },
+      { transform: [{ filter: 'datum.value > 0' }], mark: { type: 'bar', height: { band: 0.7 } }, encoding: { color, description: { field: 'description' } } },
       { mark: { type: 'text', align: 'left', dx: 6, fontSize: 11, color: '#323f4b', aria: false }, encoding: { text: { field: 'valueText' } } },
     ],
   };
@@ -251,38 +285,115 @@ export interface TrendPoint {
   description: string;
 }
 
+/** The trend chart's plot height, in pixels, and the room one line's label takes: 11 px text, whose box a browser draws about 1.2 em high, and a gap. */
+const TREND_HEIGHT = 300;
+const TREND_LABEL_ROOM = 16;
+
+/**
+ * Where each label goes on the y scale: beside its series' last point, moved up or down just
+ * enough that no two labels are nearer than a label's height. Laid out here, in pixels of the
+ * plot (its height and y domain are fixed below, so a value's pixel is known), because Vega-Lite
+ * has no label placement: labels of series ending at the same value printed over each other.
+ * Labels are kept apart whatever their x, so none overlaps another, at the cost of moving some
+ * that would have fitted side by side.
+ */
+export function spreadLabels(values: readonly number[], domain: readonly [number, number], height = TREND_HEIGHT, room = TREND_LABEL_ROOM): number[] {
+  const [low, high] = domain;
+  const toPixel = (value: number) => ((high - value) / (high - low)) * height;
+  const order = values.map((value, index) => ({ index, y: toPixel(value) })).sort((a, b) => a.y - b.y || a.index - b.index);
+  // Down from the top, each at least `room` below the one above; then, from the bottom, any pushed past the plot back up.
+  for (let position = 1; position < order.length; position++) order[position]!.y = Math.max(order[position]!.y, order[position - 1]!.y + room);
+  const floor = Math.max(height, (order.length - 1) * room);
+  for (let position = order.length - 1; position >= 0; position--) {
+    const below = position === order.length - 1 ? floor + room : order[position + 1]!.y;
+    order[position]!.y = Math.min(order[position]!.y, below - room);
+  }
+  const placed = new Array<number>(values.length);
+  for (const { index, y } of order) placed[index] = high - (y / height) * (high - low);
+  return placed;
+}
+
+/**
+ * The labels (by index) that may run into each other across: those whose x ranges could meet, and
+ * those joined through them. Labels of groups apart are laid out apart, each near its own point. The
+ * x of a label is its last point's time on the chart's time scale (over `times`, every point's), its
+ * plot taken narrower than it can be (the y axis and its title take some of `width`), and its width
+ * wider than it draws, so labels are grouped whenever they might meet.
+ */
+function sideBySide(labelled: readonly TrendPoint[], times: readonly number[], width: number): number[][] {
+  const [first, last] = [Math.min(...times), Math.max(...times)];
+  const plot = Math.max(1, width - 120);
+  const x = (at: number) => (last > first ? ((at - first) / (last - first)) * plot : 0);
+  const textWidth = (label: string) => 7 + label.length * 11 * 0.75 + 4;
+  const order = labelled.map((point, index) => ({ index, left: x(point.at), right: x(point.at) + textWidth(point.label) })).sort((a, b) => a.left - b.left);
+  const groups: number[][] = [];
+  let reach = -Infinity;
+  for (const label of order) {
+    if (label.left >= reach) groups.push([]);
+    groups.at(-1)!.push(label.index);
+    reach = Math.max(reach, label.right);
+  }
+  return groups;
+}
+
 /**
  * Values over time: a grey line per series through its observations, each observation a point in
- * its harvest's colour, the last one labelled. Time is on a UTC scale.
+ * its harvest's colour (a series of one observation is that point alone), the last one labelled,
+ * the labels kept apart (spreadLabels). Time is on a UTC scale.
  */
 export function trendChart(options: { title: string; subtitle?: string; yTitle: string; points: TrendPoint[]; color: ColorKey; width: number }): TopLevelSpec {
-  const lastAt = new Map<string, number>();
-  for (const point of options.points) lastAt.set(point.series, Math.max(lastAt.get(point.series) ?? -Infinity, point.at));
-  const values = options.points.map((point) => ({ ...point, last: point.at === lastAt.get(point.series) }));
+  const last = new Map<string, TrendPoint>();
+  for (const point of options.points) if (point.at >= (last.get(point.series)?.at ?? -Infinity)) last.set(point.series, point);
+  const values = options.points.map((point) => ({ ...point, last: last.get(point.series) === point }));
+  const all = options.points.map((point) => point.value);
+  const [min, max] = [Math.min(...all), Math.max(...all)];
+  // A fixed domain (no nice rounding) so spreadLabels knows each value's pixel; a flat series gets a band around its value.
+  const pad = max > min ? (max - min) * 0.04 : Math.max(1, Math.abs(max) * 0.1);
+  const domain: [number, number] = [min >= 0 ? Math.max(0, min - pad) : min - pad, max + pad];
+  const y = { type: 'quantitative', title: options.yTitle, scale: { zero: false, nice: false, domain }, axis: siAxis(6) } as const;
+  const labelled = [...last.values()];
+  const labelValues = new Array<number>(labelled.length);
+  for (const group of sideBySide(labelled, options.points.map((point) => point.at), options.width)) {
+    const placed = spreadLabels(
+      group.map((index) => labelled[index]!.value),
+      domain,
+    );
+    group.forEach((index, position) => (labelValues[index] = placed[position]!));
+  }
+  const labels = labelled.map((point, index) => ({ at: point.at, labelValue: labelValues[index]!, label: point.label }));
   return {
     title: heading(options.title, options.subtitle),
     width: options.width,
-    height: 300,
+    height: TREND_HEIGHT,
     autosize: { type: 'fit-x', contains: 'padding' },
-    data: { values },
     encoding: {
       x: {
         field: 'at',
         type: 'temporal',
         title: 'observed (UTC)',
-        scale: { type: 'utc' },
+        // Not rounded out to nice times: sideBySide places labels on this domain.
+        scale: { type: 'utc', nice: false },
         // The day over the time of day, so a tick between midnights still says which day it is.
         axis: { tickCount: 6, labelOverlap: true, labelExpr: "[utcFormat(datum.value, '%b %d'), utcFormat(datum.value, '%H:%M')]" },
       },
-      y: { field: 'value', type: 'quantitative', title: options.yTitle, scale: { zero: false }, axis: siAxis(6) },
     },
     layer: [
-      { mark: { type: 'line', color: TREND_LINE, strokeWidth: 1.5, aria: false }, encoding: { detail: { field: 'series', type: 'nominal' } } },
       {
-        mark: { type: 'circle', size: 44, opacity: 1 },
-        encoding: { color: { field: 'harvest', type: 'nominal', title: options.color.title, scale: colorScale(options.color, values.map((point) => point.harvest)) }, description: { field: 'description' } },
+        data: { values },
+        encoding: { y: { field: 'value', ...y } },
+        layer: [
+          { mark: { type: 'line', color: TREND_LINE, strokeWidth: 1.5, aria: false }, encoding: { detail: { field: 'series', type: 'nominal' } } },
+          {
+            mark: { type: 'circle', size: 44, opacity: 1 },
+            encoding: { color: { field: 'harvest', type: 'nominal', title: options.color.title, scale: colorScale(options.color, values.map((point) => point.harvest)) }, description: { field: 'description' } },
+          },
+        ],
       },
-      { transform: [{ filter: 'datum.last' }], mark: { type: 'text', align: 'left', dx: 7, fontSize: 11, color: '#323f4b', aria: false }, encoding: { text: { field: 'label' } } },
+      {
+        data: { values: labels },
+        mark: { type: 'text', align: 'left', baseline: 'middle', dx: 7, fontSize: 11, color: '#323f4b', aria: false },
+        encoding: { y: { field: 'labelValue', ...y }, text: { field: 'label' } },
+      },
     ],
   };
 }

@@ -26,6 +26,9 @@ export const ENRICHMENT_COVERAGE_SECTION = { id: 'enrichment-coverage', title: '
 
 const STATUS_COLORS: Record<string, string> = {
   failed: '#d64545',
+  terminated: '#a61b1b',
+  timed_out: '#8c2d19',
+  cancelled: '#7b8794',
   completed_with_errors: '#f28e2b',
   paused: '#9c755f',
   budget_exhausted: '#b07aa1',
@@ -36,6 +39,13 @@ const STATUS_COLORS: Record<string, string> = {
 /** Bars of an item, by platform: colours outside the harvests' palette, since no harvest is meant. */
 const PLATFORM_COLORS: Record<string, string> = { tiktok: '#323f4b', instagram: '#c13584' };
 const OTHER_PLATFORM_COLOR = '#7b8794';
+const platformColor = (platform: string) => PLATFORM_COLORS[platform] ?? OTHER_PLATFORM_COLOR;
+
+/** The platforms of the items a chart shows, each with its colour, for the chart's legend. */
+function platformKey(items: { platform: string }[]): ColorKey {
+  const platforms = [...new Set(items.map((item) => item.platform))].sort();
+  return { title: 'platform', colors: new Map(platforms.map((platform) => [platform, platformColor(platform)])) };
+}
 
 const CSS = `
 :root { color-scheme: light; }
@@ -120,7 +130,7 @@ const itemName = (item: { platform: string; authorHandle: string | null; itemId:
 
 async function creditsByHarvest(data: ReportData, harvests: ColorKey): Promise<string> {
   const daily = data.creditsByHarvest;
-  const description = 'Credits charged for billed calls (<code>api_calls.credits</code>), summed per UTC day of the call, one line per harvest.';
+  const description = 'Credits charged for billed calls (<code>api_calls.credits</code>), summed per UTC day of the call, one line per harvest; a day a harvest made no call is a gap in its line, and a day alone between gaps is a point.';
   if (daily.days.length === 0) return section('credits-by-harvest', 'Credits per harvest', description, '<p class="empty">No billed calls in the warehouse yet.</p>');
   const chart = await renderChart(
     dailyLineChart({
@@ -128,7 +138,7 @@ async function creditsByHarvest(data: ReportData, harvests: ColorKey): Promise<s
       subtitle: `${daily.days[0]} to ${daily.days.at(-1)} (UTC days)`,
       yTitle: 'credits',
       points: daily.series.flatMap((entry) =>
-        entry.values.map((value, index) => ({ day: daily.days[index]!, series: entry.name, value, description: `harvest ${entry.name}, ${daily.days[index]}: ${formatNumber(value)} credits` })),
+        entry.values.map((value, index) => ({ day: daily.days[index]!, series: entry.name, value, description: `harvest ${entry.name}, ${daily.days[index]}: ${value === null ? 'no calls' : `${formatNumber(value)} credits`}` })),
       ),
       color: harvests,
     }),
@@ -153,7 +163,7 @@ async function creditsByEndpoint(data: ReportData): Promise<string> {
       columns: daily.days,
       labels: new Map(),
       segments: daily.series.flatMap((entry) =>
-        entry.values.map((value, index) => ({ column: daily.days[index]!, series: entry.name, value, description: `${daily.days[index]}, ${entry.name}: ${formatNumber(value)} credits` })),
+        entry.values.flatMap((value, index) => (value === null ? [] : [{ column: daily.days[index]!, series: entry.name, value, description: `${daily.days[index]}, ${entry.name}: ${formatNumber(value)} credits` }])),
       ),
       color: endpoints,
     }),
@@ -221,6 +231,14 @@ async function itemsLanded(data: ReportData, harvests: ColorKey): Promise<string
   return section('items-landed', 'Items landed per run', description, `${chartBox(chart)}${note}`);
 }
 
+/** Says how many of a trend chart's series are one observation, drawn as a point with no line, and what a line needs; empty when none is. */
+function observedOnceNote(entries: { observations: unknown[] }[], what: string, needs: string): string {
+  const single = entries.filter((entry) => entry.observations.length === 1).length;
+  if (single === 0) return '';
+  const which = single === entries.length ? `Each of these ${h(what)} was` : `${h(formatNumber(single))} of these ${h(formatNumber(entries.length))} ${h(what)} were`;
+  return `<p class="note">${which} observed once in the days shown: ${single === 1 ? 'it is' : 'each is'} a point with no line. A line needs ${needs}.</p>`;
+}
+
 /** Observations as trend points, one line per entry, labelled with its rank. */
 function trendPoints<Entry extends TopItem | TopAccount>(entries: Entry[], name: (entry: Entry) => string, unit: string): TrendPoint[] {
   return entries.flatMap((entry) =>
@@ -262,7 +280,8 @@ async function itemViews(data: ReportData, harvests: ColorKey): Promise<string> 
 <thead><tr><th class="num">#</th><th>Item</th><th class="num">Views now</th><th class="num" title="observations shown">Obs.</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
 </table>`;
-  return section('item-views', 'Views over time', description, `<div class="beside">${chartBox(chart)}${table}</div>`);
+  const note = observedOnceNote(items, 'items', 'an item observed again by a later run (<code>track: { items: { days: N } }</code>, or a harvest that lists it again)');
+  return section('item-views', 'Views over time', description, `<div class="beside">${chartBox(chart)}${table}</div>${note}`);
 }
 
 async function engagement(data: ReportData): Promise<string> {
@@ -283,8 +302,10 @@ async function engagement(data: ReportData): Promise<string> {
         value: item.engagementRate! * 100,
         valueText: formatPercent(item.engagementRate!),
         description: `#${item.rank} ${item.platform} ${item.itemId}: (${count(item.likes, 'likes')} + ${count(item.comments, 'comments')} + ${count(item.shares, 'shares')}) / ${formatNumber(item.views)} views: ${formatPercent(item.engagementRate!)}`,
-        color: PLATFORM_COLORS[item.platform] ?? OTHER_PLATFORM_COLOR,
+        color: platformColor(item.platform),
+        key: item.platform,
       })),
+      legend: platformKey(items),
     }),
     'hbar',
   );
@@ -306,8 +327,10 @@ async function topGrowth(data: ReportData): Promise<string> {
         value: item.viewsPerHour,
         valueText: formatNumber(Math.round(item.viewsPerHour)),
         description: `${item.platform} ${item.itemId}: +${formatNumber(item.viewsGained)} views in ${formatNumber(item.hours)} h: ${formatNumber(item.viewsPerHour)} views per hour`,
-        color: PLATFORM_COLORS[item.platform] ?? OTHER_PLATFORM_COLOR,
+        color: platformColor(item.platform),
+        key: item.platform,
       })),
+      legend: platformKey(items),
     }),
     'hbar',
   );
@@ -361,7 +384,8 @@ async function accountFollowers(data: ReportData, harvests: ColorKey): Promise<s
 <thead><tr><th class="num">#</th><th>Account</th><th class="num">Followers now</th><th class="num" title="from the first observation shown to the latest">Change</th><th class="num" title="observations shown">Obs.</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
 </table>`;
-  return section('account-followers', 'Followers over time', description, `<div class="beside">${chartBox(chart)}${table}</div>`);
+  const note = observedOnceNote(accounts, 'accounts', 'an account observed again by a later run (<code>track: { accounts: true }</code>)');
+  return section('account-followers', 'Followers over time', description, `<div class="beside">${chartBox(chart)}${table}</div>${note}`);
 }
 
 function enrichmentCoverage(data: ReportData): string {
@@ -386,8 +410,9 @@ function enrichmentCoverage(data: ReportData): string {
 }
 
 async function failures(data: ReportData): Promise<string> {
-  const description = `Runs that ended ${FAILURE_STATUSES.map((status) => `<code>${h(status)}</code>`).join(', ')}, with the reason the run recorded (<code>harvest_runs.error</code>).`;
-  if (data.failures.length === 0) return section('failures', 'Failures', description, '<p class="empty">No failed, paused or budget-exhausted runs. </p>');
+  const description = `Runs that ended ${FAILURE_STATUSES.map((status) => `<code>${h(status)}</code>`).join(', ')}, with the reason the run recorded (<code>harvest_runs.error</code>), or why its status says it stopped; and runs that Temporal lists as failed, terminated, cancelled or timed out but that never reached the warehouse (a run refused its key before it recorded itself), with Temporal's reason.`;
+  const unknown = data.unrecordedRunsUnknown === null ? '' : `<p class="note">Runs that stopped before the warehouse recorded them are not listed: ${h(data.unrecordedRunsUnknown)}.</p>`;
+  if (data.failures.length === 0) return section('failures', 'Failures', description, `<p class="empty">No failed, paused or budget-exhausted runs. </p>${unknown}`);
   const chart = await renderChart(
     horizontalBarChart({
       title: 'Runs by failure status',
@@ -410,7 +435,7 @@ async function failures(data: ReportData): Promise<string> {
 <td class="num">${h(run.startedAt)}</td>
 <td>${h(run.harvest)}</td>
 <td class="id">${h(run.runId)}</td>
-<td>${statusBadge(run.status)}</td>
+<td>${statusBadge(run.status)}${run.recorded === false ? '<br><span class="note">in Temporal only</span>' : ''}</td>
 <td class="num">${number(run.creditsSpent)}${run.budgetCredits !== null ? ` / ${number(run.budgetCredits)}` : ''}</td>
 <td class="num">${number(run.itemsLanded)}</td>
 <td class="error">${run.error ? h(run.error) : '—'}</td>
@@ -420,7 +445,7 @@ async function failures(data: ReportData): Promise<string> {
   const table = `<table class="failures-table">
 <thead><tr><th class="num">Started (UTC)</th><th>Harvest</th><th>Run</th><th>Status</th><th class="num">Credits / budget</th><th class="num">Items</th><th>Error</th></tr></thead>
 <tbody>${rows.join('')}</tbody>
-</table>${note}`;
+</table>${note}${unknown}`;
   return section('failures', 'Failures', description, `${chartBox(chart)}${table}`);
 }
 

@@ -32,6 +32,13 @@ export interface ReportOptions {
   minGrowthHours?: number;
   /** Failed runs listed, the latest ones. */
   maxFailures?: number;
+  /**
+   * Runs that ended early that the caller found outside the warehouse (`harvester report` asks
+   * Temporal): a run that failed before it recorded itself (a wrong key) has no row in
+   * `harvest_runs`. Listed among the failures and counted with the runs; `unreachable` says why
+   * none could be asked for.
+   */
+  unrecordedRuns?: { runs: readonly FailedRun[] } | { unreachable: string };
 }
 
 export const REPORT_DEFAULTS = { maxDays: 90, maxRuns: 60, maxEndpoints: 8, topItems: 10, topAccounts: 10, minGrowthHours: 0.25, maxFailures: 100 } as const;
@@ -53,10 +60,14 @@ export interface ReportTotals {
   lastCallAt: string | null;
 }
 
-/** Values per day and per series; days are consecutive `YYYY-MM-DD`, gaps filled with 0. */
+/**
+ * Values per day and per series; days are consecutive `YYYY-MM-DD`. A day on which a series had
+ * no rows is null, not 0: a harvest that made no call that day spent nothing, but it is a gap
+ * between its runs, not a day it was charged 0 (a chart draws it as a break in the line).
+ */
 export interface DailySeries {
   days: string[];
-  series: { name: string; values: number[]; total: number }[];
+  series: { name: string; values: (number | null)[]; total: number }[];
   /** Days before the first shown that had calls, left out to keep the chart readable. */
   omittedDays: number;
   /** Credits on the omitted days. */
@@ -153,6 +164,8 @@ export interface FailedRun {
   creditsSpent: number | null;
   itemsLanded: number | null;
   error: string | null;
+  /** False for a run the warehouse has no row of (found in Temporal). */
+  recorded?: boolean;
 }
 
 export interface ReportData {
@@ -177,10 +190,12 @@ export interface ReportData {
   enrichmentCoverage: EnrichmentCoverage | null;
   /** Counts for each failure status present, in FAILURE_STATUSES order. */
   failureCounts: { status: string; runs: number }[];
-  /** The latest failed runs, newest first. */
+  /** The latest failed runs, newest first, the ones outside the warehouse too (recorded: false). */
   failures: FailedRun[];
+  /** Why runs outside the warehouse could not be looked for (Temporal unreachable), if they could not. */
+  unrecordedRunsUnknown: string | null;
   /** The options the data was gathered with. */
-  settings: Required<Omit<ReportOptions, 'now'>>;
+  settings: Required<Omit<ReportOptions, 'now' | 'unrecordedRuns'>>;
 }
 
 const MINUTE = "'%Y-%m-%d %H:%M'";
@@ -229,7 +244,7 @@ export function dailySeries(rows: { day: string; key: string; value: number }[],
   const index = new Map(days.map((day, position) => [day, position]));
   let omittedCredits = 0;
   const omitted = new Set<string>();
-  const byKey = new Map<string, number[]>();
+  const byKey = new Map<string, (number | null)[]>();
   for (const row of rows) {
     const position = index.get(row.day);
     if (position === undefined) {
@@ -238,17 +253,17 @@ export function dailySeries(rows: { day: string; key: string; value: number }[],
       continue;
     }
     let values = byKey.get(row.key);
-    if (!values) byKey.set(row.key, (values = days.map(() => 0)));
-    values[position]! += row.value;
+    if (!values) byKey.set(row.key, (values = days.map(() => null)));
+    values[position] = (values[position] ?? 0) + row.value;
   }
-  let series = [...byKey.entries()]
-    .map(([name, values]) => ({ name, values, total: values.reduce((sum, value) => sum + value, 0) }))
-    .sort((a, b) => b.total - a.total || a.name.localeCompare(b.name));
+  const total = (values: (number | null)[]) => values.reduce<number>((sum, value) => sum + (value ?? 0), 0);
+  let series = [...byKey.entries()].map(([name, values]) => ({ name, values, total: total(values) })).sort((a, b) => b.total - a.total || a.name.localeCompare(b.name));
   if (options.maxSeries !== undefined && series.length > options.maxSeries) {
     const kept = series.slice(0, options.maxSeries - 1);
     const rest = series.slice(options.maxSeries - 1);
-    const values = days.map((_, position) => rest.reduce((sum, entry) => sum + entry.values[position]!, 0));
-    series = [...kept, { name: options.otherName ?? 'other', values, total: values.reduce((sum, value) => sum + value, 0) }];
+    // A day is a gap of the summed series only when it is a gap of every series in it.
+    const values = days.map((_, position) => rest.reduce<number | null>((sum, entry) => (entry.values[position] === null ? sum : (sum ?? 0) + entry.values[position]!), null));
+    series = [...kept, { name: options.otherName ?? 'other', values, total: total(values) }];
   }
   return { days, series, omittedDays: omitted.size, omittedCredits };
 }
@@ -272,7 +287,35 @@ export async function loadReportData(dataDir: string, options: ReportOptions = {
     if (!valid) throw new Error(`report option ${name} must be ${name === 'minGrowthHours' ? 'a number of at least 0' : 'a whole number of at least 1'}, not ${value}`);
   }
   const generatedAt = (options.now ?? new Date()).toISOString();
-  return withWarehouseQueries(dataDir, (query) => reportFrom(async (sql) => (await query(sql)).rows, dataDir, settings, generatedAt));
+  const unrecorded = options.unrecordedRuns;
+  return withWarehouseQueries(dataDir, async (query) => {
+    const rows: Rows = async (sql) => (await query(sql)).rows;
+    const data = await reportFrom(rows, dataDir, settings, generatedAt);
+    if (unrecorded === undefined) return data;
+    if ('unreachable' in unrecorded) return { ...data, unrecordedRunsUnknown: unrecorded.unreachable };
+    if (unrecorded.runs.length === 0) return data;
+    const recorded = await rows(`SELECT DISTINCT run_id FROM harvest_runs WHERE run_id IN (${unrecorded.runs.map((run) => sqlString(run.runId)).join(', ')})`);
+    return withUnrecordedRuns(data, unrecorded.runs, new Set(recorded.map((row) => String(row.run_id))));
+  });
+}
+
+/**
+ * The report with the runs the warehouse has no row of among its failures and in its run counts;
+ * a run it has (`recorded`, by run id) is left as the warehouse tells it.
+ */
+function withUnrecordedRuns(data: ReportData, runs: readonly FailedRun[], recorded: ReadonlySet<string>): ReportData {
+  const added = runs.filter((run) => !recorded.has(run.runId)).map((run) => ({ ...run, recorded: false }));
+  if (added.length === 0) return data;
+  const failures = [...data.failures, ...added].sort((a, b) => b.startedAt.localeCompare(a.startedAt) || a.runId.localeCompare(b.runId)).slice(0, data.settings.maxFailures);
+  const counts = new Map(data.failureCounts.map((entry) => [entry.status, entry.runs]));
+  for (const run of added) counts.set(run.status, (counts.get(run.status) ?? 0) + 1);
+  const order = [...FAILURE_STATUSES, ...[...counts.keys()].filter((status) => !(FAILURE_STATUSES as readonly string[]).includes(status)).sort()];
+  return {
+    ...data,
+    totals: { ...data.totals, runs: data.totals.runs + added.length, failedRuns: data.totals.failedRuns + added.length },
+    failureCounts: order.flatMap((status) => (counts.has(status) ? [{ status, runs: counts.get(status)! }] : [])),
+    failures,
+  };
 }
 
 /** The report's data, read with `rows`. */
@@ -443,7 +486,7 @@ async function reportFrom(rows: Rows, dataDir: string, settings: Record<keyof ty
     budgetCredits: numOrNull(row.budget_credits),
     creditsSpent: numOrNull(row.credits_spent),
     itemsLanded: numOrNull(row.items_landed),
-    error: textOrNull(row.error),
+    error: textOrNull(row.error) ?? unrecordedReason(String(row.status), numOrNull(row.credits_spent), numOrNull(row.budget_credits)),
   }));
 
   const harvests = [
@@ -470,8 +513,21 @@ async function reportFrom(rows: Rows, dataDir: string, settings: Record<keyof ty
     enrichmentCoverage,
     failureCounts,
     failures,
+    unrecordedRunsUnknown: null,
     settings,
   };
+}
+
+/**
+ * Why a run stopped, for one whose row records no error: a run whose targets each ran out of
+ * budget records none (its status says it), and the report lists every failed run with a reason.
+ */
+export function unrecordedReason(status: string, creditsSpent: number | null, budgetCredits: number | null): string {
+  if (status === 'budget_exhausted') {
+    const spent = creditsSpent === null ? '' : `: ${creditsSpent}${budgetCredits === null ? '' : ` of ${budgetCredits}`} credits spent`;
+    return `the budget ran out before every target was done${spent}`;
+  }
+  return `no reason recorded (status ${status})`;
 }
 
 /** A top item from the first row of its observations, which carries its latest counts. */

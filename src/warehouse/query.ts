@@ -1,4 +1,4 @@
-import { JsonDuckDBValueConverter, StatementType, type DuckDBConnection, type Json } from '@duckdb/node-api';
+import { DuckDBTypeId, JsonDuckDBValueConverter, StatementType, type DuckDBConnection, type DuckDBValueConverter, type Json } from '@duckdb/node-api';
 import { openLake } from './lake.js';
 
 export interface QueryResult {
@@ -55,7 +55,7 @@ export interface QueryColumns {
 export interface QuerySink {
   /** Once, before any row. */
   columns(columns: QueryColumns): void | Promise<void>;
-  /** Each row as its values in column order, converted as `queryWarehouse` converts them (BIGINT as a string, …). */
+  /** Each row as its values in column order, converted by `jsonValue` (a BIGINT that fits as a number, …). */
   rows(rows: Json[][]): void | Promise<void>;
 }
 
@@ -111,7 +111,7 @@ export async function streamWarehouseQuery(dataDir: string, sql: string, sink: Q
         const room = maxRows > 0 ? maxRows - outcome.rows : Number.POSITIVE_INFINITY;
         // The limit was reached exactly by the rows before, and here is one more.
         if (room <= 0) return { ...outcome, stoppedBy: { limit: 'rows', maxRows } };
-        let rows = chunk.convertRows(JsonDuckDBValueConverter) as Json[][];
+        let rows = chunk.convertRows(jsonValue) as Json[][];
         const cut = rows.length > room;
         if (cut) rows = rows.slice(0, room);
         outcome.rows += rows.length;
@@ -134,6 +134,25 @@ export async function streamWarehouseQuery(dataDir: string, sql: string, sink: Q
 }
 
 const EXTRACT_PREFIX = 'Failed to extract statements: ';
+
+/** Integer types JavaScript's converter gives as strings, whatever their value. */
+const WIDE_INTEGERS = new Set<DuckDBTypeId>([DuckDBTypeId.BIGINT, DuckDBTypeId.UBIGINT, DuckDBTypeId.HUGEINT, DuckDBTypeId.UHUGEINT]);
+
+/**
+ * A value of a query's result as JSON, the rule `harvester query` prints by (README, "Reading the
+ * warehouse"): DuckDB's own JSON conversion (JsonDuckDBValueConverter), except that a 64- or
+ * 128-bit integer (BIGINT, UBIGINT, HUGEINT, UHUGEINT: counts, views, credits, sums of them) is a
+ * number when a double holds it exactly, within ±(2^53 − 1), and a string of its digits beyond.
+ * DECIMAL stays a string (exact, with its scale), as do timestamps. Nested values (lists,
+ * structs) follow the same rule: DuckDB hands this converter down to them.
+ */
+const jsonValue: DuckDBValueConverter<Json> = (value, type, converter) => {
+  if (value !== null && typeof value === 'bigint' && WIDE_INTEGERS.has(type.typeId)) {
+    return value >= -MAX_EXACT && value <= MAX_EXACT ? Number(value) : value.toString();
+  }
+  return JsonDuckDBValueConverter(value, type, converter);
+};
+const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
 
 /**
  * Opens the warehouse read-only and sandboxed for `use`, with `check`, which refuses SQL that would

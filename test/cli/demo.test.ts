@@ -4,7 +4,7 @@
  * warehouse agree on it. The real CLI in its own processes: the demo's whole stack (Temporal dev
  * server, emulator, receiver, worker), then the dev server alone.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -64,6 +64,12 @@ describe('the demo keeps its Temporal state in the data directory', () => {
     expect(demo.stdout).toContain(`temporal   serves it again from ${join(dataDir, 'temporal.sqlite')}`);
     expect(demo.stdout).toContain(`show ${runId}`);
     expect(existsSync(join(dataDir, 'temporal.sqlite'))).toBe(true);
+    // The Python line it prints runs as printed, from elsewhere, with this machine's Python (no
+    // duckdb of its own): rows, timestamps with them.
+    const pythonLine = /^ {2}python: {5}(.+)$/m.exec(demo.stdout)![1]!;
+    const python = spawnSync('sh', ['-c', pythonLine], { cwd: tmpdir(), encoding: 'utf8', env: { ...process.env, PYTHONPATH: '' } });
+    expect(python.stderr).toBe('');
+    expect(python.stdout.match(/datetime\.datetime\([^)]*tzinfo=<StaticTzInfo 'Etc\/UTC'>\)/g)).toHaveLength(3);
 
     const port = await freePort();
     let address = `127.0.0.1:${port}`;

@@ -40,9 +40,9 @@ describe('harvester query --max-rows', () => {
     // JSON stays one parseable array, of exactly the rows printed.
     const json = await runCli(['query', 'SELECT range AS i FROM range(5000) ORDER BY i', '--format', 'json', '--max-rows', '1000'], env);
     expect(json.code).toBe(LIMIT_EXIT);
-    const rows = JSON.parse(json.stdout) as { i: string }[];
+    const rows = JSON.parse(json.stdout) as { i: number }[];
     expect(rows).toHaveLength(1000);
-    expect(rows.at(-1)).toEqual({ i: '999' });
+    expect(rows.at(-1)).toEqual({ i: 999 });
     expect(json.stderr).toMatch(ROW_LIMIT);
   });
 
@@ -106,6 +106,39 @@ describe('harvester query in the table format', () => {
     }
     expect(lines).toContain('99999  x');
     expect(lines).toContain('100000  x');
+  });
+});
+
+describe('harvester query: whole values', () => {
+  const long = `https://www.tiktok.com/@someone/video/${'7'.repeat(70)}`;
+
+  it('the table marks a cut cell with … and says on stderr how to see it whole; --max-width 0 cuts nothing', async () => {
+    const cut = await runCli(['query', `SELECT '${long}' AS url, 'short' AS tag`], env);
+    expect(cut.code, cut.stderr).toBe(0);
+    const row = cut.stdout.split('\n')[2]!;
+    expect(row).toBe(`${long.slice(0, 59)}…  short`);
+    expect(cut.stderr).toBe('harvester: 1 cell was cut to 60 characters, marked …; print whole values with --format csv, --format json or --max-width 0\n');
+    const wider = await runCli(['query', `SELECT '${long}' AS url, 'short' AS tag`, '--max-width', '0'], env);
+    expect(wider.stderr).toBe('');
+    expect(wider.stdout.split('\n')[2]).toBe(`${long}  short`);
+    // A cell of exactly the width is whole: no mark, no note.
+    const exact = await runCli(['query', `SELECT '${'x'.repeat(60)}' AS s`], env);
+    expect(exact.stdout.split('\n')[2]).toBe('x'.repeat(60));
+    expect(exact.stderr).toBe('');
+  });
+
+  it('JSON prints 64- and 128-bit integers as numbers where a double holds them exactly, as strings beyond', async () => {
+    const sql = `SELECT 60000::BIGINT AS credits, 9007199254740991::BIGINT AS largest, -9007199254740991::BIGINT AS smallest,
+      9007199254740992::BIGINT AS beyond, 170141183460469231731687303715884105727::HUGEINT AS huge, 5::HUGEINT AS small_huge,
+      [1::BIGINT, 2] AS list, {'n': 3::BIGINT} AS struct, 1.50::DECIMAL(5, 2) AS price, 7::INTEGER AS int, NULL::BIGINT AS nothing`;
+    const json = await runCli(['query', sql, '--format', 'json'], env);
+    expect(json.code, json.stderr).toBe(0);
+    expect(JSON.parse(json.stdout)).toEqual([
+      { credits: 60000, largest: 9007199254740991, smallest: -9007199254740991, beyond: '9007199254740992', huge: '170141183460469231731687303715884105727', small_huge: 5, list: [1, 2], struct: { n: 3 }, price: '1.50', int: 7, nothing: null },
+    ]);
+    // CSV prints the same digits either way.
+    const csv = await runCli(['query', 'SELECT 60000::BIGINT AS credits, 9007199254740992::BIGINT AS beyond', '--format', 'csv'], env);
+    expect(csv.stdout).toBe('credits,beyond\r\n60000,9007199254740992\r\n');
   });
 });
 

@@ -73,7 +73,7 @@ describe('running and recovering harvests from the command line', () => {
     expect(ledger.reduce((sum, row) => sum + row.units, 0)).toBe(150);
     expect(ledger.reduce((sum, row) => sum + row.credits, 0)).toBe(450);
     const items = await runCli(['query', 'SELECT count(*) AS n, count(DISTINCT item_id) AS d FROM items', '--format', 'json'], env);
-    expect(JSON.parse(items.stdout)).toEqual([{ n: '150', d: '150' }]);
+    expect(JSON.parse(items.stdout)).toEqual([{ n: 150, d: 150 }]);
   }, 60_000);
 
   it('after the retry, runs, show, the warehouse and the report give the run one status: its latest attempt\'s', async () => {
@@ -103,7 +103,7 @@ describe('running and recovering harvests from the command line', () => {
     expect(text.stdout).toMatch(/^attempts:\n {2}1\. budget_exhausted: started \S+, ended \S+, 198 of 200 credits \(Temporal run \S+\)\n {2}2\. completed: started \S+, ended \S+, 450 of 1198 credits \(Temporal run \S+\)$/m);
 
     const warehouse = await runCli(['query', 'SELECT run_id, status, credits_spent FROM harvest_runs', '--format', 'json'], env);
-    expect(JSON.parse(warehouse.stdout)).toEqual([{ run_id: runId, status: 'completed', credits_spent: '450' }]);
+    expect(JSON.parse(warehouse.stdout)).toEqual([{ run_id: runId, status: 'completed', credits_spent: 450 }]);
 
     const out = join(dir, 'report.html');
     const report = await runCli(['report', '--out', out], env);

@@ -29,7 +29,7 @@ describe('harvester load, query and export', () => {
     expect(load.code).toBe(0);
     expect(load.stderr).toContain(`loaded ${expected.landings} landings`);
     const json = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], env);
-    expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
+    expect(JSON.parse(json.stdout)).toEqual([{ n: expected.itemIds.size }]);
     const csv = await runCli(['query', 'SELECT platform, count(*) AS n FROM items GROUP BY platform ORDER BY platform', '--format', 'csv'], env);
     expect(csv.stdout.split('\r\n')[0]).toBe('platform,n');
     const table = await runCli(['query', 'SELECT harvest, status FROM harvest_runs'], env);
@@ -41,7 +41,7 @@ describe('harvester load, query and export', () => {
     expect(result.code).toBe(1);
     expect(result.stderr).toMatch(/read-only/i);
     const json = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], { HARVESTER_DATA_DIR: dataDir });
-    expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
+    expect(JSON.parse(json.stdout)).toEqual([{ n: expected.itemIds.size }]);
   });
 
   it('query reads only the warehouse: no file written (not even over the warehouse), none read, no database attached, no extension installed or loaded, no setting changed', async () => {
@@ -82,7 +82,7 @@ describe('harvester load, query and export', () => {
     expect(existsSync(other)).toBe(false);
     expect(existsSync(dataFile)).toBe(false);
     const json = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], env);
-    expect(JSON.parse(json.stdout)).toEqual([{ n: String(expected.itemIds.size) }]);
+    expect(JSON.parse(json.stdout)).toEqual([{ n: expected.itemIds.size }]);
   });
 
   it('export --snapshot writes the warehouse as an earlier load left it; maintain merges the small files of many loads and expires old snapshots; the data stays the same', async () => {
@@ -107,7 +107,7 @@ describe('harvester load, query and export', () => {
     expect(future.code).toBe(1);
     expect(future.stderr).toContain(`the warehouse has no snapshot 9999: its snapshots run up to ${loads[3]!.snapshot}`);
     const count = async () => JSON.parse((await runCli(['query', 'SELECT count(*) AS n FROM item_metrics', '--format', 'json'], env)).stdout) as unknown;
-    expect(await count()).toEqual([{ n: String(observations) }]);
+    expect(await count()).toEqual([{ n: observations }]);
     // Only maintain merges them: a query that would is refused, and writes no file.
     const merging = await runCli(['query', "SELECT * FROM ducklake_merge_adjacent_files('lake')"], env);
     expect(merging.code).toBe(1);
@@ -117,7 +117,7 @@ describe('harvester load, query and export', () => {
     const [, filesBefore, filesAfter, snapshotsBefore, snapshotsAfter] = /^data files (\d+) -> (\d+); snapshots (\d+) -> (\d+);/.exec(maintain.stderr)!.map(Number);
     expect(filesAfter).toBeLessThan(filesBefore!);
     expect(snapshotsAfter).toBeLessThan(snapshotsBefore!);
-    expect(await count()).toEqual([{ n: String(observations) }]);
+    expect(await count()).toEqual([{ n: observations }]);
     // The merged-away files stay on disk until the next maintenance (a query on an old snapshot may be reading them).
     const onDisk = () => readdirSync(lakeDataFolder(dir), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).length;
     const kept = onDisk();
@@ -126,7 +126,7 @@ describe('harvester load, query and export', () => {
     const deleted = Number(/; (\d+) unread files deleted;/.exec(again.stderr)![1]);
     expect(deleted).toBeGreaterThan(0);
     expect(onDisk()).toBe(kept - deleted);
-    expect(await count()).toEqual([{ n: String(observations) }]);
+    expect(await count()).toEqual([{ n: observations }]);
     // Expired: the first load's snapshot is gone; the latest stays.
     const expired = await runCli(['export', '--out', join(dir, 'past'), '--snapshot', String(loads[0]!.snapshot)], env);
     expect(expired.code).toBe(1);
@@ -170,12 +170,12 @@ describe('harvester load with a landing it cannot load', () => {
     expect(load.stderr).toContain(`quarantined ${quarantined}: Invalid Input Error: JSON transform error: Failed to cast value to numerical: "many"\n`);
     expect(readFileSync(`${quarantined}.reason`, 'utf8')).toContain('Failed to cast value to numerical: "many"');
     const items = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], env);
-    expect(JSON.parse(items.stdout)).toEqual([{ n: String(sample.itemIds.size) }]);
+    expect(JSON.parse(items.stdout)).toEqual([{ n: sample.itemIds.size }]);
 
     const again = await runCli(['load'], env);
     expect(again.code).toBe(0);
     expect(again.stderr).toContain('loaded 0 landings (0 rows)');
     const loaded = await runCli(['query', 'SELECT count(*) AS n FROM loaded_landings', '--format', 'json'], env);
-    expect(JSON.parse(loaded.stdout)).toEqual([{ n: String(sample.landings) }]);
+    expect(JSON.parse(loaded.stdout)).toEqual([{ n: sample.landings }]);
   });
 });

@@ -31,8 +31,9 @@ beforeAll(async () => {
   tiktokVideoUrl = videos.json.data[0]!.url;
   const reels = await emulator.call<{ data: { url: string }[] }>(`/instagram/channel-reels?handle=${instagramHandle}&limit=1`);
   reelUrl = reels.json.data[0]!.url;
-  const posts = await emulator.call<{ data: { url: string }[] }>(`/instagram/channel-posts?handle=${instagramHandle}&limit=1`);
-  postUrl = posts.json.data[0]!.url;
+  // A post with comments to list: a post's comments are a share of its likes, and a new one may have none yet.
+  const posts = await emulator.call<{ data: { url: string; metrics: { comments: number } }[] }>(`/instagram/channel-posts?handle=${instagramHandle}&limit=20`);
+  postUrl = posts.json.data.find((post) => post.metrics.comments > 0)!.url;
 });
 afterAll(() => emulator.close());
 

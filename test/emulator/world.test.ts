@@ -85,6 +85,43 @@ describe('a deterministic world', () => {
     expect(stats.json.data.metrics.views).toBeGreaterThan(newest.metrics.views);
   });
 
+  it('counts are bounded as on the real platforms: comments and likes within views, shares within likes, at every age, for every seed', () => {
+    const start = Date.now();
+    const breaches: string[] = [];
+    let items = 0;
+    for (const seed of [1, 42, 20261125]) {
+      const world = new World(seed, start);
+      for (const [platform, kinds] of [['tiktok', ['video']], ['instagram', ['reel', 'post']]] as const) {
+        for (let index = 0; index < 4; index++) {
+          const account = world.account(platform, index);
+          for (const kind of kinds) {
+            for (let k = 0; k < 100; k++) {
+              const item = world.item(account, kind, k);
+              items++;
+              // From its first minute to a month old (and as old as the catalog makes it).
+              for (const ageMs of [60_000, 3_600_000, 6 * 3_600_000, 86_400_000, 3 * 86_400_000, 30 * 86_400_000, Math.max(0, start - item.postedAtMs)]) {
+                const { views, likes, comments, shares } = world.metrics(item, item.postedAtMs + ageMs);
+                const at = `seed ${seed} ${platform} ${kind} ${k} at ${ageMs} ms`;
+                if (kind === 'post') {
+                  // Photo posts count no views: their comments are bounded by their likes.
+                  if (views !== 0 || comments > likes || shares > likes) breaches.push(`${at}: ${views} views, ${likes} likes, ${comments} comments, ${shares} shares`);
+                } else if (comments > views || likes > views || shares > likes) {
+                  breaches.push(`${at}: ${views} views, ${likes} likes, ${comments} comments, ${shares} shares`);
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+    expect(items).toBe(3 * (4 * 100 + 4 * 200));
+    expect(breaches.slice(0, 5)).toEqual([]);
+    // Deterministic: the same seed, the same counts.
+    const [a, b] = [new World(7, start), new World(7, start)];
+    const item = (world: World) => world.item(world.account('tiktok', 3), 'video', 12);
+    expect(a.metrics(item(a), start)).toEqual(b.metrics(item(b), start));
+  });
+
   it('comments number from zero to tens of thousands across items', () => {
     const world = new World(42, Date.now());
     const account = world.account('tiktok', 0);

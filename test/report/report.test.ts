@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Readable, Writable } from 'node:stream';
@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { reportCommand } from '../../src/cli/commands/report.js';
 import { TOOLS_DIR } from '../../src/config/project-paths.js';
-import { columnChart, dailyLineChart, HARVEST_PALETTE, harvestColors, horizontalBarChart, renderChart } from '../../src/report/charts.js';
+import { columnChart, dailyLineChart, HARVEST_PALETTE, harvestColors, horizontalBarChart, renderChart, spreadLabels, trendChart } from '../../src/report/charts.js';
 import { escapeHtml, formatNumber, formatPercent } from '../../src/report/format.js';
 import { loadReportData, type ReportData } from '../../src/report/report-data.js';
 import { ENRICHMENT_COVERAGE_SECTION, REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
@@ -124,6 +124,8 @@ function marks(markup: string, kind: 'bar' | 'point' | 'circle'): Mark[] {
   }));
 }
 const bars = (markup: string) => marks(markup, 'bar').map((mark) => mark.value);
+/** The `d` of each line drawn in a chart (Vega's line marks: one path per series, empty when it has no two adjacent points). */
+const linePaths = (markup: string) => [...markup.matchAll(/<g class="mark-line role-mark[^"]*"[^>]*>([\s\S]*?)<\/g>/g)].flatMap((group) => [...group[1]!.matchAll(/<path [^>]*?d="([^"]*)"/g)].map((match) => match[1]!));
 const points = (markup: string) => marks(markup, 'point').map((mark) => mark.value);
 const labels = (markup: string, kind: 'bar' | 'point' | 'circle') => marks(markup, kind).map((mark) => mark.label);
 const sum = (values: number[]) => values.reduce((total, value) => total + value, 0);
@@ -152,7 +154,17 @@ beforeAll(async () => {
   data = await loadReportData(dataDir, { now: new Date(now) });
   html = await renderReport(data);
 }, 120_000);
-afterAll(() => emulator?.close());
+/** Folders the tests below make, removed at the end (the browser's, screenshots and all, too). */
+const temporaryDirs: string[] = [];
+function temporaryDir(prefix: string): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  temporaryDirs.push(dir);
+  return dir;
+}
+afterAll(async () => {
+  await emulator?.close();
+  for (const dir of [dataDir, ...temporaryDirs]) if (dir) rmSync(dir, { recursive: true, force: true });
+});
 
 describe('harvester report: the HTML page', () => {
   it('has a header with the generation time, the warehouse path and totals that match the warehouse', async () => {
@@ -171,17 +183,24 @@ describe('harvester report: the HTML page', () => {
     for (const { id } of REPORT_SECTIONS) sectionOf(html, id);
   });
 
-  it('charts credits per harvest per day: a point per day and harvest, summing to the credits of each', async () => {
+  it('charts credits per harvest per day: a point per day a harvest made calls, summing to the credits of each; a day without calls is a gap, not a zero', async () => {
     const markup = sectionOf(html, 'credits-by-harvest');
     expect(markup).toContain('<svg class="chart chart-line"');
     expect(data.creditsByHarvest.days).toHaveLength(3);
     expect(data.creditsByHarvest.series.map((entry) => entry.name).sort()).toEqual(['sample', 'trending']);
-    expect(points(markup)).toHaveLength(3 * 2);
-    expect(sum(points(markup))).toBe(await scalar('SELECT sum(credits) FROM api_calls'));
     const perDay = await queryWarehouse(dataDir, "SELECT strftime(timezone('UTC', called_at), '%Y-%m-%d') AS day, harvest, sum(credits) AS credits FROM api_calls GROUP BY ALL");
+    // sample on the first and last days, trending on the middle one: three points, none at zero.
+    expect(perDay.rows).toHaveLength(3);
+    expect(points(markup)).toHaveLength(3);
+    expect(points(markup).every((value) => value > 0)).toBe(true);
+    expect(sum(points(markup))).toBe(await scalar('SELECT sum(credits) FROM api_calls'));
     for (const row of perDay.rows) expect(labels(markup, 'point')).toContain(`harvest ${row.harvest}, ${row.day}: ${formatNumber(Number(row.credits))} credits`);
-    // The trending harvest ran only on the middle day: zero on the others, so its line still spans the chart.
-    expect(data.creditsByHarvest.series.find((entry) => entry.name === 'trending')!.values.filter((value) => value > 0)).toHaveLength(1);
+    expect(data.creditsByHarvest.series.find((entry) => entry.name === 'trending')!.values).toEqual([null, expect.any(Number), null]);
+    expect(data.creditsByHarvest.series.find((entry) => entry.name === 'sample')!.values).toEqual([expect.any(Number), null, expect.any(Number)]);
+    // No line reaches down to zero between runs: sample's two days are not joined through the day
+    // between (its path is two moves, no segment), and trending's one day is a point alone.
+    expect(linePaths(markup)).toHaveLength(2);
+    expect(linePaths(markup).filter((path) => path.includes('L'))).toEqual([]);
   });
 
   it('charts credits per endpoint per day: a stacked bar per day and endpoint that was charged', async () => {
@@ -272,6 +291,14 @@ describe('harvester report: the HTML page', () => {
     expect(labels(markup, 'circle').sort()).toEqual(expected.sort());
     // The boosted item's last point holds its boost.
     expect(Math.max(...marks(markup, 'circle').filter((mark) => mark.label.startsWith('#1 ')).map((mark) => mark.value))).toBeGreaterThan(BOOST);
+    // Items observed once are points alone, and the page says how many.
+    const once = data.topItems.filter((item) => item.observations.length === 1).length;
+    expect(once).toBeGreaterThan(0);
+    expect(markup).toContain(`<p class="note">${once} of these 10 items were observed once in the days shown: each is a point with no line.`);
+    // The labels at the lines' ends, one per item, none over another.
+    const boxes = labelBoxes(markup);
+    expect(boxes.map((box) => box.text).sort()).toEqual(top.map((_, index) => `#${index + 1}`).sort());
+    expect(overlaps(boxes)).toEqual([]);
     // The table beside links each item to its page, in rank order.
     const links = [...markup.matchAll(/<a href="([^"]+)" rel="noopener noreferrer"/g)].map((match) => match[1]);
     expect(links).toEqual(top.map((row) => row.url));
@@ -290,6 +317,11 @@ describe('harvester report: the HTML page', () => {
       expect(mark.label.startsWith(`#${expected[index]!.rank} ${expected[index]!.id}: (`)).toBe(true);
       expect(mark.label.endsWith(`: ${formatPercent(expected[index]!.rate)}`)).toBe(true);
     });
+    // Bars are coloured by platform, and a legend says which colour is which.
+    const legend = [...markup.matchAll(/role-legend-symbol[^>]*><path [^>]*fill="([^"]+)"[\s\S]*?role-legend-label[^>]*><text[^>]*>([^<]+)<\/text>/g)].map((match) => [match[2]!, match[1]!] as const);
+    const platforms = [...new Set(latest.map((row) => String(row.platform)))].sort();
+    expect(legend.map(([platform]) => platform).sort()).toEqual(platforms);
+    for (const mark of found) expect(mark.color).toBe(new Map(legend).get(/^#\d+ (\w+) /.exec(mark.label)![1]!));
     // The boosted item: a burst of views with no more likes is the lowest rate.
     expect(found.at(-1)!.label).toContain(boostedItem);
     const boosted = data.topItems.find((item) => item.itemId === boostedItem)!;
@@ -311,11 +343,9 @@ describe('harvester report: the HTML page', () => {
   });
 
   it('gives each harvest one colour, the same in every chart, legend and swatch', () => {
-    const colors = new Map([
-      ['sample', HARVEST_PALETTE[0]],
-      ['trending', HARVEST_PALETTE[1]],
-    ]);
+    const colors = harvestColors(['sample', 'trending']);
     expect(harvestColors(data.harvests)).toEqual(colors);
+    expect(new Set(colors.values()).size).toBe(2);
     for (const id of ['credits-by-harvest', 'cost-per-item', 'items-landed', 'item-views', 'account-followers']) {
       const markup = sectionOf(html, id);
       const seen = new Map<string, Set<string>>();
@@ -401,7 +431,8 @@ describe('harvester report: the HTML page', () => {
     const stderr = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
     try {
       process.env.HARVESTER_DATA_DIR = dataDir;
-      await reportCommand().parseAsync(['--out', out], { from: 'user' });
+      // Not asking Temporal: whatever listens at its default address is no test's.
+      await reportCommand().parseAsync(['--out', out, '--no-temporal'], { from: 'user' });
       expect(stderr.mock.calls.map((call) => String(call[0])).join('')).toContain(`wrote the report to ${out}`);
     } finally {
       stderr.mockRestore();
@@ -416,12 +447,15 @@ describe('harvester report: the HTML page', () => {
     expect(help).toContain('--out <file>');
     expect(help).toMatch(/\(default:\s+"report\.html"\)/);
     expect(help).toMatch(/Example:\n\s+\$ harvester report --out/);
+    // It reads the lake (the warehouse was one DuckDB file once).
+    expect(help).toContain('<data dir>/lake');
+    expect(help).not.toContain('warehouse.duckdb');
   });
 });
 
 describe('harvester report on an empty warehouse', () => {
   it('renders every section with a note instead of a chart', async () => {
-    const empty = mkdtempSync(join(tmpdir(), 'report-empty-'));
+    const empty = temporaryDir('report-empty-');
     await loadLandings(empty);
     const page = await renderReport(await loadReportData(empty));
     for (const { id } of REPORT_SECTIONS) expect(sectionOf(page, id)).toContain('<p class="empty">');
@@ -430,9 +464,31 @@ describe('harvester report on an empty warehouse', () => {
   });
 });
 
+describe('harvester report on another warehouse, with other harvests', () => {
+  it('gives a harvest the colour it has in the first report, and lists every failed run with a reason, budget-exhausted ones too', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'report-other-'));
+    try {
+      // Two harvests named before "trending": taken in sorted order, trending's colour would move.
+      writeLanding(dir, failedRun('run-o1', 'trending', 'completed', 3, { credits_spent: 30, budget_credits: 500, items_landed: 9 }));
+      writeLanding(dir, failedRun('run-o2', 'basil', 'completed', 2, { credits_spent: 30, budget_credits: 500, items_landed: 7 }));
+      writeLanding(dir, failedRun('run-o3', 'amber', 'budget_exhausted', 1, { credits_spent: 500, budget_credits: 500, items_landed: 4 }));
+      await loadLandings(dir);
+      const other = await renderReport(await loadReportData(dir));
+      const colorOf = (page: string, harvest: string) => marks(sectionOf(page, 'items-landed'), 'bar').find((mark) => mark.label.includes(` of harvest ${harvest},`))!.color;
+      expect(colorOf(other, 'trending')).toBe(colorOf(html, 'trending'));
+      expect(new Set(['trending', 'basil', 'amber'].map((harvest) => colorOf(other, harvest))).size).toBe(3);
+      // The budget-exhausted run recorded no error: the report says why it stopped.
+      expect(sectionOf(other, 'failures')).toMatch(/<td class="id">run-o3<\/td>[\s\S]*?<td class="error">the budget ran out before every target was done: 500 of 500 credits spent<\/td>/);
+      expect(sectionOf(other, 'failures')).not.toContain('<td class="error">—</td>');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('harvester report on a warehouse with enrichment coverage', () => {
   it('shows it per enrichment, bought and why not, before the failures', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'report-coverage-'));
+    const dir = temporaryDir('report-coverage-');
     await loadLandings(dir);
     const withTable = async (ddl: string, rows: string[]) => {
       const db = await openLake(dir, 'write');
@@ -466,7 +522,51 @@ describe('harvester report on a warehouse with enrichment coverage', () => {
   });
 });
 
+/** The boxes of a chart's text labels (a text mark's), from the SVG: 0.6 em a character wide (as the report measures text) and 1 em high. */
+function labelBoxes(svg: string): { text: string; left: number; right: number; top: number; bottom: number }[] {
+  const group = /<g class="mark-text role-mark[^"]*"[^>]*>([\s\S]*?)<\/g>/.exec(svg)![1]!;
+  return [...group.matchAll(/<text [^>]*transform="translate\(([-\d.]+),([-\d.]+)\)"[^>]*font-size="(\d+)px"[^>]*>([^<]*)<\/text>/g)].map(([, x, y, size, text]) => ({
+    text: text!,
+    left: Number(x),
+    right: Number(x) + text!.length * Number(size) * 0.6,
+    top: Number(y) - Number(size),
+    bottom: Number(y),
+  }));
+}
+const overlaps = (boxes: ReturnType<typeof labelBoxes>) =>
+  boxes.flatMap((a, index) => boxes.slice(index + 1).filter((b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom).map((b) => `${a.text} and ${b.text}`));
+
 describe('charts', () => {
+  it('a trend chart keeps the labels at its lines\' ends apart, however close the ends are; a series of one observation is a point', async () => {
+    const colors = { title: 'harvest', colors: new Map([['a', '#111111'], ['b', '#222222']]) };
+    const start = Date.UTC(2026, 0, 1);
+    // Ten series: #1 and #2 observed twice, the rest once, #5 to #10 at the same time and nearly the same views.
+    const points = Array.from({ length: 10 }, (_, index) => index + 1).flatMap((rank) => {
+      const value = rank <= 4 ? 1_000_000 - rank * 1000 : 5_000 - rank;
+      const last = { series: String(rank), label: `#${rank}`, at: start + (rank <= 4 ? rank * 3_600_000 : 0), value, harvest: 'a', description: `#${rank} last: ${value}` };
+      return rank <= 2 ? [{ ...last, at: start - 86_400_000, value: 10_000, harvest: 'b', description: `#${rank} first: 10000` }, last] : [last];
+    });
+    const svg = await renderChart(trendChart({ title: 't', yTitle: 'views', points, color: colors, width: 580 }), 'trend');
+    const boxes = labelBoxes(svg);
+    expect(boxes.map((box) => box.text).sort()).toEqual(points.filter((point) => point.description.includes(' last: ')).map((point) => point.label).sort());
+    expect(overlaps(boxes)).toEqual([]);
+    // Every observation is a point, the single ones too.
+    expect(labels(svg, 'circle').sort()).toEqual(points.map((point) => point.description).sort());
+  });
+
+  it('spreads labels at least a label apart, each as near its value as that allows, within the plot where they fit', () => {
+    const placed = spreadLabels([50, 50, 50, 10, 90], [0, 100], 300, 13);
+    const pixels = placed.map((value) => ((100 - value) / 100) * 300);
+    const sorted = [...pixels].sort((a, b) => a - b);
+    for (let index = 1; index < sorted.length; index++) expect(sorted[index]! - sorted[index - 1]!).toBeGreaterThanOrEqual(13 - 1e-9);
+    // The lone ones stay where they are; the three at 50 share the room around it.
+    expect(placed[3]).toBeCloseTo(10, 9);
+    expect(placed[4]).toBeCloseTo(90, 9);
+    expect(Math.min(...pixels.slice(0, 3))).toBeCloseTo(150, 9);
+    // Labels that crowd the bottom edge are moved up, not off the plot.
+    expect(Math.max(...spreadLabels([0, 0, 0], [0, 100], 300, 13).map((value) => ((100 - value) / 100) * 300))).toBeCloseTo(300, 9);
+  });
+
   /** The texts of a chart's y axis labels (or x, for horizontal bars), top to bottom or left to right. */
   const axisLabels = (svg: string, axis: 'X' | 'Y') => {
     const group = new RegExp(`aria-label="${axis}-axis[^"]*"[\\s\\S]*?role-axis-label[^>]*>([\\s\\S]*?)</g>`).exec(svg)![1]!;
@@ -503,7 +603,16 @@ describe('charts', () => {
       'hbar',
     );
     expect(axisLabels(large, 'X')).toContain('2M');
-    expect(harvestColors(['b', 'a', 'b'])).toEqual(new Map([['a', HARVEST_PALETTE[0]], ['b', HARVEST_PALETTE[1]]]));
+    // A harvest's colour comes from its name: the same whichever harvests share the report.
+    const few = harvestColors(['b', 'a', 'b']);
+    expect([...few.keys()]).toEqual(['a', 'b']);
+    expect([...few.values()].every((color) => (HARVEST_PALETTE as readonly string[]).includes(color))).toBe(true);
+    for (const name of ['a', 'b']) expect(harvestColors([name]).get(name)).toBe(few.get(name));
+    for (const name of ['sample', 'trending', 'tracked', 'demo']) expect(harvestColors(['sample', 'trending', 'tracked', 'demo']).get(name)).toBe(harvestColors([name]).get(name));
+    // Two names on one palette entry: both shown, in different colours.
+    const names = Array.from({ length: 40 }, (_, index) => `h${index}`);
+    const clash = names.flatMap((first) => names.filter((second) => second > first && harvestColors([first]).get(first) === harvestColors([second]).get(second)).map((second) => [first, second] as const))[0]!;
+    expect(new Set(harvestColors(clash).values()).size).toBe(2);
   });
 });
 
@@ -525,7 +634,15 @@ interface DevToolsMessage {
  * uncaught exceptions, the browser's own log entries such as CSP violations) and as the
  * `:CONSOLE` lines Chromium logs to stderr.
  */
-async function screenshot(page: string, png: string): Promise<string[]> {
+/** What a test asks of the loaded page besides its screenshot: sections shot alone, and an expression's value. */
+interface PageLook {
+  /** Section ids: each is shot alone, clipped to its box, into `<png without .png>-<id>.png`. */
+  sections?: readonly string[];
+  /** Evaluated in the page through DevTools (CSP does not stop it: no script of the page's runs); its value comes back as JSON. */
+  evaluate?: string;
+}
+
+async function screenshot(page: string, png: string, look: PageLook = {}): Promise<{ lines: string[]; value: unknown; sections: Map<string, string> }> {
   const profile = join(page, '..', `profile-${Date.now()}`);
   const child = spawn(
     CHROMIUM,
@@ -599,6 +716,8 @@ async function screenshot(page: string, png: string): Promise<string[]> {
     });
 
   const messages: string[] = [];
+  const sections = new Map<string, string>();
+  let value: unknown;
   listeners.push(({ method, params }) => {
     if (method === 'Runtime.consoleAPICalled') {
       const { type, args } = params as { type: string; args: { value?: unknown; description?: string; type: string }[] };
@@ -621,31 +740,65 @@ async function screenshot(page: string, png: string): Promise<string[]> {
     await Promise.race([loaded, died]);
     const { data } = (await send('Page.captureScreenshot', { format: 'png' }, sessionId)) as { data: string };
     writeFileSync(png, Buffer.from(data, 'base64'));
+    for (const id of look.sections ?? []) {
+      const box = (await send('Runtime.evaluate', { expression: `JSON.stringify((({ x, y, width, height }) => ({ x, y: y + scrollY, width, height }))(document.getElementById(${JSON.stringify(id)}).getBoundingClientRect()))`, returnByValue: true }, sessionId)) as { result: { value: string } };
+      const clip = { ...(JSON.parse(box.result.value) as { x: number; y: number; width: number; height: number }), scale: 1 };
+      const shot = (await send('Page.captureScreenshot', { format: 'png', clip, captureBeyondViewport: true }, sessionId)) as { data: string };
+      const file = png.replace(/\.png$/, `-${id}.png`);
+      writeFileSync(file, Buffer.from(shot.data, 'base64'));
+      sections.set(id, file);
+    }
+    if (look.evaluate !== undefined) {
+      const evaluated = (await send('Runtime.evaluate', { expression: `JSON.stringify(${look.evaluate})`, returnByValue: true }, sessionId)) as { result: { value?: string }; exceptionDetails?: { text: string } };
+      expect(evaluated.exceptionDetails, look.evaluate).toBeUndefined();
+      value = JSON.parse(evaluated.result.value ?? 'null');
+    }
     commands.write(`${JSON.stringify({ id: ++nextId, method: 'Browser.close' })}\0`);
     expect(await exited, output).toBe(0);
   } finally {
     clearTimeout(timer);
     child.kill('SIGKILL');
   }
-  return [...messages, ...output.split('\n').filter((line) => /:CONSOLE[:(]/.test(line) || /Uncaught|console\.error/.test(line))];
+  return { lines: [...messages, ...output.split('\n').filter((line) => /:CONSOLE[:(]/.test(line) || /Uncaught|console\.error/.test(line))], value, sections };
 }
 
 describe('the report in a browser', () => {
   it('renders in headless Chromium with no console messages at all', { timeout: 120_000 }, async () => {
     expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: run \`npm run setup -- --for-tests\``).toBe(true);
-    const dir = mkdtempSync(join(tmpdir(), 'report-browser-'));
+    const dir = temporaryDir('report-browser-');
     // A control page first, so a quiet console below means a clean page, not a deaf logger.
     const control = join(dir, 'control.html');
     writeFileSync(control, '<!DOCTYPE html><title>control</title><script>console.error("control-error"); missingFunction();</script>');
-    const controlLines = await screenshot(control, join(dir, 'control.png'));
+    const { lines: controlLines } = await screenshot(control, join(dir, 'control.png'));
     expect(controlLines.join('\n')).toContain('control-error');
     expect(controlLines.join('\n')).toContain('Uncaught ReferenceError');
 
     const page = join(dir, 'report.html');
     writeFileSync(page, html);
     const png = join(dir, 'report.png');
-    const lines = await screenshot(page, png);
+    // Each chart's section shot alone too, and, as the browser lays them out, the boxes of the
+    // labels at the ends of the "Views over time" lines and the legend of the engagement chart.
+    const charted = REPORT_SECTIONS.map((entry) => entry.id);
+    const { lines, value, sections } = await screenshot(page, png, {
+      sections: charted,
+      evaluate: `({
+        viewLabels: [...document.querySelectorAll('#item-views svg g.mark-text.role-mark text')].map((text) => { const box = text.getBoundingClientRect(); return { text: text.textContent, left: box.left, right: box.right, top: box.top, bottom: box.bottom }; }),
+        engagementLegend: [...document.querySelectorAll('#engagement svg .role-legend-label text')].map((text) => text.textContent),
+      })`,
+    });
     expect(lines).toEqual([]);
+    for (const id of charted) {
+      const shot = readFileSync(sections.get(id)!);
+      expect(shot.subarray(1, 4).toString(), id).toBe('PNG');
+      // Wider than the page's margins and taller than a heading: the section with its chart.
+      expect(shot.readUInt32BE(16), id).toBeGreaterThan(600);
+      expect(shot.readUInt32BE(20), id).toBeGreaterThan(150);
+    }
+    const { viewLabels, engagementLegend } = value as { viewLabels: { text: string; left: number; right: number; top: number; bottom: number }[]; engagementLegend: string[] };
+    expect(viewLabels.map((label) => label.text).sort()).toEqual(data.topItems.map((item) => `#${item.rank}`).sort());
+    const overlapping = viewLabels.flatMap((a, index) => viewLabels.slice(index + 1).filter((b) => a.left < b.right && b.left < a.right && a.top < b.bottom && b.top < a.bottom).map((b) => `${a.text} and ${b.text}`));
+    expect(overlapping).toEqual([]);
+    expect(engagementLegend.sort()).toEqual([...new Set(data.topItems.map((item) => item.platform))].sort());
     const bytes = readFileSync(png);
     expect(bytes.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))).toBe(true);
     expect(statSync(png).size).toBeGreaterThan(20 * 1024);

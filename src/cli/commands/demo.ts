@@ -7,7 +7,7 @@ import { dataDirFromEnv } from '../../config/environment.js';
 import { CONFIG_DIR } from '../../config/project-paths.js';
 import { connectClient, DEFAULT_TEMPORAL_ADDRESS } from '../../temporal/connection.js';
 import { devServerDbFile, lakeCatalogFile } from '../../store/layout.js';
-import { readerSql } from '../../warehouse/lake.js';
+import { pythonReaderLine } from '../analyst-tools.js';
 import { queryWarehouse } from '../../warehouse/query.js';
 import { freePort } from '../free-port.js';
 import { startStack, type Stack } from '../stack.js';
@@ -91,8 +91,10 @@ export function demoCommand(): Command {
           [
             '',
             'Where to look next:',
-            // Python's duckdb is what analysts have at hand; the duckdb CLI is not installed by setup.
-            `  warehouse:  ${lakeCatalogFile(dataDir)} (a DuckLake; read it from Python: duckdb.connect().execute(${JSON.stringify(readerSql(dataDir))}))`,
+            `  warehouse:  ${lakeCatalogFile(dataDir)} (a DuckLake; docs/data-dictionary.md: its tables, and pandas, polars and the DuckDB CLI on it)`,
+            // Runs as printed, with the Python a user has: setup put DuckDB 1.5.5 (the lake's) and pytz in .tools/analysts.
+            `  python:     ${pythonReaderLine(dataDir)}`,
+            '  sql:        node dist/src/cli/main.js sql   (DuckDB\'s shell on it, read-only; -c "SQL" for one statement)',
             '  query:      node dist/src/cli/main.js query "SELECT * FROM top_items_per_account WHERE rank_in_account = 1"',
             '  report:     node dist/src/cli/main.js report --out report.html',
             `  logs:       ${stack.logsDir}`,

@@ -1,9 +1,60 @@
 import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { loadReportData } from '../../report/report-data.js';
+import { loadReportData, REPORT_DEFAULTS, type FailedRun, type ReportOptions } from '../../report/report-data.js';
 import { renderReport } from '../../report/render-report.js';
+import { connectClient, reachable, temporalSettingsFromEnv } from '../../temporal/connection.js';
+import { listRuns } from '../run-queries.js';
+import { taskQueueFromEnv } from '../run-environment.js';
+
+/** Temporal's outcomes of a run that ended early; a run's own `failed` covers a workflow that failed. */
+const ENDED_EARLY = ['failed', 'terminated', 'cancelled', 'timed_out'] as const;
+
+/**
+ * The runs Temporal lists as ended early, each with why: the report lists those the warehouse has
+ * no row of (a run refused its key before it recorded itself). When Temporal does not answer at its
+ * address, says so instead: the report is of the warehouse, and Temporal is only asked.
+ */
+async function runsEndedEarly(): Promise<NonNullable<ReportOptions['unrecordedRuns']>> {
+  const settings = temporalSettingsFromEnv();
+  if (!(await reachable(settings.address))) return { unreachable: `Temporal did not answer at ${settings.address} (TEMPORAL_ADDRESS)` };
+  const client = await connectClient(settings);
+  try {
+    const runs: FailedRun[] = [];
+    for (const status of ENDED_EARLY) {
+      // The runs of this harvester's task queue: a Temporal shared with other harvesters holds theirs too.
+      for (const run of await listRuns(client, { status, limit: REPORT_DEFAULTS.maxFailures, taskQueue: taskQueueFromEnv() })) {
+        runs.push({
+          runId: run.workflowId,
+          harvest: run.harvest,
+          status: run.status,
+          startedAt: run.startedAt.slice(0, 16).replace('T', ' '),
+          finishedAt: run.closedAt === undefined ? null : run.closedAt.slice(0, 16).replace('T', ' '),
+          budgetCredits: run.budget ?? null,
+          creditsSpent: run.credits ?? null,
+          itemsLanded: run.items ?? null,
+          error: await whyItEnded(client, run.workflowId, run.status),
+        });
+      }
+    }
+    return { runs };
+  } finally {
+    await client.connection.close();
+  }
+}
+
+/** Why a run ended early, as Temporal has it: the failure's message, or the run's own reason. */
+async function whyItEnded(client: Client, workflowId: string, status: string): Promise<string> {
+  try {
+    const summary = (await client.workflow.getHandle(workflowId).result()) as { reason?: string } | undefined;
+    return summary?.reason ?? `the run ended ${status}`;
+  } catch (error) {
+    if (error instanceof WorkflowFailedError) return error.cause?.message ?? error.message;
+    return `the run ended ${status} (${error instanceof Error ? error.message : String(error)})`;
+  }
+}
 
 export function reportCommand(): Command {
   return new Command('report')
@@ -11,10 +62,15 @@ export function reportCommand(): Command {
       'Write a self-contained HTML report of the warehouse: credits per harvest and endpoint, cost per item, items landed per run, views and followers over time for the top items and accounts, engagement rate, fastest-growing items, enrichment coverage, failures',
     )
     .option('--out <file>', 'the HTML file to write (replaced if it exists)', 'report.html')
+    .option('--no-temporal', "do not ask Temporal for runs that ended before the warehouse recorded them")
     .addHelpText(
       'after',
       `
-Reads <data dir>/warehouse.duckdb read-only (HARVESTER_DATA_DIR, default ./data).
+Reads the warehouse, <data dir>/lake (HARVESTER_DATA_DIR, default ./data), read-only, at its
+latest snapshot. Failures also lists the runs of the task queue (HARVESTER_TASK_QUEUE) that
+Temporal (TEMPORAL_ADDRESS, as for \`harvester runs\`) has as failed, terminated, cancelled or
+timed out and that never reached the warehouse, such as a run refused its key; when Temporal does
+not answer, the page says so.
 The page is one file of CSS and SVG charts (drawn by Vega-Lite as the report is
 made): no scripts, and nothing is loaded from the network, so it opens offline
 and can be mailed or archived as is. Its only links are the items' own pages.
@@ -23,9 +79,9 @@ Times are UTC.
 Example:
   $ harvester report --out reports/$(date +%F).html`,
     )
-    .action(async (options: { out: string }) => {
+    .action(async (options: { out: string; temporal: boolean }) => {
       const dataDir = dataDirFromEnv();
-      const html = await renderReport(await loadReportData(dataDir));
+      const html = await renderReport(await loadReportData(dataDir, options.temporal ? { unrecordedRuns: await runsEndedEarly() } : {}));
       const out = resolve(options.out);
       mkdirSync(dirname(out), { recursive: true });
       // Written beside the target and renamed over it, so a browser never shows half a report.

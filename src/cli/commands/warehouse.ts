@@ -19,7 +19,7 @@ const DEFAULT_MAX_ROWS = 100_000;
 const DEFAULT_TIMEOUT_SECONDS = 60;
 /** Rows per page of the table format: the first page sets the column widths. */
 const TABLE_PAGE_ROWS = 1000;
-const TABLE_MAX_CELL_WIDTH = 60;
+const DEFAULT_MAX_CELL_WIDTH = 60;
 
 type QueryFormat = 'table' | 'csv' | 'json';
 
@@ -30,6 +30,7 @@ export function queryCommand(): Command {
     .addOption(new Option('--format <format>', 'output').choices(['table', 'csv', 'json']).default('table'))
     .addOption(new Option('--max-rows <n>', 'print at most this many rows; 0 for no limit').argParser(wholeNumber(0)).default(DEFAULT_MAX_ROWS))
     .addOption(new Option('--timeout <seconds>', 'interrupt the query after this long; 0 for no limit').argParser(numberBetween(0, 1_000_000)).default(DEFAULT_TIMEOUT_SECONDS))
+    .addOption(new Option('--max-width <n>', 'table format: cut longer cells to this many characters, marked …; 0 for no limit').argParser(wholeNumber(0)).default(DEFAULT_MAX_CELL_WIDTH))
     .addHelpText(
       'after',
       `
@@ -40,14 +41,17 @@ than --max-rows prints that many, and one that runs longer than --timeout is int
 rows printed so far stay printed (JSON still closes its array), stderr names the limit and the flag that
 raises it, and the exit code is ${QUERY_LIMIT_EXIT_CODE}.
 The table format takes its column widths from the first ${TABLE_PAGE_ROWS} rows, and prints the header again
-above the rows where a wider cell widens a column.
+above the rows where a wider cell widens a column. It cuts a cell longer than --max-width characters,
+ending it with …, and says so on stderr: --format csv or json, or --max-width 0, print whole values.
+JSON prints a BIGINT (or HUGEINT) as a number within ±(2^53 - 1), which a double holds exactly, and as a
+string of its digits beyond; DECIMAL values and timestamps as strings.
 
 Examples:
   $ harvester query "SELECT platform, count(*) FROM items GROUP BY platform"
   $ harvester query "SELECT * FROM top_items_per_account WHERE rank_in_account = 1" --format csv > top.csv
   $ harvester query "SELECT * FROM item_metrics" --format csv --max-rows 0 --timeout 0 > metrics.csv`,
     )
-    .action(async (sql: string, options: { format: QueryFormat; maxRows: number; timeout: number }) => {
+    .action(async (sql: string, options: { format: QueryFormat; maxRows: number; timeout: number; maxWidth: number }) => {
       // A reader that goes away (`| head`) ends the query quietly; any other write error is reported.
       const readerGone = new AbortController();
       let writeError: NodeJS.ErrnoException | undefined;
@@ -56,7 +60,7 @@ Examples:
         readerGone.abort();
       };
       process.stdout.on('error', onWriteError);
-      const output = queryOutput(options.format);
+      const output = queryOutput(options.format, options.maxWidth);
       try {
         const result = await streamWarehouseQuery(dataDirFromEnv(), sql, output, { maxRows: options.maxRows, timeoutMs: options.timeout > 0 ? Math.max(1, Math.round(options.timeout * 1000)) : 0, signal: readerGone.signal });
         if (writeError) {
@@ -108,10 +112,10 @@ interface QueryOutput extends QuerySink {
   end(result: StreamedQuery): Promise<void>;
 }
 
-function queryOutput(format: QueryFormat): QueryOutput {
+function queryOutput(format: QueryFormat, maxWidth: number): QueryOutput {
   if (format === 'csv') return csvOutput();
   if (format === 'json') return jsonOutput();
-  return tableOutput();
+  return tableOutput(maxWidth);
 }
 
 /** CSV, CRLF line ends, a header line first. */
@@ -153,11 +157,12 @@ function jsonOutput(): QueryOutput {
  * come from the header and the first page; a later page with a wider cell widens its column and
  * prints the header again above itself, so every block is aligned and no row waits for the last.
  */
-function tableOutput(): QueryOutput {
+function tableOutput(maxWidth: number): QueryOutput {
   let header: string[] = [];
   let widths: number[] | undefined;
   let page: string[][] = [];
-  const layout = { maxCellWidth: TABLE_MAX_CELL_WIDTH };
+  let cutCells = 0;
+  const layout = { maxCellWidth: maxWidth > 0 ? maxWidth : undefined };
   const cell = (value: Json | undefined) => (value === null || value === undefined ? '' : typeof value === 'object' ? JSON.stringify(value) : String(value));
   const flush = async () => {
     if (widths !== undefined && page.length === 0) return;
@@ -172,10 +177,13 @@ function tableOutput(): QueryOutput {
   return {
     columns: (columns) => {
       header = columns.names;
+      cutCells += header.filter((name) => layout.maxCellWidth !== undefined && name.length > layout.maxCellWidth).length;
     },
     rows: async (rows) => {
       for (const row of rows) {
-        page.push(header.map((_, index) => cell(row[index])));
+        const cells = header.map((_, index) => cell(row[index]));
+        if (layout.maxCellWidth !== undefined) for (const text of cells) if (text.length > layout.maxCellWidth) cutCells++;
+        page.push(cells);
         if (page.length === TABLE_PAGE_ROWS) await flush();
       }
     },
@@ -184,6 +192,8 @@ function tableOutput(): QueryOutput {
       await flush();
       const stopped = result.stoppedBy === undefined ? '' : result.stoppedBy.limit === 'rows' ? `; stopped by --max-rows ${result.stoppedBy.maxRows}` : `; stopped by --timeout ${seconds(result.stoppedBy.timeoutMs)}`;
       await print(`(${result.rows} row${result.rows === 1 ? '' : 's'}${stopped})\n`);
+      // On stderr: the table on stdout stays the rows and nothing else.
+      if (cutCells > 0) process.stderr.write(`harvester: ${cutCells} cell${cutCells === 1 ? ' was' : 's were'} cut to ${maxWidth} characters, marked …; print whole values with --format csv, --format json or --max-width 0\n`);
     },
   };
 }

@@ -21,6 +21,11 @@ const DAY_MS = 24 * HOUR_MS;
 /** How fast an item's views and comments approach their peak. */
 const METRICS_GROWTH_MS = 3 * DAY_MS;
 const COMMENTS_GROWTH_MS = 1 * DAY_MS;
+
+/** How far an item of this age has come toward its peak: 1 − e^(−age/growthMs). */
+function growthAt(item: Item, nowMs: number, growthMs: number): number {
+  return 1 - Math.exp(-Math.max(0, nowMs - item.postedAtMs) / growthMs);
+}
 /** Accounts below this index always have at least this many items of every kind: the catalog's. */
 const CATALOG_ACCOUNTS = 12;
 const CATALOG_MIN_ITEMS = 600;
@@ -255,33 +260,60 @@ export class World {
     return { items, hasMore: last !== undefined && last.k > 0 };
   }
 
+  /**
+   * An item's counts at `nowMs`, bounded as on the real platforms (docs/api.md, "Content"): likes
+   * 2–12 % of views, shares 1–10 % of likes, comments at most a few percent of views (of likes, for
+   * photo posts, which count no views). Comments grow faster than views (a day against three), so
+   * a young item's share of comments runs up to three times its lifetime rate, still far below its
+   * views.
+   */
   metrics(item: Item, nowMs: number): ItemMetrics {
     const s = this.seed;
-    const age = Math.max(0, nowMs - item.postedAtMs);
-    const growth = 1 - Math.exp(-age / METRICS_GROWTH_MS);
+    const growth = growthAt(item, nowMs, METRICS_GROWTH_MS);
     const comments = this.commentCount(item, nowMs);
     if (item.kind === 'post') {
-      const likes = Math.floor(logUniform(10, 200_000, unit(s, 'likes', item.id)) * growth);
+      const likes = Math.floor(this.peakLikes(item) * growth);
       return { views: 0, likes, comments, shares: Math.floor(likes * 0.02) };
     }
-    const views = Math.floor(logUniform(100, 5_000_000, unit(s, 'views', item.id)) * growth);
+    const views = Math.floor(this.peakViews(item) * growth);
     const likes = Math.floor(views * (0.02 + 0.1 * unit(s, 'like-rate', item.id)));
     const shares = Math.floor(likes * (0.01 + 0.09 * unit(s, 'share-rate', item.id)));
     return { views, likes, comments, shares };
   }
 
+  /** The views a video or reel approaches: log-uniform 100–5,000,000. */
+  private peakViews(item: Item): number {
+    return logUniform(100, 5_000_000, unit(this.seed, 'views', item.id));
+  }
+
+  /** The likes a photo post approaches: log-uniform 10–200,000. */
+  private peakLikes(item: Item): number {
+    return logUniform(10, 200_000, unit(this.seed, 'likes', item.id));
+  }
+
+  /** The likes an item approaches, as `metrics` counts them at their peak. */
+  private itemLikesAtPeak(item: Item): number {
+    if (item.kind === 'post') return this.peakLikes(item);
+    return this.peakViews(item) * (0.02 + 0.1 * unit(this.seed, 'like-rate', item.id));
+  }
+
   // ---- comments -------------------------------------------------------------------------------
 
+  /**
+   * The comments an item has over its life: 0.05–1 % of its peak views (log-uniform), or for a
+   * photo post, 0.5–5 % of its peak likes. Tied to them, not drawn apart (as it was, 76 of 412
+   * items had more comments than views: 3,024 on 5 views).
+   */
   private commentCeiling(item: Item): number {
-    // From zero to tens of thousands, most items having few.
-    return Math.floor(logUniform(1, 30_001, unit(this.seed, 'comment-ceiling', item.id))) - 1;
+    const rate = unit(this.seed, 'comment-rate', item.id);
+    if (item.kind === 'post') return Math.floor(this.peakLikes(item) * logUniform(0.005, 0.05, rate));
+    return Math.floor(this.peakViews(item) * logUniform(0.0005, 0.01, rate));
   }
 
   /** Comments visible at `nowMs`: comment j appears once the item's comment curve passes it. */
   commentCount(item: Item, nowMs: number): number {
-    const age = Math.max(0, nowMs - item.postedAtMs);
     const ceiling = this.commentCeiling(item);
-    return Math.min(ceiling, Math.floor(ceiling * (1 - Math.exp(-age / COMMENTS_GROWTH_MS)) + 0.5));
+    return Math.min(ceiling, Math.floor(ceiling * growthAt(item, nowMs, COMMENTS_GROWTH_MS) + 0.5));
   }
 
   comment(item: Item, j: number): WorldComment {
@@ -294,7 +326,8 @@ export class World {
       id: `${prefix}${hashDigits(12, s, 'comment', item.id)}${String(j).padStart(5, '0')}`,
       text: pick(COMMENT_TEXTS, s, 'comment-text', item.id, j),
       authorHandle: this.account(item.platform, authorIndex).handle,
-      likes: Math.floor(logUniform(1, 50_000, unit(s, 'comment-likes', item.id, j))) - 1,
+      // Up to a tenth of the item's own likes: a comment is liked less than what it is under.
+      likes: Math.floor(logUniform(1, 1 + this.itemLikesAtPeak(item) / 10, unit(s, 'comment-likes', item.id, j))) - 1,
       postedAtMs: Math.floor(item.postedAtMs + ageMs),
     };
   }
