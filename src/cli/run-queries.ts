@@ -138,10 +138,14 @@ function statusClause(status: string): string {
  * continued-as-new appears once. Filters use the HarvestName and HarvestStatus search attributes,
  * and the status filter is checked against the run's latest attempt.
  */
-export async function listRuns(client: Client, filter: { name?: string; status?: string; limit?: number; taskQueue?: string }): Promise<RunListing[]> {
+export async function listRuns(
+  client: Client,
+  filter: { name?: string; status?: string; limit?: number; taskQueue?: string; taskQueuePrefix?: string },
+): Promise<RunListing[]> {
   const clauses = [`WorkflowType = '${HARVEST_WORKFLOW_TYPE}'`, "ExecutionStatus != 'ContinuedAsNew'"];
   if (filter.name) clauses.push(`HarvestName = ${quoted(filter.name)}`);
-  if (filter.taskQueue) clauses.push(`TaskQueue = ${quoted(filter.taskQueue)}`);
+  const queues = [...(filter.taskQueue ? [`TaskQueue = ${quoted(filter.taskQueue)}`] : []), ...(filter.taskQueuePrefix ? [`TaskQueue STARTS_WITH ${quoted(filter.taskQueuePrefix)}`] : [])];
+  if (queues.length > 0) clauses.push(`(${queues.join(' OR ')})`);
   if (filter.status) clauses.push(statusClause(filter.status));
   const runs: RunListing[] = [];
   const seen = new Set<string>();

@@ -102,7 +102,7 @@ describe('the calls of a run', () => {
     const row = new RegExp(`<td class="id">${runId}</td>\\n<td>(.*)</td>[\\s\\S]*?<td class="error">([^<]*)</td>`).exec(failures);
     expect(row, failures).not.toBeNull();
     expect(row![1]).toContain('in Temporal only');
-    expect(row![2], row![2]).toMatch(/^the run could not start: a worker set up for another API took the run&#39;s task/);
+    expect(row![2], row![2]).toMatch(/^the run could not start: the run&#39;s API key is not the one the worker uses/);
     expect(row![2]).not.toContain('sk_live_');
     const card = (label: string) => Number(new RegExp(`<span class="value">([^<]+)</span><span class="label">${label}</span>`).exec(page)![1]);
     expect(card('Harvest runs')).toBe(2);

@@ -6,8 +6,11 @@ import { dataDirFromEnv } from '../../config/environment.js';
 import { loadReportData, REPORT_DEFAULTS, type FailedRun, type ReportOptions } from '../../report/report-data.js';
 import { renderReport } from '../../report/render-report.js';
 import { connectClient, reachable, temporalSettingsFromEnv } from '../../temporal/connection.js';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { StoreIdentity } from '../../store/store-identity.js';
+import { HARVEST_TASK_QUEUE } from '../../../workflows/definitions.js';
 import { listRuns } from '../run-queries.js';
-import { taskQueueFromEnv } from '../run-environment.js';
+import { runStoreFromEnv, taskQueueFromEnv } from '../run-environment.js';
 
 /** Temporal's outcomes of a run that ended early; a run's own `failed` covers a workflow that failed. */
 const ENDED_EARLY = ['failed', 'terminated', 'cancelled', 'timed_out'] as const;
@@ -21,11 +24,17 @@ async function runsEndedEarly(): Promise<NonNullable<ReportOptions['unrecordedRu
   const settings = temporalSettingsFromEnv();
   if (!(await reachable(settings.address))) return { unreachable: `Temporal did not answer at ${settings.address} (TEMPORAL_ADDRESS)` };
   const client = await connectClient(settings);
+  const store = await runStoreFromEnv();
   try {
     const runs: FailedRun[] = [];
     for (const status of ENDED_EARLY) {
-      // The runs of this harvester's task queue: a Temporal shared with other harvesters holds theirs too.
-      for (const run of await listRuns(client, { status, limit: REPORT_DEFAULTS.maxFailures, taskQueue: taskQueueFromEnv() })) {
+      // The runs of this harvester's task queue, and, with no queue set, of the queues of `harvester
+      // run`'s and `retry`'s own workers (`harvester-<run>`); of those, the runs started for this
+      // store: a Temporal shared with other harvesters and data directories holds theirs too.
+      const taskQueuePrefix = process.env.HARVESTER_TASK_QUEUE ? undefined : `${HARVEST_TASK_QUEUE}-`;
+      const listed = await listRuns(client, { status, limit: REPORT_DEFAULTS.maxFailures, taskQueue: taskQueueFromEnv(), ...(taskQueuePrefix ? { taskQueuePrefix } : {}) });
+      for (const run of listed) {
+        if (!(await startedFor(client, run.workflowId, store))) continue;
         runs.push({
           runId: run.workflowId,
           harvest: run.harvest,
@@ -43,6 +52,19 @@ async function runsEndedEarly(): Promise<NonNullable<ReportOptions['unrecordedRu
   } finally {
     await client.connection.close();
   }
+}
+
+/**
+ * Whether a run was started for this store: one that carries another store's id is another data
+ * directory's, and one that carries none (a run started where no data directory was named, or
+ * before runs carried their store) may be anyone's, so it is counted.
+ */
+async function startedFor(client: Client, workflowId: string, store: StoreIdentity | undefined): Promise<boolean> {
+  if (!store) return true;
+  const history = await client.workflow.getHandle(workflowId).fetchHistory();
+  const payload = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0];
+  const input = payload ? defaultPayloadConverter.fromPayload<{ store?: StoreIdentity } | undefined>(payload) : undefined;
+  return input?.store === undefined || input.store.id === store.id;
 }
 
 /** Why a run ended early, as Temporal has it: the failure's message, or the run's own reason. */
