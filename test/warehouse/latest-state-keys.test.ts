@@ -138,11 +138,7 @@ describe('latest state past 2,048 rows of a data file', () => {
 
 describe('one row per key, checked and repaired', () => {
   it('fails a load that would leave two rows for one key, naming the table, and loads nothing of it', async () => {
-    const dataDir = newDataDir();
-    const handle = (await emulator.catalog()).tiktok.handles[1]!;
-    const first = await client.page('tiktok', 'channel-videos', { handle, limit: 10 });
-    writeLanding(dataDir, landingOfCall({ runId: 'run-0', harvest: 'forced', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, first, first.items));
-    await loadLandings(dataDir);
+    const { dataDir, handle, first } = await lakeOfOnePage(1, 'forced');
     // A duplicate forced into the lake behind the loader's back, as the DuckLake bug left them.
     await forceDuplicate(dataDir, first.items[0]!.id);
     writeLanding(dataDir, landingOfCall({ runId: 'run-1', harvest: 'forced', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, later(first, 1), first.items));
@@ -162,11 +158,7 @@ describe('one row per key, checked and repaired', () => {
 
 describe('a lake made before the fix', () => {
   it('is repaired by its first load after the upgrade, keeping each key\'s latest version', async () => {
-    const dataDir = newDataDir();
-    const handle = (await emulator.catalog()).tiktok.handles[2]!;
-    const first = await client.page('tiktok', 'channel-videos', { handle, limit: 10 });
-    writeLanding(dataDir, landingOfCall({ runId: 'run-0', harvest: 'upgrade', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, first, first.items));
-    await loadLandings(dataDir);
+    const { dataDir, first } = await lakeOfOnePage(2, 'upgrade');
     const itemId = first.items[3]!.id;
     await forceDuplicate(dataDir, itemId);
     // As an earlier version left it: its schema mark is not this version's.
@@ -179,6 +171,16 @@ describe('a lake made before the fix', () => {
     expect(kept!.caption).toBe(first.items[3]!.caption);
   }, 240_000);
 });
+
+/** A new lake holding one loaded page of ten videos of the catalog's `channel`th TikTok channel. */
+async function lakeOfOnePage(channel: number, harvest: string) {
+  const dataDir = newDataDir();
+  const handle = (await emulator.catalog()).tiktok.handles[channel]!;
+  const first = await client.page('tiktok', 'channel-videos', { handle, limit: 10 });
+  writeLanding(dataDir, landingOfCall({ runId: 'run-0', harvest, target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, first, first.items));
+  await loadLandings(dataDir);
+  return { dataDir, handle, first };
+}
 
 /** Inserts a second, older version of an item's row, as a merge that missed a delete would leave it. */
 async function forceDuplicate(dataDir: string, itemId: string): Promise<void> {
