@@ -108,13 +108,15 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
     calls.inc({ ...labels, outcome: error instanceof RateLimitedError ? 'rate_limited' : neverCharged(error) ? 'refused' : 'lost' });
     throw error;
   }
+  // Answered: its hold is released, and it was charged, landed or not. Each lost attempt was
+  // charged what the one that answered was: the same request.
+  creditsHeld.dec({ harvest: meter.harvest }, worst);
+  creditsCharged.inc(labels, result.creditsCharged * (1 + lostAttempts));
   const remaining = (result as Partial<{ creditsRemaining: number }>).creditsRemaining;
   if (remaining !== undefined) creditsRemaining.set(remaining);
   try {
     await land(result);
   } catch (error) {
-    creditsHeld.dec({ harvest: meter.harvest }, worst);
-    creditsCharged.inc(labels, result.creditsCharged * (1 + lostAttempts));
     calls.inc({ ...labels, outcome: 'lost' });
     // Charged, and not landed (a full disk, say): counted at its charge, as calls whose answers
     // were lost. If the journal cannot take that either, its intents stay open at their worst case.
@@ -125,14 +127,11 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
     }
     throw error;
   }
-  creditsHeld.dec({ harvest: meter.harvest }, worst);
   // Landed: counted as such even if the journal's settlement below fails (the run reads the landing back).
   calls.inc({ ...labels, outcome: 'answered' });
   landingsWaiting.landed();
   const items = (result as Partial<{ items: unknown[] }>).items;
   if (meter.listsItems && Array.isArray(items)) itemsLanded.inc(labels, items.length);
-  // Each lost attempt was charged what the one that answered was: the same request.
-  creditsCharged.inc(labels, result.creditsCharged * (1 + lostAttempts));
   await journal.settle(key, result.creditsCharged);
   for (let attempt = 0; attempt < lostAttempts; attempt++) await journal.settleLost(key, result.creditsCharged);
   return result;
