@@ -594,7 +594,6 @@ function objectAnswerProblem(spec: EndpointSpec, params: ContentParams, data: un
   return undefined;
 }
 
-
 /** How many earlier attempts a deadline's error names one by one; the rest are counted. */
 const EARLIER_ATTEMPTS_NAMED = 5;
 

@@ -296,7 +296,7 @@ async function detachFromEngine(connection: DuckDBConnection): Promise<void> {
 }
 
 /** What a new lake is given before anyone can see it: its tables and views. */
-export type LakeCreation = (connection: DuckDBConnection) => Promise<void>;
+export type LakeCreation = (connection: DuckDBConnection) => Promise<unknown>;
 
 /**
  * Makes a new lake under a name no reader opens, gives it its schema, and only then renames its

@@ -4,7 +4,7 @@
  * with two versions of a key (keepLatestPerKey; docs/ducklake-merge-duplicates.md).
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { inTransaction } from './duckdb.js';
+import { inTransaction, scalarOf } from './duckdb.js';
 import type { StagedTable } from './schema.js';
 
 /** The natural key of each latest-state table: one row per key, checked by every load. */
@@ -13,7 +13,6 @@ export const LATEST_STATE_KEYS = {
   items: ['platform', 'item_id'],
   comments: ['platform', 'comment_id'],
 } as const satisfies Partial<Record<StagedTable, readonly string[]>>;
-
 
 export type LatestStateTable = keyof typeof LATEST_STATE_KEYS;
 export const isLatestState = (table: string): table is LatestStateTable => Object.hasOwn(LATEST_STATE_KEYS, table);
@@ -36,8 +35,7 @@ export class DuplicateKeysError extends Error {
 
 /**
  * The guard of every load: after its merge, inside its transaction, each key of `batch` (a table of
- * the batch's keys) has
- * one row in the table, or the load fails and rolls back. Only the batch's keys are looked at (a
+ * the batch's keys) has one row in the table, or the load fails and rolls back. Only the batch's keys are looked at (a
  * merge can double no other), so the check costs what the batch does, not what the table holds.
  */
 export async function assertOnePerKey(connection: DuckDBConnection, table: LatestStateTable, batch: string): Promise<void> {
@@ -69,8 +67,7 @@ export async function keepLatestPerKey(connection: DuckDBConnection): Promise<Re
        WINDOW versions AS (PARTITION BY ${keyList})
        QUALIFY row_number() OVER (PARTITION BY ${keyList} ORDER BY last_seen_at DESC) = 1`,
     );
-    const reader = await connection.runAndReadAll(`SELECT coalesce(sum(_versions - 1), 0) FROM ${kept}`);
-    removed[table] = Number(reader.getRows()[0]?.[0] ?? 0);
+    removed[table] = await scalarOf(connection, `SELECT coalesce(sum(_versions - 1), 0) FROM ${kept}`);
     if (removed[table] > 0) {
       await inTransaction(connection, async () => {
         await connection.run(`DELETE FROM ${table} WHERE (${keyList}) IN (SELECT (${keyList}) FROM ${kept})`);

@@ -78,7 +78,7 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
 
 async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions): Promise<LoadResult> {
   const started = Date.now();
-  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: async (connection) => void (await ensureSchema(connection)) });
+  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
   try {
     // A lake made by an earlier version: its schema is brought up to date, and the duplicate rows
     // that version's loads may have left (docs/ducklake-merge-duplicates.md) are repaired once.

@@ -6,9 +6,9 @@
  * read since the maintenance before.
  * It is the lake's writer while it runs (one at a time with loads); readers are never stopped.
  */
+import type { DuckDBInstance } from '@duckdb/node-api';
 import { LocalStore, type Store } from '../store/store.js';
 import { scalarOf, sqlString } from './duckdb.js';
-import type { DuckDBInstance } from '@duckdb/node-api';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
 import { keepLatestPerKey, type LatestStateTable } from './latest-state.js';
 

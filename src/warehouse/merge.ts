@@ -21,7 +21,7 @@ const latest = (column: string, order = 'seen_at') => `arg_max(${column}, ${orde
  * value in the batch, and when the key was first and last seen. Keys seen once in the batch (nearly
  * all of them) skip the aggregation, which costs more than the merge itself for string columns.
  */
-function onePerKey(stage: string, keys: string[], anyColumns: string[], latestColumns: string[]): string {
+function onePerKey(stage: string, keys: readonly string[], anyColumns: string[], latestColumns: string[]): string {
   const keyList = keys.join(', ');
   return `WITH repeated AS (SELECT ${keyList} FROM ${stage} GROUP BY ${keyList} HAVING count(*) > 1)
     SELECT ${[...keys, ...anyColumns, ...latestColumns].join(', ')}, seen_at AS first_seen_at, seen_at AS last_seen_at FROM ${stage} ANTI JOIN repeated USING (${keyList})
@@ -50,8 +50,8 @@ const mergeSource = (table: StagedTable): string => `merge_source_${table}`;
  * project). A plain table as the source leaves none; every load checks it (assertOnePerKey).
  */
 const latestState = (table: StagedTable, keys: readonly string[], fixedColumns: string[], latestColumns: string[]) => [
-  `CREATE OR REPLACE TEMP TABLE ${mergeSource(table)} AS ${onePerKey(`stage_${table}`, [...keys], fixedColumns, latestColumns)}`,
-  ...upsert(table, [...keys], `SELECT * FROM ${mergeSource(table)}`, `${latestColumns.map((column) => newer(table, column)).join(', ')}, ${seenRange(table)}`),
+  `CREATE OR REPLACE TEMP TABLE ${mergeSource(table)} AS ${onePerKey(`stage_${table}`, keys, fixedColumns, latestColumns)}`,
+  ...upsert(table, keys, `SELECT * FROM ${mergeSource(table)}`, `${latestColumns.map((column) => newer(table, column)).join(', ')}, ${seenRange(table)}`),
 ];
 
 const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EXCLUDE (_landing) FROM stage_${table}`;
@@ -130,4 +130,3 @@ export async function merge(connection: DuckDBConnection, beforeCommit: () => vo
     return rows;
   });
 }
-
