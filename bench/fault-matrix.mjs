@@ -628,7 +628,7 @@ async function journalTotals(dataDir) {
 
 /** The run's journals in the shared catalog, and its landings in the object store. */
 async function sharedJournalTotals(ctx) {
-  const store = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'fault-matrix-reader-')), { ...process.env, ...ctx.sharedEnv });
+  const store = await storeFromEnvironment(mkdtempSync(join(OUT, 'reader-')), { ...process.env, ...ctx.sharedEnv });
   try {
     const replayed = [];
     for (const log of await store.journals.runJournalLogs(ctx.runId)) replayed.push(await CallJournal.replay(log));
