@@ -158,9 +158,8 @@ export interface UnloadableLanding {
   reason: string;
 }
 
-/** Why a landing's file is not JSON, in JSON.parse's words; undefined when it is JSON. */
-export function notJsonReason(dataDir: string, key: string): string | undefined {
-  const text = readFileSync(landingFile(dataDir, key), 'utf8');
+/** Why a landing's text is not JSON, in JSON.parse's words; undefined when it is JSON. */
+export function notJsonReason(text: string): string | undefined {
   try {
     JSON.parse(text);
     return undefined;
@@ -190,6 +189,16 @@ export function quarantinedLandingsOfRun(dataDir: string, runId: string): string
  * `quarantine/`, with a `.reason` file beside it: it blocks no load, and nothing of it is lost.
  * Returns where it now is.
  */
+/** Sets aside, under `quarantine/` with its reason, a landing's text that is not a file of its own (a segment's frame). */
+export function quarantineText(dataDir: string, key: string, text: string, reason: string): string {
+  const target = quarantineFile(dataDir, key);
+  mkdirSync(dirname(target), { recursive: true });
+  writeDurableFile(target, text, { what: 'quarantined landing' });
+  // The reason last: the loader skips a frame once its quarantined copy has a reason beside it.
+  writeDurableFile(`${target}.reason`, `${reason}\n`, { what: 'quarantine reason' });
+  return target;
+}
+
 export function quarantineLanding(dataDir: string, key: string, reason: string): string {
   const target = quarantineFile(dataDir, key);
   mkdirSync(dirname(target), { recursive: true });

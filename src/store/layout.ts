@@ -2,7 +2,8 @@
  * The data directory's layout: every path under it is named here, and only here, so what lives
  * where is one page to read, and a second storage backend knows what it has to hold.
  *
- *   landing/<run>/<target>/page-NNNNNN.json   answers, one file per page (landing.ts)
+ *   segments/<run>/<writer>-NNNNNN.seg        answers, many per file, framed (segment.ts); removed once loaded and their run is over
+ *   landing/<run>/<target>/page-NNNNNN.json   answers of earlier versions, one file per page (landing.ts): loaded, then cleared
  *   quarantine/…                              landings the loader cannot load, each with a .reason
  *   journal/<run>/<work>.ndjson               each piece of work's billed calls (call-journal.ts)
  *   coverage/<target>.json                    how far a target's last listing reached
@@ -32,6 +33,54 @@ export function pathSegment(key: string): string {
   let hash = 0x811c9dc5;
   for (let i = 0; i < key.length; i++) hash = Math.imul(hash ^ key.charCodeAt(i), 0x01000193) >>> 0;
   return `${safe}~${hash.toString(36)}`;
+}
+
+/**
+ * Landing keys, `<run>/<target>/page-NNNNNN.json` (landing.ts builds them): the run's folder is
+ * the key's first part, in the landing tree of earlier versions and among the segments alike.
+ */
+export function runFolderOfKey(key: string): string {
+  return key.slice(0, key.indexOf('/'));
+}
+
+export function segmentRoot(dataDir: string): string {
+  return join(dataDir, 'segments');
+}
+
+/** The folder of a run's segments, by the run's folder name (pathSegment of its id). */
+export function runSegmentFolder(dataDir: string, runFolder: string): string {
+  return join(segmentRoot(dataDir), runFolder);
+}
+
+/**
+ * A segment's name within its run's folder: the process that writes it (pid, start time, a random
+ * part: unique among every writer of the store) and its number among that writer's segments of the
+ * run. Built and parsed here only.
+ */
+export interface SegmentName {
+  writer: string;
+  seq: number;
+}
+
+const SEGMENT_NAME = /^([A-Za-z0-9]+-[A-Za-z0-9]+-[A-Za-z0-9]+)-(\d{6})\.seg$/;
+
+export function segmentFileName(name: SegmentName): string {
+  return `${name.writer}-${String(name.seq).padStart(6, '0')}.seg`;
+}
+
+/** The name of a segment file, or undefined for any other file (a temporary, a stray). */
+export function parseSegmentFileName(fileName: string): SegmentName | undefined {
+  const match = SEGMENT_NAME.exec(fileName);
+  return match ? { writer: match[1] as string, seq: Number(match[2]) } : undefined;
+}
+
+/** A segment's identity in the lake's `loaded_segments`: `<run folder>/<file name>`. */
+export function segmentId(runFolder: string, fileName: string): string {
+  return `${runFolder}/${fileName}`;
+}
+
+export function segmentFileOfId(dataDir: string, id: string): string {
+  return join(segmentRoot(dataDir), ...id.split('/'));
 }
 
 export function landingRoot(dataDir: string): string {

@@ -14,7 +14,10 @@ import pLimit, { type LimitFunction } from 'p-limit';
 import { clearCreditsLow, creditsLow, markCreditsLow, type CreditsLow } from './credit-alerts.js';
 import { FileJournals, type JournalStore } from './call-journal.js';
 import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
-import { findLanding, isLanded, quarantinedLandingsOfRun, quarantineLanding, writeLanding, type Landing } from './landing.js';
+import { existsSync } from 'node:fs';
+import { AnswerSegments, removeRunAnswers } from './answer-segments.js';
+import { quarantinedLandingsOfRun, quarantineLanding, quarantineText, type Landing } from './landing.js';
+import { landingFile } from './layout.js';
 import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
 import { lakeMaintainedAt, markLakeMaintained } from './maintenance-mark.js';
 import { storeMedia, type StoredMedia } from './media-store.js';
@@ -27,15 +30,20 @@ export interface Store {
   readonly description: string;
   readonly journals: JournalStore;
 
-  /** Writes a landing durably and returns its key. */
+  /** Writes a landing durably (with the answers that arrive with it: segment.ts) and returns its key. */
   writeLanding(landing: Landing): Promise<string>;
   findLanding(key: string): Promise<Landing | undefined>;
   isLanded(key: string): Promise<boolean>;
   /**
-   * Makes every landing of the store readable in `dataDir`'s landing folder, where the loader reads
-   * them; a no-op when that folder is the store.
+   * Makes the store's landings not in `dataDir` yet readable there, where the loader reads them; a
+   * no-op when that folder is the store.
    */
-  stageLandings(loaded: ReadonlySet<string>): Promise<void>;
+  stageLandings(): Promise<void>;
+  /**
+   * Removes a run's answers once all of them are in the lake and the run is over for good: the
+   * data directory (and the object store) keeps only what is not loaded, or may still be read back.
+   */
+  removeRunAnswers(runFolder: string): Promise<void>;
   /** Sets aside a landing the loader cannot load, with its reason; returns where it now is. */
   quarantineLanding(key: string, reason: string): Promise<string>;
   /** A run's quarantined landings, as quarantineLine says them. */
@@ -90,23 +98,31 @@ export class LocalStore implements Store {
   }
 
   async writeLanding(landing: Landing): Promise<string> {
-    return writeLanding(this.dataDir, landing);
+    return AnswerSegments.of(this.dataDir).land(landing);
   }
 
   async findLanding(key: string): Promise<Landing | undefined> {
-    return findLanding(this.dataDir, key);
+    return AnswerSegments.of(this.dataDir).find(key);
   }
 
   async isLanded(key: string): Promise<boolean> {
-    return isLanded(this.dataDir, key);
+    return AnswerSegments.of(this.dataDir).isLanded(key);
   }
 
   async stageLandings(): Promise<void> {
-    // The landing folder is the store.
+    // The data directory is the store.
+  }
+
+  async removeRunAnswers(runFolder: string): Promise<void> {
+    await AnswerSegments.of(this.dataDir).forgetRun(runFolder);
+    await removeRunAnswers(this.dataDir, runFolder);
   }
 
   async quarantineLanding(key: string, reason: string): Promise<string> {
-    return quarantineLanding(this.dataDir, key, reason);
+    if (existsSync(landingFile(this.dataDir, key))) return quarantineLanding(this.dataDir, key, reason);
+    // A frame of a segment: its text is set aside as a file, and its load skips it from then on.
+    const text = await AnswerSegments.of(this.dataDir).text(key);
+    return quarantineText(this.dataDir, key, text ?? '', reason);
   }
 
   async quarantinedLandingsOfRun(runId: string): Promise<string[]> {

@@ -5,11 +5,11 @@
  * JavaScript was most of a load's time. Each landing goes into the package file of its shape, with
  * its key added as `_landing`, so every row read stays traceable to the file it came from.
  */
-import { closeSync, fstatSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { isRunLandingKey, notJsonReason, type UnloadableLanding } from '../store/landing.js';
-import { landingFile } from '../store/layout.js';
+import type { PendingAnswer } from './pending-answers.js';
 
 /**
  * What a landing holds, which decides the column types DuckDB reads it with: a page whose data is
@@ -21,8 +21,10 @@ const LANDING_SHAPES: readonly LandingShape[] = ['list', 'object', 'run'];
 export interface LoadPackage {
   /** One NDJSON file per shape (empty when the batch has no landing of that shape). */
   files: Record<LandingShape, string>;
-  /** The landings packaged. */
+  /** The landings packaged, by key. */
   keys: string[];
+  /** The answers packaged. */
+  answers: PendingAnswer[];
   /** Landings left out because they cannot be loaded as they are (not a one-line JSON object with its data last). */
   rejected: UnloadableLanding[];
 }
@@ -75,40 +77,41 @@ class BufferedFile {
 const LANDINGS_PER_TURN = 100;
 
 /**
- * Extracts a batch of landings: writes their package into `directory` (replacing what was there).
+ * Extracts a batch of answers (landing files, or frames of segments): writes their package into
+ * `directory` (replacing what was there).
  * It yields to the event loop every few landings, so the loader can write the next batch's package
  * while DuckDB loads the current one: the reads here and DuckDB's work then share the cores.
  */
-export async function extract(dataDir: string, keys: string[], directory: string): Promise<LoadPackage> {
+export async function extract(answers: readonly PendingAnswer[], directory: string): Promise<LoadPackage> {
   rmSync(directory, { recursive: true, force: true });
   mkdirSync(directory, { recursive: true });
   const files = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, join(directory, `${shape}.jsonl`)])) as Record<LandingShape, string>;
   const outputs = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, new BufferedFile(files[shape])])) as Record<LandingShape, BufferedFile>;
   let landing = Buffer.allocUnsafe(1 << 20);
-  const packaged: string[] = [];
+  const packaged: PendingAnswer[] = [];
   const rejected: UnloadableLanding[] = [];
+  // A segment holds many answers: its file is opened once for the batch.
+  const opened = new Map<string, number>();
   try {
-    for (const [index, key] of keys.entries()) {
+    for (const [index, answer] of answers.entries()) {
       if (index % LANDINGS_PER_TURN === LANDINGS_PER_TURN - 1) await setImmediatePromise();
-      const fd = openSync(landingFile(dataDir, key), 'r');
-      let size: number;
-      try {
-        size = fstatSync(fd).size;
-        if (size > landing.length) landing = Buffer.allocUnsafe(size);
-        let read = 0;
-        while (read < size) {
-          const got = readSync(fd, landing, read, size - read, read);
-          if (got === 0) break;
-          read += got;
-        }
-        size = read;
-      } finally {
-        closeSync(fd);
+      const { key } = answer;
+      let fd = opened.get(answer.file);
+      if (fd === undefined) {
+        fd = openSync(answer.file, 'r');
+        opened.set(answer.file, fd);
+      }
+      if (answer.length > landing.length) landing = Buffer.allocUnsafe(answer.length);
+      let size = 0;
+      while (size < answer.length) {
+        const got = readSync(fd, landing, size, answer.length - size, answer.offset + size);
+        if (got === 0) break;
+        size += got;
       }
       while (size > 0 && WHITESPACE.has(landing[size - 1] as number)) size--;
       const problem = landingProblem(key, landing.subarray(0, size));
       if (typeof problem === 'string') {
-        rejected.push({ key, reason: notJsonReason(dataDir, key) ?? problem });
+        rejected.push({ key, reason: notJsonReason(landing.subarray(0, size).toString('utf8')) ?? problem });
         continue;
       }
       // The landing's members follow its key: `{"_landing":"<key>",` then the file without its `{`.
@@ -119,12 +122,13 @@ export async function extract(dataDir: string, keys: string[], directory: string
       end += landing.copy(buffer, end, 1, size);
       buffer[end++] = NEWLINE;
       output.commit(end - offset);
-      packaged.push(key);
+      packaged.push(answer);
     }
   } finally {
+    for (const fd of opened.values()) closeSync(fd);
     for (const output of Object.values(outputs)) output.close();
   }
-  return { files, keys: packaged, rejected };
+  return { files, keys: packaged.map((answer) => answer.key), answers: packaged, rejected };
 }
 
 /**

@@ -9,17 +9,18 @@
  * loader that was killed holds no lock (the OS drops it).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { inTransaction, scalarOf, sqlString, tableNames } from './duckdb.js';
-import { listLandings, type UnloadableLanding } from '../store/landing.js';
+import type { UnloadableLanding } from '../store/landing.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
 import { LAKE, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
 import { keepLatestPerKey } from './latest-state.js';
 import { extract, type LoadPackage } from './load-package.js';
 import { merge } from './merge.js';
+import { foldersOfEndedRuns, pendingAnswers, type PendingAnswer } from './pending-answers.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL, WAREHOUSE_TABLES } from './schema.js';
 
@@ -123,7 +124,11 @@ async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions)
   }
 }
 
-/** Loads the landings not loaded yet, batch by batch, each in its own transaction. */
+/**
+ * Loads the answers not loaded yet, batch by batch, each in its own transaction with the record of
+ * how far it loaded each segment; then clears from the data directory the answers of runs that are
+ * over and wholly in the lake.
+ */
 async function loadPending(
   lake: LakeConnection,
   dataDir: string,
@@ -133,23 +138,26 @@ async function loadPending(
   onBatch: (loaded: { keys: readonly string[]; rows: number }) => void,
 ): Promise<void> {
   const { connection } = lake;
-  const loaded = new Set((await connection.runAndReadAll('SELECT landing FROM loaded_landings')).getRows().map((row) => String(row[0])));
-  await store.stageLandings(loaded);
-  const pending = listLandings(dataDir).filter((key) => !loaded.has(key));
-  const plan = batchesOf(dataDir, pending, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
+  await store.stageLandings();
+  const pending = await pendingAnswers(connection, dataDir);
+  const plan = batchesOf(pending.answers, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
   // Each batch's package is written while the batch before it loads (two package folders take turns).
-  const packageOf = (index: number) => guarded(extract(dataDir, plan[index] as string[], loadPackageFolder(dataDir, index % 2)));
+  const packageOf = (index: number) => guarded(extract((plan[index] as PendingAnswer[]).filter((answer) => !answer.skip), loadPackageFolder(dataDir, index % 2)));
   let nextPackage = plan.length > 0 ? packageOf(0) : undefined;
   let batch = 0;
   try {
-    for (const index of plan.keys()) {
+    for (const [index, answers] of plan.entries()) {
       const loadPackage = await (nextPackage as Promise<LoadPackage>);
       nextPackage = index + 1 < plan.length ? packageOf(index + 1) : undefined;
       await quarantine(loadPackage.rejected);
-      if (loadPackage.keys.length === 0) continue;
+      const segments = segmentsLoadedBy(answers);
+      if (loadPackage.keys.length === 0 && segments.length === 0) continue;
       batch++;
-      await normalize(lake, dataDir, loadPackage);
-      const rows = await merge(connection, () => options.beforeCommit?.(batch));
+      if (loadPackage.keys.length > 0) await normalize(lake, dataDir, loadPackage);
+      const rows = await merge(connection, loadPackage.keys.length > 0, async () => {
+        await recordSegments(connection, segments);
+        await options.beforeCommit?.(batch);
+      });
       onBatch({ keys: loadPackage.keys, rows });
       options.logger?.info({ batch, landings: loadPackage.keys.length }, 'loaded a batch of landings');
       await options.afterBatch?.(batch);
@@ -158,6 +166,20 @@ async function loadPending(
     await nextPackage?.catch(() => undefined);
     for (const turn of [0, 1]) rmSync(loadPackageFolder(dataDir, turn), { recursive: true, force: true });
   }
+  for (const runFolder of await foldersOfEndedRuns(connection, pending.runFolders)) await store.removeRunAnswers(runFolder);
+}
+
+/** How far a batch loads each segment it reads: the end of its last frame there. */
+function segmentsLoadedBy(answers: readonly PendingAnswer[]): { id: string; runId: string; end: number }[] {
+  const ends = new Map<string, { id: string; runId: string; end: number }>();
+  for (const answer of answers) if (answer.segment) ends.set(answer.segment.id, answer.segment);
+  return [...ends.values()];
+}
+
+async function recordSegments(connection: DuckDBConnection, segments: { id: string; runId: string; end: number }[]): Promise<void> {
+  if (segments.length === 0) return;
+  const rows = segments.map((segment) => `(${sqlString(segment.id)}, ${sqlString(segment.runId)}, ${segment.end}, now())`);
+  await connection.run(`INSERT INTO loaded_segments VALUES ${rows.join(', ')}`);
 }
 
 /** A promise whose rejection is handled where it is awaited, not reported as unhandled while it waits. */
@@ -167,24 +189,24 @@ function guarded<T>(promise: Promise<T>): Promise<T> {
 }
 
 /**
- * Consecutive batches of landings, each within both the count and the byte bound (at least one
- * landing), and as even as those bounds allow: a small last batch would fall under DuckDB's row
- * group size and have its rows written twice (log, then checkpoint).
+ * Consecutive batches of answers, each within both the count and the byte bound (at least one
+ * answer), and as even as those bounds allow: a small last batch would fall under DuckDB's row
+ * group size and have its rows written twice (log, then checkpoint). Answers already loaded ride
+ * along in their batch (unpackaged) so the batch records its segments' progress past them.
  */
-function batchesOf(dataDir: string, keys: string[], maxLandings: number, maxBytes: number): string[][] {
-  const sizes = keys.map((key) => statSync(landingFile(dataDir, key)).size);
-  const totalBytes = sizes.reduce((sum, size) => sum + size, 0);
-  const count = Math.max(1, Math.ceil(keys.length / maxLandings), Math.ceil(totalBytes / maxBytes));
-  const batches: string[][] = [];
-  let current: string[] = [];
+function batchesOf(answers: PendingAnswer[], maxLandings: number, maxBytes: number): PendingAnswer[][] {
+  const totalBytes = answers.reduce((sum, answer) => sum + answer.length, 0);
+  const count = Math.max(1, Math.ceil(answers.length / maxLandings), Math.ceil(totalBytes / maxBytes));
+  const batches: PendingAnswer[][] = [];
+  let current: PendingAnswer[] = [];
   let bytes = 0;
   let landingsBefore = 0;
   let bytesBefore = 0;
-  keys.forEach((key, index) => {
-    const size = sizes[index] as number;
-    // Batch b ends where the first b + 1 shares of all landings (by count or by bytes) end.
+  for (const answer of answers) {
+    const size = answer.length;
+    // Batch b ends where the first b + 1 shares of all answers (by count or by bytes) end.
     const share = (batches.length + 1) / count;
-    const full = landingsBefore + current.length >= keys.length * share || bytesBefore + bytes >= totalBytes * share;
+    const full = landingsBefore + current.length >= answers.length * share || bytesBefore + bytes >= totalBytes * share;
     if (current.length > 0 && (full || current.length >= maxLandings || bytes + size > maxBytes)) {
       batches.push(current);
       landingsBefore += current.length;
@@ -192,9 +214,9 @@ function batchesOf(dataDir: string, keys: string[], maxLandings: number, maxByte
       current = [];
       bytes = 0;
     }
-    current.push(key);
+    current.push(answer);
     bytes += size;
-  });
+  }
   if (current.length > 0) batches.push(current);
   return batches;
 }

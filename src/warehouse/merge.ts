@@ -116,9 +116,11 @@ async function tablesWithWork(connection: DuckDBConnection): Promise<StagedTable
 /**
  * Merges what normalize staged into the warehouse tables and records the batch's landings, in one
  * transaction; returns the rows loaded. `beforeCommit` runs inside the transaction, just before
- * COMMIT; when anything fails, the transaction is rolled back and nothing of the batch is loaded.
+ * COMMIT (the loader records there how far it read each segment); when anything fails, the transaction is rolled back and nothing of the batch is loaded.
  */
-export async function merge(connection: DuckDBConnection, beforeCommit: () => void | Promise<void>): Promise<number> {
+export async function merge(connection: DuckDBConnection, staged: boolean, beforeCommit: () => void | Promise<void>): Promise<number> {
+  // A batch of answers all loaded before (a load killed before it recorded its segments' progress) stages nothing.
+  if (!staged) return inTransaction(connection, async () => (await beforeCommit(), 0));
   const tables = await tablesWithWork(connection);
   return inTransaction(connection, async () => {
     for (const table of tables) for (const statement of MERGES[table]) await connection.run(statement);

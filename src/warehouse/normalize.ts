@@ -13,6 +13,7 @@ import { notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import { sqlString, withDefaultDatabase } from './duckdb.js';
 import { LAKE, type LakeConnection } from './lake.js';
 import { extract, type LandingShape, type LoadPackage } from './load-package.js';
+import { answerText, type PendingAnswer } from './pending-answers.js';
 import { STAGED_TABLES } from './schema.js';
 import { loaderCheckFolder } from '../store/layout.js';
 
@@ -221,7 +222,7 @@ export async function normalize(lake: LakeConnection, dataDir: string, loadPacka
     try {
       for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
     } catch (error) {
-      throw await unreadableLandings(connection, dataDir, loadPackage.keys, error as Error);
+      throw await unreadableLandings(connection, dataDir, loadPackage.answers, error as Error);
     }
     for (const statement of STAGE_SQL) await connection.run(statement);
     const problems = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson();
@@ -244,10 +245,10 @@ export class UnloadableLandingsError extends Error {
  * DuckDB words its errors or numbers the package's lines.
  * When no landing fails alone (memory ran out, say), the batch's error is reported as it is.
  */
-async function unreadableLandings(connection: DuckDBConnection, dataDir: string, keys: string[], error: Error): Promise<Error> {
+async function unreadableLandings(connection: DuckDBConnection, dataDir: string, answers: PendingAnswer[], error: Error): Promise<Error> {
   const directory = loaderCheckFolder(dataDir);
-  const readFails = async (part: string[]): Promise<string | undefined> => {
-    const loadPackage = await extract(dataDir, part, directory);
+  const readFails = async (part: PendingAnswer[]): Promise<string | undefined> => {
+    const loadPackage = await extract(part, directory);
     try {
       for (const statement of readPackageSql(loadPackage.files)) await connection.run(statement);
       return undefined;
@@ -255,12 +256,12 @@ async function unreadableLandings(connection: DuckDBConnection, dataDir: string,
       return (partError as Error).message;
     }
   };
-  const halves = (part: string[]) => [part.slice(0, Math.ceil(part.length / 2)), part.slice(Math.ceil(part.length / 2))];
-  const find = async (part: string[]): Promise<UnloadableLanding[]> => {
+  const halves = (part: PendingAnswer[]) => [part.slice(0, Math.ceil(part.length / 2)), part.slice(Math.ceil(part.length / 2))];
+  const find = async (part: PendingAnswer[]): Promise<UnloadableLanding[]> => {
     const failure = await readFails(part);
     if (failure === undefined) return [];
-    const key = part[0] as string;
-    if (part.length === 1) return [{ key, reason: notJsonReason(dataDir, key) ?? duckdbReason(failure) }];
+    const answer = part[0] as PendingAnswer;
+    if (part.length === 1) return [{ key: answer.key, reason: notJsonReason(answerText(answer)) ?? duckdbReason(failure) }];
     const found: UnloadableLanding[] = [];
     for (const side of halves(part)) found.push(...(await find(side)));
     return found;
@@ -268,9 +269,9 @@ async function unreadableLandings(connection: DuckDBConnection, dataDir: string,
   try {
     // The whole batch is known to fail: its halves are where the search starts.
     const landings: UnloadableLanding[] = [];
-    for (const part of keys.length === 1 ? [keys] : halves(keys)) landings.push(...(await find(part)));
+    for (const part of answers.length === 1 ? [answers] : halves(answers)) landings.push(...(await find(part)));
     if (landings.length > 0) return new UnloadableLandingsError(landings);
-    return new Error(`landings ${keys[0]} to ${keys.at(-1)} (${keys.length}) cannot be loaded: ${error.message}`, { cause: error });
+    return new Error(`landings ${answers[0]?.key} to ${answers.at(-1)?.key} (${answers.length}) cannot be loaded: ${error.message}`, { cause: error });
   } finally {
     rmSync(directory, { recursive: true, force: true });
   }

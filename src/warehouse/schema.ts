@@ -68,6 +68,10 @@ export const TABLES_DDL = [
     request_id VARCHAR, failed_at TIMESTAMPTZ NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS loaded_landings (
     landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, rows BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
+  // How far each segment of answers was loaded (src/store/segment.ts), in the snapshot of the rows
+  // its frames made: a load reads a segment from there on. A row per segment and batch.
+  `CREATE TABLE IF NOT EXISTS loaded_segments (
+    segment VARCHAR NOT NULL, run_id VARCHAR NOT NULL, end_offset BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
 ];
 
 export const VIEWS_DDL = [

@@ -2,12 +2,15 @@
  * A small harvest, done by hand against the emulator: real client calls, each page landed as
  * the engine lands it. Returns what the warehouse should hold afterwards.
  */
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
+import { segmentRoot } from '../../src/store/layout.js';
+import { readFrameText, readSegment } from '../../src/store/segment.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { landingOfCall } from '../../activities/metered-call.js';
 import type { CallReport, SocialApiClient } from '../../src/api/client.js';
-import { writeLanding } from '../../src/store/landing.js';
+import type { Landing } from '../../src/store/landing.js';
+import { LocalStore } from '../../src/store/store.js';
 import { clientFor } from './client.js';
 import type { TestEmulator } from './emulator.js';
 
@@ -36,6 +39,10 @@ export async function landSampleHarvest(client: SocialApiClient, emulator: TestE
   const handle = catalog.tiktok.handles[0]!;
   const expectation: SampleExpectation = { itemIds: new Set(), metricRows: 0, apiCalls: 0, credits: 0, searchHits: 0, comments: 0, landings: 0 };
   const fresh = options.fresh ?? false;
+  // Landed as the engine lands them: into the run's segment, through the store.
+  const store = new LocalStore(dataDir);
+  const writes: Promise<string>[] = [];
+  const writeLanding = (_dataDir: string, landing: Landing) => writes.push(store.writeLanding(landing));
   const land = (target: string, page: number, params: Record<string, string>, result: CallReport, data: unknown, rankOffset?: number) => {
     writeLanding(dataDir, landingOfCall({ runId, harvest: 'sample', target, page, params, rankOffset }, result, data));
     expectation.apiCalls++;
@@ -81,5 +88,21 @@ export async function landSampleHarvest(client: SocialApiClient, emulator: TestE
   land(`item:instagram:${reels.items[0]!.id}:download`, 1, { url: reels.items[0]!.url }, download, download.data);
   writeLanding(dataDir, { format: 1, kind: 'run', run_id: runId, harvest: 'sample', seq: 1, status: 'completed', started_at: new Date().toISOString(), finished_at: new Date().toISOString(), credits_spent: expectation.credits, items_landed: expectation.itemIds.size });
   expectation.landings++;
+  await Promise.all(writes);
   return expectation;
+}
+
+/** Every landing in a data directory's segments, by key: what a test reads before a load clears them. */
+export async function landingsInSegments(dataDir: string): Promise<Map<string, Landing>> {
+  const landings = new Map<string, Landing>();
+  const root = segmentRoot(dataDir);
+  if (!existsSync(root)) return landings;
+  for (const run of readdirSync(root)) {
+    for (const name of readdirSync(join(root, run))) {
+      const file = join(root, run, name);
+      const read = await readSegment(file);
+      for (const frame of read.frames) landings.set(frame.key, JSON.parse(await readFrameText(file, frame)) as Landing);
+    }
+  }
+  return landings;
 }

@@ -1,8 +1,9 @@
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeLanding, listLandings, pageLandingKey, readLanding, type PageLanding } from '../../src/store/landing.js';
+import { writeLanding, listLandings, pageLandingKey, type Landing, type PageLanding } from '../../src/store/landing.js';
+import { LocalStore } from '../../src/store/store.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
 import { openLake } from '../../src/warehouse/lake.js';
 import { loadLandings, type QuarantinedLanding } from '../../src/warehouse/loader.js';
@@ -11,7 +12,7 @@ import { legacyWarehouseFiles } from '../../src/store/layout.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
-import { landedSample, landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
+import { landedSample, landingsInSegments, landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
 import { landingOfCall } from '../../activities/metered-call.js';
 
 let emulator: TestEmulator;
@@ -29,8 +30,11 @@ describe('loading landings into the warehouse', () => {
   let dataDir: string;
   let expected: SampleExpectation;
 
+  let landings: Map<string, Landing>;
+
   beforeAll(async () => {
     ({ dataDir, expected } = await landedSample(emulator, 'run-1'));
+    landings = await landingsInSegments(dataDir);
   });
 
   it('loads every landing once, into the documented tables', async () => {
@@ -91,13 +95,17 @@ describe('loading landings into the warehouse', () => {
     expect(await count(dataDir, 'SELECT count(*) FROM item_metrics')).toBe(expected.metricRows);
   });
 
-  it('a retried landing write replaces its file and is never loaded twice', async () => {
-    const key = listLandings(dataDir).find((name) => name.includes('page-000001') && name.includes('videos'))!;
-    const landing = readLanding(dataDir, key);
-    expect(writeLanding(dataDir, landing)).toBe(key);
-    expect(listLandings(dataDir).length).toBe(expected.landings);
+  it('clears the answers of a run that is over once they are in the lake: nothing of it stays outside the lake', () => {
+    expect(existsSync(join(dataDir, 'segments'))).toBe(true);
+    expect(readdirSync(join(dataDir, 'segments'))).toEqual([]);
+  });
+
+  it('a landing written again (by a second attempt) is never loaded twice, and is cleared', async () => {
+    const [key, landing] = [...landings].find(([name]) => name.includes('page-000001') && name.includes('videos'))!;
+    expect(await new LocalStore(dataDir).writeLanding(landing)).toBe(key);
     expect((await loadLandings(dataDir)).landingsLoaded).toBe(0);
     expect(await count(dataDir, 'SELECT count(*) FROM item_metrics')).toBe(expected.metricRows);
+    expect(readdirSync(join(dataDir, 'segments'))).toEqual([]);
   });
 });
 
@@ -105,8 +113,13 @@ describe('landings the loader cannot load', () => {
   let dataDir: string;
   let expected: SampleExpectation;
 
+  let landings: Map<string, Landing>;
+  /** A landing of the sample, by a part of its key. */
+  const sampleLanding = (part: string) => [...landings].find(([key]) => key.includes(part))!;
+
   beforeAll(async () => {
     ({ dataDir, expected } = await landedSample(emulator, 'run-bad'));
+    landings = await landingsInSegments(dataDir);
   });
 
   async function loadedCount(): Promise<bigint> {
@@ -144,7 +157,7 @@ describe('landings the loader cannot load', () => {
   });
 
   it('a page of an endpoint with no normalizer, or without a content URL, is quarantined naming why; the good page beside it loads', async () => {
-    const source = readLanding(dataDir, listLandings(dataDir).find((name) => name.includes('stats'))!) as PageLanding;
+    const source = sampleLanding('stats')[1] as PageLanding;
     const unknown = writeLanding(dataDir, { ...source, run_id: 'run-bad-endpoint', endpoint: 'tiktok/unknown-endpoint' as PageLanding['endpoint'] });
     const badUrl = writeLanding(dataDir, { ...source, run_id: 'run-bad-url', params: { url: 'https://example.com/not-a-video' } });
     const good = writeLanding(dataDir, { ...source, run_id: 'run-good' });
@@ -158,7 +171,7 @@ describe('landings the loader cannot load', () => {
   });
 
   it('several landings DuckDB cannot read, in the batch of good ones, are each found and quarantined with DuckDB\'s reason; the rest load once', async () => {
-    const source = readLanding(dataDir, listLandings(dataDir).find((name) => name.includes('videos'))!) as PageLanding;
+    const source = sampleLanding('videos')[1] as PageLanding;
     const items = source.data as Record<string, unknown>[];
     // Valid JSON, but values that do not fit their columns: only DuckDB's read finds these.
     const badViews = writeLanding(dataDir, { ...source, run_id: 'run-bad-views', data: items.map((item, index) => (index === 1 ? { ...item, metrics: { views: 'many' } } : item)) });
@@ -192,8 +205,8 @@ describe('landings the loader cannot load', () => {
   });
 
   it('a landing written with its data first still loads: writeLanding puts data last', async () => {
-    const key = listLandings(dataDir).find((name) => name.includes('videos'))!;
-    const { data, ...rest } = readLanding(dataDir, key) as PageLanding;
+    const [key, landing] = sampleLanding('videos');
+    const { data, ...rest } = landing as PageLanding;
     const reordered = { data, ...rest } as PageLanding;
     writeLanding(dataDir, { ...reordered, run_id: 'run-reordered' });
     const text = readFileSync(join(dataDir, 'landing', ...key.replace('run-bad', 'run-reordered').split('/')), 'utf8');
@@ -343,6 +356,7 @@ describe('an upgrade from the warehouse as one DuckDB file', () => {
     // A warehouse of the version before the lake: the same tables in one DuckDB file, as only the
     // published warehouse.duckdb (the loader's work database is gone), holding run-legacy's landings.
     const { dataDir: source, expected: legacy } = await landedSample(emulator, 'run-legacy');
+    const legacyLandings = await landingsInSegments(source);
     await loadLandings(source);
     const dataDir = mkdtempSync(join(tmpdir(), 'upgrade-'));
     const files = legacyWarehouseFiles(dataDir);
@@ -354,7 +368,8 @@ describe('an upgrade from the warehouse as one DuckDB file', () => {
     } finally {
       await lake.close();
     }
-    cpSync(join(source, 'landing'), join(dataDir, 'landing'), { recursive: true });
+    // Its landings as that version left them: a file each.
+    for (const landing of legacyLandings.values()) writeLanding(dataDir, landing);
     // And a run landed since the upgrade.
     const { expected: later } = await landedSample(emulator, 'run-later', dataDir);
 
@@ -368,6 +383,9 @@ describe('an upgrade from the warehouse as one DuckDB file', () => {
     expect(loaded).toBe(legacy.landings + later.landings);
     expect(observations).toBe(legacy.metricRows + later.metricRows);
     expect(await count(dataDir, "SELECT count(*) FROM harvest_runs WHERE run_id = 'run-legacy'")).toBe(1);
+    // Both runs are over and in the lake: the landing files of the old layout are cleared, and the segments too.
+    expect(readdirSync(join(dataDir, 'landing'))).toEqual([]);
+    expect(readdirSync(join(dataDir, 'segments'))).toEqual([]);
 
     // The move committed, and the worker died before the rename: the old file is still there.
     cpSync(`${files.published}.migrated`, files.published);

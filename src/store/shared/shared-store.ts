@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import type { CreditsLow } from '../credit-alerts.js';
 import { writeDurableFile } from '../durable-file.js';
 import type { JobRecord } from '../job-registry.js';
+import { removeRunAnswers } from '../answer-segments.js';
 import { landingKey, landingText, quarantineLanding, quarantineLine, writeLanding, type Landing } from '../landing.js';
 import { landingFile, landingRoot, mediaFile, objectKey, pathSegment, quarantineFile, quarantineRoot } from '../layout.js';
 import type { ListingCoverage } from '../listing-coverage.js';
@@ -65,12 +66,15 @@ export class SharedStore implements Store {
     return existsSync(landingFile(this.dataDir, key)) || (await this.objects.exists(this.landingObject(key)));
   }
 
-  /** Fetches every landing of the store that is neither loaded nor in the scratch directory yet. */
-  async stageLandings(loaded: ReadonlySet<string>): Promise<void> {
+  /**
+   * Fetches every landing of the store not in the scratch directory yet. The store holds only the
+   * landings of runs not over or not loaded (removeRunAnswers), so the listing does not grow with history.
+   */
+  async stageLandings(): Promise<void> {
     const prefix = `${objectKey(this.dataDir, landingRoot(this.dataDir))}/`;
     const missing = (await this.objects.list(prefix))
       .map((object) => object.slice(prefix.length))
-      .filter((key) => key.endsWith('.json') && !loaded.has(key) && !existsSync(landingFile(this.dataDir, key)));
+      .filter((key) => key.endsWith('.json') && !existsSync(landingFile(this.dataDir, key)));
     for (let start = 0; start < missing.length; start += STAGING_FETCHES) {
       await Promise.all(
         missing.slice(start, start + STAGING_FETCHES).map(async (key) => {
@@ -79,6 +83,12 @@ export class SharedStore implements Store {
         }),
       );
     }
+  }
+
+  async removeRunAnswers(runFolder: string): Promise<void> {
+    const prefix = `${objectKey(this.dataDir, landingRoot(this.dataDir))}/${runFolder}/`;
+    for (const object of await this.objects.list(prefix)) await this.objects.delete(object);
+    await removeRunAnswers(this.dataDir, runFolder);
   }
 
   /**

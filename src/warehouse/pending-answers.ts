@@ -1,0 +1,166 @@
+/**
+ * What a load has to load, learned from what the data directory still holds, never from history:
+ * answers are removed from the data directory once they are in the lake and their run is over, so
+ * what is here is the work of runs still open (or failed, kept for their retry) and what is not
+ * loaded yet. For each segment the lake records how far it was loaded (`loaded_segments`, in the
+ * same snapshot as the rows), so a load reads each segment from there on; landing files of earlier
+ * versions are checked against `loaded_landings` by their keys. Either way the cost follows what
+ * the data directory holds, not what the lake holds.
+ */
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { join, relative, sep } from 'node:path';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { runFoldersWithAnswers } from '../store/answer-segments.js';
+import { landingRoot, parseSegmentFileName, quarantineFile, runSegmentFolder, segmentId } from '../store/layout.js';
+import { readSegment } from '../store/segment.js';
+import { sqlString } from './duckdb.js';
+import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
+
+/** One answer to load: its landing key and where its text lies (a whole landing file, or a frame of a segment). */
+export interface PendingAnswer {
+  key: string;
+  file: string;
+  offset: number;
+  length: number;
+  /** Already in the lake (or twice among the pending): read past, not loaded again. */
+  skip?: boolean;
+  /** For a segment's frame: the segment, and the offset just past the frame. */
+  segment?: { id: string; runId: string; end: number };
+}
+
+export interface PendingAnswers {
+  answers: PendingAnswer[];
+  /** Run folders of the data directory with answers in them, by folder name: their run ids where known. */
+  runFolders: Map<string, string | undefined>;
+}
+
+/** Keys asked of the lake at once. */
+const KEYS_PER_QUERY = 5000;
+
+export async function pendingAnswers(connection: DuckDBConnection, dataDir: string): Promise<PendingAnswers> {
+  const folders = await runFoldersWithAnswers(dataDir);
+  const runFolders = new Map<string, string | undefined>();
+  const answers: PendingAnswer[] = [];
+
+  const segments: { id: string; file: string }[] = [];
+  for (const runFolder of folders.segments) {
+    runFolders.set(runFolder, undefined);
+    const folder = runSegmentFolder(dataDir, runFolder);
+    for (const name of readdirSync(folder).sort()) if (parseSegmentFileName(name)) segments.push({ id: segmentId(runFolder, name), file: join(folder, name) });
+  }
+  const loadedTo = await loadedOffsets(connection, segments.map((segment) => segment.id));
+  for (const segment of segments) {
+    const read = await readSegment(segment.file, loadedTo.get(segment.id) ?? 0);
+    if (!read.header) continue;
+    runFolders.set(segment.id.slice(0, segment.id.indexOf('/')), read.header.run_id);
+    for (const frame of read.frames) {
+      answers.push({ key: frame.key, file: segment.file, offset: frame.textOffset, length: frame.textLength, segment: { id: segment.id, runId: read.header.run_id, end: frame.end } });
+    }
+  }
+
+  for (const runFolder of folders.landingFiles) {
+    const root = landingRoot(dataDir);
+    for (const file of filesUnder(join(root, runFolder))) {
+      const key = relative(root, file).split(sep).join('/');
+      if (!key.endsWith('.json') || key.split('/').some((part) => part.startsWith('.'))) continue;
+      answers.push({ key, file, offset: 0, length: statSync(file).size });
+      // A landing file names its run inside: the first that parses says the folder's.
+      if (runFolders.get(runFolder) === undefined) runFolders.set(runFolder, runIdOfLandingFile(file));
+    }
+  }
+
+  await markLoaded(connection, dataDir, answers, [...new Set([...runFolders.values()].filter((id): id is string => id !== undefined))]);
+  return { answers, runFolders };
+}
+
+/** How far each segment was loaded, by segment id. */
+async function loadedOffsets(connection: DuckDBConnection, ids: string[]): Promise<Map<string, number>> {
+  const offsets = new Map<string, number>();
+  for (let start = 0; start < ids.length; start += KEYS_PER_QUERY) {
+    const chunk = ids.slice(start, start + KEYS_PER_QUERY);
+    const reader = await connection.runAndReadAll(`SELECT segment, max(end_offset) FROM loaded_segments WHERE segment IN (${chunk.map(sqlString).join(', ')}) GROUP BY segment`);
+    for (const [id, end] of reader.getRows()) offsets.set(String(id), Number(end));
+  }
+  return offsets;
+}
+
+/**
+ * Marks the answers not to load again: those whose key the lake has (a landing file loaded by a
+ * load that was killed before it could clear it; a page landed twice by two attempts of one work),
+ * those met twice among the pending, and those already set aside in quarantine.
+ */
+async function markLoaded(connection: DuckDBConnection, dataDir: string, answers: PendingAnswer[], runIds: string[]): Promise<void> {
+  const loaded = new Set<string>();
+  const ask = async (keys: string[], filter: string) => {
+    for (let start = 0; start < keys.length; start += KEYS_PER_QUERY) {
+      const chunk = keys.slice(start, start + KEYS_PER_QUERY);
+      const reader = await connection.runAndReadAll(`SELECT landing FROM loaded_landings WHERE ${filter}landing IN (${chunk.map(sqlString).join(', ')})`);
+      for (const [key] of reader.getRows()) loaded.add(String(key));
+    }
+  };
+  // Frames name their runs: the filter lets the lake skip other runs' data files (by their statistics).
+  const framed = [...new Set(answers.filter((answer) => answer.segment).map((answer) => answer.key))];
+  if (framed.length > 0) await ask(framed, `run_id IN (${runIds.map(sqlString).join(', ')}) AND `);
+  await ask([...new Set(answers.filter((answer) => !answer.segment).map((answer) => answer.key))], '');
+  const seen = new Set<string>();
+  for (const answer of answers) {
+    if (loaded.has(answer.key) || seen.has(answer.key) || (answer.segment && existsSync(quarantineFile(dataDir, answer.key)))) answer.skip = true;
+    seen.add(answer.key);
+  }
+}
+
+/**
+ * The run folders whose answers can leave the data directory: every answer of theirs is in the lake
+ * (after this load) and their run is over for good, neither running nor left for a retry.
+ */
+export async function foldersOfEndedRuns(connection: DuckDBConnection, runFolders: Map<string, string | undefined>): Promise<string[]> {
+  const runOf = new Map<string, string>();
+  for (const [folder, runId] of runFolders) if (runId !== undefined) runOf.set(folder, runId);
+  if (runOf.size === 0) return [];
+  const kept = ['running', ...RETRYABLE_STATUSES].map(sqlString).join(', ');
+  const reader = await connection.runAndReadAll(`SELECT run_id FROM harvest_runs WHERE run_id IN (${[...new Set(runOf.values())].map(sqlString).join(', ')}) AND status NOT IN (${kept})`);
+  const ended = new Set(reader.getRows().map((row) => String(row[0])));
+  return [...runOf].filter(([, id]) => ended.has(id)).map(([folder]) => folder);
+}
+
+function runIdOfLandingFile(file: string): string | undefined {
+  try {
+    const runId = (JSON.parse(readFileSync(file, 'utf8')) as { run_id?: unknown }).run_id;
+    return typeof runId === 'string' ? runId : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Every file under a folder, at any depth; none when the folder does not exist. */
+function filesUnder(root: string): string[] {
+  if (!existsSync(root)) return [];
+  const files: string[] = [];
+  const walk = (directory: string) => {
+    for (const entry of readdirSync(directory, { withFileTypes: true })) {
+      const path = join(directory, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else files.push(path);
+    }
+  };
+  walk(root);
+  return files;
+}
+
+
+/** An answer's text as it lies in its file. */
+export function answerText(answer: PendingAnswer): string {
+  const fd = openSync(answer.file, 'r');
+  try {
+    const buffer = Buffer.alloc(answer.length);
+    let read = 0;
+    while (read < answer.length) {
+      const got = readSync(fd, buffer, read, answer.length - read, answer.offset + read);
+      if (got === 0) break;
+      read += got;
+    }
+    return buffer.subarray(0, read).toString('utf8');
+  } finally {
+    closeSync(fd);
+  }
+}
