@@ -84,7 +84,9 @@ const { WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
 const { queryWarehouse } = await import(join(dist, 'src/warehouse/query.js'));
 const { harvestSummary } = await import(join(dist, 'src/temporal/run-summary.js'));
 const { listLandings } = await import(join(dist, 'src/store/landing.js'));
-const { landingFile } = await import(join(dist, 'src/store/layout.js'));
+const { segmentRoot } = await import(join(dist, 'src/store/layout.js'));
+const { framesIn, parseSegmentHeader } = await import(join(dist, 'src/store/segment.js'));
+const { LocalStore } = await import(join(dist, 'src/store/store.js'));
 const { CallJournal, FileJournalLog } = await import(join(dist, 'src/store/call-journal.js'));
 const { lakeExists } = await import(join(dist, 'src/warehouse/lake.js'));
 const { storeFromEnvironment } = await import(join(dist, 'src/store/store-from-environment.js'));
@@ -375,7 +377,7 @@ class CaseContext {
 
   landings() {
     try {
-      return listLandings(this.readDir).length;
+      return listLandings(this.readDir).length + framesInSegments(this.readDir);
     } catch {
       return -1;
     }
@@ -617,13 +619,37 @@ async function journalTotals(dataDir) {
       if (entry.isFile() && entry.name.endsWith('.ndjson')) replayed.push(await CallJournal.replay(new FileJournalLog(join(folder, run, entry.name))));
     }
   }
-  return addUpJournals(replayed, (key) => {
-    try {
-      return JSON.parse(readFileSync(landingFile(dataDir, key), 'utf8'));
-    } catch {
-      return undefined;
+  // An open intent's landing: in the data directory while its run's answers are there, else in the lake's raw answers.
+  const store = new LocalStore(dataDir);
+  const landings = new Map();
+  const missing = [];
+  for (const journal of replayed) {
+    for (const key of journal.openKeys()) {
+      const landing = await store.findLanding(key);
+      if (landing) landings.set(key, landing);
+      else missing.push(key);
     }
-  });
+  }
+  if (missing.length > 0 && (await lakeExists(dataDir))) {
+    const rows = await queryWarehouse(dataDir, `SELECT landing, answer FROM raw_answers WHERE landing IN (${missing.map((key) => `'${key.replaceAll("'", "''")}'`).join(', ')})`);
+    for (const row of rows.rows) landings.set(String(row.landing), typeof row.answer === 'string' ? JSON.parse(row.answer) : row.answer);
+  }
+  return addUpJournals(replayed, (key) => landings.get(key));
+}
+
+/** The whole frames in a data directory's segments: the landings written so far, read without blocking long. */
+function framesInSegments(dataDir) {
+  const root = segmentRoot(dataDir);
+  if (!existsSync(root)) return 0;
+  let frames = 0;
+  for (const run of readdirSync(root)) {
+    for (const name of readdirSync(join(root, run))) {
+      const bytes = readFileSync(join(root, run, name));
+      const header = parseSegmentHeader(bytes);
+      if (header) frames += framesIn(bytes.subarray(header.framesStart), header.framesStart).frames.length;
+    }
+  }
+  return frames;
 }
 
 /** The run's journals in the shared catalog, and its landings in the object store. */

@@ -23,6 +23,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   export: async () => (await import('./commands/warehouse.js')).exportCommand(),
   load: async () => (await import('./commands/warehouse.js')).loadCommand(),
   maintain: async () => (await import('./commands/warehouse.js')).maintainCommand(),
+  rebuild: async () => (await import('./commands/warehouse.js')).rebuildCommand(),
   query: async () => (await import('./commands/warehouse.js')).queryCommand(),
   plan: async () => (await import('./commands/plan.js')).planCommand(),
   receiver: async () => (await import('./commands/receiver.js')).receiverCommand(),

@@ -36,6 +36,8 @@ export interface LoadOptions {
   beforeCommit?: (batch: number) => void | Promise<void>;
   /** Called after each committed batch: a crash here must lose nothing. */
   afterBatch?: (batch: number) => void | Promise<void>;
+  /** Called once every batch is committed, before the answers of ended runs leave the data directory: a crash here must load nothing twice. */
+  beforeClear?: (batch: number) => void | Promise<void>;
   /** A run whose landings in the lake the result counts, whichever load loaded them. */
   countRun?: string;
   /** A DuckDB with the lake's extensions loaded already (createLakeEngine), for a process that loads often. */
@@ -166,7 +168,9 @@ async function loadPending(
     await nextPackage?.catch(() => undefined);
     for (const turn of [0, 1]) rmSync(loadPackageFolder(dataDir, turn), { recursive: true, force: true });
   }
-  for (const runFolder of await foldersOfEndedRuns(connection, pending.runFolders)) await store.removeRunAnswers(runFolder);
+  const ended = await foldersOfEndedRuns(connection, pending.runFolders);
+  if (ended.length > 0) await options.beforeClear?.(1);
+  for (const runFolder of ended) await store.removeRunAnswers(runFolder);
 }
 
 /** How far a batch loads each segment it reads: the end of its last frame there. */
@@ -240,7 +244,7 @@ const SCHEMA_MARK = `social-harvester schema ${createHash('sha256').update([...S
  * every statement is a change of the catalog that commits a snapshot of its own, even a view
  * replaced by the same view, and a load made ~30 such snapshots before its data (about 0.8 s).
  */
-async function ensureSchema(connection: DuckDBConnection): Promise<boolean> {
+export async function ensureSchema(connection: DuckDBConnection): Promise<boolean> {
   const marked = await connection.runAndReadAll(`SELECT comment FROM duckdb_tables() WHERE database_name = ${sqlString(LAKE)} AND table_name = 'loaded_landings'`);
   if (marked.getRows()[0]?.[0] === SCHEMA_MARK) return false;
   await inTransaction(connection, async () => {

@@ -123,12 +123,26 @@ export async function merge(connection: DuckDBConnection, staged: boolean, befor
   if (!staged) return inTransaction(connection, async () => (await beforeCommit(), 0));
   const tables = await tablesWithWork(connection);
   return inTransaction(connection, async () => {
-    for (const table of tables) for (const statement of MERGES[table]) await connection.run(statement);
-    for (const table of tables) if (isLatestState(table)) await assertOnePerKey(connection, table, mergeSource(table));
+    await mergeTables(connection, tables);
     await connection.run('CREATE OR REPLACE TEMP TABLE landing_rows AS SELECT * FROM stage_loaded_landings');
     await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
+    await connection.run('INSERT INTO raw_answers SELECT *, now() FROM stage_raw_answers');
     const rows = await scalarOf(connection, 'SELECT coalesce(sum(rows), 0) FROM landing_rows');
     await beforeCommit();
     return rows;
   });
+}
+
+/**
+ * Merges what normalize staged into the warehouse tables, within the caller's transaction, and
+ * checks that latest state kept one row per key. A rebuild (rebuild.ts) merges so, without the
+ * load's records, which it keeps.
+ */
+export async function mergeStaged(connection: DuckDBConnection): Promise<void> {
+  await mergeTables(connection, await tablesWithWork(connection));
+}
+
+async function mergeTables(connection: DuckDBConnection, tables: StagedTable[]): Promise<void> {
+  for (const table of tables) for (const statement of MERGES[table]) await connection.run(statement);
+  for (const table of tables) if (isLatestState(table)) await assertOnePerKey(connection, table, mergeSource(table));
 }

@@ -110,6 +110,11 @@ function readPackageSql(files: Record<LandingShape, string>): string[] {
     `CREATE OR REPLACE TEMP TABLE raw_list AS SELECT * FROM ${readJson(files.list, 'list', false)}`,
     `CREATE OR REPLACE TEMP TABLE raw_object AS SELECT * FROM ${readJson(files.object, 'object')}`,
     `CREATE OR REPLACE TEMP TABLE raw_run AS SELECT * FROM ${readJson(files.run, 'run')}`,
+    // Every answer as it came, whatever its columns: kept in the lake (raw_answers) for a rebuild.
+    `CREATE OR REPLACE TEMP TABLE stage_raw_answers AS
+      SELECT answer->>'_landing' AS landing, answer->>'run_id' AS run_id, answer->>'kind' AS kind, answer->>'request_id' AS request_id,
+        answer->>'endpoint' AS endpoint, answer->'params' AS params, TRY_CAST(answer->>'observed_at' AS TIMESTAMPTZ) AS observed_at, answer
+      FROM read_ndjson_objects([${[files.list, files.object, files.run].map(sqlString).join(', ')}]) AS objects(answer)`,
     `CREATE OR REPLACE TEMP TABLE listed AS
       SELECT _landing, platform, name, endpoint, run_id, request_id, observed_at, from_cache, params->>'query' AS query, params->>'handle' AS handle,
         subject_id, coalesce(rank_offset, 0) AS rank_offset, unnest(data) AS item, generate_subscripts(data, 1) AS position

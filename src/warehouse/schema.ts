@@ -68,6 +68,11 @@ export const TABLES_DDL = [
     request_id VARCHAR, failed_at TIMESTAMPTZ NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS loaded_landings (
     landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, rows BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
+  // Every answer the harvest paid for (and every run status), as landed, in the snapshot of the rows
+  // it made: `harvester rebuild` re-derives the tables from it, and a column added later is filled from it.
+  `CREATE TABLE IF NOT EXISTS raw_answers (
+    landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, request_id VARCHAR, endpoint VARCHAR,
+    params JSON, observed_at TIMESTAMPTZ, answer JSON NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
   // How far each segment of answers was loaded (src/store/segment.ts), in the snapshot of the rows
   // its frames made: a load reads a segment from there on. A row per segment and batch.
   `CREATE TABLE IF NOT EXISTS loaded_segments (
@@ -174,9 +179,13 @@ export const WAREHOUSE_TABLES = [
   'harvest_runs',
   'failed_calls',
   'loaded_landings',
+  'raw_answers',
+  'loaded_segments',
 ] as const;
 export type WarehouseTable = (typeof WAREHOUSE_TABLES)[number];
-/** Tables a load stages rows for: every data table (`loaded_landings` is the load's own record). */
-export type StagedTable = Exclude<WarehouseTable, 'loaded_landings'>;
-export const STAGED_TABLES = WAREHOUSE_TABLES.filter((table): table is StagedTable => table !== 'loaded_landings');
+/** The load's own records: what it loaded, the answers as they came, how far each segment was read. */
+const LOAD_RECORDS = ['loaded_landings', 'raw_answers', 'loaded_segments'] as const;
+/** Tables a load stages rows for: every data table. */
+export type StagedTable = Exclude<WarehouseTable, (typeof LOAD_RECORDS)[number]>;
+export const STAGED_TABLES = WAREHOUSE_TABLES.filter((table): table is StagedTable => !(LOAD_RECORDS as readonly string[]).includes(table));
 export const WAREHOUSE_VIEWS = ['latest_item_metrics', 'item_growth', 'item_metrics_at_age', 'account_followers', 'enrichment_coverage', 'search_rank_history', 'top_items_per_account'] as const;

@@ -11,7 +11,8 @@ import { columnChart, dailyLineChart, HARVEST_PALETTE, harvestColors, horizontal
 import { escapeHtml, formatNumber, formatPercent } from '../../src/report/format.js';
 import { loadReportData, type ReportData } from '../../src/report/report-data.js';
 import { ENRICHMENT_COVERAGE_SECTION, REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
-import { listLandings, readLanding, writeLanding, type Landing, type RunLanding } from '../../src/store/landing.js';
+import { writeLanding, type Landing, type RunLanding } from '../../src/store/landing.js';
+import { landedKeys, landedLanding } from '../support/landed.js';
 import { openLake } from '../../src/warehouse/lake.js';
 import { lakeCatalogFile } from '../../src/store/layout.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
@@ -55,8 +56,8 @@ function shift(iso: string | undefined, ms: number): string | undefined {
  * the day `daysAgo` days before yesterday (so no run straddles midnight), under another harvest.
  */
 function retime(runId: string, harvest: string, daysAgo: number): Landing[] {
-  const keys = listLandings(dataDir).filter((name) => name.startsWith(`${runId}/`));
-  const original = keys.map((key) => readLanding(dataDir, key));
+  const keys = landedKeys(dataDir).filter((name) => name.startsWith(`${runId}/`));
+  const original = keys.map((key) => landedLanding(dataDir, key));
   const first = Math.min(...original.flatMap((landing) => (landing.kind === 'page' ? [Date.parse(landing.observed_at)] : [])));
   const noon = Math.floor(now / DAY_MS) * DAY_MS - (daysAgo + 1) * DAY_MS + DAY_MS / 2;
   const ms = first - noon;

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
 import { CallJournal, runFailures } from '../../src/store/call-journal.js';
-import { listLandings, readLanding } from '../../src/store/landing.js';
+import { landedKeys, landedLanding } from '../support/landed.js';
 import { sharedStoreIdentity, storeFromEnvironment } from '../../src/store/store-from-environment.js';
 import type { Store } from '../../src/store/store.js';
 import { loadReportData } from '../../src/report/report-data.js';
@@ -89,11 +89,11 @@ describe('shared storage', () => {
   it('landings, coverage, jobs, the credits-low alert and media are seen from every machine; media is stored once', async () => {
     const [first, second] = [await machine(), await machine()];
     const { dataDir } = await landedSample(emulator, 'run-shared-1');
-    const key = listLandings(dataDir)[0]!;
+    const key = landedKeys(dataDir)[0]!;
     expect(await second.isLanded(key)).toBe(false);
-    await first.writeLanding(readLanding(dataDir, key));
+    await first.writeLanding(landedLanding(dataDir, key));
     expect(await second.isLanded(key)).toBe(true);
-    expect(await second.findLanding(key)).toEqual(readLanding(dataDir, key));
+    expect(await second.findLanding(key)).toEqual(landedLanding(dataDir, key));
     await first.writeCoverage('channel:tiktok:x:videos', { complete: true, max_items: 50, run_id: 'r', at: 'now' });
     expect(await second.readCoverage('channel:tiktok:x:videos')).toMatchObject({ complete: true, max_items: 50 });
     await first.registerJob({ jobId: 'job_1', requestId: 'req_1', workflowId: 'wf', runId: 'run-shared-1', target: 't' });
@@ -111,7 +111,7 @@ describe('shared storage', () => {
   it('a load on one machine takes every machine\'s landings into the shared lake once, and any machine reads it', async () => {
     const [lander, loader, another] = [await machine(), await machine(), await machine()];
     const { dataDir, expected } = await landedSample(emulator, 'run-shared-2');
-    for (const key of listLandings(dataDir)) await lander.writeLanding(readLanding(dataDir, key));
+    for (const key of landedKeys(dataDir)) await lander.writeLanding(landedLanding(dataDir, key));
     const loaded = await loadLandings(loader.dataDir, { store: loader });
     // The earlier test's landing of run-shared-1 is the store's too.
     expect(loaded.landingsLoaded).toBe(expected.landings + 1);
@@ -130,7 +130,7 @@ describe('shared storage', () => {
   it('two machines loading at once load each landing once: one waits for the other', async () => {
     const [lander, first, second] = [await machine(), await machine(), await machine()];
     const { dataDir, expected } = await landedSample(emulator, 'run-shared-3');
-    for (const key of listLandings(dataDir)) await lander.writeLanding(readLanding(dataDir, key));
+    for (const key of landedKeys(dataDir)) await lander.writeLanding(landedLanding(dataDir, key));
     const [one, other] = await Promise.all([loadLandings(first.dataDir, { store: first }), loadLandings(second.dataDir, { store: second })]);
     expect(one.landingsLoaded + other.landingsLoaded).toBe(expected.landings);
     const reader = mkdtempSync(join(tmpdir(), 'reader-'));
@@ -144,7 +144,7 @@ describe('shared storage', () => {
     const duplicates = async () => (await queryWarehouse(reader, 'SELECT count(*) - count(DISTINCT (platform, item_id)) AS n FROM items')).rows[0]!.n;
     for (const [runId, loader] of [['run-shared-4', first], ['run-shared-5', second]] as const) {
       const { dataDir } = await landedSample(emulator, runId);
-      for (const key of listLandings(dataDir)) await lander.writeLanding(readLanding(dataDir, key));
+      for (const key of landedKeys(dataDir)) await lander.writeLanding(landedLanding(dataDir, key));
       await loadLandings(loader.dataDir, { store: loader });
       expect(await duplicates()).toBe('0');
     }

@@ -394,5 +394,5 @@ describe('an upgrade from the warehouse as one DuckDB file', () => {
     expect(await count(dataDir, 'SELECT count(*) FROM loaded_landings')).toBe(loaded);
     expect(await count(dataDir, 'SELECT count(*) FROM item_metrics')).toBe(observations);
     expect(existsSync(files.published)).toBe(false);
-  });
+  }, 120_000);
 });

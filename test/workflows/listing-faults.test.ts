@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { SocialApiClient } from '../../src/api/client.js';
 import { CallJournal, FileJournals } from '../../src/store/call-journal.js';
-import { listLandings } from '../../src/store/landing.js';
+import { landedKeys } from '../support/landed.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { resumableState } from '../../src/harvest/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
@@ -52,7 +52,7 @@ describe('listings that lose their cursor', () => {
     const { emulator, temporal, firstIds, worker, catalog } = await setup({ latencyMs: 150 });
     const handle = catalog.tiktok.handles[4]!;
     const running = execute(temporal, worker, { harvest: channel(handle, 450) });
-    await waitFor(() => (listLandings(worker.dataDir).length >= 3 ? true : undefined), 30_000, 'three pages landed');
+    await waitFor(() => (landedKeys(worker.dataDir).length >= 3 ? true : undefined), 30_000, 'three pages landed');
     // An hour passes on the API's clock: the cursor in hand expires, and new videos are posted.
     await emulator.admin('clock', { advance_seconds: 3600 });
     const summary = await running;

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Client } from '@temporalio/client';
-import { listLandings } from '../../src/store/landing.js';
+import { landedKeys } from '../support/landed.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { CLI } from '../support/cli.js';
@@ -50,11 +50,11 @@ harvests:
 `);
     const first = startWorkerProcess(env);
     const run = await temporal.workflow.start('harvestWorkflow', { taskQueue, workflowId: `crash-${Date.now()}`, args: [{ harvest, pageSize: 10 }] });
-    await waitFor(() => (listLandings(dataDir).length >= 12 ? true : undefined), 60_000, 'a dozen pages landed');
+    await waitFor(() => (landedKeys(dataDir).length >= 12 ? true : undefined), 60_000, 'a dozen pages landed');
     const exited = new Promise((resolve) => first.once('exit', (_code, signal) => resolve(signal)));
     first.kill('SIGKILL');
     expect(await exited).toBe('SIGKILL');
-    const landedAtKill = listLandings(dataDir).length;
+    const landedAtKill = landedKeys(dataDir).length;
     expect(landedAtKill).toBeLessThan(40);
     const second = startWorkerProcess(env);
     try {
@@ -97,7 +97,7 @@ harvests:
     const run = await temporal.workflow.start('harvestWorkflow', { taskQueue, workflowId: `crash-budget-${Date.now()}`, args: [{ harvest, pageSize: 20 }] });
     try {
       for (const landed of [40, 120]) {
-        await waitFor(() => (listLandings(dataDir).length >= landed ? true : undefined), 60_000, `${landed} landings`);
+        await waitFor(() => (landedKeys(dataDir).length >= landed ? true : undefined), 60_000, `${landed} landings`);
         const exited = new Promise((resolve) => worker.once('exit', (_code, signal) => resolve(signal)));
         worker.kill('SIGKILL');
         expect(await exited).toBe('SIGKILL');
@@ -149,7 +149,7 @@ harvests:
       await emulator.admin('clock', { advance_seconds: 3 * 86_400 });
       const before = (await emulator.ledger('sk_live_crash')).length;
       const run = await temporal.workflow.start('harvestWorkflow', { taskQueue, workflowId: `crash-tracking-b-${Date.now()}`, args: [{ harvest }] });
-      const tracked = () => listLandings(dataDir).filter((key) => key.startsWith(run.workflowId) && key.includes('stats')).length;
+      const tracked = () => landedKeys(dataDir).filter((key) => key.startsWith(run.workflowId) && key.includes('stats')).length;
       await waitFor(() => (tracked() >= 20 ? true : undefined), 60_000, 'twenty tracked observations landed');
       const exited = new Promise((resolve) => worker.once('exit', (_code, signal) => resolve(signal)));
       worker.kill('SIGKILL');

@@ -6,6 +6,7 @@ import { csvLine } from '../../text/csv.js';
 import { exportParquet } from '../../warehouse/export.js';
 import { loadLandings } from '../../warehouse/loader.js';
 import { DEFAULT_KEEP_SNAPSHOTS_HOURS, maintainLake } from '../../warehouse/maintenance.js';
+import { rebuildLake } from '../../warehouse/rebuild.js';
 import { quarantineLine } from '../../store/landing.js';
 import { lakeLocation } from '../../warehouse/lake.js';
 import { streamWarehouseQuery, type QuerySink, type QueryStop, type StreamedQuery } from '../../warehouse/query.js';
@@ -259,4 +260,19 @@ export function maintainCommand(): Command {
 function duplicatesLine(removed: Record<string, number>): string {
   const repaired = Object.entries(removed).filter(([, rows]) => rows > 0);
   return repaired.length === 0 ? '' : `removed duplicate rows (each key's latest version kept): ${repaired.map(([table, rows]) => `${table} ${rows}`).join(', ')}; `;
+}
+
+export function rebuildCommand(): Command {
+  return new Command('rebuild')
+    .description('Derive the warehouse\'s tables again from the raw answers the lake keeps (raw_answers), in one snapshot')
+    .addHelpText(
+      'after',
+      '\nEvery answer a harvest paid for is kept in the lake, as it came. After an upgrade that adds a column, a\nrebuild fills it from those answers: nothing is bought again. Readers see the old tables or the new, never\na mix; a load waits until it is done.\n\nExample:\n  $ harvester rebuild',
+    )
+    .action(async () => {
+      const dataDir = dataDirFromEnv();
+      const store = await storeFromEnvironment(dataDir);
+      const result = await rebuildLake(dataDir, { store }).finally(() => store.close());
+      process.stderr.write(`rebuilt the tables from ${result.answers} raw answers in ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`);
+    });
 }

@@ -1,0 +1,78 @@
+/**
+ * A rebuild: the warehouse's tables derived again from the answers the lake keeps (`raw_answers`),
+ * through the same normalize and merge stages a load uses, in one transaction (one snapshot:
+ * readers see the old tables or the new, never a mix). What the loads made and what a rebuild makes
+ * are the same rows; a column added since is filled from answers already paid for. The load's own
+ * records (`loaded_landings`, `raw_answers`, `loaded_segments`) are kept as they are.
+ */
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { DuckDBInstance } from '@duckdb/node-api';
+import type { Logger } from '../logger.js';
+import { loadPackageFolder } from '../store/layout.js';
+import { LocalStore, type Store } from '../store/store.js';
+import { inTransaction, scalarOf } from './duckdb.js';
+import { latestSnapshot, openLakeWriter } from './lake.js';
+import type { LandingShape, LoadPackage } from './load-package.js';
+import { ensureSchema } from './loader.js';
+import { mergeStaged } from './merge.js';
+import { normalize } from './normalize.js';
+import { STAGED_TABLES } from './schema.js';
+
+export interface RebuildOptions {
+  store?: Store;
+  engine?: DuckDBInstance;
+  logger?: Logger;
+  /** Answers merged per step; memory follows the step, not the lake. */
+  batchAnswers?: number;
+  lockWaitMs?: number;
+}
+
+export interface RebuildResult {
+  answers: number;
+  snapshot: number;
+  durationMs: number;
+}
+
+export async function rebuildLake(dataDir: string, options: RebuildOptions = {}): Promise<RebuildResult> {
+  const store = options.store ?? new LocalStore(dataDir);
+  return store.asLakeWriter(async () => {
+    const started = Date.now();
+    const lake = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
+    const { connection } = lake;
+    try {
+      await ensureSchema(connection);
+      const total = await scalarOf(connection, 'SELECT count(*) FROM raw_answers');
+      const step = options.batchAnswers ?? 5000;
+      const folder = loadPackageFolder(dataDir, 0);
+      await inTransaction(connection, async () => {
+        for (const table of STAGED_TABLES) await connection.run(`DELETE FROM ${table}`);
+        // In the order they were loaded: each step as a load's batch was, so merges meet rows as the loads did.
+        for (let offset = 0; offset < total; offset += step) {
+          const reader = await connection.runAndReadAll(`SELECT kind, answer::VARCHAR FROM raw_answers ORDER BY loaded_at, landing LIMIT ${step} OFFSET ${offset}`);
+          await normalize(lake, dataDir, packageOf(folder, reader.getRows().map(([kind, answer]) => ({ kind: String(kind), text: String(answer) }))));
+          await mergeStaged(connection);
+          options.logger?.info({ answers: Math.min(total, offset + step), of: total }, 'rebuilt from raw answers');
+        }
+      });
+      rmSync(folder, { recursive: true, force: true });
+      return { answers: total, snapshot: await latestSnapshot(connection), durationMs: Date.now() - started };
+    } finally {
+      await lake.close();
+    }
+  });
+}
+
+/**
+ * A load package of raw answers. Each is the line the load packaged (its key as `_landing`, its data
+ * last), so it goes back into the package file of its shape as it is.
+ */
+function packageOf(folder: string, answers: { kind: string; text: string }[]): LoadPackage {
+  rmSync(folder, { recursive: true, force: true });
+  mkdirSync(folder, { recursive: true });
+  const lines: Record<LandingShape, string[]> = { list: [], object: [], run: [] };
+  for (const { kind, text } of answers) lines[kind === 'run' ? 'run' : text.endsWith(']}') ? 'list' : 'object'].push(text);
+  const files = Object.fromEntries((Object.keys(lines) as LandingShape[]).map((shape) => [shape, join(folder, `${shape}.jsonl`)])) as Record<LandingShape, string>;
+  for (const shape of Object.keys(lines) as LandingShape[]) writeFileSync(files[shape], lines[shape].map((line) => `${line}\n`).join(''));
+  return { files, keys: [], answers: [], rejected: [] };
+}

@@ -1,0 +1,65 @@
+import { appendFileSync, mkdtempSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { frameOf, readFrameText, readSegment, SegmentWriter } from '../../src/store/segment.js';
+
+const folder = () => mkdtempSync(join(tmpdir(), 'segment-'));
+
+describe('answer segments', () => {
+  it('appends arriving together are made durable together, and read back whole, in order', async () => {
+    const file = join(folder(), 'run', 'w-1.seg');
+    const writer = new SegmentWriter(file, { run_id: 'run-1' });
+    const refs = await Promise.all(Array.from({ length: 50 }, (_, index) => writer.append(`run/t/page-${index}.json`, JSON.stringify({ n: index, text: 'é'.repeat(index) }))));
+    await writer.close();
+    // 50 appends at once: far fewer groups (each one writev and one fdatasync) than appends.
+    expect(writer.frames).toBe(50);
+    expect(writer.groups).toBeLessThanOrEqual(2);
+    const read = await readSegment(file);
+    expect(read.header).toEqual({ run_id: 'run-1' });
+    expect(read.frames.map((frame) => frame.key)).toEqual(refs.map((ref) => ref.key));
+    expect(read.tornBytes).toBe(0);
+    expect(read.end).toBe(statSync(file).size);
+    for (const [index, frame] of read.frames.entries()) expect(JSON.parse(await readFrameText(file, frame))).toEqual({ n: index, text: 'é'.repeat(index) });
+    // A later read from where the first ended finds nothing new.
+    expect((await readSegment(file, read.end)).frames).toEqual([]);
+  });
+
+  it('a frame cut short or corrupted ends what is read: a torn tail is never taken for an answer', async () => {
+    const file = join(folder(), 'w-1.seg');
+    const writer = new SegmentWriter(file, { run_id: 'run-1' });
+    for (let index = 0; index < 3; index++) await writer.append(`run/t/page-${index}.json`, JSON.stringify({ n: index }));
+    await writer.close();
+    const whole = statSync(file).size;
+    // A fourth frame cut in the middle, as a kill mid-write or a full disk leaves it.
+    const fourth = frameOf('run/t/page-3.json', JSON.stringify({ n: 3 }));
+    appendFileSync(file, fourth.subarray(0, fourth.length - 5));
+    let read = await readSegment(file);
+    expect(read.frames).toHaveLength(3);
+    expect(read.end).toBe(whole);
+    expect(read.tornBytes).toBe(fourth.length - 5);
+    // Whole in length but with a byte changed: its checksum does not match.
+    truncateSync(file, whole);
+    const spoiled = Buffer.from(fourth);
+    spoiled.writeUInt8((spoiled.at(-2) as number) ^ 0xff, spoiled.length - 2);
+    appendFileSync(file, spoiled);
+    read = await readSegment(file);
+    expect(read.frames).toHaveLength(3);
+    expect(read.tornBytes).toBe(fourth.length);
+    // A file cut inside its header is no segment yet.
+    const cut = join(folder(), 'w-2.seg');
+    writeFileSync(cut, readFileSync(file).subarray(0, 10));
+    expect(await readSegment(cut)).toMatchObject({ header: undefined, frames: [] });
+  });
+
+  it('a write that fails rejects every append of its group, names the segment, and the writer takes no more', async () => {
+    const dir = folder();
+    // The segment's folder is a file: the writer cannot make the segment there.
+    writeFileSync(join(dir, 'run'), 'not a folder');
+    const writer = new SegmentWriter(join(dir, 'run', 'w-1.seg'), { run_id: 'run-1' });
+    const appends = [writer.append('run/t/page-1.json', '{}'), writer.append('run/t/page-2.json', '{}')];
+    for (const append of appends) await expect(append).rejects.toThrow(/cannot write landing segment .*w-1\.seg/);
+    expect(writer.failed).toBe(true);
+    await expect(writer.append('run/t/page-3.json', '{}')).rejects.toThrow(/cannot write landing segment/);
+  });
+});

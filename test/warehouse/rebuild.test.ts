@@ -1,0 +1,51 @@
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadLandings } from '../../src/warehouse/loader.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
+import { rebuildLake } from '../../src/warehouse/rebuild.js';
+import { STAGED_TABLES } from '../../src/warehouse/schema.js';
+import { clientFor } from '../support/client.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { landSampleHarvest } from '../support/sample-harvest.js';
+
+let emulator: TestEmulator;
+beforeAll(async () => {
+  emulator = await startTestEmulator();
+});
+afterAll(() => emulator.close());
+
+/** Every row of every table the loads make, in a fixed order, as text. */
+async function tablesOf(dataDir: string): Promise<Record<string, string[]>> {
+  const tables: Record<string, string[]> = {};
+  for (const table of STAGED_TABLES) {
+    const result = await queryWarehouse(dataDir, `SELECT * FROM ${table}`);
+    tables[table] = result.rows.map((row) => JSON.stringify(row)).sort();
+  }
+  return tables;
+}
+
+describe('harvester rebuild', () => {
+  it('derives the tables from the raw answers again, row for row as the loads made them, with the answers gone from the data directory', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'rebuild-'));
+    const client = clientFor(emulator);
+    try {
+      // Two runs, loaded in several batches each, the second re-observing what the first saw.
+      await landSampleHarvest(client, emulator, dataDir, 'run-r1', { fresh: true });
+      await loadLandings(dataDir, { batchLandings: 4 });
+      await emulator.admin('clock', { advance_seconds: 86_400 });
+      await landSampleHarvest(client, emulator, dataDir, 'run-r2', { fresh: true });
+      await loadLandings(dataDir, { batchLandings: 5 });
+    } finally {
+      await client.close();
+    }
+    // Both runs are over and loaded: their answers are only in the lake now.
+    expect(readdirSync(join(dataDir, 'segments'))).toEqual([]);
+    const loaded = await tablesOf(dataDir);
+    expect(loaded.items!.length).toBeGreaterThan(50);
+    const result = await rebuildLake(dataDir, { batchAnswers: 7 });
+    expect(result.answers).toBe(26);
+    expect(await tablesOf(dataDir)).toEqual(loaded);
+  }, 120_000);
+});
