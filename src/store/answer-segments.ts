@@ -1,7 +1,8 @@
 /**
  * A data directory's landed answers, in segments (segment.ts): this process appends each run's
  * landings to a segment of its own for that run (`segments/<run>/<writer>-NNNNNN.seg`), so answers
- * that arrive together, from any of the run's works in this process, are made durable together.
+ * that arrive together, from any of the run's works in this process, are written together, and
+ * made durable together when any work of the run checkpoints (syncRun, called by the journal's sync).
  * A landing is found again by its key (a retried work reads back what an earlier attempt landed)
  * through an index of the run's segments, built from the files and kept up to date as they grow:
  * its cost follows the run's own answers, never the store's history.
@@ -98,6 +99,11 @@ export class AnswerSegments {
     }
     const file = landingFile(this.dataDir, key);
     return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+  }
+
+  /** Makes the run's answers that this process wrote durable (segment.ts): before its journals are. */
+  async syncRun(runFolder: string): Promise<void> {
+    await this.writers.get(runFolder)?.writer.sync();
   }
 
   /** Forgets a run once its answers are loaded and its segments removed. */

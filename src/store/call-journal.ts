@@ -277,10 +277,18 @@ export class CallJournal {
 
 /** The journals of a data directory: a file per piece of work under `journal/<run>/`. */
 export class FileJournals implements JournalStore {
-  constructor(private readonly dataDir: string) {}
+  /**
+   * `beforeSync` makes the run's landed answers durable before a journal of the run is: a
+   * checkpoint never outlives the answers it covers (src/store/answer-segments.ts).
+   */
+  constructor(
+    private readonly dataDir: string,
+    private readonly beforeSync?: (runId: string) => Promise<void>,
+  ) {}
 
   journalLog(runId: string, workId: string): JournalLog {
-    return new FileJournalLog(journalFile(this.dataDir, runId, workId));
+    const beforeSync = this.beforeSync;
+    return new FileJournalLog(journalFile(this.dataDir, runId, workId), beforeSync && (() => beforeSync(runId)));
   }
 
   async runJournalLogs(runId: string): Promise<JournalLog[]> {
@@ -298,7 +306,10 @@ export class FileJournalLog implements JournalLog {
   /** The next record starts with a newline: the file may end in part of a record (a failed append). */
   private newlineFirst = false;
 
-  constructor(private readonly file: string) {}
+  constructor(
+    private readonly file: string,
+    private readonly beforeSync?: () => Promise<void>,
+  ) {}
 
   async records(): Promise<JournalLine[]> {
     if (!existsSync(this.file)) return [];
@@ -347,6 +358,7 @@ export class FileJournalLog implements JournalLog {
 
   /** Fsyncs the records appended so far; throws a FileWriteError naming the journal. */
   async sync(): Promise<void> {
+    await this.beforeSync?.();
     if (this.fd === undefined) return;
     try {
       fsyncSync(this.fd);

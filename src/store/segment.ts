@@ -4,10 +4,13 @@
  * its run; then frames, each `<length: u32 LE><CRC-32 of the payload: u32 LE><payload>`, where the
  * payload is `<landing key>\n<the landing's JSON, one line>`.
  *
- * Frames are written by a SegmentWriter, asynchronously (the event loop never waits on the disk)
- * and made durable in groups: every append that arrives while a write and its fdatasync are under
- * way joins the next group, which is written with one writev and made durable with one fdatasync
- * (group commit). An append resolves once its group is durable.
+ * Frames are written by a SegmentWriter, asynchronously (the event loop never waits on the disk),
+ * in groups: every append that arrives while a write is under way joins the next group, written
+ * with one writev. An append resolves once the kernel has its frame: a killed process loses none of
+ * it. `sync` makes every frame written so far outlive a machine crash, with one fdatasync for all
+ * of them (group commit): the harvest calls it before it checkpoints a work's position (through the
+ * journal's sync), so a checkpoint never covers an answer that a machine crash could take back,
+ * and a run makes one fdatasync per checkpoint, not one per answer.
  *
  * A reader (readFrames) takes frames in order up to the first one that is cut short or whose
  * checksum does not match: a torn tail, left by a process killed mid-write or a full disk. A writer
@@ -169,9 +172,12 @@ export class SegmentWriter {
   private size = 0;
   /** Bytes written to the file so far: where the next group starts. */
   private written = 0;
-  /** Groups made durable, and frames in them: what the fsync count of a run is made of. */
+  /** Groups written, frames in them, and fdatasyncs made. */
   groups = 0;
   frames = 0;
+  syncs = 0;
+  /** Frames written since the last fdatasync. */
+  private unsynced = false;
 
   constructor(
     readonly file: string,
@@ -188,7 +194,7 @@ export class SegmentWriter {
     return this.failure !== undefined;
   }
 
-  /** Appends a landing's frame; resolves once it is durable, with where its text lies. */
+  /** Appends a landing's frame; resolves once the kernel has it, with where its text lies. */
   append(key: string, text: string): Promise<FrameRef> {
     if (this.failure) return Promise.reject(this.failure);
     const frame = frameOf(key, text);
@@ -204,8 +210,23 @@ export class SegmentWriter {
     while (this.flushing) await this.flushing;
   }
 
-  async close(): Promise<void> {
+  /** Makes every frame written so far durable, with one fdatasync; throws naming the segment. */
+  async sync(): Promise<void> {
     await this.drain();
+    if (this.failure) throw this.failure;
+    if (!this.unsynced || !this.handle) return;
+    this.unsynced = false;
+    try {
+      await this.handle.datasync();
+      this.syncs++;
+    } catch (error) {
+      this.unsynced = true;
+      throw new FileWriteError('landing segment', this.file, error);
+    }
+  }
+
+  async close(): Promise<void> {
+    await this.sync().catch(() => undefined);
     await this.handle?.close().catch(() => undefined);
     this.handle = undefined;
   }
@@ -242,7 +263,7 @@ export class SegmentWriter {
     });
     await writeAll(this.handle as FileHandle, buffers);
     this.written = position;
-    await (this.handle as FileHandle).datasync();
+    this.unsynced = true;
     this.groups++;
     this.frames += group.length;
     group.forEach((append, index) => append.resolve(refs[index] as FrameRef));

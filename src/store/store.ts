@@ -16,8 +16,8 @@ import { FileJournals, type JournalStore } from './call-journal.js';
 import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
 import { existsSync } from 'node:fs';
 import { AnswerSegments, removeRunAnswers } from './answer-segments.js';
-import { quarantinedLandingsOfRun, quarantineLanding, quarantineText, type Landing } from './landing.js';
-import { landingFile } from './layout.js';
+import { pageLandingKey, quarantinedLandingsOfRun, quarantineLanding, quarantineText, type Landing } from './landing.js';
+import { landingFile, runFolderOfKey } from './layout.js';
 import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
 import { lakeMaintainedAt, markLakeMaintained } from './maintenance-mark.js';
 import { storeMedia, type StoredMedia } from './media-store.js';
@@ -93,7 +93,7 @@ export class LocalStore implements Store {
   readonly description: string;
 
   constructor(readonly dataDir: string) {
-    this.journals = new FileJournals(dataDir);
+    this.journals = new FileJournals(dataDir, (runId) => AnswerSegments.of(dataDir).syncRun(runFolderOfKey(pageLandingKey(runId, '-', 1))));
     this.description = `directory ${dataDir}`;
   }
 

@@ -61,7 +61,7 @@ function retime(runId: string, harvest: string, daysAgo: number): Landing[] {
   const first = Math.min(...original.flatMap((landing) => (landing.kind === 'page' ? [Date.parse(landing.observed_at)] : [])));
   const noon = Math.floor(now / DAY_MS) * DAY_MS - (daysAgo + 1) * DAY_MS + DAY_MS / 2;
   const ms = first - noon;
-  return original.map((landing, index) => {
+  const rewritten = original.map((landing, index) => {
     const moved: Landing =
       landing.kind === 'run'
         ? { ...landing, harvest, started_at: shift(landing.started_at, ms)!, finished_at: shift(landing.finished_at, ms) }
@@ -69,6 +69,9 @@ function retime(runId: string, harvest: string, daysAgo: number): Landing[] {
     expect(writeLanding(dataDir, moved)).toBe(keys[index]);
     return moved;
   });
+  // The rewritten landings (files, as an earlier version wrote them) replace the run's segment.
+  rmSync(join(dataDir, 'segments', keys[0]!.split('/')[0]!), { recursive: true, force: true });
+  return rewritten;
 }
 
 /**

@@ -190,7 +190,7 @@ ${catalog.tiktok.handles.slice(0, 3).map((handle) => `      - { platform: tiktok
     const failure = await execute(temporal, worker, { harvest: channel(catalog.tiktok.handles[0]!, 100) }).catch((error: unknown) => error);
     expect(failure).toBeInstanceOf(WorkflowFailedError);
     // Said once, with the file that could not be written and why.
-    expect((failure as WorkflowFailedError).cause?.message).toMatch(new RegExp(`^the run could not start: the data directory cannot be written: cannot write landing ${file}/data/landing/\\S+\\.json: ENOTDIR: not a directory`));
+    expect((failure as WorkflowFailedError).cause?.message).toMatch(new RegExp(`^the run could not start: the data directory cannot be written: cannot write landing segment ${file}/data/segments/\\S+\\.seg: ENOTDIR: not a directory`));
     expect(await emulator.ledger()).toEqual([]);
   }, 60_000);
 });
