@@ -12,6 +12,7 @@ import { quarantineLine } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
 import { coversListing } from '../src/store/listing-coverage.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
+import type { SchemaDrift } from '../src/warehouse/loader.js';
 import { loadStarted, runsFinished } from '../src/metrics/worker-metrics.js';
 import type { RunIdentity } from './run-guard.js';
 import { asActivity } from './failures.js';
@@ -66,6 +67,8 @@ export interface FinishedRun {
   quarantined: string[];
   /** Enrichment calls of the run that failed for good: how many, and the first of them. */
   failedCalls?: { total: number; first: FailedCall[] };
+  /** Fields the run's answers carried that no column takes (the warehouse's schema_drift). */
+  schemaDrift?: SchemaDrift[];
 }
 
 /** Failed calls a run's summary lists; `harvester show --json` and the journals have the count. */
@@ -248,7 +251,8 @@ export function runActivities(deps: RunActivityDeps) {
       runsFinished.inc({ harvest: input.harvest, status: input.status });
       // This run's landings only (a load on a shared data directory also loads other runs'), and
       // all of them, the loads during the run's and an earlier attempt's too.
-      const { landings: landingsLoaded, rows: rowsLoaded } = result.run ?? { landings: 0, rows: 0 };
+      const { landings: landingsLoaded, rows: rowsLoaded, schemaDrift } = result.run ?? { landings: 0, rows: 0, schemaDrift: [] };
+      if (schemaDrift.length > 0) deps.logger?.warn({ run: input.runId, schemaDrift }, 'the API\'s answers carry fields no column takes: kept in raw_answers');
       // Its own landings in quarantine, and any other a load during it set aside.
       const quarantined = [
         ...new Set([...(await deps.store.quarantinedLandingsOfRun(input.runId)), ...quarantinedDuringRun, ...result.quarantined.map(quarantineLine)]),
@@ -262,6 +266,7 @@ export function runActivities(deps: RunActivityDeps) {
         rowsLoaded,
         quarantined,
         failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) },
+        ...(schemaDrift.length > 0 ? { schemaDrift } : {}),
       };
     } finally {
       clearInterval(heartbeat);

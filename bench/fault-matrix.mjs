@@ -64,7 +64,7 @@
  * which refuses writes to root as a read-only mount would; as another user it uses chmod -R a-w.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, closeSync, cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, statfsSync } from 'node:fs';
+import { appendFileSync, chmodSync, closeSync, cpSync, createWriteStream, existsSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, statfsSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -85,7 +85,7 @@ const { queryWarehouse } = await import(join(dist, 'src/warehouse/query.js'));
 const { harvestSummary } = await import(join(dist, 'src/temporal/run-summary.js'));
 const { listLandings } = await import(join(dist, 'src/store/landing.js'));
 const { segmentRoot } = await import(join(dist, 'src/store/layout.js'));
-const { framesIn, parseSegmentHeader } = await import(join(dist, 'src/store/segment.js'));
+const { frameOf, framesIn, parseSegmentHeader } = await import(join(dist, 'src/store/segment.js'));
 const { LocalStore } = await import(join(dist, 'src/store/store.js'));
 const { CallJournal, FileJournalLog } = await import(join(dist, 'src/store/call-journal.js'));
 const { lakeExists } = await import(join(dist, 'src/warehouse/lake.js'));
@@ -511,7 +511,7 @@ CaseContext.prototype.growDisk = function growDisk(kib) {
 CaseContext.prototype.unmountSmallDisk = async function unmountSmallDisk() {
   if (!this.holder) return;
   // The tmpfs goes with its namespace: keep the journals and run records for a post-mortem.
-  for (const folder of ['journal', 'runs']) {
+  for (const folder of ['journal', 'runs', 'segments']) {
     try {
       cpSync(join(this.readDir, folder), join(this.dir, `tmpfs-${folder}`), { recursive: true });
     } catch {
@@ -635,6 +635,24 @@ async function journalTotals(dataDir) {
     for (const row of rows.rows) landings.set(String(row.landing), typeof row.answer === 'string' ? JSON.parse(row.answer) : row.answer);
   }
   return addUpJournals(replayed, (key) => landings.get(key));
+}
+
+/** The segment files of a data directory, oldest run first. */
+function segmentFiles(dataDir) {
+  const root = segmentRoot(dataDir);
+  if (!existsSync(root)) return [];
+  return readdirSync(root).sort().flatMap((run) => readdirSync(join(root, run)).sort().map((name) => join(root, run, name)));
+}
+
+/** Bytes in a data directory's segments. */
+function segmentBytes(dataDir) {
+  return segmentFiles(dataDir).reduce((sum, file) => {
+    try {
+      return sum + statSync(file).size;
+    } catch {
+      return sum;
+    }
+  }, 0);
 }
 
 /** The whole frames in a data directory's segments: the landings written so far, read without blocking long. */
@@ -954,6 +972,46 @@ const CASES = [
         await ctx.killWorker(worker, `at >= ${landings} landings`);
         worker = await ctx.startWorker();
       }
+      await ctx.runResult('run');
+    },
+  },
+  // ---- Segments (issue "A run's cost depends on its own work"): answers framed in segment files.
+  {
+    name: 'segment-kill-in-group-commit',
+    describe: 'worker SIGKILLed twice the moment its segment grows (a group of answers being written), a new worker each time (no latency, 16 calls in flight)',
+    expect: 'all rows, completed, re-paid <= callsLost, no invented rows',
+    emulator: fastEmulator,
+    async drive(ctx) {
+      let worker = await ctx.startWorker();
+      await ctx.startRun(BUDGET);
+      for (const landings of [200, 600]) {
+        await ctx.waitLandings(landings);
+        // Polled every millisecond: the kill follows a write of the segment by at most that.
+        const before = segmentBytes(ctx.readDir);
+        await waitFor(() => segmentBytes(ctx.readDir) > before || undefined, 60_000, 'the segment to grow', 1);
+        await ctx.killWorker(worker, `as its segment grew past ${before} bytes`);
+        worker = await ctx.startWorker();
+      }
+      await ctx.runResult('run');
+    },
+  },
+  {
+    name: 'segment-torn-tail',
+    describe: "worker SIGKILLed mid-run; a frame cut in the middle (a crash's torn write) appended to its segment, and garbage after the last frame of another; a new worker",
+    expect: 'all rows, completed, re-paid <= callsLost, no invented rows: a torn frame is never loaded',
+    emulator: [...fastEmulator, '--latency-ms', '50'],
+    faults: { latency_ms: 50 },
+    async drive(ctx) {
+      const worker = await ctx.startWorker();
+      await ctx.startRun(BUDGET);
+      await ctx.waitLandings(300);
+      await ctx.killWorker(worker, 'at >= 300 landings');
+      const segments = segmentFiles(ctx.readDir);
+      // A whole frame of an item no world has, cut before its end: its checksum cannot hold.
+      const torn = frameOf(`${segments[0].split('/').at(-2)}/item_tiktok_torn/page-000001.json`, JSON.stringify({ format: 1, kind: 'page', run_id: ctx.runId, harvest: 'torn', target: 'item:tiktok:torn', page: 1, endpoint: 'tiktok/stats', params: { url: 'https://www.tiktok.com/@torn/video/1' }, request_id: 'torn', observed_at: new Date().toISOString(), data: { entity_id: 'invented-torn-item' } }));
+      appendFileSync(segments[0], torn.subarray(0, torn.length - 7));
+      ctx.note(`appended ${torn.length - 7} of a ${torn.length}-byte frame to ${segments[0]}`);
+      await ctx.startWorker();
       await ctx.runResult('run');
     },
   },

@@ -28,6 +28,7 @@ import type { RedoFailedInput, WorkSpent } from '../activities/landed-enrichment
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import type { TargetWorkResult } from '../activities/target-work.js';
 import type { RunIdentity } from '../activities/run-guard.js';
+import type { FinishedRun } from '../activities/runs.js';
 import type { ApiIdentity } from '../src/api/identity.js';
 import type { StoreIdentity } from '../src/store/store-identity.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
@@ -83,6 +84,8 @@ export interface HarvestSummary extends HarvestProgress {
   landingsLoaded: number;
   /** Landings the final load could not load, set aside in quarantine/ (file: reason). */
   landingsQuarantined: string[];
+  /** Fields the run's answers carried that no column takes: the API changed (the warehouse's schema_drift). */
+  schemaDrift?: FinishedRun['schemaDrift'];
   /** Enrichment calls that failed for good (the first of them, and how many): `harvester retry` makes them again. */
   failedCalls?: { total: number; first: FailedCall[] };
   /** The run's final state: `harvester retry` resumes from it, so nothing landed is bought again. */
@@ -211,6 +214,7 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
     landingsLoaded: loaded.landingsLoaded,
     landingsQuarantined: loaded.quarantined,
     ...(loaded.failedCalls && loaded.failedCalls.total > 0 ? { failedCalls: loaded.failedCalls } : {}),
+    ...(loaded.schemaDrift && loaded.schemaDrift.length > 0 ? { schemaDrift: loaded.schemaDrift } : {}),
     checkpoint: state,
   };
   // A failed harvest is a failed workflow execution, so Temporal's own status (the UI's list and its

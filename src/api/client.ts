@@ -519,7 +519,9 @@ export class SocialApiClient {
       const where = checked.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`).join('; ');
       throw this.unexpected(response, `${spec ? `${endpointKey(spec)}: ` : ''}unexpected shape: ${where}`);
     }
-    return checked.data;
+    // The answer as it came, not zod's copy without the members its schema lacks: a field the API
+    // added is landed, recorded as schema drift by the load and kept in the lake's raw answers.
+    return json as z.infer<S>;
   }
 
   /** An answer refused: it is not data. It carries what the API said it charged for it. */

@@ -4,9 +4,9 @@
  * and plans, the emulated clock, and injected faults.
  */
 import type { IncomingMessage } from 'node:http';
-import type { WebhookEvent } from '../api-catalog/endpoints.js';
 import { ApiError, invalidParameter } from './api-error.js';
 import type { Billing } from './billing.js';
+import { ENDPOINTS, type WebhookEvent } from '../api-catalog/endpoints.js';
 import type { EmulatedClock } from './clock.js';
 import { readJsonBody, type Reply } from './http-io.js';
 import type { WebhookDispatcher } from './webhook-dispatcher.js';
@@ -20,6 +20,11 @@ export interface FaultSettings {
   expired_media_links: number;
   /** The media host is down: every media link answers 503 while this is true. */
   media_down: boolean;
+  /**
+   * Schema drift: fields the API's answers carry beyond its schema, by endpoint (`tiktok/stats`):
+   * added to an object answer's `data`, and to each item of a list answer's. JSON answers only.
+   */
+  extra_fields: Record<string, Record<string, unknown>>;
 }
 
 /** What the admin API reads and changes of a running emulator. */
@@ -77,6 +82,7 @@ export async function adminApi(req: IncomingMessage, url: URL, emulator: AdminTa
         latency_ms: body.latency_ms === undefined ? emulator.faults.latency_ms : requireWholeNumber(body.latency_ms, 'latency_ms'),
         expired_media_links: body.expired_media_links === undefined ? emulator.faults.expired_media_links : requireWholeNumber(body.expired_media_links, 'expired_media_links'),
         media_down: body.media_down === undefined ? emulator.faults.media_down : requireBoolean(body.media_down, 'media_down'),
+        extra_fields: body.extra_fields === undefined ? emulator.faults.extra_fields : requireExtraFields(body.extra_fields),
       };
       Object.assign(emulator.faults, next);
       return { status: 200, json: { data: emulator.faults } };
@@ -109,4 +115,15 @@ function requirePositive(value: unknown, param: string): number {
 function requireFraction(value: unknown): number {
   if (typeof value !== 'number' || value < 0 || value > 1) throw invalidParameter('fault_rate', `fault_rate must be between 0 and 1, got ${JSON.stringify(value)}`);
   return value;
+}
+
+/** `extra_fields`: an object of endpoint keys (`<platform>/<endpoint>`), each an object of fields to add. */
+function requireExtraFields(value: unknown): Record<string, Record<string, unknown>> {
+  const isObject = (candidate: unknown): candidate is Record<string, unknown> => typeof candidate === 'object' && candidate !== null && !Array.isArray(candidate);
+  if (!isObject(value)) throw invalidParameter('extra_fields', `extra_fields must be an object of endpoints, each an object of fields, got ${JSON.stringify(value)}`);
+  for (const [endpoint, fields] of Object.entries(value)) {
+    if (!ENDPOINTS.some((spec) => `${spec.platform}/${spec.name}` === endpoint)) throw invalidParameter('extra_fields', `extra_fields names ${JSON.stringify(endpoint)}, which is no endpoint (tiktok/stats, say)`);
+    if (!isObject(fields)) throw invalidParameter('extra_fields', `extra_fields.${endpoint} must be an object of fields, got ${JSON.stringify(fields)}`);
+  }
+  return value as Record<string, Record<string, unknown>>;
 }

@@ -122,6 +122,7 @@ class EmulatorServer {
       latency_ms: options.latencyMs ?? EMULATOR_DEFAULTS.latencyMs,
       expired_media_links: 0,
       media_down: false,
+      extra_fields: {},
     };
     this.limiter = new RateLimiter(this.faults.rate_limit);
     this.faultDraw = randomStream(seed);
@@ -321,7 +322,8 @@ class EmulatorServer {
       const text = spec.name === 'transcript' ? String(data.text) : String(data.summary);
       return { status: 200, body: text, contentType: 'text/plain; charset=utf-8', headers: cacheHeader };
     }
-    return { status: 200, json: { data, request_id: context.requestId }, headers: cacheHeader };
+    const extra = this.faults.extra_fields[key];
+    return { status: 200, json: { data: extra ? { ...data, ...extra } : data, request_id: context.requestId }, headers: cacheHeader };
   }
 
   /** A download's media link; while the expired-links fault lasts, one that has already expired. */
@@ -364,7 +366,8 @@ class EmulatorServer {
       return { status: 200, body: toCsv(page.items, csvColumns(spec.name, spec.platform)), contentType: 'text/csv; charset=utf-8', headers };
     }
     const meta = { count: page.items.length, limit, ...(spec.item ? { item: spec.item } : {}), ...(cursor ? { cursor } : {}), has_more: page.hasMore };
-    return { status: 200, json: { data: page.items, meta, request_id: context.requestId }, headers };
+    const extra = this.faults.extra_fields[key];
+    return { status: 200, json: { data: extra ? page.items.map((item) => ({ ...item, ...extra })) : page.items, meta, request_id: context.requestId }, headers };
   }
 
   private charge(context: CallContext, endpoint: EndpointKey, units: number, price: number, jobId?: string): void {

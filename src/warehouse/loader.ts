@@ -68,8 +68,8 @@ export interface LoadResult {
   batches: number;
   /** The lake's latest snapshot after the load: what a reader's next query reads. */
   snapshot: number;
-  /** For `countRun`: its landings in the lake after this load, and their rows. */
-  run?: { landings: number; rows: number };
+  /** For `countRun`: its landings in the lake after this load, their rows, and the fields its answers carried that no column takes. */
+  run?: { landings: number; rows: number; schemaDrift: SchemaDrift[] };
   durationMs: number;
 }
 
@@ -225,9 +225,22 @@ function batchesOf(answers: PendingAnswer[], maxLandings: number, maxBytes: numb
   return batches;
 }
 
-async function landingsOfRun(connection: DuckDBConnection, runId: string): Promise<{ landings: number; rows: number }> {
+/** A field the answers of an endpoint carried and no column takes (schema_drift), over a run. */
+export interface SchemaDrift {
+  endpoint: string;
+  field: string;
+  answers: number;
+  firstSeenAt: string;
+  lastSeenAt: string;
+}
+
+async function landingsOfRun(connection: DuckDBConnection, runId: string): Promise<{ landings: number; rows: number; schemaDrift: SchemaDrift[] }> {
   const row = (await connection.runAndReadAll(`SELECT count(*), coalesce(sum(rows), 0) FROM loaded_landings WHERE run_id = ${sqlString(runId)}`)).getRows()[0];
-  return { landings: Number(row?.[0] ?? 0), rows: Number(row?.[1] ?? 0) };
+  const drift = await connection.runAndReadAll(
+    `SELECT endpoint, field_path, sum(answers), strftime(min(first_seen_at), '%Y-%m-%dT%H:%M:%SZ'), strftime(max(last_seen_at), '%Y-%m-%dT%H:%M:%SZ') FROM schema_drift WHERE run_id = ${sqlString(runId)} GROUP BY ALL ORDER BY 1, 2`,
+  );
+  const schemaDrift = drift.getRows().map(([endpoint, field, answers, first, last]) => ({ endpoint: String(endpoint), field: String(field), answers: Number(answers), firstSeenAt: String(first), lastSeenAt: String(last) }));
+  return { landings: Number(row?.[0] ?? 0), rows: Number(row?.[1] ?? 0), schemaDrift };
 }
 
 const SCHEMA_DDL = [...TABLES_DDL, ...VIEWS_DDL];

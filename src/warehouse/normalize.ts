@@ -9,6 +9,8 @@ import { rmSync } from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../api-catalog/content-urls.js';
 import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../api-catalog/endpoints.js';
+import { channelItemSchema, channelProfileSchema, commentSchema, downloadSchema, searchResultSchema, statsSchema, summarySchema, transcriptSchema } from '../api-catalog/resources.js';
+import { z } from 'zod';
 import { notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import { sqlString, withDefaultDatabase } from './duckdb.js';
 import { LAKE, type LakeConnection } from './lake.js';
@@ -64,6 +66,77 @@ const RAW_COLUMNS: Record<LandingShape, Record<string, string>> = {
     failed_calls: 'STRUCT(endpoint VARCHAR, subject VARCHAR, reason VARCHAR, request_id VARCHAR, "at" TIMESTAMPTZ)[]',
   },
 };
+
+/**
+ * The paths of the members a STRUCT type names, as JSON paths (`$.metrics.views`): what the
+ * load reads of an answer's data. A list's elements are read past (`$.segments.start`). Written
+ * by hand: a few lines for the types above, where a SQL type parser would be a dependency.
+ */
+export function structPaths(type: string, prefix = '$'): string[] {
+  const body = /^\s*STRUCT\((.*)\)(\[\])?\s*$/s.exec(type)?.[1];
+  if (body === undefined) return [];
+  const members: string[] = [];
+  let depth = 0;
+  let start = 0;
+  for (let index = 0; index < body.length; index++) {
+    const char = body[index];
+    if (char === '(') depth++;
+    else if (char === ')') depth--;
+    else if (char === ',' && depth === 0) {
+      members.push(body.slice(start, index));
+      start = index + 1;
+    }
+  }
+  members.push(body.slice(start));
+  return members.flatMap((member) => {
+    const match = /^\s*("[^"]+"|\w+)\s+(.*)$/s.exec(member);
+    if (!match) return [];
+    const path = `${prefix}.${(match[1] as string).replaceAll('"', '')}`;
+    return [path, ...structPaths(match[2] as string, path)];
+  });
+}
+
+/** The paths of the members of a zod schema (objects within objects, lists read past), as JSON paths. */
+function schemaPaths(schema: z.ZodType, prefix = '$'): string[] {
+  if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) return schemaPaths(schema.unwrap() as z.ZodType, prefix);
+  if (schema instanceof z.ZodArray) return schemaPaths(schema.element as z.ZodType, prefix);
+  if (!(schema instanceof z.ZodObject)) return [];
+  return Object.entries(schema.shape as Record<string, z.ZodType>).flatMap(([name, member]) => [`${prefix}.${name}`, ...schemaPaths(member, `${prefix}.${name}`)]);
+}
+
+/**
+ * The fields an answer may carry without drift: those of the API's resources (its published
+ * schema, src/api-catalog/resources.ts) and those the load reads.
+ */
+const KNOWN_PATHS = {
+  list: [...new Set([...[commentSchema, channelItemSchema, searchResultSchema].flatMap((schema) => schemaPaths(schema)), ...structPaths(RAW_COLUMNS.list.data as string)])],
+  object: [...new Set([...[transcriptSchema, summarySchema, statsSchema, channelProfileSchema, downloadSchema].flatMap((schema) => schemaPaths(schema)), ...structPaths(RAW_COLUMNS.object.data as string)])],
+};
+
+/** Answers of each run and endpoint whose fields a load batch compares with what it reads. */
+const DRIFT_SAMPLE = 20;
+
+/**
+ * Schema drift: the fields that a batch's answers carry beyond the API's published schema, which the
+ * load therefore reads into no column, by run,
+ * endpoint and field path (`data.sponsor`), with when they were first and last seen and in how many
+ * of the answers compared (up to DRIFT_SAMPLE of each run and endpoint per batch: a new field comes
+ * with every answer of its endpoint, and comparing every item of every page would cost each load
+ * more than the rest of its normalize). The answers keep the fields (raw_answers) for a rebuild.
+ */
+const DRIFT_SQL = `CREATE OR REPLACE TEMP TABLE stage_schema_drift AS
+  WITH compared AS (
+    SELECT landing, run_id, endpoint, observed_at, answer->'data' AS data, json_type(answer->'data') = 'ARRAY' AS listed FROM stage_raw_answers
+    WHERE kind = 'page' AND endpoint IS NOT NULL
+    QUALIFY row_number() OVER (PARTITION BY run_id, endpoint ORDER BY landing) <= ${DRIFT_SAMPLE}),
+  carried AS (
+    SELECT DISTINCT landing, run_id, endpoint, observed_at, listed, regexp_replace(tree.fullkey, '\\[[0-9]+\\]', '', 'g') AS path
+    FROM compared, json_tree(compared.data) AS tree)
+  SELECT run_id, endpoint, 'data' || substr(path, 2) AS field_path, min(observed_at) AS first_seen_at, max(observed_at) AS last_seen_at, count(*) AS answers
+  FROM carried
+  WHERE path <> '$' AND CASE WHEN listed THEN path NOT IN (${KNOWN_PATHS.list.map(sqlString).join(', ')})
+    ELSE path NOT IN (${KNOWN_PATHS.object.map(sqlString).join(', ')}) END
+  GROUP BY ALL`;
 
 /** DuckDB's reader of one shape's package file; without `data` when only the pages themselves are wanted. */
 function readJson(file: string, shape: LandingShape, withData = true): string {
@@ -230,6 +303,7 @@ export async function normalize(lake: LakeConnection, dataDir: string, loadPacka
       throw await unreadableLandings(connection, dataDir, loadPackage.answers, error as Error);
     }
     for (const statement of STAGE_SQL) await connection.run(statement);
+    await connection.run(DRIFT_SQL);
     const problems = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson();
     if (problems.length > 0) throw new UnloadableLandingsError(problems.map((problem) => ({ key: String(problem._landing), reason: `${String(problem.problem)} (${String(problem.endpoint)})` })));
   });

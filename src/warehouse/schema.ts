@@ -73,6 +73,11 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS raw_answers (
     landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, request_id VARCHAR, endpoint VARCHAR,
     params JSON, observed_at TIMESTAMPTZ, answer JSON NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
+  // Schema drift: fields answers carried that no column takes, by run, endpoint and path, per load
+  // batch (normalize.ts says which answers are compared). The answers keep them (raw_answers).
+  `CREATE TABLE IF NOT EXISTS schema_drift (
+    run_id VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, field_path VARCHAR NOT NULL,
+    first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL, answers BIGINT NOT NULL)`,
   // How far each segment of answers was loaded (src/store/segment.ts), in the snapshot of the rows
   // its frames made: a load reads a segment from there on. A row per segment and batch.
   `CREATE TABLE IF NOT EXISTS loaded_segments (
@@ -181,10 +186,11 @@ export const WAREHOUSE_TABLES = [
   'loaded_landings',
   'raw_answers',
   'loaded_segments',
+  'schema_drift',
 ] as const;
 export type WarehouseTable = (typeof WAREHOUSE_TABLES)[number];
 /** The load's own records: what it loaded, the answers as they came, how far each segment was read. */
-const LOAD_RECORDS = ['loaded_landings', 'raw_answers', 'loaded_segments'] as const;
+const LOAD_RECORDS = ['loaded_landings', 'raw_answers', 'loaded_segments', 'schema_drift'] as const;
 /** Tables a load stages rows for: every data table. */
 export type StagedTable = Exclude<WarehouseTable, (typeof LOAD_RECORDS)[number]>;
 export const STAGED_TABLES = WAREHOUSE_TABLES.filter((table): table is StagedTable => !(LOAD_RECORDS as readonly string[]).includes(table));

@@ -42,6 +42,9 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
   }
   lines.push(...failedCallLines(summary.failedCalls));
   for (const landing of summary.landingsQuarantined ?? []) lines.push(`quarantined (not loaded): ${landing}`);
+  for (const drift of summary.schemaDrift ?? []) {
+    lines.push(`schema drift: ${drift.endpoint} answers carry ${drift.field} (${drift.answers} compared, ${drift.firstSeenAt} to ${drift.lastSeenAt}), which no column takes: kept in raw_answers for a rebuild`);
+  }
   return lines.join('\n');
 }
 
