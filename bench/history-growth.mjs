@@ -7,7 +7,8 @@
  * loader. Each measured step runs in a child process of its own, so its peak memory (maxRSS) is its
  * own. The target: times and the load's peak memory at the largest history within 20% of the smallest.
  *
- * The history is made with the product's segment writer (LocalStore.writeLanding): runs of
+ * The history is made with the product's segment writer (LocalStore.writeLanding) and loader, then
+ * maintained as the daily maintenance does (harvester maintain: small files merged): runs of
  * HISTORY_RUN answers each, every answer a channel-stats observation of one of 1,000 accounts (a
  * team tracking the same accounts every day), each run ended `completed` and loaded, so its
  * segments are removed and only the lake grows: `account_metrics`, `api_calls`, `loaded_landings`
@@ -61,6 +62,10 @@ if (what === 'history') {
     await store.writeLanding(runLanding(runId, 2, 'completed'));
     await loadLandings(dataDir);
   }
+  // As the daily maintenance after a run's final load leaves it (small files merged; snapshots
+  // kept a week, none older here). A lake the harvester keeps is maintained so every day.
+  const { maintainLake } = await import(dist + '/src/warehouse/maintenance.js');
+  result = { maintenance: await maintainLake(dataDir) };
 } else if (what === 'run') {
   const { SocialApiClient } = await import(dist + '/src/api/client.js');
   const { landingOfCall } = await import(dist + '/activities/metered-call.js');
@@ -114,6 +119,7 @@ try {
   for (const size of SIZES) {
     const dataDir = join(OUT, `history-${size}`);
     const made = await runStep(['history', dataDir, String(size)]);
+    console.log(JSON.stringify({ history: size, maintenance: made.maintenance }));
     const left = readdirSync(join(dataDir, 'segments')).length;
     const runs = [];
     const idles = [];

@@ -11,7 +11,7 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, s
 import { join, relative, sep } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { runFoldersWithAnswers } from '../store/answer-segments.js';
-import { landingRoot, parseSegmentFileName, quarantineFile, runSegmentFolder, segmentId } from '../store/layout.js';
+import { landingRoot, parseSegmentFileName, quarantineFile, runFolderOfKey, runSegmentFolder, segmentId } from '../store/layout.js';
 import { readSegment } from '../store/segment.js';
 import { sqlString } from './duckdb.js';
 import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
@@ -49,12 +49,21 @@ export async function pendingAnswers(connection: DuckDBConnection, dataDir: stri
     for (const name of readdirSync(folder).sort()) if (parseSegmentFileName(name)) segments.push({ id: segmentId(runFolder, name), file: join(folder, name) });
   }
   const loadedTo = await loadedOffsets(connection, segments.map((segment) => segment.id));
+  /** Keys each run folder's segments hold before where they were loaded to: loaded already. */
+  const loadedKeys = new Map<string, Set<string>>();
   for (const segment of segments) {
-    const read = await readSegment(segment.file, loadedTo.get(segment.id) ?? 0);
+    const runFolder = segment.id.slice(0, segment.id.indexOf('/'));
+    // Read whole (the run's own answers, never history): the frames before the loaded offset say
+    // which of the run's keys are in the lake, so a page landed again by a second attempt is not.
+    const read = await readSegment(segment.file);
     if (!read.header) continue;
-    runFolders.set(segment.id.slice(0, segment.id.indexOf('/')), read.header.run_id);
+    runFolders.set(runFolder, read.header.run_id);
+    const loadedEnd = loadedTo.get(segment.id) ?? 0;
+    const keys = loadedKeys.get(runFolder) ?? new Set<string>();
+    loadedKeys.set(runFolder, keys);
     for (const frame of read.frames) {
-      answers.push({ key: frame.key, file: segment.file, offset: frame.textOffset, length: frame.textLength, segment: { id: segment.id, runId: read.header.run_id, end: frame.end } });
+      if (frame.end <= loadedEnd) keys.add(frame.key);
+      else answers.push({ key: frame.key, file: segment.file, offset: frame.textOffset, length: frame.textLength, segment: { id: segment.id, runId: read.header.run_id, end: frame.end } });
     }
   }
 
@@ -69,8 +78,29 @@ export async function pendingAnswers(connection: DuckDBConnection, dataDir: stri
     }
   }
 
-  await markLoaded(connection, dataDir, answers, [...new Set([...runFolders.values()].filter((id): id is string => id !== undefined))]);
+  await addKeysOfClearedSegments(connection, answers, new Set(segments.map((segment) => segment.id)), loadedKeys);
+  await markLoaded(connection, dataDir, answers, loadedKeys);
   return { answers, runFolders };
+}
+
+/**
+ * A run whose answers were loaded and cleared, and that lands again (an attempt that went on after
+ * its run ended): its segments no longer say which of its keys are loaded, the lake does. Rare, and
+ * asked only for such runs, whose earlier segments `loaded_segments` knows and the folder lacks.
+ */
+async function addKeysOfClearedSegments(connection: DuckDBConnection, answers: PendingAnswer[], present: Set<string>, loadedKeys: Map<string, Set<string>>): Promise<void> {
+  const runs = new Map<string, string>();
+  for (const answer of answers) if (answer.segment) runs.set(answer.segment.runId, runFolderOfKey(answer.key));
+  if (runs.size === 0) return;
+  const reader = await connection.runAndReadAll(`SELECT DISTINCT run_id, segment FROM loaded_segments WHERE run_id IN (${[...runs.keys()].map(sqlString).join(', ')})`);
+  const cleared = new Set(reader.getRows().filter(([, segment]) => !present.has(String(segment))).map(([runId]) => String(runId)));
+  for (const runId of cleared) {
+    const keys = await connection.runAndReadAll(`SELECT landing FROM loaded_landings WHERE run_id = ${sqlString(runId)}`);
+    const folder = runs.get(runId) as string;
+    const known = loadedKeys.get(folder) ?? new Set<string>();
+    for (const [key] of keys.getRows()) known.add(String(key));
+    loadedKeys.set(folder, known);
+  }
 }
 
 /** How far each segment was loaded, by segment id. */
@@ -85,26 +115,24 @@ async function loadedOffsets(connection: DuckDBConnection, ids: string[]): Promi
 }
 
 /**
- * Marks the answers not to load again: those whose key the lake has (a landing file loaded by a
- * load that was killed before it could clear it; a page landed twice by two attempts of one work),
- * those met twice among the pending, and those already set aside in quarantine.
+ * Marks the answers not to load again: a segment's frame whose key its run's segments held before
+ * where they were loaded to (a page landed again by a second attempt of a work), a landing file of
+ * an earlier version whose key the lake has (a load killed before it could clear it), an answer met
+ * twice among the pending, and a frame already set aside in quarantine. Only landing files of the
+ * earlier layout are looked up in the lake's `loaded_landings`: once they are cleared, no load reads it.
  */
-async function markLoaded(connection: DuckDBConnection, dataDir: string, answers: PendingAnswer[], runIds: string[]): Promise<void> {
-  const loaded = new Set<string>();
-  const ask = async (keys: string[], filter: string) => {
-    for (let start = 0; start < keys.length; start += KEYS_PER_QUERY) {
-      const chunk = keys.slice(start, start + KEYS_PER_QUERY);
-      const reader = await connection.runAndReadAll(`SELECT landing FROM loaded_landings WHERE ${filter}landing IN (${chunk.map(sqlString).join(', ')})`);
-      for (const [key] of reader.getRows()) loaded.add(String(key));
-    }
-  };
-  // Frames name their runs: the filter lets the lake skip other runs' data files (by their statistics).
-  const framed = [...new Set(answers.filter((answer) => answer.segment).map((answer) => answer.key))];
-  if (framed.length > 0) await ask(framed, `run_id IN (${runIds.map(sqlString).join(', ')}) AND `);
-  await ask([...new Set(answers.filter((answer) => !answer.segment).map((answer) => answer.key))], '');
+async function markLoaded(connection: DuckDBConnection, dataDir: string, answers: PendingAnswer[], loadedKeys: Map<string, Set<string>>): Promise<void> {
+  const loadedFiles = new Set<string>();
+  const files = [...new Set(answers.filter((answer) => !answer.segment).map((answer) => answer.key))];
+  for (let start = 0; start < files.length; start += KEYS_PER_QUERY) {
+    const chunk = files.slice(start, start + KEYS_PER_QUERY);
+    const reader = await connection.runAndReadAll(`SELECT landing FROM loaded_landings WHERE landing IN (${chunk.map(sqlString).join(', ')})`);
+    for (const [key] of reader.getRows()) loadedFiles.add(String(key));
+  }
   const seen = new Set<string>();
   for (const answer of answers) {
-    if (loaded.has(answer.key) || seen.has(answer.key) || (answer.segment && existsSync(quarantineFile(dataDir, answer.key)))) answer.skip = true;
+    const loaded = answer.segment ? (loadedKeys.get(runFolderOfKey(answer.key))?.has(answer.key) ?? false) || existsSync(quarantineFile(dataDir, answer.key)) : loadedFiles.has(answer.key);
+    if (loaded || seen.has(answer.key)) answer.skip = true;
     seen.add(answer.key);
   }
 }
