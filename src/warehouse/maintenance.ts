@@ -15,6 +15,11 @@ import { keepLatestPerKey, type LatestStateTable } from './latest-state.js';
 export interface MaintenanceOptions {
   /** Snapshots younger than this stay readable with `AT (VERSION => …)`; older ones expire. */
   keepSnapshotsHours?: number;
+  /**
+   * Raw answers (raw_answers) loaded more than this many days ago are deleted: a rebuild can then
+   * re-derive only what is younger. Undefined (the default): every answer is kept.
+   */
+  keepRawAnswersDays?: number;
   /** How long to wait for a load that holds the lake. */
   lockWaitMs?: number;
   /** Whose lake writers it takes turns with: a shared store's, on every machine (the data directory's by default). */
@@ -37,6 +42,8 @@ export interface MaintenanceResult {
   filesDeleted: number;
   /** Rows removed from latest-state tables that held more than one row for a key (keepLatestPerKey). */
   duplicatesRemoved: Record<LatestStateTable, number>;
+  /** Raw answers deleted for being older than `keepRawAnswersDays`. */
+  rawAnswersExpired: number;
   /** The snapshot readers read after maintenance. */
   snapshot: number;
   durationMs: number;
@@ -88,6 +95,12 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
     const dataFilesBefore = await dataFiles();
     const snapshotsBefore = await snapshots();
     const duplicatesRemoved = await keepLatestPerKey(db.connection);
+    let rawAnswersExpired = 0;
+    if (options.keepRawAnswersDays !== undefined) {
+      const expired = `FROM raw_answers WHERE loaded_at < now() - INTERVAL ${Math.max(0, Math.floor(options.keepRawAnswersDays))} DAY`;
+      rawAnswersExpired = await scalarOf(db.connection, `SELECT count(*) ${expired}`);
+      if (rawAnswersExpired > 0) await db.connection.run(`DELETE ${expired}`);
+    }
     // First the files that the last maintenance left unread, not this one's: a query that began on
     // an expired snapshot just before now may still be reading those. (The function's older_than
     // did not hold them back: it deleted files unread for a second as if an hour.)
@@ -102,6 +115,7 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
       snapshotsAfter: await snapshots(),
       filesDeleted: deleted.currentRowCount,
       duplicatesRemoved,
+      rawAnswersExpired,
       snapshot: await latestSnapshot(db.connection),
       durationMs: Date.now() - started,
     };

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadLandings } from '../../src/warehouse/loader.js';
+import { maintainLake } from '../../src/warehouse/maintenance.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { rebuildLake } from '../../src/warehouse/rebuild.js';
 import { STAGED_TABLES } from '../../src/warehouse/schema.js';
@@ -47,5 +48,25 @@ describe('harvester rebuild', () => {
     const result = await rebuildLake(dataDir, { batchAnswers: 7 });
     expect(result.answers).toBe(26);
     expect(await tablesOf(dataDir)).toEqual(loaded);
+  }, 120_000);
+
+  it('keeps every raw answer by default; maintain --keep-raw-days expires those loaded before, and nothing else', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'raw-expiry-'));
+    const client = clientFor(emulator);
+    try {
+      await landSampleHarvest(client, emulator, dataDir, 'run-x1');
+    } finally {
+      await client.close();
+    }
+    await loadLandings(dataDir);
+    const rows = async (table: string) => Number(Object.values((await queryWarehouse(dataDir, `SELECT count(*) FROM ${table}`)).rows[0]!)[0]);
+    const [answers, items] = [await rows('raw_answers'), await rows('items')];
+    expect(answers).toBe(13);
+    expect((await maintainLake(dataDir)).rawAnswersExpired).toBe(0);
+    expect(await rows('raw_answers')).toBe(answers);
+    expect((await maintainLake(dataDir, { keepRawAnswersDays: 1 })).rawAnswersExpired).toBe(0);
+    expect((await maintainLake(dataDir, { keepRawAnswersDays: 0 })).rawAnswersExpired).toBe(answers);
+    expect(await rows('raw_answers')).toBe(0);
+    expect(await rows('items')).toBe(items);
   }, 120_000);
 });

@@ -242,16 +242,18 @@ export function maintainCommand(): Command {
   return new Command('maintain')
     .description('Compact the warehouse: merge small data files, expire old snapshots, delete files unread since the last maintenance')
     .option('--keep-hours <hours>', 'keep snapshots this many hours for time travel', wholeNumber(0), DEFAULT_KEEP_SNAPSHOTS_HOURS)
+    .option('--keep-raw-days <days>', 'delete raw answers loaded more than this many days ago (default: keep every answer, so a rebuild can use them)', wholeNumber(0))
     .addHelpText(
       'after',
       '\nLoads write small files; each run\'s final load also maintains the lake once a day, so this command is\nfor now, or for another window. Readers are never stopped; a load waits until it is done.\n\nExample:\n  $ harvester maintain --keep-hours 24',
     )
-    .action(async (options: { keepHours: number }) => {
+    .action(async (options: { keepHours: number; keepRawDays?: number }) => {
       const dataDir = dataDirFromEnv();
       const store = await storeFromEnvironment(dataDir);
-      const result = await maintainLake(dataDir, { keepSnapshotsHours: options.keepHours, store }).finally(() => store.close());
+      const result = await maintainLake(dataDir, { keepSnapshotsHours: options.keepHours, keepRawAnswersDays: options.keepRawDays, store }).finally(() => store.close());
+      const expired = options.keepRawDays === undefined ? '' : `${result.rawAnswersExpired} raw answers older than ${options.keepRawDays} days deleted; `;
       process.stderr.write(
-        `${duplicatesLine(result.duplicatesRemoved)}data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`,
+        `${duplicatesLine(result.duplicatesRemoved)}${expired}data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`,
       );
     });
 }
