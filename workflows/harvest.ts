@@ -28,7 +28,7 @@ import type { RedoFailedInput, WorkSpent } from '../activities/landed-enrichment
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import type { TargetWorkResult } from '../activities/target-work.js';
 import type { RunIdentity } from '../activities/run-guard.js';
-import type { ApiIdentity } from '../src/api/identity.js';
+import type { ApiIdentity } from '../src/api-catalog/api-identity.js';
 import type { StoreIdentity } from '../src/store/store-identity.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
 import { addTally } from '../src/harvest/enrichment-tally.js';

@@ -36,7 +36,8 @@ import {
   type Transcript,
   type WebhookEndpoint,
 } from '../api-catalog/resources.js';
-import { apiIdentity, keyFingerprint, type ApiIdentity } from './identity.js';
+import { normalBaseUrl, type ApiIdentity } from '../api-catalog/api-identity.js';
+import { apiIdentity, keyFingerprint } from './identity.js';
 import { CallDeadlineError, InvalidRequestError, MediaExpiredError, NetworkError, ResponseValidationError, ServerError, SocialApiError, errorFromResponse } from './errors.js';
 import type { JobCompletions } from './job-completions.js';
 import { RateGate } from './rate-gate.js';
@@ -208,11 +209,8 @@ export class SocialApiClient {
   private readonly rateGate: RateGate;
 
   constructor(private readonly options: ClientOptions) {
-    const base = new URL(options.baseUrl);
-    // The spec addresses endpoints as {base_url}/v1/...; a base that already ends in /v1, as the
-    // emulator prints it, is taken as it is.
-    const path = base.pathname.replace(/\/+$/, '');
-    this.basePath = path.endsWith('/v1') ? path : `${path}/v1`;
+    const base = new URL(normalBaseUrl(options.baseUrl));
+    this.basePath = base.pathname;
     this.pool = new Pool(base.origin, {
       connections: options.connections ?? null,
       connectTimeout: options.timeouts?.connectMs ?? 10_000,

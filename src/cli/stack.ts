@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { SocialApiClient } from '../api/client.js';
 import { loadPriceTable } from '../config/prices.js';
-import { TOOLS_DIR } from '../config/project-paths.js';
+import { TOOLS_DIR } from '../project-paths.js';
 import { TEMPORAL_BINARY, devServerArgs, recordDevServer, runningDevServer, servedAlready } from '../temporal/dev-server.js';
 import { readSecrets, writeSecrets } from '../store/secret-store.js';
 import { devServerDbFile, logsFolder, secretStorePath } from '../store/layout.js';

@@ -6,7 +6,7 @@ import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { reportCommand } from '../../src/cli/commands/report.js';
-import { TOOLS_DIR } from '../../src/config/project-paths.js';
+import { TOOLS_DIR } from '../../src/project-paths.js';
 import { columnChart, dailyLineChart, HARVEST_PALETTE, harvestColors, horizontalBarChart, renderChart, spreadLabels, trendChart } from '../../src/report/charts.js';
 import { escapeHtml, formatNumber, formatPercent } from '../../src/report/format.js';
 import { loadReportData, type ReportData } from '../../src/report/report-data.js';
