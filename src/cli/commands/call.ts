@@ -55,7 +55,7 @@ Endpoints: ${[...new Set(ENDPOINTS.map((spec) => spec.name))].join(', ')}`,
         throw new UsageError(`${platform}/${spec.name} returns one object; --limit, --max-items and --cursor apply to lists`);
       }
       if (options.maxItems !== undefined && options.limit !== undefined && options.limit > PAGE_LIMITS.maxSynchronous) {
-        throw new UsageError('--max-items pages synchronously: give a --limit of at most 50 with it, or use --limit alone for a job');
+        throw new UsageError(`--max-items pages synchronously: give a --limit of at most ${PAGE_LIMITS.maxSynchronous} with it, or use --limit alone for a job`);
       }
       const logger = cliLogger();
       const client = clientFromEnv(logger);
