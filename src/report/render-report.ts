@@ -6,7 +6,9 @@
  */
 import { columnChart, dailyLineChart, ENDPOINT_PALETTE, harvestColors, horizontalBarChart, renderChart, trendChart, type ColorKey, type TrendPoint } from './charts.js';
 import { escapeHtml, formatNumber, formatPercent, itemLink, shortId, truncate } from './format.js';
-import { FAILURE_STATUSES, type DailySeries, type ReportData, type TopAccount, type TopItem } from './report-data.js';
+import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
+import { ITEM_GROWTH_MIN_HOURS } from '../warehouse/schema.js';
+import type { DailySeries, ReportData, TopAccount, TopItem } from './report-data.js';
 
 /** The sections every report has, in page order: their ids are stable anchors (and what the tests look for). */
 export const REPORT_SECTIONS = [
@@ -314,7 +316,7 @@ async function engagement(data: ReportData): Promise<string> {
 
 async function topGrowth(data: ReportData): Promise<string> {
   const items = data.topGrowth;
-  const description = `Views gained per hour over each item's latest interval between observations (<code>item_growth</code>), intervals shorter than ${h(formatNumber(data.settings.minGrowthHours * 60))} minutes skipped; current views from <code>latest_item_metrics</code>. Top ${h(data.settings.topItems)}.`;
+  const description = `Views gained per hour over each item's latest interval of at least ${h(formatNumber(ITEM_GROWTH_MIN_HOURS))} hour(s) between fresh observations (<code>item_growth</code>: answers from the API's cache are left out, their counts may be older than their time); current views from <code>latest_item_metrics</code>. Top ${h(data.settings.topItems)}.`;
   if (items.length === 0) return section('top-growth', 'Fastest-growing items', description, '<p class="empty">No item has grown between two observations yet: growth needs an item observed in two harvests.</p>');
   const chart = await renderChart(
     horizontalBarChart({
@@ -356,7 +358,7 @@ async function topGrowth(data: ReportData): Promise<string> {
 
 async function accountFollowers(data: ReportData, harvests: ColorKey): Promise<string> {
   const accounts = data.topAccounts;
-  const description = `Followers at each observation (<code>account_metrics</code>) of the ${h(data.settings.topAccounts)} accounts with the most followers at their latest one, over the latest ${h(data.settings.maxDays)} days observed; a point's colour is the harvest that observed it.`;
+  const description = `Followers at each fresh observation (<code>account_followers</code>: answers from the API's cache are left out) of the ${h(data.settings.topAccounts)} accounts with the most followers at their latest one, over the latest ${h(data.settings.maxDays)} days observed; a point's colour is the harvest that observed it.`;
   if (accounts.length === 0) return section('account-followers', 'Followers over time', description, '<p class="empty">No account observations yet: set <code>track: { accounts: true }</code> in a harvest to observe its channels each run.</p>');
   const chart = await renderChart(
     trendChart({
@@ -410,7 +412,7 @@ function enrichmentCoverage(data: ReportData): string {
 }
 
 async function failures(data: ReportData): Promise<string> {
-  const description = `Runs that ended ${FAILURE_STATUSES.map((status) => `<code>${h(status)}</code>`).join(', ')}, with the reason the run recorded (<code>harvest_runs.error</code>), or why its status says it stopped; and runs that Temporal lists as failed, terminated, cancelled or timed out but that never reached the warehouse (a run refused its key before it recorded itself), with Temporal's reason.`;
+  const description = `Runs that ended ${RETRYABLE_STATUSES.map((status) => `<code>${h(status)}</code>`).join(', ')}, with the reason the run recorded (<code>harvest_runs.error</code>), or why its status says it stopped; and runs that Temporal lists as failed, terminated, cancelled or timed out but that never reached the warehouse (a run refused its key before it recorded itself), with Temporal's reason.`;
   const unknown = data.unrecordedRunsUnknown === null ? '' : `<p class="note">Runs that stopped before the warehouse recorded them are not listed: ${h(data.unrecordedRunsUnknown)}.</p>`;
   if (data.failures.length === 0) return section('failures', 'Failures', description, `<p class="empty">No failed, paused or budget-exhausted runs. </p>${unknown}`);
   const chart = await renderChart(

@@ -11,7 +11,7 @@ import { CallJournal, runFailures } from '../../src/store/call-journal.js';
 import { listLandings, readLanding } from '../../src/store/landing.js';
 import { sharedStoreIdentity, storeFromEnvironment } from '../../src/store/store-from-environment.js';
 import type { Store } from '../../src/store/store.js';
-import { loadReportData } from '../../src/report/report-data.js';
+import { loadReportData } from '../../src/report/read-report.js';
 import { renderReport } from '../../src/report/render-report.js';
 import { exportParquet } from '../../src/warehouse/export.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
