@@ -19,6 +19,7 @@ import {
   type FailedRun,
   type GrowthItem,
   type HarvestCost,
+  type ItemDescription,
   type ReportData,
   type ReportOptions,
   type ReportTotals,
@@ -194,12 +195,7 @@ async function readTopGrowth(rows: Rows, settings: Settings): Promise<GrowthItem
        LIMIT ${settings.topItems}`,
     )
   ).map((row): GrowthItem => ({
-    platform: String(row.platform),
-    itemId: String(row.item_id),
-    kind: textOrNull(row.kind),
-    authorHandle: textOrNull(row.author_handle),
-    caption: textOrNull(row.caption),
-    url: textOrNull(row.url),
+    ...itemOf(row),
     viewsGained: num(row.views_delta),
     hours: num(row.hours_since_previous),
     viewsPerHour: num(row.views_per_hour),
@@ -208,21 +204,33 @@ async function readTopGrowth(rows: Rows, settings: Settings): Promise<GrowthItem
   }));
 }
 
+/**
+ * The shown observations of each of the `top t` entries, for seriesOf: its rows of `table` (as `o`)
+ * that have a `value`, over the latest `maxDays` days observed (counted back from the latest
+ * observation of any entry), each with the harvest whose run made it.
+ */
+function shownObservations(table: string, key: string, value: string, maxDays: number): { columns: string; joins: string } {
+  return {
+    columns: `epoch_ms(o.observed_at) AS at, ${utc('o.observed_at')} AS observed, o.${value}, coalesce(h.harvest, ${sqlString(NO_HARVEST)}) AS harvest`,
+    joins: `LEFT JOIN ${table} o ON o.platform = t.platform AND o.${key} = t.${key} AND o.${value} IS NOT NULL
+       AND o.observed_at >= (SELECT max(observed_at) - to_days(${maxDays}) FROM ${table})
+     LEFT JOIN run_harvest h ON h.run_id = o.run_id`,
+  };
+}
+
 async function readTopItems(rows: Rows, settings: Settings): Promise<TopItem[]> {
-  // The top items by views at their latest observation, each with its views over the shown days
-  // (counted back from the latest observation of any item), one row per observation.
+  // The top items by views at their latest observation, each with its views over the shown days,
+  // one row per observation.
+  const observations = shownObservations('item_metrics', 'item_id', 'views', settings.maxDays);
   const itemRows = await rows(`WITH ${RUN_HARVEST_CTE},
      top AS (
        SELECT platform, item_id, views, likes, comments, shares FROM latest_item_metrics
        WHERE views IS NOT NULL ORDER BY views DESC, platform, item_id LIMIT ${settings.topItems})
-     SELECT t.platform, t.item_id, t.views AS latest_views, t.likes, t.comments, t.shares, i.kind, i.author_handle, i.caption, i.url,
-       epoch_ms(m.observed_at) AS at, ${utc('m.observed_at')} AS observed, m.views, coalesce(h.harvest, ${sqlString(NO_HARVEST)}) AS harvest
+     SELECT t.platform, t.item_id, t.views AS latest_views, t.likes, t.comments, t.shares, i.kind, i.author_handle, i.caption, i.url, ${observations.columns}
      FROM top t
      LEFT JOIN items i ON i.platform = t.platform AND i.item_id = t.item_id
-     LEFT JOIN item_metrics m ON m.platform = t.platform AND m.item_id = t.item_id AND m.views IS NOT NULL
-       AND m.observed_at >= (SELECT max(observed_at) - to_days(${settings.maxDays}) FROM item_metrics)
-     LEFT JOIN run_harvest h ON h.run_id = m.run_id
-     ORDER BY t.views DESC, t.platform, t.item_id, m.observed_at, m.request_id`,
+     ${observations.joins}
+     ORDER BY t.views DESC, t.platform, t.item_id, o.observed_at, o.request_id`,
   );
   return seriesOf<TopItem>(
     itemRows,
@@ -234,22 +242,19 @@ async function readTopItems(rows: Rows, settings: Settings): Promise<TopItem[]> 
 
 /**
  * The accounts with the most followers at their latest observation, each with its followers over
- * the shown days (counted back from the latest observation of any account): `account_followers`,
- * fresh observations only, as the analysts' view has them.
+ * the shown days: `account_followers`, fresh observations only, as the analysts' view has them.
  */
 async function readTopAccounts(rows: Rows, settings: Settings): Promise<TopAccount[]> {
+  const observations = shownObservations('account_followers', 'handle', 'followers', settings.maxDays);
   const accountRows = await rows(`WITH ${RUN_HARVEST_CTE},
      top AS (
        SELECT platform, handle, followers FROM account_followers WHERE followers IS NOT NULL
        QUALIFY row_number() OVER (PARTITION BY platform, handle ORDER BY observed_at DESC, followers DESC) = 1
        ORDER BY followers DESC, platform, handle LIMIT ${settings.topAccounts})
-     SELECT t.platform, t.handle, t.followers AS latest_followers,
-       epoch_ms(f.observed_at) AS at, ${utc('f.observed_at')} AS observed, f.followers, coalesce(h.harvest, ${sqlString(NO_HARVEST)}) AS harvest
+     SELECT t.platform, t.handle, t.followers AS latest_followers, ${observations.columns}
      FROM top t
-     LEFT JOIN account_followers f ON f.platform = t.platform AND f.handle = t.handle AND f.followers IS NOT NULL
-       AND f.observed_at >= (SELECT max(observed_at) - to_days(${settings.maxDays}) FROM account_followers)
-     LEFT JOIN run_harvest h ON h.run_id = f.run_id
-     ORDER BY t.followers DESC, t.platform, t.handle, f.observed_at, f.followers`,
+     ${observations.joins}
+     ORDER BY t.followers DESC, t.platform, t.handle, o.observed_at, o.followers`,
   );
   return seriesOf<TopAccount>(
     accountRows,
@@ -325,18 +330,25 @@ function seriesOf<S extends { observations: { at: number; observedAt: string; va
   return all;
 }
 
-/** A top item from the first row of its observations, which carries its latest counts. */
-function topItemFrom(row: Record<string, unknown>, rank: number): TopItem {
-  const [views, likes, comments, shares] = [num(row.latest_views), numOrNull(row.likes), numOrNull(row.comments), numOrNull(row.shares)];
-  const reported = [likes, comments, shares].filter((count) => count !== null);
+/** An item as a row of `items` (joined to its metrics) describes it. */
+function itemOf(row: Record<string, unknown>): ItemDescription {
   return {
-    rank,
     platform: String(row.platform),
     itemId: String(row.item_id),
     kind: textOrNull(row.kind),
     authorHandle: textOrNull(row.author_handle),
     caption: textOrNull(row.caption),
     url: textOrNull(row.url),
+  };
+}
+
+/** A top item from the first row of its observations, which carries its latest counts. */
+function topItemFrom(row: Record<string, unknown>, rank: number): TopItem {
+  const [views, likes, comments, shares] = [num(row.latest_views), numOrNull(row.likes), numOrNull(row.comments), numOrNull(row.shares)];
+  const reported = [likes, comments, shares].filter((count) => count !== null);
+  return {
+    rank,
+    ...itemOf(row),
     views,
     likes,
     comments,

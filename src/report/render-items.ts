@@ -30,6 +30,21 @@ function observedOnceNote(entries: { observations: unknown[] }[], what: string, 
   return `<p class="note">${which} observed once in the days shown: ${single === 1 ? 'it is' : 'each is'} a point with no line. A line needs ${needs}.</p>`;
 }
 
+/** The entries' observations as a trend chart: a line per entry, labelled with its rank, each point in the colour of the harvest that observed it. */
+function trendOf<Entry extends TopItem | TopAccount>(entries: Entry[], chart: { title: string; entry: string; unit: string }, name: (entry: Entry) => string, harvests: ColorKey): Promise<string> {
+  return renderChart(
+    trendChart({
+      title: chart.title,
+      subtitle: `Each line is an ${chart.entry}, labelled with its rank in the table`,
+      yTitle: chart.unit,
+      points: trendPoints(entries, name, chart.unit),
+      color: harvests,
+      width: 580,
+    }),
+    'trend',
+  );
+}
+
 /** Observations as trend points, one line per entry, labelled with its rank. */
 function trendPoints<Entry extends TopItem | TopAccount>(entries: Entry[], name: (entry: Entry) => string, unit: string): TrendPoint[] {
   return entries.flatMap((entry) =>
@@ -48,17 +63,7 @@ export async function itemViews(data: ReportData, harvests: ColorKey): Promise<s
   const items = data.topItems;
   const description = `Views at each observation (<code>item_metrics</code>) of the ${h(data.settings.topItems)} items with the most views at their latest one (<code>latest_item_metrics</code>), over the latest ${h(data.settings.maxDays)} days observed; a point's colour is the harvest that observed it.`;
   if (items.length === 0) return section('item-views', 'Views over time', description, '<p class="empty">No item observations with views in the warehouse yet.</p>');
-  const chart = await renderChart(
-    trendChart({
-      title: 'Views over time, top items',
-      subtitle: 'Each line is an item, labelled with its rank in the table',
-      yTitle: 'views',
-      points: trendPoints(items, (item) => `${item.platform} ${item.itemId}`, 'views'),
-      color: harvests,
-      width: 580,
-    }),
-    'trend',
-  );
+  const chart = await trendOf(items, { title: 'Views over time, top items', entry: 'item', unit: 'views' }, (item) => `${item.platform} ${item.itemId}`, harvests);
   const rows = items.map(
     (item) => `<tr>
 <td class="num">${item.rank}</td>
@@ -149,17 +154,7 @@ export async function accountFollowers(data: ReportData, harvests: ColorKey): Pr
   const accounts = data.topAccounts;
   const description = `Followers at each fresh observation (<code>account_followers</code>: answers from the API's cache are left out) of the ${h(data.settings.topAccounts)} accounts with the most followers at their latest one, over the latest ${h(data.settings.maxDays)} days observed; a point's colour is the harvest that observed it.`;
   if (accounts.length === 0) return section('account-followers', 'Followers over time', description, '<p class="empty">No account observations yet: set <code>track: { accounts: true }</code> in a harvest to observe its channels each run.</p>');
-  const chart = await renderChart(
-    trendChart({
-      title: 'Followers over time, top accounts',
-      subtitle: 'Each line is an account, labelled with its rank in the table',
-      yTitle: 'followers',
-      points: trendPoints(accounts, (account) => `${account.platform} @${account.handle}`, 'followers'),
-      color: harvests,
-      width: 580,
-    }),
-    'trend',
-  );
+  const chart = await trendOf(accounts, { title: 'Followers over time, top accounts', entry: 'account', unit: 'followers' }, (account) => `${account.platform} @${account.handle}`, harvests);
   const rows = accounts.map((account) => {
     const first = account.observations[0];
     const change = first === undefined ? null : account.observations.at(-1)!.value - first.value;

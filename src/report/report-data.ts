@@ -73,13 +73,17 @@ export interface RunPoint {
   creditsSpent: number;
 }
 
-export interface GrowthItem {
+/** An item, as the report names and links it. */
+export interface ItemDescription {
   platform: string;
   itemId: string;
   kind: string | null;
   authorHandle: string | null;
   caption: string | null;
   url: string | null;
+}
+
+export interface GrowthItem extends ItemDescription {
   /** Views gained over the interval, and its length. */
   viewsGained: number;
   hours: number;
@@ -99,14 +103,8 @@ export interface Observation {
 }
 
 /** An item among those with the most views at their latest observation. */
-export interface TopItem {
+export interface TopItem extends ItemDescription {
   rank: number;
-  platform: string;
-  itemId: string;
-  kind: string | null;
-  authorHandle: string | null;
-  caption: string | null;
-  url: string | null;
   /** Counts at the latest observation (latest_item_metrics). */
   views: number;
   likes: number | null;
