@@ -6,8 +6,8 @@
  * rather than deriving it again, so the page and the analysts' SQL agree.
  */
 import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
-import { lakeCatalogFile } from '../store/layout.js';
 import { sqlString } from '../warehouse/duckdb.js';
+import { lakeLocation } from '../warehouse/lake.js';
 import { withWarehouseQueries } from '../warehouse/query.js';
 import {
   dailySeries,
@@ -97,7 +97,7 @@ async function reportFrom(rows: Rows, dataDir: string, settings: Settings, gener
   ].sort();
   return {
     generatedAt,
-    warehousePath: lakeCatalogFile(dataDir),
+    warehousePath: lakeLocation(dataDir).description,
     totals: await readTotals(rows),
     creditsByHarvest,
     creditsByEndpoint,

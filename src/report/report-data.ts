@@ -158,6 +158,7 @@ export interface FailedRun {
 export interface ReportData {
   /** ISO 8601. */
   generatedAt: string;
+  /** Where the lake is, as lakeLocation describes it: its catalog file in the data directory, or a shared catalog (no password) and its data's path. */
   warehousePath: string;
   totals: ReportTotals;
   creditsByHarvest: DailySeries;

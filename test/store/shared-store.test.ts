@@ -227,6 +227,9 @@ describe('shared storage', () => {
     const report = await loadReportData(mkdtempSync(join(tmpdir(), 'reporter-')));
     expect(report.totals).toMatchObject({ items: Number(lake!.items), apiCalls: Number(lake!.calls), credits: Number(lake!.credits) });
     expect(report.totals.items).toBeGreaterThan(0);
+    // The page names the shared lake it read, not a catalog file in the reporter's directory.
+    expect(report.warehousePath).toMatch(/^the DuckLake in postgres:\/\/.* with data in s3:\/\//);
+    expect(report.warehousePath).not.toContain(new URL(services.postgres.url).password);
     expect(await renderReport(report)).toContain('<svg');
   });
 
