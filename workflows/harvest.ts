@@ -29,7 +29,7 @@ import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import type { TargetWorkResult } from '../activities/target-work.js';
 import type { RunIdentity } from '../activities/run-guard.js';
 import type { FinishedRun } from '../activities/runs.js';
-import type { ApiIdentity } from '../src/api/identity.js';
+import type { ApiIdentity } from '../src/api-catalog/api-identity.js';
 import type { StoreIdentity } from '../src/store/store-identity.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
 import { addTally } from '../src/harvest/enrichment-tally.js';

@@ -3,7 +3,7 @@
  * OpenAPI document) and the client (to validate responses) take them from.
  */
 import { z } from 'zod';
-import { PLATFORMS, WEBHOOK_EVENTS } from './endpoints.js';
+import { PLATFORMS, WEBHOOK_EVENTS, type EndpointName } from './endpoints.js';
 
 const isoTimestamp = z.string().regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/, 'ISO 8601 UTC timestamp');
 const count = z.number().int().nonnegative();
@@ -132,6 +132,28 @@ export const webhookPayloadSchema = z.object({
   timestamp: isoTimestamp,
   data: z.record(z.string(), z.unknown()),
 });
+
+/**
+ * What each endpoint answers with: an object endpoint's object, a list endpoint's item. The one
+ * table of it: the client checks answers by it and the emulator's OpenAPI document describes them by it.
+ */
+export const OBJECT_SCHEMAS = {
+  transcript: transcriptSchema,
+  summary: summarySchema,
+  stats: statsSchema,
+  'channel-stats': channelProfileSchema,
+  download: downloadSchema,
+} as const satisfies Partial<Record<EndpointName, z.ZodType>>;
+
+export const LIST_ITEM_SCHEMAS = {
+  comments: commentSchema,
+  'channel-videos': channelItemSchema,
+  'channel-posts': channelItemSchema,
+  'channel-reels': channelItemSchema,
+  search: searchResultSchema,
+  'hashtag-search': searchResultSchema,
+  'reels-search': searchResultSchema,
+} as const satisfies Partial<Record<EndpointName, z.ZodType>>;
 
 export function envelopeSchema<T extends z.ZodType>(data: T) {
   return z.object({ data, meta: z.record(z.string(), z.unknown()).optional(), request_id: requestIdSchema });

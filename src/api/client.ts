@@ -3,81 +3,40 @@
  * through. It knows every endpoint and its price, validates every answer against the spec's
  * schemas, retries only what is safe to retry, and reports what each call cost.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { Pool, request, type Dispatcher } from 'undici';
+import { Pool } from 'undici';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
-import { parseContentUrl } from '../api-catalog/content-urls.js';
 import { PAGE_LIMITS, endpointKey, findEndpoint, type EndpointKey, type EndpointName, type EndpointSpec, type Platform, type PriceTable, type WebhookEvent } from '../api-catalog/endpoints.js';
 import {
-  channelItemSchema,
-  channelProfileSchema,
-  commentSchema,
   createdWebhookEndpointSchema,
-  downloadSchema,
   envelopeSchema,
   jobSchema,
+  LIST_ITEM_SCHEMAS,
   listEnvelopeSchema,
-  searchResultSchema,
-  statsSchema,
-  summarySchema,
-  transcriptSchema,
+  OBJECT_SCHEMAS,
   webhookEndpointSchema,
-  type ChannelItem,
-  type ChannelProfile,
-  type Comment,
   type CreatedWebhookEndpoint,
-  type Download,
   type Job,
   type ListMeta,
-  type SearchResult,
-  type Stats,
-  type Summary,
-  type Transcript,
   type WebhookEndpoint,
 } from '../api-catalog/resources.js';
-import { apiIdentity, keyFingerprint, type ApiIdentity } from './identity.js';
-import { CallDeadlineError, InvalidRequestError, MediaExpiredError, NetworkError, ResponseValidationError, ServerError, SocialApiError, errorFromResponse } from './errors.js';
-import type { JobCompletions } from './job-completions.js';
+import { normalBaseUrl, type ApiIdentity } from '../api-catalog/api-identity.js';
+import { apiIdentity, keyFingerprint } from './identity.js';
+import { apiTime, checkAnswer, countCsvRows, header, listAnswerProblem, objectAnswerProblem, parseAnswer, refusedAnswer, type RawResponse } from './answers.js';
+import { CallDeadlineError, earlierAttemptsText, InvalidRequestError, NetworkError, SocialApiError, errorFromResponse } from './errors.js';
+import { waitForJob, type JobWaitOptions } from './job-wait.js';
+import { fetchMedia } from './media.js';
 import { RateGate } from './rate-gate.js';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
 
-export interface ObjectData {
-  transcript: Transcript;
-  summary: Summary;
-  stats: Stats;
-  'channel-stats': ChannelProfile;
-  download: Download;
-}
-export interface ListItem {
-  comments: Comment;
-  'channel-videos': ChannelItem;
-  'channel-posts': ChannelItem;
-  'channel-reels': ChannelItem;
-  search: SearchResult;
-  'hashtag-search': SearchResult;
-  'reels-search': SearchResult;
-}
-export type ObjectEndpoint = keyof ObjectData;
-export type ListEndpoint = keyof ListItem;
+export type ObjectEndpoint = keyof typeof OBJECT_SCHEMAS;
+export type ListEndpoint = keyof typeof LIST_ITEM_SCHEMAS;
+export type ObjectData = { [E in ObjectEndpoint]: z.infer<(typeof OBJECT_SCHEMAS)[E]> };
+export type ListItem = { [E in ListEndpoint]: z.infer<(typeof LIST_ITEM_SCHEMAS)[E]> };
 
 // Envelope schemas are built once: building a zod schema costs more than checking an answer.
-const OBJECT_ENVELOPES: Record<ObjectEndpoint, z.ZodType> = {
-  transcript: envelopeSchema(transcriptSchema),
-  summary: envelopeSchema(summarySchema),
-  stats: envelopeSchema(statsSchema),
-  'channel-stats': envelopeSchema(channelProfileSchema),
-  download: envelopeSchema(downloadSchema),
-};
-const LIST_ENVELOPES: Record<ListEndpoint, z.ZodType> = {
-  comments: listEnvelopeSchema(commentSchema),
-  'channel-videos': listEnvelopeSchema(channelItemSchema),
-  'channel-posts': listEnvelopeSchema(channelItemSchema),
-  'channel-reels': listEnvelopeSchema(channelItemSchema),
-  search: listEnvelopeSchema(searchResultSchema),
-  'hashtag-search': listEnvelopeSchema(searchResultSchema),
-  'reels-search': listEnvelopeSchema(searchResultSchema),
-};
+const OBJECT_ENVELOPES = envelopesOf(OBJECT_SCHEMAS, envelopeSchema);
+const LIST_ENVELOPES = envelopesOf(LIST_ITEM_SCHEMAS, listEnvelopeSchema);
 const JOB_ENVELOPE = envelopeSchema(jobSchema);
 const JOB_RESULTS_ENVELOPE = listEnvelopeSchema(z.record(z.string(), z.unknown()));
 const CREATED_WEBHOOK_ENVELOPE = envelopeSchema(createdWebhookEndpointSchema);
@@ -153,14 +112,6 @@ export interface CallOptions {
 /** How long a call may take in all, its retries included, unless the caller says otherwise. */
 export const DEFAULT_CALL_DEADLINE_MS = 120_000;
 
-export interface JobWaitOptions {
-  /** Wake-ups from the job.completed webhook; polling then only backs it up. */
-  completions?: JobCompletions;
-  pollMinMs?: number;
-  pollMaxMs?: number;
-  timeoutMs?: number;
-}
-
 export interface JobResultsPage {
   items: Record<string, unknown>[];
   meta: ListMeta;
@@ -193,12 +144,6 @@ export interface ClientOptions {
   logger?: Logger;
 }
 
-interface RawResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  text: string;
-}
-
 export class SocialApiClient {
   private readonly pool: Pool;
   private readonly basePath: string;
@@ -208,11 +153,8 @@ export class SocialApiClient {
   private readonly rateGate: RateGate;
 
   constructor(private readonly options: ClientOptions) {
-    const base = new URL(options.baseUrl);
-    // The spec addresses endpoints as {base_url}/v1/...; a base that already ends in /v1, as the
-    // emulator prints it, is taken as it is.
-    const path = base.pathname.replace(/\/+$/, '');
-    this.basePath = path.endsWith('/v1') ? path : `${path}/v1`;
+    const base = new URL(normalBaseUrl(options.baseUrl));
+    this.basePath = base.pathname;
     this.pool = new Pool(base.origin, {
       connections: options.connections ?? null,
       connectTimeout: options.timeouts?.connectMs ?? 10_000,
@@ -245,20 +187,20 @@ export class SocialApiClient {
   async get<E extends ObjectEndpoint>(platform: Platform, endpoint: E, params: ContentParams, options: CallOptions = {}): Promise<ObjectResult<ObjectData[E]>> {
     const spec = this.spec(platform, endpoint, 'object');
     const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params), undefined, options);
-    const body = this.parse(response, OBJECT_ENVELOPES[endpoint], spec) as { data: unknown; request_id: string };
-    this.check(response, spec, objectAnswerProblem(spec, params, body.data));
+    const body = parseAnswer(response, OBJECT_ENVELOPES[endpoint], spec) as { data: unknown; request_id: string };
+    checkAnswer(response, spec, objectAnswerProblem(spec, params, body.data));
     return Object.assign(this.report(spec, response, body.request_id, 1), { data: body.data as ObjectData[E] });
   }
 
-  /** One page of a list endpoint (limit at most 50; larger pulls go through `startJob`). */
+  /** One page of a list endpoint (limit at most PAGE_LIMITS.maxSynchronous; larger pulls go through `startJob`). */
   async page<E extends ListEndpoint>(platform: Platform, endpoint: E, params: ListParams, options: CallOptions = {}): Promise<PageResult<ListItem[E]>> {
     const spec = this.spec(platform, endpoint, 'list');
     if (params.limit !== undefined && params.limit > PAGE_LIMITS.maxSynchronous) {
       throw localError(`a page holds at most ${PAGE_LIMITS.maxSynchronous} items (got limit ${params.limit}); use startJob for larger pulls`, 'limit');
     }
     const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params), undefined, options);
-    const body = this.parse(response, LIST_ENVELOPES[endpoint], spec) as z.infer<ReturnType<typeof listEnvelopeSchema>>;
-    this.check(response, spec, listAnswerProblem(params.limit ?? PAGE_LIMITS.defaultLimit, body.data as { id: string }[]));
+    const body = parseAnswer(response, LIST_ENVELOPES[endpoint], spec) as z.infer<ReturnType<typeof listEnvelopeSchema>>;
+    checkAnswer(response, spec, listAnswerProblem(params.limit ?? PAGE_LIMITS.defaultLimit, body.data as { id: string }[]));
     return Object.assign(this.report(spec, response, body.request_id, body.data.length), {
       items: body.data as ListItem[E][],
       meta: body.meta,
@@ -305,7 +247,7 @@ export class SocialApiClient {
   // ---- jobs -----------------------------------------------------------------------------------------
 
   /**
-   * Starts a large pull (limit above 50, up to 10,000). Free; charged once, when it completes, under
+   * Starts a large pull (limit above PAGE_LIMITS.maxSynchronous, up to PAGE_LIMITS.maxJob). Free; charged once, when it completes, under
    * the request id of this call (returned as `requestId`).
    */
   async startJob(platform: Platform, endpoint: ListEndpoint, params: ListParams & { limit: number }, options: CallOptions = {}): Promise<{ job: Job; requestId: string }> {
@@ -314,37 +256,19 @@ export class SocialApiClient {
       throw localError(`a job takes a limit from ${PAGE_LIMITS.maxSynchronous + 1} to ${PAGE_LIMITS.maxJob}, got ${params.limit}`, 'limit');
     }
     const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params), undefined, options);
-    if (response.status !== 202) throw this.unexpected(response, `expected 202 with a job for limit ${params.limit}`);
-    const body = this.parse(response, JOB_ENVELOPE, spec) as { data: Job; request_id: string };
+    if (response.status !== 202) throw refusedAnswer(response, `expected 202 with a job for limit ${params.limit}`);
+    const body = parseAnswer(response, JOB_ENVELOPE, spec) as { data: Job; request_id: string };
     return { job: body.data, requestId: body.request_id };
   }
 
   async getJob(jobId: string): Promise<Job> {
     const response = await this.send('GET', `/jobs/${encodeURIComponent(jobId)}`, {});
-    return (this.parse(response, JOB_ENVELOPE) as { data: Job }).data;
+    return (parseAnswer(response, JOB_ENVELOPE) as { data: Job }).data;
   }
 
-  /**
-   * Waits until the job completes or fails. A `job.completed` webhook (through `completions`)
-   * wakes it at once; otherwise it polls with backoff. Polling is free.
-   */
+  /** Waits until the job completes or fails: src/api/job-wait.ts. */
   async waitForJob(jobId: string, options: JobWaitOptions = {}): Promise<Job> {
-    const deadline = Date.now() + (options.timeoutMs ?? 30 * 60_000);
-    let delay = options.pollMinMs ?? 250;
-    const maxDelay = options.pollMaxMs ?? (options.completions ? 30_000 : 5_000);
-    for (;;) {
-      const job = await this.getJob(jobId);
-      if (job.status === 'completed' || job.status === 'failed') return job;
-      if (Date.now() >= deadline) throw new SocialApiError(`job ${jobId} is still ${job.status} after waiting`, { code: 'job_wait_timeout' });
-      const timer = new AbortController();
-      const wait = Math.min(delay, Math.max(0, deadline - Date.now()));
-      await Promise.race([
-        sleep(wait, undefined, { signal: timer.signal }).catch(() => undefined),
-        options.completions?.wait(jobId, timer.signal) ?? new Promise<void>(() => undefined),
-      ]);
-      timer.abort();
-      delay = Math.min(delay * 2, maxDelay);
-    }
+    return waitForJob((id) => this.getJob(id), jobId, options);
   }
 
   /** Pages of a completed job's results (free), up to 1,000 items a page. */
@@ -353,7 +277,7 @@ export class SocialApiClient {
     const limit = Math.min(options.pageSize ?? PAGE_LIMITS.jobResultsMax, PAGE_LIMITS.jobResultsMax);
     for (;;) {
       const response = await this.send('GET', `/jobs/${encodeURIComponent(jobId)}/results`, { limit: String(limit), ...(cursor ? { cursor } : {}) });
-      const body = this.parse(response, JOB_RESULTS_ENVELOPE);
+      const body = parseAnswer(response, JOB_RESULTS_ENVELOPE);
       const nextCursor = body.meta.has_more ? body.meta.cursor : undefined;
       yield { items: body.data, meta: body.meta, nextCursor, requestId: body.request_id };
       if (!nextCursor) return;
@@ -365,36 +289,12 @@ export class SocialApiClient {
 
   async createWebhook(url: string, events: WebhookEvent[]): Promise<CreatedWebhookEndpoint> {
     const response = await this.send('POST', '/webhooks', {}, JSON.stringify({ url, events }));
-    return (this.parse(response, CREATED_WEBHOOK_ENVELOPE) as { data: CreatedWebhookEndpoint }).data;
+    return (parseAnswer(response, CREATED_WEBHOOK_ENVELOPE) as { data: CreatedWebhookEndpoint }).data;
   }
 
-  /**
-   * A media file from a download's `media_url`, a link that lives at most an hour: its bytes and
-   * type. Not a billed call, and not the API's origin in general (a CDN's), so not through the
-   * API's pool or rate gate. Transient failures (network, 5xx, 429) are tried again by the API
-   * calls' retry policy, within the deadline. The link is never put in an error: it is a
-   * credential while it lives.
-   */
+  /** A media file from a download's `media_url`: src/api/media.ts. */
   async fetchMedia(url: string, options: { deadlineMs?: number } = {}): Promise<{ bytes: Buffer; contentType: string }> {
-    const deadline = AbortSignal.timeout(options.deadlineMs ?? 60_000);
-    return withRetries(async () => {
-      let answer: Dispatcher.ResponseData;
-      try {
-        answer = await request(url, { method: 'GET', signal: deadline });
-      } catch (error) {
-        const code = (error as { code?: string }).code ?? 'network_error';
-        throw new NetworkError(`the media link could not be fetched: ${code}`, { code: 'network_error', cause: error });
-      }
-      if (answer.statusCode >= 400) {
-        await answer.body.dump();
-        const message = `the media link answered ${answer.statusCode}`;
-        if (answer.statusCode === 410) throw new MediaExpiredError(`${message}: it has expired`, { status: 410, code: 'media_expired' });
-        if (answer.statusCode >= 500 || answer.statusCode === 429) throw new ServerError(message, { status: answer.statusCode, code: 'media_unavailable' });
-        throw new SocialApiError(message, { status: answer.statusCode, code: 'media_unavailable' });
-      }
-      const contentType = header(answer.headers, 'content-type') ?? 'application/octet-stream';
-      return { bytes: Buffer.from(await answer.body.arrayBuffer()), contentType };
-    }, this.retry);
+    return fetchMedia(url, this.retry, options);
   }
 
   /** The API's clock, read from the Date header of a free call (this machine's when it has none). */
@@ -404,12 +304,12 @@ export class SocialApiClient {
 
   async listWebhooks(): Promise<WebhookEndpoint[]> {
     const response = await this.send('GET', '/webhooks', {});
-    return (this.parse(response, WEBHOOKS_ENVELOPE) as { data: WebhookEndpoint[] }).data;
+    return (parseAnswer(response, WEBHOOKS_ENVELOPE) as { data: WebhookEndpoint[] }).data;
   }
 
   async deleteWebhook(webhookId: string): Promise<void> {
     const response = await this.send('DELETE', `/webhooks/${encodeURIComponent(webhookId)}`, {});
-    if (response.status !== 204) throw this.unexpected(response, 'expected 204 No Content');
+    if (response.status !== 204) throw refusedAnswer(response, 'expected 204 No Content');
   }
 
   // ---- internals ------------------------------------------------------------------------------------
@@ -502,41 +402,6 @@ export class SocialApiClient {
     );
   }
 
-  /** Turns a problem found in an answer of the right shape into the call's failure. */
-  private check(response: RawResponse, spec: EndpointSpec, problem: string | undefined): void {
-    if (problem !== undefined) throw this.unexpected(response, `${endpointKey(spec)}: ${problem}`);
-  }
-
-  private parse<S extends z.ZodType>(response: RawResponse, schema: S, spec?: EndpointSpec): z.infer<S> {
-    let json: unknown;
-    try {
-      json = JSON.parse(response.text);
-    } catch {
-      throw this.unexpected(response, 'the body is not JSON');
-    }
-    const checked = schema.safeParse(json);
-    if (!checked.success) {
-      const where = checked.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(body)'}: ${issue.message}`).join('; ');
-      throw this.unexpected(response, `${spec ? `${endpointKey(spec)}: ` : ''}unexpected shape: ${where}`);
-    }
-    // The answer as it came, not zod's copy without the members its schema lacks: a field the API
-    // added is landed, recorded as schema drift by the load and kept in the lake's raw answers.
-    return json as z.infer<S>;
-  }
-
-  /** An answer refused: it is not data. It carries what the API said it charged for it. */
-  private unexpected(response: RawResponse, message: string): ResponseValidationError {
-    const requestId = header(response.headers, 'x-request-id');
-    const charged = Number(header(response.headers, 'x-credits-charged'));
-    return new ResponseValidationError(`${message}${requestId ? ` (request ${requestId})` : ''}`, {
-      status: response.status,
-      code: 'unexpected_response',
-      requestId,
-      rawBody: response.text,
-      ...(Number.isInteger(charged) && charged >= 0 ? { creditsCharged: charged } : {}),
-    });
-  }
-
   private report(spec: EndpointSpec, response: RawResponse, requestId: string, units: number): CallReport {
     const endpoint = endpointKey(spec);
     const creditsCharged = Number(header(response.headers, 'x-credits-charged') ?? 0);
@@ -558,68 +423,10 @@ export class SocialApiClient {
   }
 }
 
-/** The API's clock at an answer: its Date header, or this machine's clock when it has none. */
-function apiTime(headers: Record<string, string | string[] | undefined>): Date {
-  const date = Date.parse(header(headers, 'date') ?? '');
-  return new Date(Number.isNaN(date) ? Date.now() : date);
-}
-
-/**
- * What is wrong with a list page of the right shape: more items than asked for, or items without
- * an id or with the same id twice (ids are how the warehouse tells items apart).
- */
-function listAnswerProblem(limit: number, items: readonly { id: string }[]): string | undefined {
-  if (items.length > limit) return `the page holds ${items.length} items, more than the limit of ${limit} asked for`;
-  const ids = new Set<string>();
-  for (const [index, item] of items.entries()) {
-    if (item.id === '') return `item ${index} has an empty id`;
-    if (ids.has(item.id)) return `item ${index} repeats the id ${JSON.stringify(item.id)}`;
-    ids.add(item.id);
-  }
-  return undefined;
-}
-
-/**
- * What is wrong with an object answer of the right shape: it is about another item or account
- * than the one asked for, where the answer names it (the item's id as its URL gives it, the
- * profile's handle).
- */
-function objectAnswerProblem(spec: EndpointSpec, params: ContentParams, data: unknown): string | undefined {
-  const answer = data as { entity_id?: string; handle?: string };
-  if (params.url !== undefined && answer.entity_id !== undefined) {
-    const asked = parseContentUrl(spec.platform, params.url)?.itemId;
-    if (asked !== undefined && answer.entity_id !== asked) return `the answer is about item ${JSON.stringify(answer.entity_id)}, not ${JSON.stringify(asked)} as asked`;
-  }
-  if (params.handle !== undefined && answer.handle !== undefined && answer.handle.toLowerCase() !== params.handle.replace(/^@/, '').toLowerCase()) {
-    return `the answer is about account ${JSON.stringify(answer.handle)}, not ${JSON.stringify(params.handle)} as asked`;
-  }
-  return undefined;
-}
-
-/** How many earlier attempts a deadline's error names one by one; the rest are counted. */
-const EARLIER_ATTEMPTS_NAMED = 5;
-
-/**
- * The attempts a call made before its deadline ran out, as its error says them: each one's answer
- * (status and request id) or network error, so a deadline reached by retrying 5xx answers names them.
- */
-function earlierAttemptsText(earlier: string[] | undefined): string {
-  if (!earlier || earlier.length === 0) return '';
-  const named = earlier.slice(-EARLIER_ATTEMPTS_NAMED);
-  const more = earlier.length - named.length;
-  return `; before it, ${earlier.length} attempt${earlier.length === 1 ? '' : 's'} ended in ${named.join(', ')}${more > 0 ? ` (the last ${named.length}; ${more} more before them)` : ''}`;
-}
-
-function header(headers: Record<string, string | string[] | undefined>, name: string): string | undefined {
-  const value = headers[name];
-  return Array.isArray(value) ? value[0] : value;
-}
-
 function localError(message: string, param: string): InvalidRequestError {
   return new InvalidRequestError(message, { code: 'invalid_argument', param });
 }
 
-/** Data rows of a CSV page: lines after the header (captions never hold line breaks). */
-function countCsvRows(text: string): number {
-  return Math.max(0, text.split('\r\n').filter((line) => line !== '').length - 1);
+function envelopesOf<E extends string>(schemas: Record<E, z.ZodType>, envelope: (schema: z.ZodType) => z.ZodType): Record<E, z.ZodType> {
+  return Object.fromEntries(Object.entries<z.ZodType>(schemas).map(([endpoint, schema]) => [endpoint, envelope(schema)])) as Record<E, z.ZodType>;
 }

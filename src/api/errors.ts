@@ -187,3 +187,17 @@ export function errorFromResponse(status: number, rawBody: string, headers: Reco
 function headerText(value: string | string[] | undefined): string | undefined {
   return Array.isArray(value) ? value[0] : value;
 }
+
+/** How many earlier attempts a deadline's error names one by one; the rest are counted. */
+const EARLIER_ATTEMPTS_NAMED = 5;
+
+/**
+ * The attempts a call made before its deadline ran out, as its error says them: each one's answer
+ * (status and request id) or network error, so a deadline reached by retrying 5xx answers names them.
+ */
+export function earlierAttemptsText(earlier: string[] | undefined): string {
+  if (!earlier || earlier.length === 0) return '';
+  const named = earlier.slice(-EARLIER_ATTEMPTS_NAMED);
+  const more = earlier.length - named.length;
+  return `; before it, ${earlier.length} attempt${earlier.length === 1 ? '' : 's'} ended in ${named.join(', ')}${more > 0 ? ` (the last ${named.length}; ${more} more before them)` : ''}`;
+}

@@ -7,7 +7,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { TOOLS_DIR } from '../config/project-paths.js';
+import { TOOLS_DIR } from '../project-paths.js';
 import { readerSql } from '../warehouse/lake.js';
 
 /** Where setup pip-installs duckdb==1.5.5, pytz and duckdb-cli==1.5.5 (scripts/setup.mjs, ANALYST_REQUIREMENTS). */

@@ -4,7 +4,7 @@ import nodeModule from 'node:module';
 import { join } from 'node:path';
 import { Command, CommanderError } from 'commander';
 import { SocialApiError } from '../api/errors.js';
-import { PROJECT_ROOT } from '../config/project-paths.js';
+import { PROJECT_ROOT } from '../project-paths.js';
 
 // Node 22.1 and later keep V8's compiled code of the modules a command loads on disk, and reuse it
 // at the next start: `harvester run` reached its first API call about 0.1 s sooner on Node 24.

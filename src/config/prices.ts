@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 import { z } from 'zod';
 import { ENDPOINTS, endpointKey, type EndpointKey, type PriceTable } from '../api-catalog/endpoints.js';
 import { ConfigError } from './config-error.js';
-import { CONFIG_DIR } from './project-paths.js';
+import { CONFIG_DIR } from '../project-paths.js';
 
 /** Re-exported: ConfigError used to live here, and importers of it from this module keep working. */
 export { ConfigError };

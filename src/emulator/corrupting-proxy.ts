@@ -98,17 +98,32 @@ export function contentEndpoint(path: string): string | undefined {
 type Envelope = { data?: unknown };
 type ListItem = { id?: unknown; url?: unknown };
 
+/** What one proxy keeps across the calls it forwards. */
+interface ProxyState {
+  target: URL;
+  agent: Agent;
+  otherHandles: CorruptingProxyOptions['otherHandles'];
+  /** Content calls forwarded (each served, and charged, by the emulator). */
+  forwarded: number;
+  /** The last item id seen in an answer, per platform: what an `other_entity` answer is made about. */
+  lastEntity: Map<string, string>;
+  spoiled: Record<CorruptionKind, number>;
+  spoiledCalls: SpoiledCall[];
+}
+
 export async function startCorruptingProxy(options: CorruptingProxyOptions): Promise<CorruptingProxy> {
-  const target = new URL(options.upstream);
-  const agent = new Agent({ keepAlive: true, maxSockets: 256 });
+  const state: ProxyState = {
+    target: new URL(options.upstream),
+    agent: new Agent({ keepAlive: true, maxSockets: 256 }),
+    otherHandles: options.otherHandles,
+    forwarded: 0,
+    lastEntity: new Map(),
+    spoiled: Object.fromEntries(CORRUPTION_KINDS.map((kind) => [kind, 0])) as Record<CorruptionKind, number>,
+    spoiledCalls: [],
+  };
   let choose = options.choose ?? (() => undefined);
   let contentCalls = 0;
-  let forwarded = 0;
   const perEndpoint = new Map<string, number>();
-  /** The last item id seen in an answer, per platform: what an `other_entity` answer is made about. */
-  const lastEntity = new Map<string, string>();
-  const spoiled = Object.fromEntries(CORRUPTION_KINDS.map((kind) => [kind, 0])) as Record<CorruptionKind, number>;
-  const spoiledCalls: SpoiledCall[] = [];
   const sockets = new Set<Socket>();
 
   const server = createServer((req, res) => {
@@ -120,126 +135,13 @@ export async function startCorruptingProxy(options: CorruptingProxyOptions): Pro
       perEndpoint.set(endpoint, count);
       call = { number: ++contentCalls, endpointNumber: count, endpoint, method: req.method ?? 'GET', path, query: new URL(path, 'http://proxy').searchParams };
     }
-    forward(req, res, call, call ? choose(call) : undefined).catch(() => res.destroy());
+    forward(state, req, res, call, call ? choose(call) : undefined).catch(() => res.destroy());
   });
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });
   server.keepAliveTimeout = 30_000;
-
-  async function forward(req: IncomingMessage, res: ServerResponse, call: ProxiedCall | undefined, corruption: Corruption | undefined): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const headers = { ...req.headers, host: target.host };
-    delete headers.connection;
-    const answer = await new Promise<IncomingMessage>((resolve, reject) => {
-      const upstream = httpRequest({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers, agent }, resolve);
-      upstream.once('error', reject);
-      upstream.end(chunks.length > 0 ? Buffer.concat(chunks) : undefined);
-    });
-    const parts: Buffer[] = [];
-    for await (const chunk of answer) parts.push(chunk as Buffer);
-    if (call) forwarded++;
-    let body: Buffer = Buffer.concat(parts);
-    const outHeaders: Record<string, string | string[]> = {};
-    for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) outHeaders[name] = value;
-
-    // A success: 200, or 202 for a job started.
-    const served = answer.statusCode === 200 || answer.statusCode === 202;
-    const whole = served && !answer.headers['content-encoding'] && /json/.test(answer.headers['content-type'] ?? '');
-    let envelope: Envelope | undefined;
-    let previousEntity: string | undefined;
-    if (call && whole) {
-      try {
-        envelope = JSON.parse(body.toString('utf8')) as Envelope;
-      } catch {
-        envelope = undefined;
-      }
-      previousEntity = remember(call, envelope?.data);
-    }
-    let send = call && served ? corruption : undefined;
-    if (send && REWRITES.has(send.kind)) {
-      const rewritten = envelope && call ? rewrite(call, envelope, send, previousEntity) : undefined;
-      if (rewritten) body = rewritten;
-      else send = undefined;
-    }
-    if (send && call) {
-      spoiled[send.kind]++;
-      const requestId = answer.headers['x-request-id'];
-      spoiledCalls.push({
-        number: call.number,
-        kind: send.kind,
-        endpoint: call.endpoint,
-        query: Object.fromEntries(call.query),
-        requestId: Array.isArray(requestId) ? requestId[0] : requestId,
-        credits: Number(answer.headers['x-credits-charged'] ?? 0),
-      });
-    }
-    if (res.destroyed) return;
-    if (send?.kind === 'slow_headers') {
-      await sleep(send.ms);
-      if (res.destroyed) return;
-    }
-    res.writeHead(answer.statusCode ?? 502, { ...outHeaders, 'content-length': String(body.length) });
-    if (send?.kind === 'cut_body') {
-      res.write(body.subarray(0, Math.max(1, Math.floor(body.length * (send.fraction ?? 0.5)))));
-      // Let the part reach the client before the connection goes.
-      await sleep(20);
-      res.destroy();
-      return;
-    }
-    if (send?.kind === 'slow_drip') {
-      for (let offset = 0; offset < body.length; offset += send.bytes) {
-        if (res.destroyed) return;
-        res.write(body.subarray(offset, offset + send.bytes));
-        await sleep(send.everyMs);
-      }
-      if (!res.destroyed) res.end();
-      return;
-    }
-    res.end(body);
-  }
-
-  /** Remembers the item an answer is about; returns the one remembered before it, of the same platform. */
-  function remember(call: ProxiedCall, data: unknown): string | undefined {
-    const platform = call.endpoint.split('/')[0] as string;
-    const previous = lastEntity.get(platform);
-    if (Array.isArray(data)) {
-      const last = data.at(-1) as ListItem | undefined;
-      if (typeof last?.id === 'string' && last.id !== '') lastEntity.set(platform, last.id);
-    } else if (data && typeof data === 'object' && typeof (data as { entity_id?: unknown }).entity_id === 'string') {
-      lastEntity.set(platform, (data as { entity_id: string }).entity_id);
-    }
-    return previous;
-  }
-
-  /** The envelope with the corruption applied, as bytes; undefined when it does not fit the answer. */
-  function rewrite(call: ProxiedCall, envelope: Envelope, corruption: Corruption, previousEntity: string | undefined): Buffer | undefined {
-    const data = envelope.data;
-    const platform = call.endpoint.split('/')[0] as string;
-    if (corruption.kind === 'oversize' && Array.isArray(data) && data.length > 0) {
-      const copies = (data as ListItem[]).map((item) => {
-        const id = otherId(item.id);
-        return { ...item, id, ...(typeof item.url === 'string' && typeof item.id === 'string' ? { url: item.url.replace(item.id, id) } : {}) };
-      });
-      envelope.data = [...data, ...copies];
-    } else if (corruption.kind === 'empty_id' && Array.isArray(data) && data.length > 0) {
-      const index = Math.min(corruption.index ?? 0, data.length - 1);
-      envelope.data = (data as ListItem[]).map((item, at) => (at === index ? { ...item, id: '' } : item));
-    } else if (corruption.kind === 'other_entity' && data && typeof data === 'object' && !Array.isArray(data)) {
-      const object = data as { entity_id?: unknown; handle?: unknown };
-      if (typeof object.entity_id === 'string') {
-        object.entity_id = previousEntity !== undefined && previousEntity !== object.entity_id ? previousEntity : otherId(object.entity_id);
-      } else if (typeof object.handle === 'string') {
-        const asked = object.handle.toLowerCase();
-        object.handle = (options.otherHandles?.[platform] ?? []).find((handle) => handle.toLowerCase() !== asked) ?? `${object.handle}0`;
-      } else return undefined;
-    } else {
-      return undefined;
-    }
-    return Buffer.from(JSON.stringify(envelope));
-  }
 
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, options.host ?? '127.0.0.1', resolve));
   const address = server.address() as AddressInfo;
@@ -248,10 +150,10 @@ export async function startCorruptingProxy(options: CorruptingProxyOptions): Pro
     origin,
     baseUrl: `${origin}/v1`,
     get forwarded() {
-      return forwarded;
+      return state.forwarded;
     },
-    spoiled,
-    spoiledCalls,
+    spoiled: state.spoiled,
+    spoiledCalls: state.spoiledCalls,
     setChoice(next) {
       choose = next;
     },
@@ -261,9 +163,133 @@ export async function startCorruptingProxy(options: CorruptingProxyOptions): Pro
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
-      agent.destroy();
+      state.agent.destroy();
     },
   };
+}
+
+/** Forwards one request to the emulator and its answer back, spoiled as `corruption` says where it fits. */
+async function forward(state: ProxyState, req: IncomingMessage, res: ServerResponse, call: ProxiedCall | undefined, corruption: Corruption | undefined): Promise<void> {
+  const answer = await askUpstream(state, req);
+  if (call) state.forwarded++;
+  let body = answer.body;
+  // A success: 200, or 202 for a job started.
+  const served = answer.status === 200 || answer.status === 202;
+  const whole = served && !answer.headers['content-encoding'] && /json/.test(String(answer.headers['content-type'] ?? ''));
+  let envelope: Envelope | undefined;
+  let previousEntity: string | undefined;
+  if (call && whole) {
+    try {
+      envelope = JSON.parse(body.toString('utf8')) as Envelope;
+    } catch {
+      envelope = undefined;
+    }
+    previousEntity = remember(state.lastEntity, call, envelope?.data);
+  }
+  let send = call && served ? corruption : undefined;
+  if (send && REWRITES.has(send.kind)) {
+    const rewritten = envelope && call ? rewrite(call, envelope, send, previousEntity, state.otherHandles) : undefined;
+    if (rewritten) body = rewritten;
+    else send = undefined;
+  }
+  if (send && call) {
+    state.spoiled[send.kind]++;
+    const requestId = answer.headers['x-request-id'];
+    state.spoiledCalls.push({
+      number: call.number,
+      kind: send.kind,
+      endpoint: call.endpoint,
+      query: Object.fromEntries(call.query),
+      requestId: Array.isArray(requestId) ? requestId[0] : requestId,
+      credits: Number(answer.headers['x-credits-charged'] ?? 0),
+    });
+  }
+  await writeAnswer(res, answer.status, answer.headers, body, send);
+}
+
+/** The emulator's answer to the request, read whole, without its hop-by-hop headers. */
+async function askUpstream(state: ProxyState, req: IncomingMessage): Promise<{ status: number; headers: Record<string, string | string[]>; body: Buffer }> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const headers = { ...req.headers, host: state.target.host };
+  delete headers.connection;
+  const answer = await new Promise<IncomingMessage>((resolve, reject) => {
+    const upstream = httpRequest({ host: state.target.hostname, port: state.target.port, method: req.method, path: req.url, headers, agent: state.agent }, resolve);
+    upstream.once('error', reject);
+    upstream.end(chunks.length > 0 ? Buffer.concat(chunks) : undefined);
+  });
+  const parts: Buffer[] = [];
+  for await (const chunk of answer) parts.push(chunk as Buffer);
+  const kept: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(answer.headers)) if (value !== undefined && !HOP_BY_HOP.has(name)) kept[name] = value;
+  return { status: answer.statusCode ?? 502, headers: kept, body: Buffer.concat(parts) };
+}
+
+/** Writes the answer to the client, held back, cut or dripped as `send` says. */
+async function writeAnswer(res: ServerResponse, status: number, headers: Record<string, string | string[]>, body: Buffer, send: Corruption | undefined): Promise<void> {
+  if (res.destroyed) return;
+  if (send?.kind === 'slow_headers') {
+    await sleep(send.ms);
+    if (res.destroyed) return;
+  }
+  res.writeHead(status, { ...headers, 'content-length': String(body.length) });
+  if (send?.kind === 'cut_body') {
+    res.write(body.subarray(0, Math.max(1, Math.floor(body.length * (send.fraction ?? 0.5)))));
+    // Let the part reach the client before the connection goes.
+    await sleep(20);
+    res.destroy();
+    return;
+  }
+  if (send?.kind === 'slow_drip') {
+    for (let offset = 0; offset < body.length; offset += send.bytes) {
+      if (res.destroyed) return;
+      res.write(body.subarray(offset, offset + send.bytes));
+      await sleep(send.everyMs);
+    }
+    if (!res.destroyed) res.end();
+    return;
+  }
+  res.end(body);
+}
+
+/** Remembers the item an answer is about; returns the one remembered before it, of the same platform. */
+function remember(lastEntity: Map<string, string>, call: ProxiedCall, data: unknown): string | undefined {
+  const platform = call.endpoint.split('/')[0] as string;
+  const previous = lastEntity.get(platform);
+  if (Array.isArray(data)) {
+    const last = data.at(-1) as ListItem | undefined;
+    if (typeof last?.id === 'string' && last.id !== '') lastEntity.set(platform, last.id);
+  } else if (data && typeof data === 'object' && typeof (data as { entity_id?: unknown }).entity_id === 'string') {
+    lastEntity.set(platform, (data as { entity_id: string }).entity_id);
+  }
+  return previous;
+}
+
+/** The envelope with the corruption applied, as bytes; undefined when it does not fit the answer. */
+function rewrite(call: ProxiedCall, envelope: Envelope, corruption: Corruption, previousEntity: string | undefined, otherHandles: CorruptingProxyOptions['otherHandles']): Buffer | undefined {
+  const data = envelope.data;
+  const platform = call.endpoint.split('/')[0] as string;
+  if (corruption.kind === 'oversize' && Array.isArray(data) && data.length > 0) {
+    const copies = (data as ListItem[]).map((item) => {
+      const id = otherId(item.id);
+      return { ...item, id, ...(typeof item.url === 'string' && typeof item.id === 'string' ? { url: item.url.replace(item.id, id) } : {}) };
+    });
+    envelope.data = [...data, ...copies];
+  } else if (corruption.kind === 'empty_id' && Array.isArray(data) && data.length > 0) {
+    const index = Math.min(corruption.index ?? 0, data.length - 1);
+    envelope.data = (data as ListItem[]).map((item, at) => (at === index ? { ...item, id: '' } : item));
+  } else if (corruption.kind === 'other_entity' && data && typeof data === 'object' && !Array.isArray(data)) {
+    const object = data as { entity_id?: unknown; handle?: unknown };
+    if (typeof object.entity_id === 'string') {
+      object.entity_id = previousEntity !== undefined && previousEntity !== object.entity_id ? previousEntity : otherId(object.entity_id);
+    } else if (typeof object.handle === 'string') {
+      const asked = object.handle.toLowerCase();
+      object.handle = (otherHandles?.[platform] ?? []).find((handle) => handle.toLowerCase() !== asked) ?? `${object.handle}0`;
+    } else return undefined;
+  } else {
+    return undefined;
+  }
+  return Buffer.from(JSON.stringify(envelope));
 }
 
 /** A different id of the same shape: its last character changed (a digit stays a digit). */

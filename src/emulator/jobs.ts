@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 
-/** The API's async pulls: a list request with limit above 50 becomes a job. */
+/** The API's async pulls: a list request with limit above PAGE_LIMITS.maxSynchronous becomes a job. */
 
 export type JobStatus = 'queued' | 'running' | 'completed' | 'failed';
 

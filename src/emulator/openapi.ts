@@ -3,7 +3,7 @@
  * catalog and the resource schemas, so it describes exactly what the server routes and answers.
  */
 import { z } from 'zod';
-import { ENDPOINTS, PAGE_LIMITS, WEBHOOK_EVENTS, type EndpointSpec } from '../api-catalog/endpoints.js';
+import { ENDPOINTS, PAGE_LIMITS, WEBHOOK_EVENTS, type EndpointName, type EndpointSpec } from '../api-catalog/endpoints.js';
 import {
   channelItemSchema,
   channelProfileSchema,
@@ -12,7 +12,9 @@ import {
   downloadSchema,
   errorBodySchema,
   jobSchema,
+  LIST_ITEM_SCHEMAS,
   listMetaSchema,
+  OBJECT_SCHEMAS,
   searchResultSchema,
   statsSchema,
   summarySchema,
@@ -47,17 +49,18 @@ const listEnvelope = (item: object) => ({
 const json = (schema: object, description: string) => ({ description, content: { 'application/json': { schema } } });
 const errorResponse = (description: string) => json(ref('Error'), description);
 
-const OBJECT_SCHEMA: Record<string, keyof typeof COMPONENTS> = {
-  transcript: 'Transcript',
-  summary: 'Summary',
-  stats: 'Stats',
-  'channel-stats': 'ChannelProfile',
-  download: 'Download',
-};
+/** The component a schema of the catalog is published as. */
+function componentOf(schema: z.ZodType): keyof typeof COMPONENTS {
+  const name = Object.keys(COMPONENTS).find((key) => COMPONENTS[key] === schema);
+  if (name === undefined) throw new Error('a schema of the endpoint table is not among the OpenAPI components');
+  return name;
+}
 
-function itemSchemaOf(spec: EndpointSpec): keyof typeof COMPONENTS {
-  if (spec.name === 'comments') return 'Comment';
-  return spec.name.endsWith('search') ? 'SearchResult' : 'ChannelItem';
+function answerSchemaOf(spec: EndpointSpec): keyof typeof COMPONENTS {
+  const table: Partial<Record<EndpointName, z.ZodType>> = spec.shape === 'list' ? LIST_ITEM_SCHEMAS : OBJECT_SCHEMAS;
+  const schema = table[spec.name];
+  if (schema === undefined) throw new Error(`${spec.name} has no answer schema in src/api-catalog/resources.ts`);
+  return componentOf(schema);
 }
 
 function queryParameter(name: string, description: string, schema: object, required = false) {
@@ -85,12 +88,12 @@ function contentOperation(spec: EndpointSpec) {
       queryParameter('limit', `Page size, default ${PAGE_LIMITS.defaultLimit}; above ${PAGE_LIMITS.maxSynchronous} (up to ${PAGE_LIMITS.maxJob}) starts a job`, { type: 'integer', minimum: 1, maximum: PAGE_LIMITS.maxJob }),
       queryParameter('cursor', 'meta.cursor of the previous page', { type: 'string' }),
     );
-    const content: Record<string, unknown> = { 'application/json': { schema: listEnvelope(ref(itemSchemaOf(spec))) } };
+    const content: Record<string, unknown> = { 'application/json': { schema: listEnvelope(ref(answerSchemaOf(spec))) } };
     if (spec.formats.includes('csv')) content['text/csv'] = { schema: { type: 'string' } };
     responses['200'] = { description: `A page, charged per ${spec.unit} returned`, content };
-    responses['202'] = json(envelope(ref('Job')), 'limit above 50: a job was created');
+    responses['202'] = json(envelope(ref('Job')), `limit above ${PAGE_LIMITS.maxSynchronous}: a job was created`);
   } else {
-    const content: Record<string, unknown> = { 'application/json': { schema: envelope(ref(OBJECT_SCHEMA[spec.name] ?? 'Stats')) } };
+    const content: Record<string, unknown> = { 'application/json': { schema: envelope(ref(answerSchemaOf(spec))) } };
     if (spec.formats.includes('text')) content['text/plain'] = { schema: { type: 'string' } };
     responses['200'] = { description: `Charged per ${spec.unit}`, content };
   }

@@ -6,7 +6,11 @@
  */
 import type { HarvestState, TargetState } from './run-state.js';
 
-export const RETRYABLE_STATUSES = ['failed', 'completed_with_errors', 'budget_exhausted', 'paused'] as const;
+/**
+ * A run's statuses when it ended short of what it was asked: `harvester retry` resumes these, and
+ * the report counts them as failures (in this order).
+ */
+export const RETRYABLE_STATUSES = ['failed', 'completed_with_errors', 'paused', 'budget_exhausted'] as const;
 
 function resumedTarget(target: TargetState): TargetState {
   if (target.status === 'done' || target.status === 'empty') return target;

@@ -105,7 +105,7 @@ export interface CostPlan {
 export interface CostPlanOptions {
   /** This run's budget instead of the harvest's, like `harvester run --budget`. */
   budgetCredits?: number;
-  /** Page size of listing calls: 50, as the workflow uses. */
+  /** Page size of listing calls: PAGE_LIMITS.maxSynchronous, as the workflow uses. */
   pageSize?: number;
   /** The tracked items due (`track.items`), read from the warehouse at the run's time. */
   tracking?: TrackingForecast;

@@ -1,4 +1,4 @@
-/** Text for the report's HTML and its charts' descriptions. */
+/** Text for the report's HTML and its charts' descriptions, and the page's small pieces (a section, a chart's box, an item's link). */
 
 const ENTITIES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
 
@@ -39,4 +39,29 @@ export function itemLink(url: string | null): string | null {
   } catch {
     return null;
   }
+}
+
+const h = escapeHtml;
+
+/** A count for a table cell, grouped, or a dash when there is none. */
+export function number(value: number | null | undefined): string {
+  return value === null || value === undefined ? '—' : h(formatNumber(value));
+}
+
+/** One section of the page: its anchor, title, description (HTML) and body (HTML). */
+export function section(id: string, title: string, description: string, body: string): string {
+  return `<section class="report-section" id="${h(id)}" aria-labelledby="${h(id)}-title">
+<h2 id="${h(id)}-title">${h(title)}</h2>
+<p class="description">${description}</p>
+${body}
+</section>`;
+}
+
+export const chartBox = (svg: string) => `<div class="chart-box">${svg}</div>`;
+
+/** An item as a link to its page when it has an http(s) address, else as text; its caption, if given, as the tooltip. */
+export function itemAnchor(url: string | null, text: string, caption?: string | null): string {
+  const href = itemLink(url);
+  const title = caption ? ` title="${h(truncate(caption, 200))}"` : '';
+  return href === null ? `<span${title}>${h(text)}</span>` : `<a href="${h(href)}" rel="noopener noreferrer"${title}>${h(text)}</a>`;
 }

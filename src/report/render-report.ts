@@ -4,9 +4,11 @@
  * the page works offline and can never call home even if a stored string slipped through; every
  * stored string is escaped, and the only links are items' own http(s) addresses.
  */
-import { columnChart, dailyLineChart, ENDPOINT_PALETTE, harvestColors, horizontalBarChart, renderChart, trendChart, type ColorKey, type TrendPoint } from './charts.js';
-import { escapeHtml, formatNumber, formatPercent, itemLink, shortId, truncate } from './format.js';
-import { FAILURE_STATUSES, type DailySeries, type ReportData, type TopAccount, type TopItem } from './report-data.js';
+import { columnChart, dailyLineChart, ENDPOINT_PALETTE, harvestColors, horizontalBarChart, renderChart, type ColorKey } from './charts.js';
+import { chartBox, escapeHtml, formatNumber, formatPercent, number, section } from './format.js';
+import { accountFollowers, engagement, itemViews, topGrowth } from './render-items.js';
+import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
+import type { DailySeries, ReportData } from './report-data.js';
 
 /** The sections every report has, in page order: their ids are stable anchors (and what the tests look for). */
 export const REPORT_SECTIONS = [
@@ -35,17 +37,6 @@ const STATUS_COLORS: Record<string, string> = {
   completed: '#59a14f',
   running: '#4e79a7',
 };
-
-/** Bars of an item, by platform: colours outside the harvests' palette, since no harvest is meant. */
-const PLATFORM_COLORS: Record<string, string> = { tiktok: '#323f4b', instagram: '#c13584' };
-const OTHER_PLATFORM_COLOR = '#7b8794';
-const platformColor = (platform: string) => PLATFORM_COLORS[platform] ?? OTHER_PLATFORM_COLOR;
-
-/** The platforms of the items a chart shows, each with its colour, for the chart's legend. */
-function platformKey(items: { platform: string }[]): ColorKey {
-  const platforms = [...new Set(items.map((item) => item.platform))].sort();
-  return { title: 'platform', colors: new Map(platforms.map((platform) => [platform, platformColor(platform)])) };
-}
 
 const CSS = `
 :root { color-scheme: light; }
@@ -99,34 +90,11 @@ function utcMinute(iso: string): string {
   return `${iso.slice(0, 16).replace('T', ' ')} UTC`;
 }
 
-function number(value: number | null | undefined): string {
-  return value === null || value === undefined ? '—' : h(formatNumber(value));
-}
-
-function section(id: string, title: string, description: string, body: string): string {
-  return `<section class="report-section" id="${h(id)}" aria-labelledby="${h(id)}-title">
-<h2 id="${h(id)}-title">${h(title)}</h2>
-<p class="description">${description}</p>
-${body}
-</section>`;
-}
-
-const chartBox = (svg: string) => `<div class="chart-box">${svg}</div>`;
-
 function seriesTotals(daily: DailySeries, colors: Map<string, string>, unit: string): string {
   const items = daily.series.map((entry) => `<li><span class="swatch" style="background:${h(colors.get(entry.name))}"></span>${h(entry.name)}: <strong>${number(entry.total)}</strong> ${h(unit)}</li>`);
   const note = daily.omittedDays > 0 ? `<p class="note">Showing the latest ${daily.days.length} days; ${daily.omittedDays} earlier day(s) with ${number(daily.omittedCredits)} credits are left out.</p>` : '';
   return `<ul class="series-totals">${items.join('')}</ul>${note}`;
 }
-
-/** An item as a link to its page when it has an http(s) address, else as text; its caption, if given, as the tooltip. */
-function itemAnchor(url: string | null, text: string, caption?: string | null): string {
-  const href = itemLink(url);
-  const title = caption ? ` title="${h(truncate(caption, 200))}"` : '';
-  return href === null ? `<span${title}>${h(text)}</span>` : `<a href="${h(href)}" rel="noopener noreferrer"${title}>${h(text)}</a>`;
-}
-
-const itemName = (item: { platform: string; authorHandle: string | null; itemId: string }) => `${item.platform} ${item.authorHandle ? `@${item.authorHandle} ` : ''}${shortId(item.itemId)}`;
 
 async function creditsByHarvest(data: ReportData, harvests: ColorKey): Promise<string> {
   const daily = data.creditsByHarvest;
@@ -231,163 +199,6 @@ async function itemsLanded(data: ReportData, harvests: ColorKey): Promise<string
   return section('items-landed', 'Items landed per run', description, `${chartBox(chart)}${note}`);
 }
 
-/** Says how many of a trend chart's series are one observation, drawn as a point with no line, and what a line needs; empty when none is. */
-function observedOnceNote(entries: { observations: unknown[] }[], what: string, needs: string): string {
-  const single = entries.filter((entry) => entry.observations.length === 1).length;
-  if (single === 0) return '';
-  const which = single === entries.length ? `Each of these ${h(what)} was` : `${h(formatNumber(single))} of these ${h(formatNumber(entries.length))} ${h(what)} were`;
-  return `<p class="note">${which} observed once in the days shown: ${single === 1 ? 'it is' : 'each is'} a point with no line. A line needs ${needs}.</p>`;
-}
-
-/** Observations as trend points, one line per entry, labelled with its rank. */
-function trendPoints<Entry extends TopItem | TopAccount>(entries: Entry[], name: (entry: Entry) => string, unit: string): TrendPoint[] {
-  return entries.flatMap((entry) =>
-    entry.observations.map((observation) => ({
-      series: `${entry.rank}`,
-      label: `#${entry.rank}`,
-      at: observation.at,
-      value: observation.value,
-      harvest: observation.harvest,
-      description: `#${entry.rank} ${name(entry)}, harvest ${observation.harvest}, ${observation.observedAt} UTC: ${formatNumber(observation.value)} ${unit}`,
-    })),
-  );
-}
-
-async function itemViews(data: ReportData, harvests: ColorKey): Promise<string> {
-  const items = data.topItems;
-  const description = `Views at each observation (<code>item_metrics</code>) of the ${h(data.settings.topItems)} items with the most views at their latest one (<code>latest_item_metrics</code>), over the latest ${h(data.settings.maxDays)} days observed; a point's colour is the harvest that observed it.`;
-  if (items.length === 0) return section('item-views', 'Views over time', description, '<p class="empty">No item observations with views in the warehouse yet.</p>');
-  const chart = await renderChart(
-    trendChart({
-      title: 'Views over time, top items',
-      subtitle: 'Each line is an item, labelled with its rank in the table',
-      yTitle: 'views',
-      points: trendPoints(items, (item) => `${item.platform} ${item.itemId}`, 'views'),
-      color: harvests,
-      width: 580,
-    }),
-    'trend',
-  );
-  const rows = items.map(
-    (item) => `<tr>
-<td class="num">${item.rank}</td>
-<td>${itemAnchor(item.url, itemName(item), item.caption)}</td>
-<td class="num">${number(item.views)}</td>
-<td class="num">${item.observations.length}</td>
-</tr>`,
-  );
-  const table = `<table class="top-items-table">
-<thead><tr><th class="num">#</th><th>Item</th><th class="num">Views now</th><th class="num" title="observations shown">Obs.</th></tr></thead>
-<tbody>${rows.join('')}</tbody>
-</table>`;
-  const note = observedOnceNote(items, 'items', 'an item observed again by a later run (<code>track: { items: { days: N } }</code>, or a harvest that lists it again)');
-  return section('item-views', 'Views over time', description, `<div class="beside">${chartBox(chart)}${table}</div>${note}`);
-}
-
-async function engagement(data: ReportData): Promise<string> {
-  const description =
-    '(likes + comments + shares) / views at the latest observation (<code>latest_item_metrics</code>) of the items in <a href="#item-views">Views over time</a>; a count the API did not report is left out of the sum.';
-  const items = data.topItems.filter((item) => item.engagementRate !== null).sort((a, b) => b.engagementRate! - a.engagementRate! || a.rank - b.rank);
-  if (items.length === 0) return section('engagement', 'Engagement rate', description, '<p class="empty">No item with views and engagement counts in the warehouse yet.</p>');
-  const count = (value: number | null, what: string) => (value === null ? `no ${what}` : `${formatNumber(value)} ${what}`);
-  const chart = await renderChart(
-    horizontalBarChart({
-      title: 'Engagement rate at the latest observation',
-      subtitle: 'Highest first; #n is the item\'s rank by views',
-      xTitle: 'engagement rate (%)',
-      labelWidth: 270,
-      bars: items.map((item) => ({
-        label: `#${item.rank} ${itemName(item)}`,
-        // Percent, so the axis reads as the labels do.
-        value: item.engagementRate! * 100,
-        valueText: formatPercent(item.engagementRate!),
-        description: `#${item.rank} ${item.platform} ${item.itemId}: (${count(item.likes, 'likes')} + ${count(item.comments, 'comments')} + ${count(item.shares, 'shares')}) / ${formatNumber(item.views)} views: ${formatPercent(item.engagementRate!)}`,
-        color: platformColor(item.platform),
-        key: item.platform,
-      })),
-      legend: platformKey(items),
-    }),
-    'hbar',
-  );
-  return section('engagement', 'Engagement rate', description, chartBox(chart));
-}
-
-async function topGrowth(data: ReportData): Promise<string> {
-  const items = data.topGrowth;
-  const description = `Views gained per hour over each item's latest interval between observations (<code>item_growth</code>), intervals shorter than ${h(formatNumber(data.settings.minGrowthHours * 60))} minutes skipped; current views from <code>latest_item_metrics</code>. Top ${h(data.settings.topItems)}.`;
-  if (items.length === 0) return section('top-growth', 'Fastest-growing items', description, '<p class="empty">No item has grown between two observations yet: growth needs an item observed in two harvests.</p>');
-  const chart = await renderChart(
-    horizontalBarChart({
-      title: 'Views gained per hour',
-      subtitle: `Top ${items.length} item(s)`,
-      xTitle: 'views per hour',
-      labelWidth: 270,
-      bars: items.map((item, index) => ({
-        label: `${index + 1}. ${itemName(item)}`,
-        value: item.viewsPerHour,
-        valueText: formatNumber(Math.round(item.viewsPerHour)),
-        description: `${item.platform} ${item.itemId}: +${formatNumber(item.viewsGained)} views in ${formatNumber(item.hours)} h: ${formatNumber(item.viewsPerHour)} views per hour`,
-        color: platformColor(item.platform),
-        key: item.platform,
-      })),
-      legend: platformKey(items),
-    }),
-    'hbar',
-  );
-  const rows = items.map(
-    (item, index) => `<tr>
-<td class="num">${index + 1}</td>
-<td>${h(item.platform)}${item.kind ? ` ${h(item.kind)}` : ''}</td>
-<td class="id">${itemAnchor(item.url, item.itemId)}</td>
-<td>${item.authorHandle ? `@${h(item.authorHandle)}` : '—'}</td>
-<td class="caption" title="${h(item.caption ?? '')}">${item.caption ? h(truncate(item.caption, 140)) : '—'}</td>
-<td class="num">${number(Math.round(item.viewsPerHour))}</td>
-<td class="num">+${number(item.viewsGained)}</td>
-<td class="num">${number(Number(item.hours.toFixed(1)))}</td>
-<td class="num">${number(item.latestViews)}</td>
-</tr>`,
-  );
-  const table = `<table class="growth-table">
-<thead><tr><th class="num">#</th><th>Platform</th><th>Item</th><th>Author</th><th>Caption</th><th class="num">Views / hour</th><th class="num">Views gained</th><th class="num">Over hours</th><th class="num">Views now</th></tr></thead>
-<tbody>${rows.join('')}</tbody>
-</table>`;
-  return section('top-growth', 'Fastest-growing items', description, `${chartBox(chart)}${table}`);
-}
-
-async function accountFollowers(data: ReportData, harvests: ColorKey): Promise<string> {
-  const accounts = data.topAccounts;
-  const description = `Followers at each observation (<code>account_metrics</code>) of the ${h(data.settings.topAccounts)} accounts with the most followers at their latest one, over the latest ${h(data.settings.maxDays)} days observed; a point's colour is the harvest that observed it.`;
-  if (accounts.length === 0) return section('account-followers', 'Followers over time', description, '<p class="empty">No account observations yet: set <code>track: { accounts: true }</code> in a harvest to observe its channels each run.</p>');
-  const chart = await renderChart(
-    trendChart({
-      title: 'Followers over time, top accounts',
-      subtitle: 'Each line is an account, labelled with its rank in the table',
-      yTitle: 'followers',
-      points: trendPoints(accounts, (account) => `${account.platform} @${account.handle}`, 'followers'),
-      color: harvests,
-      width: 580,
-    }),
-    'trend',
-  );
-  const rows = accounts.map((account) => {
-    const first = account.observations[0];
-    const change = first === undefined ? null : account.observations.at(-1)!.value - first.value;
-    return `<tr>
-<td class="num">${account.rank}</td>
-<td>${h(account.platform)} @${h(account.handle)}</td>
-<td class="num">${number(account.followers)}</td>
-<td class="num">${change === null ? '—' : `${change >= 0 ? '+' : ''}${number(change)}`}</td>
-<td class="num">${account.observations.length}</td>
-</tr>`;
-  });
-  const table = `<table class="top-accounts-table">
-<thead><tr><th class="num">#</th><th>Account</th><th class="num">Followers now</th><th class="num" title="from the first observation shown to the latest">Change</th><th class="num" title="observations shown">Obs.</th></tr></thead>
-<tbody>${rows.join('')}</tbody>
-</table>`;
-  const note = observedOnceNote(accounts, 'accounts', 'an account observed again by a later run (<code>track: { accounts: true }</code>)');
-  return section('account-followers', 'Followers over time', description, `<div class="beside">${chartBox(chart)}${table}</div>${note}`);
-}
-
 function enrichmentCoverage(data: ReportData): string {
   const coverage = data.enrichmentCoverage!;
   const { id, title } = ENRICHMENT_COVERAGE_SECTION;
@@ -410,7 +221,7 @@ function enrichmentCoverage(data: ReportData): string {
 }
 
 async function failures(data: ReportData): Promise<string> {
-  const description = `Runs that ended ${FAILURE_STATUSES.map((status) => `<code>${h(status)}</code>`).join(', ')}, with the reason the run recorded (<code>harvest_runs.error</code>), or why its status says it stopped; and runs that Temporal lists as failed, terminated, cancelled or timed out but that never reached the warehouse (a run refused its key before it recorded itself), with Temporal's reason.`;
+  const description = `Runs that ended ${RETRYABLE_STATUSES.map((status) => `<code>${h(status)}</code>`).join(', ')}, with the reason the run recorded (<code>harvest_runs.error</code>), or why its status says it stopped; and runs that Temporal lists as failed, terminated, cancelled or timed out but that never reached the warehouse (a run refused its key before it recorded itself), with Temporal's reason.`;
   const unknown = data.unrecordedRunsUnknown === null ? '' : `<p class="note">Runs that stopped before the warehouse recorded them are not listed: ${h(data.unrecordedRunsUnknown)}.</p>`;
   if (data.failures.length === 0) return section('failures', 'Failures', description, `<p class="empty">No failed, paused or budget-exhausted runs. </p>${unknown}`);
   const chart = await renderChart(

@@ -1,6 +1,6 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TOOLS_DIR } from '../config/project-paths.js';
+import { TOOLS_DIR } from '../project-paths.js';
 import { reachable } from './connection.js';
 import { devServerDbFile, devServerStateFile } from '../store/layout.js';
 

@@ -8,7 +8,7 @@ import {
   type Workflow,
 } from '@temporalio/client';
 import { harvestWorkflow } from '../../workflows/harvest.js';
-import type { ApiIdentity } from '../api/identity.js';
+import type { ApiIdentity } from '../api-catalog/api-identity.js';
 import type { StoreIdentity } from '../store/store-identity.js';
 import type { Harvest } from '../harvest/harvest-types.js';
 

@@ -2,7 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker, type NativeConnection } from '@temporalio/worker';
 import { createActivities, type ActivityDeps } from '../../activities/index.js';
-import { PROJECT_ROOT } from '../config/project-paths.js';
+import { PROJECT_ROOT } from '../project-paths.js';
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 import { removeStrayTemporaries } from '../store/durable-file.js';
 

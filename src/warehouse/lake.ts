@@ -12,7 +12,7 @@ import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { TOOLS_DIR } from '../config/project-paths.js';
+import { TOOLS_DIR } from '../project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
 import { objectStorageSettings, redactedUrl } from '../store/shared/shared-settings.js';
 import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames, withDefaultDatabase } from './duckdb.js';

@@ -84,13 +84,16 @@ export const TABLES_DDL = [
     segment VARCHAR NOT NULL, run_id VARCHAR NOT NULL, end_offset BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
 ];
 
+/** The shortest interval `item_growth` measures growth over, in hours (the report states it). */
+export const ITEM_GROWTH_MIN_HOURS = 1;
+
 export const VIEWS_DDL = [
   `CREATE OR REPLACE VIEW latest_item_metrics AS
     SELECT * FROM item_metrics
     QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY observed_at DESC, request_id DESC) = 1`,
-  // Growth over at least an hour: observations minutes apart (a listing's and its stats call's)
-  // made rates of tens of thousands of views an hour out of a handful of views. Observations from
-  // the API's cache are left out: their counts may be older than their time.
+  // Growth over at least ITEM_GROWTH_MIN_HOURS: observations minutes apart (a listing's and its
+  // stats call's) made rates of tens of thousands of views an hour out of a handful of views.
+  // Observations from the API's cache are left out: their counts may be older than their time.
   `CREATE OR REPLACE VIEW item_growth AS
     WITH fresh AS (SELECT * FROM item_metrics WHERE from_cache IS NOT TRUE)
     SELECT m.platform, m.item_id, m.observed_at, m.views, m.likes,
@@ -98,7 +101,7 @@ export const VIEWS_DDL = [
       m.likes - p.likes AS likes_delta,
       epoch(m.observed_at - p.observed_at) / 3600.0 AS hours_since_previous
     FROM fresh m ASOF LEFT JOIN fresh p
-      ON m.platform = p.platform AND m.item_id = p.item_id AND m.observed_at - INTERVAL 1 HOUR >= p.observed_at`,
+      ON m.platform = p.platform AND m.item_id = p.item_id AND m.observed_at - INTERVAL ${ITEM_GROWTH_MIN_HOURS} HOUR >= p.observed_at`,
   // An item's counts at fixed ages after posting, interpolated in time between the fresh
   // observations just before and just after each age (or the one at it); an age with no
   // observation on either side has no row: never extrapolated.

@@ -16,7 +16,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
-import { PROJECT_ROOT } from '../config/project-paths.js';
+import { PROJECT_ROOT } from '../project-paths.js';
 import type { LoadRequest } from './load-process.js';
 import type { LoadResult } from './loader.js';
 

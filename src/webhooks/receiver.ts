@@ -10,7 +10,7 @@
  * 503 not recorded (the sender retries).
  */
 import { timingSafeEqual } from 'node:crypto';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
@@ -47,10 +47,25 @@ const MAX_BODY_BYTES = 1 << 20;
 /** How much of a refused body is read and dropped so its sender can read the refusal. */
 const DRAIN_LIMIT_BYTES = 64 << 20;
 
+/** What the server's requests need of the receiver. */
+interface Receiving {
+  verifiers: () => Webhook[];
+  journal: EventJournal;
+  logger: Logger | undefined;
+  /** Runs the event's handler, after its delivery was answered. */
+  handle: (payload: WebhookPayload, id: string) => void;
+}
+
+/** A delivery's answer, and the event to handle once it is given. */
+interface Judgement {
+  status: number;
+  reason: string;
+  accepted?: { payload: WebhookPayload; id: string };
+}
+
 export async function startWebhookReceiver(options: ReceiverOptions): Promise<WebhookReceiver> {
   const secrets = options.secrets;
   if (Array.isArray(secrets) && secrets.length === 0) throw new Error('the webhook receiver needs at least one signing secret (whsec_…)');
-  const verifiers = () => (typeof secrets === 'function' ? secrets() : secrets).map((secret) => new Webhook(secret));
   const journal = await EventJournal.open(options.journalFile);
   const logger = options.logger;
   const pending = new Set<Promise<void>>();
@@ -68,78 +83,8 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
     pending.add(run);
     void run.finally(() => pending.delete(run));
   };
-
-  const server: Server = createServer({ cert: options.cert, key: options.key }, (req, res) => {
-    const answer = (status: number, reason: string, headers: Record<string, string> = {}) => {
-      res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ status: reason }));
-    };
-    // A refusal is answered once the body has arrived (and been dropped): answering and closing
-    // while the sender still writes resets the connection before a sender that writes all before
-    // it reads (Python's http.client, say) can read the answer. A body past DRAIN_LIMIT_BYTES is
-    // cut off instead; Node's requestTimeout bounds how long a body may take.
-    let refused = false;
-    const refuse = (status: number, reason: string) => {
-      if (refused) return;
-      refused = true;
-      let drained = 0;
-      req.on('data', (chunk: Buffer) => {
-        drained += chunk.length;
-        if (drained > DRAIN_LIMIT_BYTES) req.destroy();
-      });
-      req.on('end', () => answer(status, reason, { connection: 'close' }));
-      req.resume();
-    };
-    if (req.method !== 'POST') return refuse(405, 'method_not_allowed');
-    if (!isJsonContentType(req.headers['content-type'])) {
-      logger?.warn({ contentType: req.headers['content-type'] ?? null }, 'webhook delivery rejected: not application/json');
-      return refuse(415, 'unsupported_media_type');
-    }
-    if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return refuse(413, 'body_too_large');
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (chunk: Buffer) => {
-      if (refused) return;
-      size += chunk.length;
-      if (size > MAX_BODY_BYTES) refuse(413, 'body_too_large');
-      else chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (refused) return;
-      void (async () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        const id = String(req.headers['webhook-id'] ?? '');
-        const verdict = verify(verifiers(), body, req.headers);
-        if (verdict !== 'valid') {
-          logger?.warn({ webhookId: id, verdict }, 'webhook delivery rejected');
-          return answer(verdict === 'stale' ? 400 : 401, verdict);
-        }
-        if (journal.seenIds.has(id)) {
-          logger?.info({ webhookId: id }, 'duplicate webhook delivery dropped');
-          return answer(200, 'duplicate');
-        }
-        let json: unknown;
-        try {
-          json = JSON.parse(body);
-        } catch (error) {
-          logger?.warn({ webhookId: id, signature: 'valid', reason: (error as Error).message }, 'webhook delivery rejected: signature valid, body is not JSON');
-          return answer(400, 'invalid_json');
-        }
-        const parsed = webhookPayloadSchema.safeParse(json);
-        if (!parsed.success) {
-          logger?.warn({ webhookId: id }, 'webhook payload is not {type, timestamp, data}');
-          return answer(400, 'invalid_payload');
-        }
-        try {
-          await journal.accept(id, parsed.data);
-        } catch (error) {
-          logger?.error({ webhookId: id, err: error }, 'could not record webhook delivery; the sender will retry');
-          return answer(503, 'not_recorded');
-        }
-        answer(202, 'accepted');
-        handle(parsed.data, id);
-      })();
-    });
-  });
+  const receiving: Receiving = { verifiers: () => (typeof secrets === 'function' ? secrets() : secrets).map((secret) => new Webhook(secret)), journal, logger, handle };
+  const server: Server = createServer({ cert: options.cert, key: options.key }, (req, res) => receive(receiving, req, res));
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -160,6 +105,84 @@ export async function startWebhookReceiver(options: ReceiverOptions): Promise<We
       await journal.close();
     },
   };
+}
+
+/** One request: refused as it arrives when it cannot be a delivery, else read whole and judged. */
+function receive(receiving: Receiving, req: IncomingMessage, res: ServerResponse): void {
+  const answer = (status: number, reason: string, headers: Record<string, string> = {}) => {
+    res.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify({ status: reason }));
+  };
+  // A refusal is answered once the body has arrived (and been dropped): answering and closing
+  // while the sender still writes resets the connection before a sender that writes all before
+  // it reads (Python's http.client, say) can read the answer. A body past DRAIN_LIMIT_BYTES is
+  // cut off instead; Node's requestTimeout bounds how long a body may take.
+  let refused = false;
+  const refuse = (status: number, reason: string) => {
+    if (refused) return;
+    refused = true;
+    let drained = 0;
+    req.on('data', (chunk: Buffer) => {
+      drained += chunk.length;
+      if (drained > DRAIN_LIMIT_BYTES) req.destroy();
+    });
+    req.on('end', () => answer(status, reason, { connection: 'close' }));
+    req.resume();
+  };
+  if (req.method !== 'POST') return refuse(405, 'method_not_allowed');
+  if (!isJsonContentType(req.headers['content-type'])) {
+    receiving.logger?.warn({ contentType: req.headers['content-type'] ?? null }, 'webhook delivery rejected: not application/json');
+    return refuse(415, 'unsupported_media_type');
+  }
+  if (Number(req.headers['content-length'] ?? 0) > MAX_BODY_BYTES) return refuse(413, 'body_too_large');
+  const chunks: Buffer[] = [];
+  let size = 0;
+  req.on('data', (chunk: Buffer) => {
+    if (refused) return;
+    size += chunk.length;
+    if (size > MAX_BODY_BYTES) refuse(413, 'body_too_large');
+    else chunks.push(chunk);
+  });
+  req.on('end', () => {
+    if (refused) return;
+    void judge(receiving, Buffer.concat(chunks).toString('utf8'), req.headers).then(({ status, reason, accepted }) => {
+      answer(status, reason);
+      if (accepted) receiving.handle(accepted.payload, accepted.id);
+    });
+  });
+}
+
+/** A whole delivery judged: verified, not seen before, a payload, and durably in the journal before it is accepted. */
+async function judge(receiving: Receiving, body: string, headers: IncomingHttpHeaders): Promise<Judgement> {
+  const { journal, logger } = receiving;
+  const id = String(headers['webhook-id'] ?? '');
+  const verdict = verify(receiving.verifiers(), body, headers);
+  if (verdict !== 'valid') {
+    logger?.warn({ webhookId: id, verdict }, 'webhook delivery rejected');
+    return { status: verdict === 'stale' ? 400 : 401, reason: verdict };
+  }
+  if (journal.seenIds.has(id)) {
+    logger?.info({ webhookId: id }, 'duplicate webhook delivery dropped');
+    return { status: 200, reason: 'duplicate' };
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(body);
+  } catch (error) {
+    logger?.warn({ webhookId: id, signature: 'valid', reason: (error as Error).message }, 'webhook delivery rejected: signature valid, body is not JSON');
+    return { status: 400, reason: 'invalid_json' };
+  }
+  const parsed = webhookPayloadSchema.safeParse(json);
+  if (!parsed.success) {
+    logger?.warn({ webhookId: id }, 'webhook payload is not {type, timestamp, data}');
+    return { status: 400, reason: 'invalid_payload' };
+  }
+  try {
+    await journal.accept(id, parsed.data);
+  } catch (error) {
+    logger?.error({ webhookId: id, err: error }, 'could not record webhook delivery; the sender will retry');
+    return { status: 503, reason: 'not_recorded' };
+  }
+  return { status: 202, reason: 'accepted', accepted: { payload: parsed.data, id } };
 }
 
 type Verdict = 'valid' | 'stale' | 'forged';

@@ -13,7 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ANALYST_PYTHON_DIR, pythonReaderLine } from '../../src/cli/analyst-tools.js';
-import { PROJECT_ROOT, TOOLS_DIR } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT, TOOLS_DIR } from '../../src/project-paths.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { runCli } from '../support/cli.js';
 import { landedSample } from '../support/sample-harvest.js';

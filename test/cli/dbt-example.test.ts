@@ -9,7 +9,7 @@ import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, TOOLS_DIR } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT, TOOLS_DIR } from '../../src/project-paths.js';
 import { openLake } from '../../src/warehouse/lake.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';

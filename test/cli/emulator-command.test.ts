@@ -1,7 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { http } from '../support/emulator.js';
 
 const CLI = join(PROJECT_ROOT, 'dist', 'src', 'cli', 'main.js');

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT } from '../../src/project-paths.js';
 import type { WorkflowExecutionInfo } from '@temporalio/client';
 import { SocialApiClient } from '../../src/api/client.js';
 import { runCli } from '../support/cli.js';

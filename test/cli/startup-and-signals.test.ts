@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../src/cli/free-port.js';
-import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { CLI, type CliResult } from '../support/cli.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { temporalClient } from '../support/temporal.js';

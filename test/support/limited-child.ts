@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT } from '../../src/project-paths.js';
 
 /** The built module of a source file, e.g. `src/store/landing` → an absolute specifier. */
 export function built(module: string): string {

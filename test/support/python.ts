@@ -1,6 +1,6 @@
 import { execFile, spawnSync } from 'node:child_process';
 import { delimiter, join } from 'node:path';
-import { TOOLS_DIR } from '../../src/config/project-paths.js';
+import { TOOLS_DIR } from '../../src/project-paths.js';
 
 export interface PythonResult {
   code: number | null;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
 import { TABLES_DDL, VIEWS_DDL, WAREHOUSE_TABLES, WAREHOUSE_VIEWS } from '../../src/warehouse/schema.js';
 

@@ -11,7 +11,7 @@ import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 import { runPython } from '../support/python.js';
 import { landSampleHarvest } from '../support/sample-harvest.js';
-import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT } from '../../src/project-paths.js';
 
 let emulator: TestEmulator;
 beforeAll(async () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { WarmLoader } from '../../src/warehouse/warm-loader.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { describe, expect, it } from 'vitest';
-import { PROJECT_ROOT } from '../../src/config/project-paths.js';
+import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { workflowBundle } from '../support/temporal.js';
 
 const HISTORIES = join(PROJECT_ROOT, 'test', 'workflows', 'histories');

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
-import type { ListEndpoint, ObjectEndpoint } from '../../api/client.js';
-import { ENDPOINTS, PAGE_LIMITS, PLATFORMS, findEndpoint, type EndpointName, type Platform } from '../../api-catalog/endpoints.js';
+import type { ListEndpoint, ObjectEndpoint, SocialApiClient } from '../../api/client.js';
+import { ENDPOINTS, PAGE_LIMITS, PLATFORMS, findEndpoint, type EndpointName, type EndpointSpec, type Platform } from '../../api-catalog/endpoints.js';
 import { clientFromEnv, cliLogger } from '../context.js';
 import { UsageError, wholeNumber } from '../options.js';
 
@@ -41,66 +41,79 @@ Examples:
 
 Endpoints: ${[...new Set(ENDPOINTS.map((spec) => spec.name))].join(', ')}`,
     )
-    .action(async (platformArg: string, endpointArg: string, options: CallOptions) => {
-      if (!(PLATFORMS as readonly string[]).includes(platformArg)) throw new UsageError(`unknown platform ${JSON.stringify(platformArg)}; use ${PLATFORMS.join(' or ')}`);
-      const platform = platformArg as Platform;
-      const spec = findEndpoint(platform, endpointArg);
-      if (!spec) {
-        const names = ENDPOINTS.filter((candidate) => candidate.platform === platform).map((candidate) => candidate.name);
-        throw new UsageError(`${platform} has no endpoint ${JSON.stringify(endpointArg)}; use one of ${names.join(', ')}`);
-      }
-      const given = (['url', 'handle', 'query'] as const).filter((name) => options[name] !== undefined);
-      if (given.length !== 1 || given[0] !== spec.param) throw new UsageError(`${platform}/${spec.name} takes --${spec.param} (and no --url/--handle/--query besides)`);
-      if (spec.shape === 'object' && (options.limit !== undefined || options.maxItems !== undefined || options.cursor !== undefined)) {
-        throw new UsageError(`${platform}/${spec.name} returns one object; --limit, --max-items and --cursor apply to lists`);
-      }
-      if (options.maxItems !== undefined && options.limit !== undefined && options.limit > PAGE_LIMITS.maxSynchronous) {
-        throw new UsageError('--max-items pages synchronously: give a --limit of at most 50 with it, or use --limit alone for a job');
-      }
-      const logger = cliLogger();
-      const client = clientFromEnv(logger);
-      const params = { [spec.param]: options[spec.param], fresh: options.fresh };
-      const summary = (text: string) => process.stderr.write(`${text}\n`);
-      try {
-        if (options.format !== 'json') {
-          const result = await client.raw(platform, spec.name as EndpointName, { ...params, limit: options.limit, cursor: options.cursor, format: options.format });
-          process.stdout.write(result.text);
-          summary(`${platform}/${spec.name}: ${result.creditsCharged} credits charged, ${result.creditsRemaining} left (request ${result.requestId})${result.nextCursor ? `; next cursor: ${result.nextCursor}` : ''}`);
-        } else if (spec.shape === 'object') {
-          const result = await client.get(platform, spec.name as ObjectEndpoint, params);
-          process.stdout.write(`${JSON.stringify(result.data, null, 2)}\n`);
-          summary(`${platform}/${spec.name}: 1 item, ${result.creditsCharged} credits charged, ${result.creditsRemaining} left, cache ${result.cache} (request ${result.requestId})`);
-        } else if (options.limit !== undefined && options.limit > PAGE_LIMITS.maxSynchronous) {
-          const { job } = await client.startJob(platform, spec.name as ListEndpoint, { ...params, limit: options.limit, cursor: options.cursor });
-          summary(`${platform}/${spec.name}: started ${job.job_id} for up to ${options.limit} items; waiting`);
-          const done = await client.waitForJob(job.job_id);
-          if (done.status === 'failed') throw new Error(`job ${done.job_id} failed: ${done.error?.code}: ${done.error?.message}`);
-          const items: unknown[] = [];
-          for await (const page of client.jobResults(done.job_id)) items.push(...page.items);
-          process.stdout.write(`${JSON.stringify(items, null, 2)}\n`);
-          summary(`${platform}/${spec.name}: job ${done.job_id}, ${done.item_count} items, ${done.credits_charged} credits charged`);
-        } else if (options.maxItems !== undefined) {
-          let items = 0;
-          let pages = 0;
-          let credits = 0;
-          let remaining: number | undefined;
-          let cursor: string | undefined;
-          for await (const page of client.pages(platform, spec.name as ListEndpoint, params, { maxItems: options.maxItems, pageSize: options.limit, cursor: options.cursor })) {
-            for (const item of page.items) process.stdout.write(`${JSON.stringify(item)}\n`);
-            items += page.items.length;
-            pages++;
-            credits += page.creditsCharged;
-            remaining = page.creditsRemaining;
-            cursor = page.nextCursor;
-          }
-          summary(`${platform}/${spec.name}: ${items} items in ${pages} pages, ${credits} credits charged, ${remaining} left${cursor ? `; resume with --cursor ${cursor}` : ''}`);
-        } else {
-          const page = await client.page(platform, spec.name as ListEndpoint, { ...params, limit: options.limit, cursor: options.cursor });
-          process.stdout.write(`${JSON.stringify({ data: page.items, meta: page.meta }, null, 2)}\n`);
-          summary(`${platform}/${spec.name}: ${page.items.length} items, 1 page, ${page.creditsCharged} credits charged, ${page.creditsRemaining} left (request ${page.requestId})`);
-        }
-      } finally {
-        await client.close();
-      }
-    });
+    .action(call);
+}
+
+async function call(platformArg: string, endpointArg: string, options: CallOptions): Promise<void> {
+  const spec = checkedEndpoint(platformArg, endpointArg, options);
+  const client = clientFromEnv(cliLogger());
+  try {
+    await printCall(client, spec, options);
+  } finally {
+    await client.close();
+  }
+}
+
+/** The endpoint the arguments name, with options that fit it; a usage error otherwise, before any request. */
+function checkedEndpoint(platformArg: string, endpointArg: string, options: CallOptions): EndpointSpec {
+  if (!(PLATFORMS as readonly string[]).includes(platformArg)) throw new UsageError(`unknown platform ${JSON.stringify(platformArg)}; use ${PLATFORMS.join(' or ')}`);
+  const platform = platformArg as Platform;
+  const spec = findEndpoint(platform, endpointArg);
+  if (!spec) {
+    const names = ENDPOINTS.filter((candidate) => candidate.platform === platform).map((candidate) => candidate.name);
+    throw new UsageError(`${platform} has no endpoint ${JSON.stringify(endpointArg)}; use one of ${names.join(', ')}`);
+  }
+  const given = (['url', 'handle', 'query'] as const).filter((name) => options[name] !== undefined);
+  if (given.length !== 1 || given[0] !== spec.param) throw new UsageError(`${platform}/${spec.name} takes --${spec.param} (and no --url/--handle/--query besides)`);
+  if (spec.shape === 'object' && (options.limit !== undefined || options.maxItems !== undefined || options.cursor !== undefined)) {
+    throw new UsageError(`${platform}/${spec.name} returns one object; --limit, --max-items and --cursor apply to lists`);
+  }
+  if (options.maxItems !== undefined && options.limit !== undefined && options.limit > PAGE_LIMITS.maxSynchronous) {
+    throw new UsageError(`--max-items pages synchronously: give a --limit of at most ${PAGE_LIMITS.maxSynchronous} with it, or use --limit alone for a job`);
+  }
+  return spec;
+}
+
+/** Makes the call the options say (one call, a job, or pages up to --max-items) and prints its data (stdout) and what it cost (stderr). */
+async function printCall(client: SocialApiClient, spec: EndpointSpec, options: CallOptions): Promise<void> {
+  const platform = spec.platform;
+  const params = { [spec.param]: options[spec.param], fresh: options.fresh };
+  const summary = (text: string) => process.stderr.write(`${text}\n`);
+  if (options.format !== 'json') {
+    const result = await client.raw(platform, spec.name as EndpointName, { ...params, limit: options.limit, cursor: options.cursor, format: options.format });
+    process.stdout.write(result.text);
+    summary(`${platform}/${spec.name}: ${result.creditsCharged} credits charged, ${result.creditsRemaining} left (request ${result.requestId})${result.nextCursor ? `; next cursor: ${result.nextCursor}` : ''}`);
+  } else if (spec.shape === 'object') {
+    const result = await client.get(platform, spec.name as ObjectEndpoint, params);
+    process.stdout.write(`${JSON.stringify(result.data, null, 2)}\n`);
+    summary(`${platform}/${spec.name}: 1 item, ${result.creditsCharged} credits charged, ${result.creditsRemaining} left, cache ${result.cache} (request ${result.requestId})`);
+  } else if (options.limit !== undefined && options.limit > PAGE_LIMITS.maxSynchronous) {
+    const { job } = await client.startJob(platform, spec.name as ListEndpoint, { ...params, limit: options.limit, cursor: options.cursor });
+    summary(`${platform}/${spec.name}: started ${job.job_id} for up to ${options.limit} items; waiting`);
+    const done = await client.waitForJob(job.job_id);
+    if (done.status === 'failed') throw new Error(`job ${done.job_id} failed: ${done.error?.code}: ${done.error?.message}`);
+    const items: unknown[] = [];
+    for await (const page of client.jobResults(done.job_id)) items.push(...page.items);
+    process.stdout.write(`${JSON.stringify(items, null, 2)}\n`);
+    summary(`${platform}/${spec.name}: job ${done.job_id}, ${done.item_count} items, ${done.credits_charged} credits charged`);
+  } else if (options.maxItems !== undefined) {
+    let items = 0;
+    let pages = 0;
+    let credits = 0;
+    let remaining: number | undefined;
+    let cursor: string | undefined;
+    for await (const page of client.pages(platform, spec.name as ListEndpoint, params, { maxItems: options.maxItems, pageSize: options.limit, cursor: options.cursor })) {
+      for (const item of page.items) process.stdout.write(`${JSON.stringify(item)}\n`);
+      items += page.items.length;
+      pages++;
+      credits += page.creditsCharged;
+      remaining = page.creditsRemaining;
+      cursor = page.nextCursor;
+    }
+    summary(`${platform}/${spec.name}: ${items} items in ${pages} pages, ${credits} credits charged, ${remaining} left${cursor ? `; resume with --cursor ${cursor}` : ''}`);
+  } else {
+    const page = await client.page(platform, spec.name as ListEndpoint, { ...params, limit: options.limit, cursor: options.cursor });
+    process.stdout.write(`${JSON.stringify({ data: page.items, meta: page.meta }, null, 2)}\n`);
+    summary(`${platform}/${spec.name}: ${page.items.length} items, 1 page, ${page.creditsCharged} credits charged, ${page.creditsRemaining} left (request ${page.requestId})`);
+  }
 }

@@ -4,7 +4,7 @@ import { apiIdentity } from '../../api/identity.js';
 import { dataDirectoryIdentity } from '../../store/store-identity.js';
 import { findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { CONFIG_DIR } from '../../config/project-paths.js';
+import { CONFIG_DIR } from '../../project-paths.js';
 import { connectClient, DEFAULT_TEMPORAL_ADDRESS } from '../../temporal/connection.js';
 import { devServerDbFile, lakeCatalogFile } from '../../store/layout.js';
 import { pythonReaderLine } from '../analyst-tools.js';

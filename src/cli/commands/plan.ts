@@ -3,6 +3,7 @@ import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../con
 import { DEFAULT_PRICES_FILE, loadPriceTable } from '../../config/prices.js';
 import { isoTime, wholeNumber } from '../options.js';
 import { planTargets } from '../../harvest/targets.js';
+import { PAGE_LIMITS } from '../../api-catalog/endpoints.js';
 import { textTable } from '../text-table.js';
 import { linesOf, planHarvestCost, type CostPlan, type PlanLine } from '../../harvest/cost-plan.js';
 import { dataDirFromEnv } from '../../config/environment.js';
@@ -83,7 +84,7 @@ export function planCommand(): Command {
     .addHelpText(
       'after',
       `
-Per target: the endpoint, the calls (pages of 50, or one async job above job_threshold), the items,
+Per target: the endpoint, the calls (pages of ${PAGE_LIMITS.maxSynchronous}, or one async job above job_threshold), the items,
 and the worst-case and expected credits, then the enrichment of its items. Prices come from
 HARVESTER_PRICES (default config/prices.yaml). The plan reads no API and no warehouse: it assumes
 a first run, where every list holds max_items. A harvest with track.items reads the warehouse

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { TOOLS_DIR } from '../../config/project-paths.js';
+import { TOOLS_DIR } from '../../project-paths.js';
 import { createLogger } from '../../logger.js';
 import { startWebhookReceiver } from '../../webhooks/receiver.js';
 import { temporalWebhookHandler } from '../../webhooks/temporal-bridge.js';

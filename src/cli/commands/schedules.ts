@@ -134,103 +134,116 @@ Examples:
   $ harvester schedules trigger creators-daily`,
     );
 
-  command.addCommand(
-    new Command('apply')
-      .description('Create, update and delete schedules so they match the config; print what changed')
-      .option(...configOption)
-      .option('--json', 'print the result as JSON')
-      .addHelpText(
-        'after',
-        `
+  command.addCommand(applySubcommand());
+  command.addCommand(listSubcommand());
+  command.addCommand(pauseSubcommand());
+  command.addCommand(resumeSubcommand());
+  command.addCommand(triggerSubcommand());
+  command.addCommand(deleteSubcommand());
+
+  return command;
+}
+
+/** `schedules apply`: the schedules made to match the config. */
+function applySubcommand(): Command {
+  return new Command('apply')
+    .description('Create, update and delete schedules so they match the config; print what changed')
+    .option(...configOption)
+    .option('--json', 'print the result as JSON')
+    .addHelpText(
+      'after',
+      `
 Deletes harvest-* schedules of this task queue whose harvest is gone from the config or has no
 schedule any more; schedules that start runs on another task queue are left alone. An update keeps
 a schedule's paused state and note.`,
-      )
-      .action(async (options: { config: string; json?: boolean }) => {
-        const config = loadHarvestConfig(options.config);
-        await withTemporal(async (client, settings) => {
-          // Scheduled runs are for the API and the store this environment names, as `harvester run`'s are.
-          const store = await runStoreFromEnv();
-          const result = await applyHarvestSchedules(client, config.harvests, taskQueueFromEnv(), { ...runApiFromEnv(), ...(store ? { store } : {}) });
-          process.stdout.write(options.json ? `${JSON.stringify(result, null, 2)}\n` : `${applyText(result, settings)}\n`);
-          if (result.failed.length > 0) {
-            throw new Error(`${result.failed.length} schedule${result.failed.length === 1 ? '' : 's'} not applied: ${result.failed.map((entry) => `${entry.id}: ${entry.error}`).join('; ')}`);
-          }
-        });
-      }),
-  );
-
-  command.addCommand(
-    new Command('list')
-      .description('Every harvest schedule: cron and time zone, paused and why, next run, recent runs')
-      .option('--json', 'print the schedules as JSON')
-      .action(async (options: { json?: boolean }) => {
-        await withTemporal(async (client, settings) => {
-          const views = await listHarvestSchedules(client);
-          if (options.json) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);
-          else if (views.length === 0) process.stdout.write(`no harvest schedules on Temporal at ${settings.address} (namespace ${settings.namespace}); \`harvester schedules apply\` creates them\n`);
-          else process.stdout.write(`${listText(views)}\n`);
-        });
-      }),
-  );
-
-  command.addCommand(
-    new Command('pause')
-      .description("Pause a harvest's schedule; the reason is kept as its note")
-      .argument('<name>', NAME_ARGUMENT)
-      .option('--reason <text>', 'why (shown by `schedules list`)')
-      .option(...configOption)
-      .action(async (name: string, options: { reason?: string; config: string }) => {
-        const note = options.reason?.trim() || PAUSE_NOTE;
-        const { harvest } = await onSchedule(name, options.config, (client, harvest) => pauseExistingHarvestSchedule(client, harvest, note));
-        process.stdout.write(`paused ${scheduleIdOf(harvest)}: ${note}\n`);
-      }),
-  );
-
-  command.addCommand(
-    new Command('resume')
-      .description("Resume a harvest's paused schedule")
-      .argument('<name>', NAME_ARGUMENT)
-      .option(...configOption)
-      .action(async (name: string, options: { config: string }) => {
-        const { result: wasPaused, harvest } = await onSchedule(name, options.config, (client, harvest) => resumeHarvestSchedule(client, harvest, RESUME_NOTE));
-        process.stdout.write(wasPaused ? `resumed ${scheduleIdOf(harvest)}\n` : `${scheduleIdOf(harvest)} was not paused\n`);
-        const store = await storeFromEnvironment(dataDirFromEnv());
-        const low = await store.creditsLow().finally(() => store.close());
-        if (low) process.stderr.write(`note: credits.low is in effect since ${low.since}: runs stop at once, before buying anything, until plan.changed clears it\n`);
-      }),
-  );
-
-  command.addCommand(
-    new Command('trigger')
-      .description('Start a run of a harvest now through its schedule (a run still going means none starts: overlap SKIP)')
-      .argument('<name>', NAME_ARGUMENT)
-      .option(...configOption)
-      .action(async (name: string, options: { config: string }) => {
-        const { result, harvest } = await onSchedule(name, options.config, (client, harvest) => triggerHarvestSchedule(client, harvest));
-        if (result.outcome === 'started') process.stdout.write(`started ${result.workflowId}\n`);
-        else if (result.outcome === 'skipped') process.stdout.write(`skipped: ${result.running.join(', ') || 'a run'} is still going (overlap policy ${result.overlap})\n`);
-        else process.stdout.write(`triggered ${scheduleIdOf(harvest)}; the scheduler has not acted yet (see \`harvester schedules list\`)\n`);
-      }),
-  );
-
-  command.addCommand(
-    new Command('delete')
-      .description("Delete a harvest's schedule (runs it started go on)")
-      .argument('<name>', NAME_ARGUMENT)
-      .option(...configOption)
-      .action(async (name: string, options: { config: string }) => {
-        const { harvest } = await onSchedule(name, options.config, async (client, harvest) => {
-          // Described first, so "not found" is the same clear error as for the other commands.
-          await describeHarvestSchedule(client, harvest);
-          await deleteHarvestSchedule(client, harvest);
-        });
-        process.stdout.write(`deleted ${scheduleIdOf(harvest)}\n`);
-        if (scheduleInConfig(harvest, options.config)?.state === 'scheduled') {
-          process.stderr.write(`note: harvest ${harvest} still has a schedule in ${options.config}: the next \`harvester schedules apply\` creates it again\n`);
+    )
+    .action(async (options: { config: string; json?: boolean }) => {
+      const config = loadHarvestConfig(options.config);
+      await withTemporal(async (client, settings) => {
+        // Scheduled runs are for the API and the store this environment names, as `harvester run`'s are.
+        const store = await runStoreFromEnv();
+        const result = await applyHarvestSchedules(client, config.harvests, taskQueueFromEnv(), { ...runApiFromEnv(), ...(store ? { store } : {}) });
+        process.stdout.write(options.json ? `${JSON.stringify(result, null, 2)}\n` : `${applyText(result, settings)}\n`);
+        if (result.failed.length > 0) {
+          throw new Error(`${result.failed.length} schedule${result.failed.length === 1 ? '' : 's'} not applied: ${result.failed.map((entry) => `${entry.id}: ${entry.error}`).join('; ')}`);
         }
-      }),
-  );
+      });
+    });
+}
 
-  return command;
+/** `schedules list`: every harvest schedule. */
+function listSubcommand(): Command {
+  return new Command('list')
+    .description('Every harvest schedule: cron and time zone, paused and why, next run, recent runs')
+    .option('--json', 'print the schedules as JSON')
+    .action(async (options: { json?: boolean }) => {
+      await withTemporal(async (client, settings) => {
+        const views = await listHarvestSchedules(client);
+        if (options.json) process.stdout.write(`${JSON.stringify(views, null, 2)}\n`);
+        else if (views.length === 0) process.stdout.write(`no harvest schedules on Temporal at ${settings.address} (namespace ${settings.namespace}); \`harvester schedules apply\` creates them\n`);
+        else process.stdout.write(`${listText(views)}\n`);
+      });
+    });
+}
+
+/** `schedules pause`: a harvest's schedule paused, with a note. */
+function pauseSubcommand(): Command {
+  return new Command('pause')
+    .description("Pause a harvest's schedule; the reason is kept as its note")
+    .argument('<name>', NAME_ARGUMENT)
+    .option('--reason <text>', 'why (shown by `schedules list`)')
+    .option(...configOption)
+    .action(async (name: string, options: { reason?: string; config: string }) => {
+      const note = options.reason?.trim() || PAUSE_NOTE;
+      const { harvest } = await onSchedule(name, options.config, (client, harvest) => pauseExistingHarvestSchedule(client, harvest, note));
+      process.stdout.write(`paused ${scheduleIdOf(harvest)}: ${note}\n`);
+    });
+}
+
+/** `schedules resume`: a paused schedule resumed. */
+function resumeSubcommand(): Command {
+  return new Command('resume')
+    .description("Resume a harvest's paused schedule")
+    .argument('<name>', NAME_ARGUMENT)
+    .option(...configOption)
+    .action(async (name: string, options: { config: string }) => {
+      const { result: wasPaused, harvest } = await onSchedule(name, options.config, (client, harvest) => resumeHarvestSchedule(client, harvest, RESUME_NOTE));
+      process.stdout.write(wasPaused ? `resumed ${scheduleIdOf(harvest)}\n` : `${scheduleIdOf(harvest)} was not paused\n`);
+      const store = await storeFromEnvironment(dataDirFromEnv());
+      const low = await store.creditsLow().finally(() => store.close());
+      if (low) process.stderr.write(`note: credits.low is in effect since ${low.since}: runs stop at once, before buying anything, until plan.changed clears it\n`);
+    });
+}
+
+/** `schedules trigger`: a run started now through the schedule. */
+function triggerSubcommand(): Command {
+  return new Command('trigger')
+    .description('Start a run of a harvest now through its schedule (a run still going means none starts: overlap SKIP)')
+    .argument('<name>', NAME_ARGUMENT)
+    .option(...configOption)
+    .action(async (name: string, options: { config: string }) => {
+      const { result, harvest } = await onSchedule(name, options.config, (client, harvest) => triggerHarvestSchedule(client, harvest));
+      if (result.outcome === 'started') process.stdout.write(`started ${result.workflowId}\n`);
+      else if (result.outcome === 'skipped') process.stdout.write(`skipped: ${result.running.join(', ') || 'a run'} is still going (overlap policy ${result.overlap})\n`);
+      else process.stdout.write(`triggered ${scheduleIdOf(harvest)}; the scheduler has not acted yet (see \`harvester schedules list\`)\n`);
+    });
+}
+
+/** `schedules delete`: a harvest's schedule deleted. */
+function deleteSubcommand(): Command {
+  return new Command('delete')
+    .description("Delete a harvest's schedule (runs it started go on)")
+    .argument('<name>', NAME_ARGUMENT)
+    .option(...configOption)
+    .action(async (name: string, options: { config: string }) => {
+      const { harvest } = await onSchedule(name, options.config, async (client, harvest) => {
+        // Described first, so "not found" is the same clear error as for the other commands.
+        await describeHarvestSchedule(client, harvest);
+        await deleteHarvestSchedule(client, harvest);
+      });
+      process.stdout.write(`deleted ${scheduleIdOf(harvest)}\n`);
+      if (scheduleInConfig(harvest, options.config)?.state === 'scheduled') {
+        process.stderr.write(`note: harvest ${harvest} still has a schedule in ${options.config}: the next \`harvester schedules apply\` creates it again\n`);
+      }
+    });
 }
