@@ -138,7 +138,7 @@ export function listLandings(dataDir: string): string[] {
 }
 
 /** Every file under a folder, at any depth; none when the folder does not exist. */
-function filesUnder(root: string): string[] {
+export function filesUnder(root: string): string[] {
   if (!existsSync(root)) return [];
   const files: string[] = [];
   const walk = (directory: string) => {

@@ -11,6 +11,7 @@ import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, s
 import { join, relative, sep } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { runFoldersWithAnswers } from '../store/answer-segments.js';
+import { filesUnder } from '../store/landing.js';
 import { landingRoot, parseSegmentFileName, quarantineFile, runFolderOfKey, runSegmentFolder, segmentId } from '../store/layout.js';
 import { readSegment } from '../store/segment.js';
 import { sqlString } from './duckdb.js';
@@ -159,22 +160,6 @@ function runIdOfLandingFile(file: string): string | undefined {
     return undefined;
   }
 }
-
-/** Every file under a folder, at any depth; none when the folder does not exist. */
-function filesUnder(root: string): string[] {
-  if (!existsSync(root)) return [];
-  const files: string[] = [];
-  const walk = (directory: string) => {
-    for (const entry of readdirSync(directory, { withFileTypes: true })) {
-      const path = join(directory, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else files.push(path);
-    }
-  };
-  walk(root);
-  return files;
-}
-
 
 /** An answer's text as it lies in its file. */
 export function answerText(answer: PendingAnswer): string {
