@@ -208,7 +208,7 @@ describe('a run lands in the data directory it was started for', () => {
     const run = startCli(['run', 'interrupted', '--config', config, '--json'], envFor(dataDir));
     const runId = (await run.said(/^started (\S+)$/m))![1]!;
     // Under way: its first page landed.
-    await waitFor(() => (existsSync(join(dataDir, 'landing', runId)) ? true : undefined), 30_000, 'a page to land');
+    await waitFor(() => (existsSync(join(dataDir, 'segments', runId)) ? true : undefined), 30_000, 'a page to land');
     run.child.kill('SIGINT');
     const stopped = await run.done;
     expect(stopped.code).toBe(130);
