@@ -38,7 +38,7 @@
  * journal and is called before the work's position is checkpointed (one fsync for all the records
  * the checkpoint covers), so no checkpoint outlives the records it relies on.
  */
-import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { FileWriteError, writeDurableFile, writeFully } from './durable-file.js';
@@ -86,6 +86,8 @@ export interface JournalStore {
   journalLog(runId: string, workId: string): JournalLog;
   /** The logs of every journal of a run. */
   runJournalLogs(runId: string): Promise<JournalLog[]>;
+  /** Removes the journals of runs that are over for good (the daily maintenance, src/warehouse/maintenance.ts). */
+  removeRunJournals(runIds: readonly string[]): Promise<void>;
 }
 
 /**
@@ -289,6 +291,10 @@ export class FileJournals implements JournalStore {
   journalLog(runId: string, workId: string): JournalLog {
     const beforeSync = this.beforeSync;
     return new FileJournalLog(journalFile(this.dataDir, runId, workId), beforeSync && (() => beforeSync(runId)));
+  }
+
+  async removeRunJournals(runIds: readonly string[]): Promise<void> {
+    for (const runId of runIds) rmSync(runJournalFolder(this.dataDir, runId), { recursive: true, force: true });
   }
 
   async runJournalLogs(runId: string): Promise<JournalLog[]> {

@@ -5,7 +5,7 @@
  *   segments/<run>/<writer>-NNNNNN.seg        answers, many per file, framed (segment.ts); removed once loaded and their run is over
  *   landing/<run>/<target>/page-NNNNNN.json   answers of earlier versions, one file per page (landing.ts): loaded, then cleared
  *   quarantine/…                              landings the loader cannot load, each with a .reason
- *   journal/<run>/<work>.ndjson               each piece of work's billed calls (call-journal.ts)
+ *   journal/<run>/<work>.ndjson               each piece of work's billed calls (call-journal.ts); removed by the maintenance once its run is over and older than the lake's snapshots
  *   coverage/<target>.json                    how far a target's last listing reached
  *   jobs/<job>.json, jobs/by-run/<run>/<target>.json   the job registry
  *   state/credits-low.json                    the API's credits.low alert, while it stands

@@ -6,7 +6,8 @@
  * read since the maintenance before.
  * It is the lake's writer while it runs (one at a time with loads); readers are never stopped.
  */
-import type { DuckDBInstance } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { scalarOf, sqlString } from './duckdb.js';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
@@ -44,6 +45,8 @@ export interface MaintenanceResult {
   duplicatesRemoved: Record<LatestStateTable, number>;
   /** Raw answers deleted for being older than `keepRawAnswersDays`. */
   rawAnswersExpired: number;
+  /** Runs over for good (neither running nor left for a retry) whose call journals were removed. */
+  journalsRemoved: number;
   /** The snapshot readers read after maintenance. */
   snapshot: number;
   durationMs: number;
@@ -107,6 +110,10 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
     const deleted = await db.connection.runAndReadAll(`CALL ducklake_cleanup_old_files(${lake}, cleanup_all => true)`);
     await db.connection.run(`CALL ducklake_merge_adjacent_files(${lake})`);
     await db.connection.run(`CALL ducklake_expire_snapshots(${lake}, older_than => now() - INTERVAL ${Math.max(0, keepHours)} HOUR)`);
+    // The call journals of runs over for good are kept as long as the snapshots (a post-mortem
+    // reads them beside the lake as it was), then removed: the data directory does not grow with history.
+    const journalsRemoved = await journalsOfEndedRuns(db.connection, keepHours);
+    await store.journals.removeRunJournals(journalsRemoved);
     await store.markLakeMaintained(atMs ?? Date.now());
     return {
       dataFilesBefore,
@@ -116,10 +123,20 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
       filesDeleted: deleted.currentRowCount,
       duplicatesRemoved,
       rawAnswersExpired,
+      journalsRemoved: journalsRemoved.length,
       snapshot: await latestSnapshot(db.connection),
       durationMs: Date.now() - started,
     };
   } finally {
     await db.close();
   }
+}
+
+/** Runs over for good, neither running nor left for a retry, that finished more than `keepHours` ago. */
+async function journalsOfEndedRuns(connection: DuckDBConnection, keepHours: number): Promise<string[]> {
+  const kept = ['running', ...RETRYABLE_STATUSES].map(sqlString).join(', ');
+  const reader = await connection.runAndReadAll(
+    `SELECT run_id FROM harvest_runs WHERE status NOT IN (${kept}) AND coalesce(finished_at, started_at) < now() - INTERVAL ${Math.max(0, keepHours)} HOUR`,
+  );
+  return reader.getRows().map(([runId]) => String(runId));
 }

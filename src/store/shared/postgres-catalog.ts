@@ -68,6 +68,12 @@ export class PostgresCatalog implements JournalStore {
     return catalog;
   }
 
+  async removeRunJournals(runIds: readonly string[]): Promise<void> {
+    if (runIds.length === 0) return;
+    await this.query('remove the journals of ended runs', 'DELETE FROM harvester_journal WHERE run_id = ANY($1)', [runIds]);
+    await this.query('remove the journals\' claims of ended runs', 'DELETE FROM harvester_journal_claim WHERE run_id = ANY($1)', [runIds]);
+  }
+
   journalLog(runId: string, workId: string): JournalLog {
     return new PostgresJournalLog(this, runId, workId);
   }
