@@ -103,7 +103,18 @@ export class AnswerSegments {
 
   /** Makes the run's answers that this process wrote durable (segment.ts): before its journals are. */
   async syncRun(runFolder: string): Promise<void> {
-    await this.writers.get(runFolder)?.writer.sync();
+    const run = this.writers.get(runFolder);
+    if (!run) return;
+    try {
+      await run.writer.sync();
+    } finally {
+      // A failed segment is said once and then let go: once the disk takes writes again (a full
+      // disk freed, a read-only folder made writable), the run's next answer begins a new segment.
+      if (run.writer.failed && this.writers.get(runFolder) === run) {
+        this.writers.delete(runFolder);
+        clearTimeout(run.idle);
+      }
+    }
   }
 
   /** Forgets a run once its answers are loaded and its segments removed. */

@@ -213,7 +213,11 @@ export class SegmentWriter {
   /** Makes every frame written so far durable, with one fdatasync; throws naming the segment. */
   async sync(): Promise<void> {
     await this.drain();
-    if (this.failure) throw this.failure;
+    // A failed segment synced what it had when it failed; if it could not, its answers are not durable.
+    if (this.failure) {
+      if (this.unsynced) throw this.failure;
+      return;
+    }
     if (!this.unsynced || !this.handle) return;
     this.unsynced = false;
     try {
@@ -242,6 +246,17 @@ export class SegmentWriter {
           this.failure = new FileWriteError('landing segment', this.file, error);
           for (const append of [...group, ...this.waiting]) append.reject(this.failure);
           this.waiting = [];
+          // The frames written before the failure were answered as landed: they are made durable
+          // now, if the disk lets them, since this segment takes no more (nor a later sync).
+          if (this.unsynced && this.handle) {
+            await this.handle.datasync().then(
+              () => {
+                this.unsynced = false;
+                this.syncs++;
+              },
+              () => undefined,
+            );
+          }
           await this.handle?.close().catch(() => undefined);
           this.handle = undefined;
         }

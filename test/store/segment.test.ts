@@ -1,7 +1,9 @@
-import { appendFileSync, mkdtempSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { AnswerSegments } from '../../src/store/answer-segments.js';
+import { pageLandingKey, type PageLanding } from '../../src/store/landing.js';
 import { frameOf, readFrameText, readSegment, SegmentWriter } from '../../src/store/segment.js';
 
 const folder = () => mkdtempSync(join(tmpdir(), 'segment-'));
@@ -64,5 +66,25 @@ describe('answer segments', () => {
     for (const append of appends) await expect(append).rejects.toThrow(/cannot write landing segment .*w-1\.seg/);
     expect(writer.failed).toBe(true);
     await expect(writer.append('run/t/page-3.json', '{}')).rejects.toThrow(/cannot write landing segment/);
+  });
+});
+
+describe('a data directory\'s segments after a write failed', () => {
+  it('said once, then let go: once the folder takes writes again, the run lands and syncs in a new segment', async () => {
+    const dataDir = folder();
+    const segments = AnswerSegments.of(dataDir);
+    const landing = (page: number): PageLanding => ({ format: 1, kind: 'page', run_id: 'run-ro', harvest: 'h', target: 't', page, endpoint: 'tiktok/stats', params: {}, request_id: `r${page}`, observed_at: new Date(0).toISOString(), data: { page } });
+    // The run's segment folder cannot be made: a file is in its way (as a read-only folder would refuse it).
+    mkdirSync(join(dataDir, 'segments'), { recursive: true });
+    writeFileSync(join(dataDir, 'segments', 'run-ro'), 'in the way');
+    await expect(segments.land(landing(1))).rejects.toThrow(/cannot write landing segment/);
+    // The journal's sync before a checkpoint: nothing of the failed segment was written, so nothing fails.
+    await segments.syncRun('run-ro');
+    rmSync(join(dataDir, 'segments', 'run-ro'));
+    const key = await segments.land(landing(2));
+    await segments.syncRun('run-ro');
+    expect(await segments.find(key)).toMatchObject({ page: 2 });
+    expect(await segments.isLanded(pageLandingKey('run-ro', 't', 1))).toBe(false);
+    await segments.close();
   });
 });
