@@ -89,10 +89,14 @@ export interface HarvestSummary extends HarvestProgress {
   checkpoint: HarvestState;
 }
 
-// Five attempts: inside each, the client retries a call for up to 20 s, so an API that cannot be
-// reached ends the run (RUN_STOPPING_ERRORS) after about two minutes, while a worker killed a few
-// times over still leaves its work attempts to finish.
-const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 } as const;
+// Attempts without a count: each activity bounds its own (activities/outages.ts). An outage of
+// the store's services (the catalog, the object store) is waited out, inside an attempt and across
+// attempts, up to the worker's HARVESTER_OUTAGE_WAIT_SECONDS (10 minutes by default); any other
+// retryable failure is tried at most five times, as this policy's maximumAttempts did before. Inside
+// each attempt the client retries a call for up to 20 s, so an API that cannot be reached still ends
+// the run (RUN_STOPPING_ERRORS) after about two minutes. Replays as before: Temporal does not check
+// an activity's options against its history.
+const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: Number.POSITIVE_INFINITY } as const;
 
 // A target's whole listing, or a job's enrichment, in one activity that heartbeats after each
 // page: a killed worker's work moves to another within the heartbeat timeout, resuming there.

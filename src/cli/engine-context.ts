@@ -11,6 +11,7 @@ import type { Logger } from '../logger.js';
 import { connectClient, connectWorker, temporalSettingsFromEnv } from '../temporal/connection.js';
 import { pauseHarvestSchedule } from '../temporal/schedules.js';
 import { createHarvestWorker } from '../temporal/worker.js';
+import { outageWaitMs } from '../store/outage.js';
 import { writeProbeFile } from '../store/layout.js';
 import { clientFromEnv } from './context.js';
 import { taskQueueFromEnv } from './run-environment.js';
@@ -136,6 +137,7 @@ export async function startWorkerFromEnv(logger: Logger, options: WorkerStartOpt
       store,
       pricesFile: process.env.HARVESTER_PRICES ?? DEFAULT_PRICES_FILE,
       logger,
+      outageWaitMs: outageWaitMs(),
       pauseSchedule: async (harvest, note) => void (await pauseHarvestSchedule(await client, harvest, note)),
     },
   });
