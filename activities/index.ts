@@ -32,7 +32,7 @@ export interface ActivityDeps {
 export function createActivities(deps: ActivityDeps) {
   const outageWaitMs = deps.outageWaitMs ?? DEFAULT_OUTAGE_WAIT_MS;
   const wait = outageWait(outageWaitMs, deps.logger);
-  const withStore = { ...deps, outageWait: wait, store: storeRidingOutages(deps.store ?? new LocalStore(deps.dataDir), wait) };
+  const withStore = { ...deps, outageWait: wait, store: ridingOutages(deps.store ?? new LocalStore(deps.dataDir), wait) };
   const guarded = guardRun(
     {
       ...targetWorkActivities(withStore),
@@ -45,6 +45,11 @@ export function createActivities(deps: ActivityDeps) {
     { api: deps.client.identity, store: () => withStore.store.identity() },
   );
   return boundedRetries(guarded, outageWaitMs, deps.logger);
+}
+
+/** A shared store's services can go down and come back; a data directory's failures are the disk's, never an outage. */
+function ridingOutages(store: Store, wait: ReturnType<typeof outageWait>): Store {
+  return store instanceof LocalStore ? store : storeRidingOutages(store, wait);
 }
 
 export type HarvestActivities = ReturnType<typeof createActivities>;

@@ -124,12 +124,26 @@ export interface OutageWait {
  * (then the outage's own error). Any other failure is thrown at once. p-retry keeps the backoff
  * and the time bound.
  */
-export async function waitOutOutages<T>(work: () => Promise<T>, options: OutageWait | (() => OutageWait)): Promise<T> {
+export async function waitOutOutages<T>(work: () => Promise<T>, asked: OutageWait | (() => OutageWait)): Promise<T> {
   // Asked at each call: an activity's wait ends with its attempt.
-  if (typeof options === 'function') options = options();
+  const options = typeof asked === 'function' ? asked() : asked;
   const started = Date.now();
   const maxRetryTime = Math.max(0, Math.min(options.boundMs, (options.stopAtMs ?? Number.POSITIVE_INFINITY) - started));
   let first: { outage: Outage; at: number } | undefined;
+  // The first try outside p-retry: nearly every call succeeds at once, and p-retry's setup per
+  // call is not free (src/api/retry.ts measured it so).
+  try {
+    return await work();
+  } catch (error) {
+    const outage = outageOf(error);
+    if (!outage) throw error;
+    first = { outage, at: Date.now() };
+    options.waiting?.(outage, 0);
+    if (maxRetryTime === 0) {
+      if (options.boundMs === 0) throw new OutageTooLongError(outage, 0);
+      throw error;
+    }
+  }
   try {
     const result = await pRetry(work, {
       retries: Number.POSITIVE_INFINITY,
