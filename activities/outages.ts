@@ -85,8 +85,40 @@ export function boundedRetries<T extends Record<string, (...args: never[]) => Pr
   return bounded as T;
 }
 
+const WORK_PROGRESS = Symbol('work progress');
+
+/**
+ * Marks a work's failure with the durable progress it reached (a listing's position, pages and
+ * items): if the failure is final, the workflow is given it in the failure's details, so the run
+ * keeps what the work landed rather than showing its target as not started.
+ */
+export function withWorkProgress<E>(error: E, progress: object): E {
+  if (error !== null && typeof error === 'object') Object.defineProperty(error, WORK_PROGRESS, { value: progress, enumerable: false, configurable: true });
+  return error;
+}
+
+/** A final failure, with the durable progress of its work among its details when there is some. */
+function finalFailure(error: unknown, failure: ApplicationFailure, info: { heartbeatDetails?: unknown }): ApplicationFailure {
+  // This attempt's own progress, or else the last one heartbeated by an earlier attempt.
+  const progress = (error as { [WORK_PROGRESS]?: object } | null)?.[WORK_PROGRESS] ?? info.heartbeatDetails;
+  if (progress === undefined || progress === null || typeof progress !== 'object' || !('position' in progress)) return failure;
+  const { position, pagesLanded, itemsLanded } = progress as { position: unknown; pagesLanded: unknown; itemsLanded: unknown };
+  return ApplicationFailure.create({
+    type: failure.type ?? undefined,
+    message: failure.message,
+    nonRetryable: true,
+    details: [...(failure.details ?? []), { workProgress: { position, pagesLanded, itemsLanded } }],
+    ...(failure.cause ? { cause: failure.cause } : {}),
+  });
+}
+
 function retriedAsItShouldBe(error: unknown, boundMs: number, activity: string, logger?: Logger): unknown {
   const { info } = Context.current();
+  const decided = retryDecision(error, boundMs, activity, info, logger);
+  return decided instanceof ApplicationFailure && decided.nonRetryable ? finalFailure(error, decided, info) : decided;
+}
+
+function retryDecision(error: unknown, boundMs: number, activity: string, info: ReturnType<typeof Context.current>['info'], logger?: Logger): unknown {
   if (error instanceof OutageTooLongError) return ApplicationFailure.create({ type: 'OutageTooLong', message: error.message, nonRetryable: true });
   const outage = outageOf(error);
   if (outage) {
