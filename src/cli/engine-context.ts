@@ -1,4 +1,5 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { makeDirectory } from '../store/make-directory.js';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger, LogMetadata } from '@temporalio/common';
@@ -62,7 +63,7 @@ export function installQuietRuntime(logger?: Logger, telemetryOptions?: Telemetr
  */
 export function assertWritableDataDir(dataDir: string): void {
   try {
-    mkdirSync(dataDir, { recursive: true });
+    makeDirectory(dataDir);
     const probe = writeProbeFile(dataDir, process.pid);
     writeFileSync(probe, '');
     rmSync(probe);
