@@ -1,4 +1,5 @@
 import { rmSync, writeFileSync } from 'node:fs';
+import { pino } from 'pino';
 import { makeDirectory } from '../store/make-directory.js';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
@@ -25,7 +26,10 @@ let runtimeInstalled = false;
  */
 export function temporalLoggerOf(logger: Logger): TemporalLogger {
   const write = (level: LogLevel, message: string, meta?: LogMetadata) => {
-    const fields = meta ? Object.fromEntries(Object.entries(meta).filter(([key]) => typeof key === 'string')) : {};
+    // An error among the fields (the SDK's `Activity failed` gives one as `error`) is written
+    // whole, its type, message, stack and causes (pino's serializer): as it is, JSON would keep
+    // only its own enumerable fields, `{"name":"CatalogError"}`.
+    const fields = meta ? Object.fromEntries(Object.entries(meta).map(([key, value]) => [key, value instanceof Error ? pino.stdSerializers.err(value) : value])) : {};
     logger[level.toLowerCase() as 'info'](fields, message);
   };
   return {
@@ -47,8 +51,10 @@ export function installQuietRuntime(logger?: Logger, telemetryOptions?: Telemetr
   runtimeInstalled = true;
   const level = (process.env.LOG_LEVEL ?? 'warn').toUpperCase() as LogLevel;
   Runtime.install({
-    // The SDK's metrics, when the worker serves metrics (src/cli/metrics-endpoint.ts).
-    ...(telemetryOptions ? { telemetryOptions } : {}),
+    // The SDK's metrics, when the worker serves metrics (src/cli/metrics-endpoint.ts). Given a
+    // logger, the SDK core's own lines (Rust, written to stderr in colour by default) are forwarded
+    // to it too, so every line of the worker's log is JSON.
+    ...(telemetryOptions || logger ? { telemetryOptions: { ...telemetryOptions, ...(logger ? { logging: { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } } : {}) } } : {}),
     logger: logger ? temporalLoggerOf(logger) : new DefaultLogger(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'].includes(level) ? level : 'WARN'),
     // Each command decides what SIGINT and SIGTERM do. Temporal's default handlers shut the worker
     // down under a `harvester run` that kept waiting for its result, and Ctrl-C hung it.
