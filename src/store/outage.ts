@@ -74,7 +74,9 @@ export function outageOf(error: unknown): Outage | undefined {
   }
   // A DuckDB error (the loader's, a query's) names the service in its words.
   if (DUCKDB_UNREACHABLE.test(message) && /duckdb|postgres|catalog|IO Error|HTTP/i.test(`${error.name} ${message}`)) {
-    return { service: /http|s3|object/i.test(message) ? 'object store' : 'catalog', message };
+    // PostgreSQL's words first: a lake's messages name its data path (s3://…) either way.
+    const catalog = /Unable to connect to Postgres|connection to server at|database system is|server closed the connection|terminating connection/i.test(message);
+    return { service: catalog || !/HTTP|s3:\/\//i.test(message) ? 'catalog' : 'object store', message };
   }
   return undefined;
 }

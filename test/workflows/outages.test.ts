@@ -141,6 +141,23 @@ describe('a run through outages of the shared store', () => {
     });
   }, 300_000);
 
+  it('`harvester query` with the catalog down says so, not that there is no warehouse yet', async () => {
+    const reader = mkdtempSync(join(tmpdir(), 'outage-query-'));
+    scratches.push(reader);
+    const env = { ...services.environment('pg-outage'), HARVESTER_DATA_DIR: reader };
+    const before = await runCli(['query', 'SELECT count(*) AS n FROM items'], env);
+    expect(before.code, before.stderr).toBe(0);
+    await services.postgres.stop();
+    try {
+      const down = await runCli(['query', 'SELECT count(*) AS n FROM items'], env);
+      expect(down.code).not.toBe(0);
+      expect(down.stderr).toMatch(/the warehouse's catalog does not answer/);
+      expect(down.stderr).not.toMatch(/no warehouse/);
+    } finally {
+      await services.postgres.start();
+    }
+  }, 120_000);
+
   it('waits out MinIO frozen for 30 s in the middle of the run, and ends completed with credits = ledger', async () => {
     await harvestThrough('minio-freeze', [3, 4, 2], 80, async () => {
       const pid = services.minio.pid()!;
