@@ -51,10 +51,11 @@ export function installQuietRuntime(logger?: Logger, telemetryOptions?: Telemetr
   runtimeInstalled = true;
   const level = (process.env.LOG_LEVEL ?? 'warn').toUpperCase() as LogLevel;
   Runtime.install({
-    // The SDK's metrics, when the worker serves metrics (src/cli/metrics-endpoint.ts). Given a
-    // logger, the SDK core's own lines (Rust, written to stderr in colour by default) are forwarded
-    // to it too, so every line of the worker's log is JSON.
-    ...(telemetryOptions || logger ? { telemetryOptions: { ...telemetryOptions, ...(logger ? { logging: { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } } : {}) } } : {}),
+    // The SDK's metrics, when the worker serves metrics (src/cli/metrics-endpoint.ts). The SDK
+    // core's own lines (Rust, written in colour by default) are forwarded to the logger, so every
+    // line of a worker's log is JSON.
+    // Forwarded without a logger too: the core writes its own to stdout, where `run --json` prints its summary.
+    telemetryOptions: { ...telemetryOptions, logging: { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } },
     logger: logger ? temporalLoggerOf(logger) : new DefaultLogger(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'].includes(level) ? level : 'WARN'),
     // Each command decides what SIGINT and SIGTERM do. Temporal's default handlers shut the worker
     // down under a `harvester run` that kept waiting for its result, and Ctrl-C hung it.
