@@ -21,7 +21,8 @@
  *   no-invented     no item the world does not have for the targets
  *   credits         ledger <= reported; reported - ledger <= calls counted as lost x the dearest
  *                   call's worst case; the warehouse's api_calls credits <= ledger; ledger calls not
- *                   in api_calls <= calls counted as lost
+ *                   in api_calls <= calls counted as lost + the calls in flight at the faults (a
+ *                   frozen attempt's answers and its successor's are both charged and counted)
  *   re-paid         calls counted as lost <= the calls in flight at the kills and freezes
  *                   (targets + calls in flight, per fault)
  *   budget          ledger <= the run's budget (and its retry's)
@@ -381,7 +382,10 @@ ${run.channels.map(([platform, handle, content]) => `      - { platform: ${platf
   if (reported < charged) violations.push(`credits: reported ${reported} < ledger ${charged}`);
   if (reported - charged > lost * DEAREST_CALL) violations.push(`credits: reported ${reported} - ledger ${charged} > ${lost} lost calls x ${DEAREST_CALL}`);
   if (landedCredits > charged) violations.push(`credits: api_calls ${landedCredits} > ledger ${charged}`);
-  if (paidNotLanded > lost) violations.push(`credits: ${paidNotLanded} charged calls not in api_calls > ${lost} counted as lost`);
+  // Charged and not in api_calls: calls whose answers were lost (counted as lost), or answered twice, to a
+  // frozen attempt and to the one that took its work over (both counted, one landing kept): never more
+  // than the calls in flight at the faults.
+  if (paidNotLanded > lost + inFlightFaults * IN_FLIGHT) violations.push(`credits: ${paidNotLanded} charged calls not in api_calls > ${lost} counted as lost + ${inFlightFaults} faults x ${IN_FLIGHT} in flight`);
   if (lost > inFlightFaults * IN_FLIGHT) violations.push(`re-paid: ${lost} calls lost > ${inFlightFaults} faults x ${IN_FLIGHT} in flight`);
   if (charged > BUDGET * (retried ? 2 : 1)) violations.push(`budget: ledger ${charged} > ${BUDGET * (retried ? 2 : 1)}`);
   const complete = missing.length === 0 && invented.length === 0 && rows.length === distinct.size;

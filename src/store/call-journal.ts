@@ -277,7 +277,12 @@ export class CallJournal {
       this.lostSettledCredits += line.credits;
       return;
     }
-    this.openCredits -= this.open.get(line.settled)?.pop() ?? 0;
+    const intent = this.open.get(line.settled)?.pop();
+    // The same call settled twice: a later attempt found its landing and settled it, then the
+    // earlier attempt (frozen, cut off from Temporal, and running again) settled its own answer at
+    // the same key. One charge: the second settlement closes no intent and counts nothing.
+    if (intent === undefined && this.settledKeys.has(line.settled)) return;
+    this.openCredits -= intent ?? 0;
     this.failedKeys.delete(line.settled);
     this.settledCredits += line.credits;
     this.settledCalls++;
