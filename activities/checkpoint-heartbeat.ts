@@ -8,6 +8,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { LiveWork } from '../src/harvest/progress.js';
+import { waitingFor } from './outages.js';
 
 /** Heartbeats go out at least this often while a page or its enrichment is in flight. */
 const HEARTBEAT_EVERY_MS = 2_000;
@@ -42,6 +43,7 @@ export class CheckpointHeartbeat<P extends object> {
   }
 
   private beat(): void {
-    this.context.heartbeat({ ...this.durable, live: this.live(this.durable) });
+    const waiting = waitingFor();
+    this.context.heartbeat({ ...this.durable, live: { ...this.live(this.durable), ...(waiting ? { waiting } : {}) } });
   }
 }

@@ -1,6 +1,8 @@
 import type { SocialApiClient } from '../src/api/client.js';
 import type { Logger } from '../src/logger.js';
 import { LocalStore, type Store } from '../src/store/store.js';
+import { DEFAULT_OUTAGE_WAIT_MS, storeRidingOutages } from '../src/store/outage.js';
+import { boundedRetries, outageWait } from './outages.js';
 import { guardRun } from './run-guard.js';
 import { jobActivities } from './jobs.js';
 import { landedEnrichmentActivities } from './landed-enrichment.js';
@@ -18,6 +20,8 @@ export interface ActivityDeps {
   pauseSchedule?: (harvest: string, note: string) => Promise<void>;
   /** How often the landings of running runs are loaded (activities/runs.ts LOAD_EVERY_MS by default). */
   loadEveryMs?: number;
+  /** The longest an outage of the store's services is waited out (HARVESTER_OUTAGE_WAIT_SECONDS; 10 minutes by default). */
+  outageWaitMs?: number;
 }
 
 /**
@@ -26,8 +30,10 @@ export interface ActivityDeps {
  * (activities/run-guard.ts).
  */
 export function createActivities(deps: ActivityDeps) {
-  const withStore = { ...deps, store: deps.store ?? new LocalStore(deps.dataDir) };
-  return guardRun(
+  const outageWaitMs = deps.outageWaitMs ?? DEFAULT_OUTAGE_WAIT_MS;
+  const wait = outageWait(outageWaitMs, deps.logger);
+  const withStore = { ...deps, outageWait: wait, store: ridingOutages(deps.store ?? new LocalStore(deps.dataDir), wait) };
+  const guarded = guardRun(
     {
       ...targetWorkActivities(withStore),
       ...landedEnrichmentActivities(withStore),
@@ -38,6 +44,12 @@ export function createActivities(deps: ActivityDeps) {
     // a new store, whose id the next run started for it carries.
     { api: deps.client.identity, store: () => withStore.store.identity() },
   );
+  return boundedRetries(guarded, outageWaitMs, deps.logger);
+}
+
+/** A shared store's services can go down and come back; a data directory's failures are the disk's, never an outage. */
+function ridingOutages(store: Store, wait: ReturnType<typeof outageWait>): Store {
+  return store instanceof LocalStore ? store : storeRidingOutages(store, wait);
 }
 
 export type HarvestActivities = ReturnType<typeof createActivities>;

@@ -16,6 +16,7 @@ import type { SchemaDrift } from '../src/warehouse/loader.js';
 import { loadStarted, runsFinished } from '../src/metrics/worker-metrics.js';
 import type { RunIdentity } from './run-guard.js';
 import { asActivity } from './failures.js';
+import { waitOutOutages, type OutageWait } from '../src/store/outage.js';
 import type { Logger } from '../src/logger.js';
 import type { FailedCall } from '../src/harvest/progress.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
@@ -84,6 +85,8 @@ export interface RunActivityDeps {
   pauseSchedule?: (harvest: string, note: string) => Promise<void>;
   /** How often the landings of running runs are loaded, besides each run's final load. */
   loadEveryMs?: number;
+  /** How the final load waits out an outage of the lake's catalog or object store (activities/outages.ts). */
+  outageWait?: () => OutageWait;
 }
 
 /** How often a worker loads what its running runs landed: data appears within about this long. */
@@ -243,7 +246,10 @@ export function runActivities(deps: RunActivityDeps) {
     try {
       const quarantinedDuringRun = await loadsDuringRuns.finished(input.runId);
       const load = loadStarted('final');
-      const result = await loader.load(deps.dataDir, context.cancellationSignal, input.runId).catch((error: unknown) => {
+      // The lake's catalog and data files are the shared store's services: their outage is waited out
+      // (the loader commits batch by batch, so a load tried again loads only what is left).
+      const loadOnce = () => loader.load(deps.dataDir, context.cancellationSignal, input.runId);
+      const result = await (deps.outageWait ? waitOutOutages(loadOnce, deps.outageWait) : loadOnce()).catch((error: unknown) => {
         load.failed();
         throw error;
       });

@@ -23,6 +23,7 @@ import type { TargetPlan } from '../src/harvest/targets.js';
 import type { RunIdentity } from './run-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
+import { withWorkProgress } from './outages.js';
 import { describe, ItemEnricher, workStopOf, type WorkStop } from './item-enricher.js';
 import { claimJournal, landingOfCall, meteredCall, WorkBudget } from './metered-call.js';
 import { withRunCallLimit } from './run-call-limits.js';
@@ -70,6 +71,9 @@ interface Progress {
   itemsLanded: number;
   enrichment: EnrichmentTally;
 }
+
+/** What a target's work had durably reached when it failed for good: carried in its failure (activities/outages.ts). */
+export type WorkProgress = Pick<Progress, 'position' | 'pagesLanded' | 'itemsLanded'>;
 
 export interface TargetWorkDeps {
   client: SocialApiClient;
@@ -279,7 +283,7 @@ export function targetWorkActivities({ client, store, logger }: TargetWorkDeps) 
           };
         });
       } catch (failure) {
-        throw asActivityFailure(failure);
+        throw withWorkProgress(asActivityFailure(failure), checkpoint.last);
       } finally {
         // Pages' enrichment may still be in flight when the listing failed: it must finish
         // before the journal closes (its own error, if any, is the lesser one).

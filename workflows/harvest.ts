@@ -26,7 +26,7 @@ import type { HarvestActivities } from '../activities/index.js';
 import type { WorkStop } from '../activities/item-enricher.js';
 import type { RedoFailedInput, WorkSpent } from '../activities/landed-enrichment.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
-import type { TargetWorkResult } from '../activities/target-work.js';
+import type { TargetWorkResult, WorkProgress } from '../activities/target-work.js';
 import type { RunIdentity } from '../activities/run-guard.js';
 import type { FinishedRun } from '../activities/runs.js';
 import type { ApiIdentity } from '../src/api-catalog/api-identity.js';
@@ -92,10 +92,14 @@ export interface HarvestSummary extends HarvestProgress {
   checkpoint: HarvestState;
 }
 
-// Five attempts: inside each, the client retries a call for up to 20 s, so an API that cannot be
-// reached ends the run (RUN_STOPPING_ERRORS) after about two minutes, while a worker killed a few
-// times over still leaves its work attempts to finish.
-const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 5 } as const;
+// Attempts without a count: each activity bounds its own (activities/outages.ts). An outage of
+// the store's services (the catalog, the object store) is waited out, inside an attempt and across
+// attempts, up to the worker's HARVESTER_OUTAGE_WAIT_SECONDS (10 minutes by default); any other
+// retryable failure is tried at most five times, as this policy's maximumAttempts did before. Inside
+// each attempt the client retries a call for up to 20 s, so an API that cannot be reached still ends
+// the run (RUN_STOPPING_ERRORS) after about two minutes. Replays as before: Temporal does not check
+// an activity's options against its history.
+const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: Number.POSITIVE_INFINITY } as const;
 
 // A target's whole listing, or a job's enrichment, in one activity that heartbeats after each
 // page: a killed worker's work moves to another within the heartbeat timeout, resuming there.
@@ -152,6 +156,7 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
     jobsLanding: 0,
     identity: identityOf(input),
   };
+  if (state.countedAtWorst?.length) await correctCountedAtWorst(run);
 
   // Big pulls go through async jobs: all of them are started first, so the API prepares them while
   // the other targets are listed.
@@ -202,7 +207,7 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
     items: progress.itemsLanded,
     pages: progress.pagesLanded,
     landingsLoaded: loaded.landingsLoaded,
-    ...(state.stopped ? { reason: state.stopped.reason } : {}),
+    ...(state.stopped ? { reason: state.stopped.reason } : failedTargetsReason(state) ? { reason: failedTargetsReason(state) } : {}),
   });
   setCurrentDetails(statusLine(progress));
   upsertSearchAttributes([{ key: HARVEST_STATUS, value: status }]);
@@ -337,7 +342,15 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
       ...run.identity,
     });
   } catch (error) {
-    chargeWork(state, target, reservation, await spentByFailedWork(run, workId, reservation));
+    chargeWork(state, target, reservation, await spentByFailedWork(run, workId, reservation, target));
+    // What the work had durably reached (landed, enriched, journaled) stands: its position, pages
+    // and items, which a retry resumes from, instead of the listing's start.
+    const reached = progressOfFailedWork(error);
+    if (reached) {
+      target.position = reached.position;
+      target.pages += reached.pagesLanded;
+      target.items = reached.position.items;
+    }
     await recordFailure(state, target, error);
     return;
   }
@@ -363,15 +376,44 @@ async function listTarget(run: RunContext, target: TargetState): Promise<void> {
  * journal cannot be read (a data directory gone bad), all of its grant, which it cannot have
  * exceeded.
  */
-async function spentByFailedWork(run: RunContext, workId: string, reservation: Reservation): Promise<{ credits: number; lostCalls: number }> {
+async function spentByFailedWork(run: RunContext, workId: string, reservation: Reservation, target?: TargetState): Promise<{ credits: number; lostCalls: number }> {
   try {
     // Not given the run's API or store: it buys nothing, and a work refused by another API's or
     // store's worker (WrongApi, WrongStore) spent nothing, which any journal says, rather than its whole grant.
     return await workSpent({ runId: run.state.runId, workId });
   } catch (error) {
-    log.warn('the journal of a failed work cannot be read; its whole grant counts as spent', { workId, message: messageOf(error) });
+    log.warn('the journal of a failed work cannot be read; its whole grant counts as spent until a retry reads it', { workId, message: messageOf(error) });
+    (run.state.countedAtWorst ??= []).push({ workId, counted: reservation.credits, ...(target ? { target: target.plan.key } : {}) });
     return { credits: reservation.credits, lostCalls: 0 };
   }
+}
+
+/**
+ * A retry's first step: the works an earlier attempt counted at their whole grant (their journals
+ * unreadable then) are read again, and the run's credits corrected to what they spent. A journal
+ * still unreadable stays counted as it was, for the next retry.
+ */
+async function correctCountedAtWorst(run: RunContext): Promise<void> {
+  const { state } = run;
+  const works = state.countedAtWorst ?? [];
+  const left: typeof works = [];
+  for (const work of works) {
+    let spent: WorkSpent;
+    try {
+      spent = await workSpent({ runId: state.runId, workId: work.workId });
+    } catch (error) {
+      log.warn('the journal of a work counted at its whole grant still cannot be read', { workId: work.workId, message: messageOf(error) });
+      left.push(work);
+      continue;
+    }
+    const overcounted = work.counted - spent.credits;
+    state.budget.spent -= overcounted;
+    state.callsLost += spent.lostCalls;
+    const target = state.targets.find((candidate) => candidate.plan.key === work.target);
+    if (target) target.credits -= overcounted;
+    log.info('a work counted at its whole grant is corrected from its journal', { run: state.runId, workId: work.workId, counted: work.counted, spent: spent.credits });
+  }
+  state.countedAtWorst = left.length > 0 ? left : undefined;
 }
 
 /** Settles a piece of work's grant with what it spent, and counts that against its target. */
@@ -473,7 +515,7 @@ async function enrichJobPages(run: RunContext, target: TargetState): Promise<voi
     finishListing(target);
     if (result.unenriched > 0) state.stopped ??= { status: 'budget_exhausted', reason: `${result.unenriched} items ${target.plan.key} listed were not enriched: the budget ran out` };
   } catch (error) {
-    chargeWork(state, target, reservation, await spentByFailedWork(run, workId, reservation));
+    chargeWork(state, target, reservation, await spentByFailedWork(run, workId, reservation, target));
     target.unenrichedPages = undefined;
     state.enrichment.failed++;
     await recordFailure(state, target, error);
@@ -683,6 +725,14 @@ async function recordStop(state: HarvestState, target: TargetState, status: 'pau
   if (why) state.stopped ??= { status: 'failed', reason: saidOnce(why, error.message) };
 }
 
+/** Why a run that nothing stopped has failed targets: how many, and the first one's error (for the `run ended` line). */
+function failedTargetsReason(state: HarvestState): string | undefined {
+  const failed = state.targets.filter((target) => target.status === 'failed' && target.error);
+  if (failed.length === 0) return undefined;
+  const first = failed[0]!;
+  return `${failed.length} of ${state.targets.length} targets failed; the first, ${first.plan.key}: ${first.error!.type}: ${first.error!.message}`;
+}
+
 /** A run-stopping reason said once: a message that already says why is not prefixed with it again. */
 function saidOnce(why: string, message: string): string {
   return message.startsWith(why) ? message : `${why}: ${message}`;
@@ -713,6 +763,17 @@ function failureType(error: unknown): string {
 function messageOf(error: unknown): string {
   const cause = error instanceof ActivityFailure && error.cause ? error.cause : error;
   return cause instanceof Error ? cause.message : String(cause);
+}
+
+/** The durable progress a target's work reached before it failed for good, when its failure carries it (activities/outages.ts). */
+function progressOfFailedWork(error: unknown): WorkProgress | undefined {
+  const cause = error instanceof ActivityFailure ? error.cause : undefined;
+  if (!(cause instanceof ApplicationFailure)) return undefined;
+  for (const detail of cause.details ?? []) {
+    const progress = (detail as { workProgress?: WorkProgress } | null)?.workProgress;
+    if (progress?.position) return progress;
+  }
+  return undefined;
 }
 
 function requestIdOf(error: unknown): string | undefined {

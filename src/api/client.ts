@@ -361,7 +361,11 @@ export class SocialApiClient {
         const pass = typeof passing === 'number' ? passing : await passing;
         if (deadline.aborted) {
           this.rateGate.unsent();
-          throw pastDeadline();
+          // Nothing is sent now; unless the last attempt's answer was lost (it may have been
+          // charged), the call's open attempt was answered with an error status: never charged.
+          const unsent = pastDeadline(lost);
+          unsent.unchargedAttempt = lost === undefined;
+          throw unsent;
         }
         if (lost) {
           try {

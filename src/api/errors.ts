@@ -105,6 +105,12 @@ export class ServerError extends SocialApiError {
 export class CallDeadlineError extends SocialApiError {
   override name = 'CallDeadlineError';
   override readonly retryable = true;
+  /**
+   * Set when the deadline ran out before an attempt was sent and the attempt before it (if any)
+   * was answered with an error status: then no attempt the call's journal holds open can have
+   * been charged.
+   */
+  unchargedAttempt = false;
 }
 
 /** 503 `download_unavailable`: the feature is switched off; asking again would only fail again. */
@@ -134,6 +140,7 @@ export class NetworkError extends SocialApiError {
  */
 export function neverCharged(error: unknown): boolean {
   if (error instanceof NetworkError) return error.neverSent;
+  if (error instanceof CallDeadlineError) return error.unchargedAttempt;
   return error instanceof SocialApiError && error.status !== undefined && error.status >= 400;
 }
 

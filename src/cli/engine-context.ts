@@ -1,4 +1,6 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
+import { pino } from 'pino';
+import { makeDirectory } from '../store/make-directory.js';
 import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger, LogMetadata } from '@temporalio/common';
@@ -11,6 +13,7 @@ import type { Logger } from '../logger.js';
 import { connectClient, connectWorker, temporalSettingsFromEnv } from '../temporal/connection.js';
 import { pauseHarvestSchedule } from '../temporal/schedules.js';
 import { createHarvestWorker } from '../temporal/worker.js';
+import { outageWaitMs } from '../store/outage.js';
 import { writeProbeFile } from '../store/layout.js';
 import { clientFromEnv } from './context.js';
 import { taskQueueFromEnv } from './run-environment.js';
@@ -23,7 +26,10 @@ let runtimeInstalled = false;
  */
 export function temporalLoggerOf(logger: Logger): TemporalLogger {
   const write = (level: LogLevel, message: string, meta?: LogMetadata) => {
-    const fields = meta ? Object.fromEntries(Object.entries(meta).filter(([key]) => typeof key === 'string')) : {};
+    // An error among the fields (the SDK's `Activity failed` gives one as `error`) is written
+    // whole, its type, message, stack and causes (pino's serializer): as it is, JSON would keep
+    // only its own enumerable fields, `{"name":"CatalogError"}`.
+    const fields = meta ? Object.fromEntries(Object.entries(meta).map(([key, value]) => [key, value instanceof Error ? pino.stdSerializers.err(value) : value])) : {};
     logger[level.toLowerCase() as 'info'](fields, message);
   };
   return {
@@ -45,8 +51,11 @@ export function installQuietRuntime(logger?: Logger, telemetryOptions?: Telemetr
   runtimeInstalled = true;
   const level = (process.env.LOG_LEVEL ?? 'warn').toUpperCase() as LogLevel;
   Runtime.install({
-    // The SDK's metrics, when the worker serves metrics (src/cli/metrics-endpoint.ts).
-    ...(telemetryOptions ? { telemetryOptions } : {}),
+    // The SDK's metrics, when the worker serves metrics (src/cli/metrics-endpoint.ts). The SDK
+    // core's own lines (Rust, written in colour by default) are forwarded to the logger, so every
+    // line of a worker's log is JSON.
+    // Forwarded without a logger too: the core writes its own to stdout, where `run --json` prints its summary.
+    telemetryOptions: { ...telemetryOptions, logging: { forward: {}, filter: { core: 'WARN', other: 'ERROR' } } },
     logger: logger ? temporalLoggerOf(logger) : new DefaultLogger(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'].includes(level) ? level : 'WARN'),
     // Each command decides what SIGINT and SIGTERM do. Temporal's default handlers shut the worker
     // down under a `harvester run` that kept waiting for its result, and Ctrl-C hung it.
@@ -61,7 +70,7 @@ export function installQuietRuntime(logger?: Logger, telemetryOptions?: Telemetr
  */
 export function assertWritableDataDir(dataDir: string): void {
   try {
-    mkdirSync(dataDir, { recursive: true });
+    makeDirectory(dataDir);
     const probe = writeProbeFile(dataDir, process.pid);
     writeFileSync(probe, '');
     rmSync(probe);
@@ -136,6 +145,7 @@ export async function startWorkerFromEnv(logger: Logger, options: WorkerStartOpt
       store,
       pricesFile: process.env.HARVESTER_PRICES ?? DEFAULT_PRICES_FILE,
       logger,
+      outageWaitMs: outageWaitMs(),
       pauseSchedule: async (harvest, note) => void (await pauseHarvestSchedule(await client, harvest, note)),
     },
   });

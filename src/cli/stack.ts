@@ -19,6 +19,7 @@ import { readSecrets, writeSecrets } from '../store/secret-store.js';
 import { devServerDbFile, logsFolder, secretStorePath } from '../store/layout.js';
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 import { lakeLocation } from '../warehouse/lake.js';
+import type { SharedServices } from './shared-services.js';
 
 
 /**
@@ -54,6 +55,11 @@ export interface StackOptions {
   distributedWorkers?: number;
   /** The first worker's metrics port (HARVESTER_METRICS_PORT); each further worker takes the next. */
   metricsPort?: number;
+  /** With distributedWorkers: PostgreSQL's and MinIO's ports; by default those of the last start (or free ones). */
+  postgresPort?: number;
+  minioPort?: number;
+  /** Told at once when a process of the stack dies, and when it is back: `harvester dev` prints it. */
+  onEvent?: (line: string) => void;
 }
 
 export interface Stack {
@@ -101,18 +107,44 @@ async function waitForPort(port: number, child: ChildProcess, what: string, time
 
 type Launch = (name: string, command: string, args: string[], env: Record<string, string>) => ChildProcess;
 
-/** Launches the stack's child processes, each logging to its own file, and stops them, the last launched first. */
-function childProcesses(logsDir: string): { launch: Launch; stop: () => Promise<void> } {
+/**
+ * Launches the stack's child processes, each logging to its own file, and stops them, the last
+ * launched first. A child that dies while the stack runs is said at once (`say`) and started again
+ * in place: the same command, so the same port and the same data; the others are not touched.
+ */
+function childProcesses(logsDir: string, say: (line: string) => void): { launch: Launch; stop: () => Promise<void>; mayRestart: (name: string) => boolean; stopping: () => boolean } {
   const children: { name: string; child: ChildProcess }[] = [];
+  /** Set once the stack stops: a child that exits then is not started again. */
+  let stopping = false;
+  /** When each process was last started again: one that keeps dying is left down, said so, rather than restarted in a loop. */
+  const restarts = new Map<string, number[]>();
+  const mayRestart = (name: string): boolean => {
+    const recent = (restarts.get(name) ?? []).filter((at) => Date.now() - at < 60_000);
+    restarts.set(name, [...recent, Date.now()]);
+    return recent.length < 5;
+  };
   const launch: Launch = (name, command, args, env) => {
     const log = createWriteStream(join(logsDir, `${name}.log`), { flags: 'a' });
     const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
-    children.push({ name, child });
+    const entry = children.find((running) => running.name === name);
+    if (entry) entry.child = child;
+    else children.push({ name, child });
+    child.once('exit', (code, signal) => {
+      if (stopping) return;
+      const how = signal ? `was killed (${signal})` : `exited with code ${code}`;
+      if (!mayRestart(name)) {
+        say(`dev: ${name} ${how}, the sixth time within a minute: left down; see ${join(logsDir, `${name}.log`)}`);
+        return;
+      }
+      say(`dev: ${name} ${how}; starting it again in place (its log: ${join(logsDir, `${name}.log`)})`);
+      launch(name, command, args, env);
+    });
     return child;
   };
   const stop = async () => {
+    stopping = true;
     for (const { child } of [...children].reverse()) {
       if (child.exitCode !== null || child.signalCode !== null) continue;
       const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -120,7 +152,7 @@ function childProcesses(logsDir: string): { launch: Launch; stop: () => Promise<
       await Promise.race([exited, sleep(10_000).then(() => child.kill('SIGKILL'))]);
     }
   };
-  return { launch, stop };
+  return { launch, stop, mayRestart, stopping: () => stopping };
 }
 
 /** Starts the Temporal dev server as the stack's child; a persistent one is recorded, so another stack can reuse it. */
@@ -160,11 +192,14 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   const logsDir = logsFolder(options.dataDir);
   mkdirSync(logsDir, { recursive: true });
   if (!existsSync(TEMPORAL_BINARY)) throw new Error(`no Temporal CLI at ${TEMPORAL_BINARY}: run \`npm run setup\``);
-  const { launch, stop } = childProcesses(logsDir);
+  const say = options.onEvent ?? (() => undefined);
+  const { launch, stop, mayRestart, stopping } = childProcesses(logsDir, say);
   let forgetServer: (() => void) | undefined;
+  let watchingServices: NodeJS.Timeout | undefined;
   /** Services that are not child processes of ours to signal (PostgreSQL runs detached): stopped last. */
   const launchedServices: (() => Promise<void>)[] = [];
   const stopAll = async () => {
+    clearInterval(watchingServices);
     await stop();
     for (const stopService of launchedServices.reverse()) await stopService().catch(() => undefined);
     forgetServer?.();
@@ -188,7 +223,8 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     } else if (!apiBaseUrl || !apiKey) {
       throw new Error('--no-emulator needs SOCIAL_API_BASE_URL and SOCIAL_API_KEY');
     }
-    const shared = options.distributedWorkers ? await startSharedStore(options.dataDir, launchedServices) : undefined;
+    const shared = options.distributedWorkers ? await startSharedStore(options.dataDir, launchedServices, { postgres: options.postgresPort, minio: options.minioPort }) : undefined;
+    if (shared) watchingServices = watchSharedServices(shared.services, (name) => !stopping() && mayRestart(name), say);
     const env: Record<string, string> = {
       TEMPORAL_ADDRESS: temporalAddress,
       SOCIAL_API_BASE_URL: apiBaseUrl,
@@ -236,14 +272,58 @@ interface SharedStoreSettings {
   env: Record<string, string>;
   secretNames: string[];
   envFile: string;
+  services: SharedServices;
+}
+
+/**
+ * PostgreSQL and MinIO are not children this process launches with `launch`: each is looked at
+ * every 2 s, and one found dead is said at once and started again in place.
+ */
+function watchSharedServices(services: SharedServices, mayRestart: (name: string) => boolean, say: (line: string) => void): NodeJS.Timeout {
+  let checking = false;
+  return setInterval(() => {
+    if (checking) return;
+    checking = true;
+    void restartDeadServices(services, mayRestart, say).finally(() => (checking = false));
+  }, 2_000);
+}
+
+/** Whether process `pid` is alive (signal 0 checks without sending anything). */
+function isAlive(pid: number | undefined): boolean {
+  if (pid === undefined) return false;
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Starts again, in place, whichever of PostgreSQL and MinIO has died, saying so. */
+async function restartDeadServices(services: SharedServices, mayRestart: (name: string) => boolean, say: (line: string) => void): Promise<void> {
+  for (const [name, service] of [
+    ['postgres', services.postgres],
+    ['minio', services.minio],
+  ] as const) {
+    if (isAlive(service.pid())) continue;
+    if (!mayRestart(name)) continue;
+    say(`dev: ${name} is not running; starting it again in place (port ${service.port}, the same data)`);
+    try {
+      await service.start();
+      say(`dev: ${name} is back on port ${service.port}`);
+    } catch (error) {
+      say(`dev: ${name} could not be started again: ${(error as Error).message}`);
+    }
+  }
 }
 
 /**
  * PostgreSQL and MinIO for `harvester dev --distributed`, under <data dir>/distributed/. Their
  * credentials are made at the first start and kept in a file only its owner reads, beside the
- * environment file that exports them; later starts reuse both, so the store outlives a restart.
+ * environment file that exports them; later starts reuse both, and the ports of the last start
+ * unless others are given, so the store, and every environment that names it, outlives a restart.
  */
-async function startSharedStore(dataDir: string, launched: (() => Promise<void>)[]): Promise<SharedStoreSettings> {
+async function startSharedStore(dataDir: string, launched: (() => Promise<void>)[], ports: { postgres?: number | undefined; minio?: number | undefined }): Promise<SharedStoreSettings> {
   const { newSecret, startSharedServices } = await import('./shared-services.js');
   const folder = join(dataDir, 'distributed');
   mkdirSync(folder, { recursive: true });
@@ -252,10 +332,17 @@ async function startSharedStore(dataDir: string, launched: (() => Promise<void>)
     ? (JSON.parse(readFileSync(credentialsFile, 'utf8')) as { postgresPassword: string; accessKeyId: string; secretAccessKey: string })
     : { postgresPassword: newSecret(), accessKeyId: `harvester${newSecret().slice(0, 8)}`, secretAccessKey: newSecret() };
   writeFileSync(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
-  const services = await startSharedServices(folder, credentials);
+  const portsFile = join(folder, 'ports.json');
+  const last = existsSync(portsFile) ? (JSON.parse(readFileSync(portsFile, 'utf8')) as { postgres?: number; minio?: number }) : {};
+  const wanted = { postgres: ports.postgres ?? last.postgres, minio: ports.minio ?? last.minio };
+  const services = await startSharedServices(folder, credentials, {
+    ...(wanted.postgres ? { postgres: wanted.postgres } : {}),
+    ...(wanted.minio ? { minio: wanted.minio } : {}),
+  });
   launched.push(() => services.stop());
+  writeFileSync(portsFile, JSON.stringify({ postgres: services.postgres.port, minio: services.minio.port }));
   const env = services.environment('harvests');
   const envFile = join(folder, 'env.sh');
   writeFileSync(envFile, Object.entries(env).map(([name, value]) => `export ${name}='${value}'\n`).join(''), { mode: 0o600 });
-  return { env, secretNames: ['HARVESTER_CATALOG', 'AWS_SECRET_ACCESS_KEY'], envFile };
+  return { env, secretNames: ['HARVESTER_CATALOG', 'AWS_SECRET_ACCESS_KEY'], envFile, services };
 }

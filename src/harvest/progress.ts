@@ -34,6 +34,8 @@ export interface LiveWork {
   pages: number;
   /** Items of a job's landed pages it enriched. */
   enriched: number;
+  /** What the work is waiting for, when a service it needs does not answer (an outage it waits out). */
+  waiting?: string;
 }
 
 export interface HarvestProgress {

@@ -117,6 +117,12 @@ export interface HarvestState {
   /** Tracked items observed in this run; set once they were (a retry does not observe them again). */
   itemsObserved?: number;
   stopped?: { status: HarvestStatus; reason: string };
+  /**
+   * Works whose journals could not be read when they failed (the catalog down past the outage
+   * wait), so their whole grants were counted as spent: a retry reads each journal again and
+   * corrects the run's credits (and its target's) to what the work really spent.
+   */
+  countedAtWorst?: { workId: string; counted: number; target?: string }[];
 }
 
 /**

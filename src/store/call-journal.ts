@@ -160,10 +160,26 @@ export class CallJournal {
   }
 
   async intend(key: string, worst: number): Promise<void> {
-    if (this.attempt !== undefined && (await this.log.owner()) !== this.attempt) {
-      throw new Error(`attempt ${this.attempt} of this work was superseded by a later one: it makes no more calls`);
+    // Counted at once, before anything is awaited: the caller has just released the hold this
+    // intent takes over, and another call that checks the grant meanwhile (while the claim is read
+    // and the record written, a round trip to a shared catalog) must find it committed. Withdrawn
+    // if the record cannot be written, since then the call is not sent.
+    const line = { intent: key, worst };
+    this.apply(line);
+    try {
+      if (this.attempt !== undefined && (await this.log.owner()) !== this.attempt) {
+        throw new Error(`attempt ${this.attempt} of this work was superseded by a later one: it makes no more calls`);
+      }
+      await this.log.append(line);
+    } catch (error) {
+      const worsts = this.open.get(key);
+      const at = worsts?.lastIndexOf(worst) ?? -1;
+      if (worsts && at >= 0) {
+        worsts.splice(at, 1);
+        this.openCredits -= worst;
+      }
+      throw error;
     }
-    await this.append({ intent: key, worst });
   }
 
   async settle(key: string, credits: number): Promise<void> {
@@ -263,7 +279,12 @@ export class CallJournal {
       this.lostSettledCredits += line.credits;
       return;
     }
-    this.openCredits -= this.open.get(line.settled)?.pop() ?? 0;
+    const intent = this.open.get(line.settled)?.pop();
+    // The same call settled twice: a later attempt found its landing and settled it, then the
+    // earlier attempt (frozen, cut off from Temporal, and running again) settled its own answer at
+    // the same key. One charge: the second settlement closes no intent and counts nothing.
+    if (intent === undefined && this.settledKeys.has(line.settled)) return;
+    this.openCredits -= intent ?? 0;
     this.failedKeys.delete(line.settled);
     this.settledCredits += line.credits;
     this.settledCalls++;

@@ -14,6 +14,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
+import { outageOf } from '../store/outage.js';
 import { objectStorageSettings, redactedUrl } from '../store/shared/shared-settings.js';
 import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames, withDefaultDatabase } from './duckdb.js';
 
@@ -105,7 +106,10 @@ export async function lakeExists(dataDir: string): Promise<boolean> {
   try {
     await attachLake(db.connection, dataDir, 'read');
     return (await tableNames(db.connection, LAKE)).has('loaded_landings');
-  } catch {
+  } catch (error) {
+    // A catalog or object store that does not answer is no missing warehouse: said as what it is.
+    const outage = outageOf(error);
+    if (outage) throw new Error(`the warehouse's ${outage.service} does not answer (${location.description}): ${outage.message}`, { cause: error });
     return false;
   } finally {
     closeDatabase(db);

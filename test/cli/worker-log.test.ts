@@ -13,6 +13,8 @@ import type { HarvestSummary } from '../../workflows/harvest.js';
 import { CLI } from '../support/cli.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 import { harvestFrom, temporalClient } from '../support/temporal.js';
+import { memoryLogger } from '../support/client.js';
+import { temporalLoggerOf } from '../../src/cli/engine-context.js';
 
 let emulator: TestEmulator;
 let temporal: Client;
@@ -96,4 +98,16 @@ harvests:
       if (worker.exitCode === null) worker.kill('SIGKILL');
     }
   }, 60_000);
+
+  it('writes an error among the SDK\'s fields whole: a failed attempt\'s line says what failed, not only {"name":"CatalogError"}', () => {
+    const { logger, lines } = memoryLogger();
+    class CatalogError extends Error {
+      override readonly name = 'CatalogError';
+    }
+    temporalLoggerOf(logger).warn('Activity failed', { error: new CatalogError('cannot read a call journal in the catalog postgres://…: connect ECONNREFUSED'), activityType: 'harvestTarget' });
+    const line = JSON.parse(lines[0]!) as { msg: string; error: { type: string; message: string }; activityType: string };
+    expect(line.msg).toBe('Activity failed');
+    expect(line.error).toMatchObject({ type: 'CatalogError', message: 'cannot read a call journal in the catalog postgres://…: connect ECONNREFUSED' });
+    expect(line.activityType).toBe('harvestTarget');
+  });
 });

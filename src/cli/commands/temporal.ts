@@ -1,9 +1,9 @@
 import { spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { TEMPORAL_BINARY, devServerArgs, recordDevServer, runningDevServer, servedAlready } from '../../temporal/dev-server.js';
 import { devServerDbFile } from '../../store/layout.js';
+import { makeDirectory } from '../../store/make-directory.js';
 import { wholeNumber } from '../options.js';
 
 export function temporalCommand(): Command {
@@ -14,7 +14,7 @@ export function temporalCommand(): Command {
     .addHelpText('after', '\nUses the Temporal CLI that `npm run setup` installed in .tools/.\n\nExample:\n  $ harvester temporal   # UI at http://127.0.0.1:8233')
     .action(async (options: { port: number; uiPort: number }) => {
       const dataDir = dataDirFromEnv();
-      mkdirSync(dataDir, { recursive: true });
+      makeDirectory(dataDir);
       const running = await runningDevServer(dataDir);
       if (running) throw new Error(servedAlready(dataDir, running));
       const child = spawn(TEMPORAL_BINARY, devServerArgs({ port: options.port, uiPort: options.uiPort, dbFile: devServerDbFile(dataDir) }), { stdio: 'inherit' });

