@@ -34,6 +34,11 @@ const stores = new Map<string, Promise<Store>>();
 function storeOf(dataDir: string): Promise<Store> {
   const store = stores.get(dataDir) ?? storeFromEnvironment(dataDir);
   stores.set(dataDir, store);
+  // A store that could not be opened (its catalog down for a while) is opened again at the next
+  // load, not remembered as failed: every load after an outage failed with the outage's error.
+  store.catch(() => {
+    if (stores.get(dataDir) === store) stores.delete(dataDir);
+  });
   return store;
 }
 

@@ -6,7 +6,7 @@
  * to the ledger.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -32,7 +32,6 @@ const savedEnv = { ...process.env };
 beforeAll(async () => {
   folder = mkdtempSync(join(tmpdir(), 'outages-'));
   chmodSync(folder, 0o755);
-  services = await startSharedServices(folder);
   emulator = await startTestEmulator({ apiKeys: [API_KEY], latencyMs: 40 });
   temporal = await temporalClient();
 }, 180_000);
@@ -74,6 +73,19 @@ async function stopAll(workers: ChildProcess[]): Promise<void> {
 }
 
 /**
+ * A store of its own for each case: one PostgreSQL database holds one DuckLake catalog, so cases
+ * on one database under different prefixes would share a lake whose files each reads under its own
+ * prefix (the load then meets files that are not there).
+ */
+async function freshServices(name: string): Promise<void> {
+  await services?.stop();
+  const own = join(folder, name);
+  mkdirSync(own);
+  chmodSync(own, 0o755);
+  services = await startSharedServices(own);
+}
+
+/**
  * A harvest of three targets with stats (the emulator's handles at `handles`: each case lists
  * channels of its own, as the catalog's coverage is shared), on two workers; `outage` is made
  * once `callsBefore` calls are charged.
@@ -92,6 +104,7 @@ harvests:
       - { platform: instagram, handle: ${catalog.instagram.handles[handles[2]]}, content: reels, max_items: 120 }
     enrich: { stats: true }
 `);
+  await freshServices(name);
   const taskQueue = `${name}-${Date.now()}`;
   sharedEnv = services.environment(name);
   const ledgerBefore = await emulator.ledger(API_KEY);
@@ -169,6 +182,7 @@ describe('a run through outages of the shared store', () => {
 
   it('an outage longer than the wait fails the run keeping its progress, and its retry, once the catalog is back, reads the journals it could not and reports the ledger', async () => {
     const name = 'pg-too-long';
+    await freshServices(name);
     const catalog = await emulator.catalog();
     const harvest = harvestFrom(`
 harvests:
@@ -209,7 +223,7 @@ harvests:
       expect(failed!.checkpoint.countedAtWorst?.length).toBeGreaterThan(0);
 
       const retried = await runCli(['retry', workflowId, '--no-local-worker', '--json'], cliEnv(taskQueue, name));
-      expect(retried.code, retried.stderr).toBe(0);
+      expect(retried.code, `${retried.stderr}${retried.stdout}`).toBe(0);
       const summary = JSON.parse(retried.stdout) as HarvestSummary;
       expect(summary.status, summary.reason).toBe('completed');
       expect(summary.itemsLanded).toBe(360);
