@@ -110,7 +110,14 @@ function schemaPaths(schema: z.ZodType, prefix = '$'): string[] {
  */
 const KNOWN_PATHS = {
   list: [...new Set([...[commentSchema, channelItemSchema, searchResultSchema].flatMap((schema) => schemaPaths(schema)), ...structPaths(RAW_COLUMNS.list.data as string)])],
-  object: [...new Set([...[transcriptSchema, summarySchema, statsSchema, channelProfileSchema, downloadSchema].flatMap((schema) => schemaPaths(schema)), ...structPaths(RAW_COLUMNS.object.data as string)])],
+  object: [
+    ...new Set([
+      ...[transcriptSchema, summarySchema, statsSchema, channelProfileSchema, downloadSchema].flatMap((schema) => schemaPaths(schema)),
+      ...structPaths(RAW_COLUMNS.object.data as string),
+      // What the harvester itself adds to a download's answer: the media file it stored (src/store/media-store.ts).
+      ...['$.media', '$.media.sha256', '$.media.bytes', '$.media.mime_type'],
+    ]),
+  ],
 };
 
 /** Answers of each run and endpoint whose fields a load batch compares with what it reads. */

@@ -6,7 +6,9 @@ import { loadLandings } from '../../src/warehouse/loader.js';
 import { structPaths } from '../../src/warehouse/normalize.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
-import { landedSample } from '../support/sample-harvest.js';
+import { landedSample, landingsInSegments } from '../support/sample-harvest.js';
+import { LocalStore } from '../../src/store/store.js';
+import type { PageLanding } from '../../src/store/landing.js';
 
 let emulator: TestEmulator;
 beforeAll(async () => {
@@ -24,6 +26,14 @@ describe('schema drift', () => {
   it('records a field the API started to send that no column takes, keeps it in the raw answers, and loads the rest as before', async () => {
     // Loaded without drift first: what the tables hold for the sample.
     const plain = await landedSample(emulator, 'run-plain', mkdtempSync(join(tmpdir(), 'drift-plain-')));
+    // And a download as the harvester lands it, with the media file it stored: its own field, no drift.
+    const [, download] = [...(await landingsInSegments(plain.dataDir))].find(([key]) => key.includes('download'))!;
+    const stored = { sha256: 'a'.repeat(64), bytes: 12, mime_type: 'video/mp4' };
+    const mediaDir = mkdtempSync(join(tmpdir(), 'drift-media-'));
+    await new LocalStore(mediaDir).writeLanding({ ...(download as PageLanding), run_id: 'run-media', data: { ...((download as PageLanding).data as object), media: stored } });
+    await loadLandings(mediaDir);
+    expect(await count(mediaDir, "SELECT count(*) FROM downloads WHERE media_sha256 = repeat('a', 64) AND media_bytes = 12")).toBe(1);
+    expect(await count(mediaDir, 'SELECT count(*) FROM schema_drift')).toBe(0);
     await loadLandings(plain.dataDir);
     const rowsOf = async (dataDir: string) =>
       Object.fromEntries(await Promise.all(['items', 'item_metrics', 'api_calls', 'comments', 'transcripts'].map(async (table) => [table, await count(dataDir, `SELECT count(*) FROM ${table}`)])));
