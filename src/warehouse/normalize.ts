@@ -15,7 +15,8 @@ import { notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import { sqlString, withDefaultDatabase } from './duckdb.js';
 import { LAKE, type LakeConnection } from './lake.js';
 import { extract, type LandingShape, type LoadPackage } from './load-package.js';
-import { answerText, type PendingAnswer } from './pending-answers.js';
+import type { PendingAnswer } from './pending-answers.js';
+import { readFrameText } from '../store/segment.js';
 import { STAGED_TABLES } from './schema.js';
 import { loaderCheckFolder } from '../store/layout.js';
 
@@ -347,7 +348,7 @@ async function unreadableLandings(connection: DuckDBConnection, dataDir: string,
     const failure = await readFails(part);
     if (failure === undefined) return [];
     const answer = part[0] as PendingAnswer;
-    if (part.length === 1) return [{ key: answer.key, reason: notJsonReason(answerText(answer)) ?? duckdbReason(failure) }];
+    if (part.length === 1) return [{ key: answer.key, reason: notJsonReason(await readFrameText(answer.file, { textOffset: answer.offset, textLength: answer.length })) ?? duckdbReason(failure) }];
     const found: UnloadableLanding[] = [];
     for (const side of halves(part)) found.push(...(await find(side)));
     return found;

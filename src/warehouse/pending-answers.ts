@@ -7,7 +7,7 @@
  * versions are checked against `loaded_landings` by their keys. Either way the cost follows what
  * the data directory holds, not what the lake holds.
  */
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { runFoldersWithAnswers } from '../store/answer-segments.js';
@@ -158,22 +158,5 @@ function runIdOfLandingFile(file: string): string | undefined {
     return typeof runId === 'string' ? runId : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/** An answer's text as it lies in its file. */
-export function answerText(answer: PendingAnswer): string {
-  const fd = openSync(answer.file, 'r');
-  try {
-    const buffer = Buffer.alloc(answer.length);
-    let read = 0;
-    while (read < answer.length) {
-      const got = readSync(fd, buffer, read, answer.length - read, answer.offset + read);
-      if (got === 0) break;
-      read += got;
-    }
-    return buffer.subarray(0, read).toString('utf8');
-  } finally {
-    closeSync(fd);
   }
 }

@@ -2,9 +2,7 @@
  * A small harvest, done by hand against the emulator: real client calls, each page landed as
  * the engine lands it. Returns what the warehouse should hold afterwards.
  */
-import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
-import { segmentRoot } from '../../src/store/layout.js';
-import { readFrameText, readSegment } from '../../src/store/segment.js';
+import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { landingOfCall } from '../../activities/metered-call.js';
@@ -92,17 +90,3 @@ export async function landSampleHarvest(client: SocialApiClient, emulator: TestE
   return expectation;
 }
 
-/** Every landing in a data directory's segments, by key: what a test reads before a load clears them. */
-export async function landingsInSegments(dataDir: string): Promise<Map<string, Landing>> {
-  const landings = new Map<string, Landing>();
-  const root = segmentRoot(dataDir);
-  if (!existsSync(root)) return landings;
-  for (const run of readdirSync(root)) {
-    for (const name of readdirSync(join(root, run))) {
-      const file = join(root, run, name);
-      const read = await readSegment(file);
-      for (const frame of read.frames) landings.set(frame.key, JSON.parse(await readFrameText(file, frame)) as Landing);
-    }
-  }
-  return landings;
-}

@@ -12,7 +12,8 @@ import { legacyWarehouseFiles } from '../../src/store/layout.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
-import { landedSample, landingsInSegments, landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
+import { landedSample, landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
+import { landedAnswers } from '../support/landed.js';
 import { landingOfCall } from '../../activities/metered-call.js';
 
 let emulator: TestEmulator;
@@ -34,7 +35,7 @@ describe('loading landings into the warehouse', () => {
 
   beforeAll(async () => {
     ({ dataDir, expected } = await landedSample(emulator, 'run-1'));
-    landings = await landingsInSegments(dataDir);
+    landings = landedAnswers(dataDir);
   });
 
   it('loads every landing once, into the documented tables', async () => {
@@ -119,7 +120,7 @@ describe('landings the loader cannot load', () => {
 
   beforeAll(async () => {
     ({ dataDir, expected } = await landedSample(emulator, 'run-bad'));
-    landings = await landingsInSegments(dataDir);
+    landings = landedAnswers(dataDir);
   });
 
   async function loadedCount(): Promise<bigint> {
@@ -356,7 +357,7 @@ describe('an upgrade from the warehouse as one DuckDB file', () => {
     // A warehouse of the version before the lake: the same tables in one DuckDB file, as only the
     // published warehouse.duckdb (the loader's work database is gone), holding run-legacy's landings.
     const { dataDir: source, expected: legacy } = await landedSample(emulator, 'run-legacy');
-    const legacyLandings = await landingsInSegments(source);
+    const legacyLandings = landedAnswers(source);
     await loadLandings(source);
     const dataDir = mkdtempSync(join(tmpdir(), 'upgrade-'));
     const files = legacyWarehouseFiles(dataDir);

@@ -6,7 +6,8 @@ import { loadLandings } from '../../src/warehouse/loader.js';
 import { structPaths } from '../../src/warehouse/normalize.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
-import { landedSample, landingsInSegments } from '../support/sample-harvest.js';
+import { landedSample } from '../support/sample-harvest.js';
+import { landedAnswers } from '../support/landed.js';
 import { LocalStore } from '../../src/store/store.js';
 import type { PageLanding } from '../../src/store/landing.js';
 
@@ -27,7 +28,7 @@ describe('schema drift', () => {
     // Loaded without drift first: what the tables hold for the sample.
     const plain = await landedSample(emulator, 'run-plain', mkdtempSync(join(tmpdir(), 'drift-plain-')));
     // And a download as the harvester lands it, with the media file it stored: its own field, no drift.
-    const [, download] = [...(await landingsInSegments(plain.dataDir))].find(([key]) => key.includes('download'))!;
+    const [, download] = [...(landedAnswers(plain.dataDir))].find(([key]) => key.includes('download'))!;
     const stored = { sha256: 'a'.repeat(64), bytes: 12, mime_type: 'video/mp4' };
     const mediaDir = mkdtempSync(join(tmpdir(), 'drift-media-'));
     await new LocalStore(mediaDir).writeLanding({ ...(download as PageLanding), run_id: 'run-media', data: { ...((download as PageLanding).data as object), media: stored } });
