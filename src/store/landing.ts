@@ -1,10 +1,10 @@
 /**
- * Landings: one immutable JSON file per fetched page, written durably before it counts and before
- * its cursor is checkpointed: every byte to a temporary (short writes continued), an fsync, an
- * atomic rename, then the directory's fsync (writeDurableFile). A write that fails (a full disk, a
- * quota) throws an error naming the landing's path and leaves neither the landing nor its
- * temporary, so a page is never counted from a cut-short file. The file name is fixed by run,
- * target and page, so a retried write replaces the file and never doubles it.
+ * Landings: what a page is (its key, fixed by run, target and page, so a retry lands on the same key,
+ * and its text), and the layout of earlier versions, one immutable JSON file per page under
+ * `landing/`, which loads still read (and clear) after an upgrade and tests write to stand for it.
+ * A page landed now goes into its run's segment (answer-segments.ts, segment.ts). Such a file is
+ * written durably: every byte to a temporary (short writes continued), an fsync, an atomic rename,
+ * then the directory's fsync (writeDurableFile); a write that fails leaves nothing under the key.
  */
 import { mkdirSync, readdirSync, readFileSync, renameSync, existsSync } from 'node:fs';
 import { basename, dirname, join, relative, sep } from 'node:path';
@@ -107,16 +107,6 @@ export function writeLanding(dataDir: string, landing: Landing): string {
   const key = landingKey(landing);
   writeDurableFile(landingFile(dataDir, key), landingText(landing), { what: 'landing' });
   return key;
-}
-
-/** Whether something has been landed at a key, without reading it. */
-export function isLanded(dataDir: string, key: string): boolean {
-  return existsSync(landingFile(dataDir, key));
-}
-
-/** The landing at a key, or undefined when nothing has been landed there. */
-export function findLanding(dataDir: string, key: string): Landing | undefined {
-  return isLanded(dataDir, key) ? readLanding(dataDir, key) : undefined;
 }
 
 export function readLanding(dataDir: string, key: string): Landing {
