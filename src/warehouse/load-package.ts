@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { isRunLandingKey, notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import type { PendingAnswer } from './pending-answers.js';
+import { DriftSampler, type SchemaDriftRow } from './schema-drift.js';
 
 /**
  * What a landing holds, which decides the column types DuckDB reads it with: a page whose data is
@@ -27,6 +28,8 @@ export interface LoadPackage {
   answers: PendingAnswer[];
   /** Landings left out because they cannot be loaded as they are (not a one-line JSON object with its data last). */
   rejected: UnloadableLanding[];
+  /** Fields the batch's sampled answers carry and no column takes (schema-drift.ts). */
+  drift: SchemaDriftRow[];
 }
 
 const OPEN_BRACE = 0x7b;
@@ -90,6 +93,7 @@ export async function extract(answers: readonly PendingAnswer[], directory: stri
   let landing = Buffer.allocUnsafe(1 << 20);
   const packaged: PendingAnswer[] = [];
   const rejected: UnloadableLanding[] = [];
+  const drift = new DriftSampler();
   // A segment holds many answers: its file is opened once for the batch.
   const opened = new Map<string, number>();
   try {
@@ -123,12 +127,13 @@ export async function extract(answers: readonly PendingAnswer[], directory: stri
       buffer[end++] = NEWLINE;
       output.commit(end - offset);
       packaged.push(answer);
+      if (problem.shape !== 'run') drift.consider(landing.subarray(0, size));
     }
   } finally {
     for (const fd of opened.values()) closeSync(fd);
     for (const output of Object.values(outputs)) output.close();
   }
-  return { files, keys: packaged.map((answer) => answer.key), answers: packaged, rejected };
+  return { files, keys: packaged.map((answer) => answer.key), answers: packaged, rejected, drift: drift.rows() };
 }
 
 /**

@@ -128,7 +128,6 @@ export async function merge(connection: DuckDBConnection, staged: boolean, befor
     await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
     await connection.run('INSERT INTO raw_answers SELECT *, now() FROM stage_raw_answers');
     // Drift is rare: a table written in a transaction costs its commit a data file and catalog rows.
-    if ((await scalarOf(connection, 'SELECT count(*) FROM stage_schema_drift')) > 0) await connection.run('INSERT INTO schema_drift SELECT * FROM stage_schema_drift');
     const rows = await scalarOf(connection, 'SELECT coalesce(sum(rows), 0) FROM landing_rows');
     await beforeCommit();
     return rows;

@@ -9,8 +9,6 @@ import { rmSync } from 'node:fs';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { CONTENT_URL_KINDS, CONTENT_URL_PATTERNS } from '../api-catalog/content-urls.js';
 import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../api-catalog/endpoints.js';
-import { channelItemSchema, channelProfileSchema, commentSchema, downloadSchema, searchResultSchema, statsSchema, summarySchema, transcriptSchema } from '../api-catalog/resources.js';
-import { z } from 'zod';
 import { notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import { sqlString, withDefaultDatabase } from './duckdb.js';
 import { LAKE, type LakeConnection } from './lake.js';
@@ -18,133 +16,8 @@ import { extract, type LandingShape, type LoadPackage } from './load-package.js'
 import type { PendingAnswer } from './pending-answers.js';
 import { readFrameText } from '../store/segment.js';
 import { STAGED_TABLES } from './schema.js';
+import { RAW_COLUMNS } from './raw-columns.js';
 import { loaderCheckFolder } from '../store/layout.js';
-
-const PAGE_COLUMNS = {
-  _landing: 'VARCHAR',
-  run_id: 'VARCHAR',
-  harvest: 'VARCHAR',
-  target: 'VARCHAR',
-  endpoint: 'VARCHAR',
-  params: 'JSON',
-  request_id: 'VARCHAR',
-  observed_at: 'TIMESTAMPTZ',
-  call: 'STRUCT(request_id VARCHAR, units BIGINT, credits BIGINT, cache VARCHAR, job_id VARCHAR)',
-  rank_offset: 'BIGINT',
-};
-const ITEM_METRICS = 'views BIGINT, likes BIGINT, comments BIGINT, shares BIGINT';
-const ACCOUNT_METRICS = 'followers BIGINT, following BIGINT, posts BIGINT';
-
-/**
- * The columns each shape is read with. A page's `data` is typed as the union of the fields of
- * the resources of that shape (members a resource lacks read as NULL, unknown members are ignored):
- * every field typed here costs time for each item read.
- */
-const RAW_COLUMNS: Record<LandingShape, Record<string, string>> = {
-  list: {
-    ...PAGE_COLUMNS,
-    data: `STRUCT(id VARCHAR, url VARCHAR, caption VARCHAR, text VARCHAR, likes BIGINT, posted_at TIMESTAMPTZ, author STRUCT(handle VARCHAR), metrics STRUCT(${ITEM_METRICS}))[]`,
-  },
-  object: {
-    ...PAGE_COLUMNS,
-    data: `STRUCT(entity_id VARCHAR, url VARCHAR, handle VARCHAR, name VARCHAR, bio VARCHAR, verified BOOLEAN, author STRUCT(handle VARCHAR), posted_at TIMESTAMPTZ,
-      metrics STRUCT(${ITEM_METRICS}, ${ACCOUNT_METRICS}), language VARCHAR, source VARCHAR, text VARCHAR, summary VARCHAR, segments STRUCT(start DOUBLE, "end" DOUBLE, text VARCHAR)[],
-      media_url VARCHAR, mime_type VARCHAR, expires_at TIMESTAMPTZ, media STRUCT(sha256 VARCHAR, bytes BIGINT))`,
-  },
-  run: {
-    _landing: 'VARCHAR',
-    run_id: 'VARCHAR',
-    harvest: 'VARCHAR',
-    status: 'VARCHAR',
-    seq: 'BIGINT',
-    started_at: 'TIMESTAMPTZ',
-    finished_at: 'TIMESTAMPTZ',
-    budget_credits: 'BIGINT',
-    credits_spent: 'BIGINT',
-    items_landed: 'BIGINT',
-    error: 'VARCHAR',
-    enrichments: 'VARCHAR[]',
-    failed_calls: 'STRUCT(endpoint VARCHAR, subject VARCHAR, reason VARCHAR, request_id VARCHAR, "at" TIMESTAMPTZ)[]',
-  },
-};
-
-/**
- * The paths of the members a STRUCT type names, as JSON paths (`$.metrics.views`): what the
- * load reads of an answer's data. A list's elements are read past (`$.segments.start`). Written
- * by hand: a few lines for the types above, where a SQL type parser would be a dependency.
- */
-export function structPaths(type: string, prefix = '$'): string[] {
-  const body = /^\s*STRUCT\((.*)\)(\[\])?\s*$/s.exec(type)?.[1];
-  if (body === undefined) return [];
-  const members: string[] = [];
-  let depth = 0;
-  let start = 0;
-  for (let index = 0; index < body.length; index++) {
-    const char = body[index];
-    if (char === '(') depth++;
-    else if (char === ')') depth--;
-    else if (char === ',' && depth === 0) {
-      members.push(body.slice(start, index));
-      start = index + 1;
-    }
-  }
-  members.push(body.slice(start));
-  return members.flatMap((member) => {
-    const match = /^\s*("[^"]+"|\w+)\s+(.*)$/s.exec(member);
-    if (!match) return [];
-    const path = `${prefix}.${(match[1] as string).replaceAll('"', '')}`;
-    return [path, ...structPaths(match[2] as string, path)];
-  });
-}
-
-/** The paths of the members of a zod schema (objects within objects, lists read past), as JSON paths. */
-function schemaPaths(schema: z.ZodType, prefix = '$'): string[] {
-  if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) return schemaPaths(schema.unwrap() as z.ZodType, prefix);
-  if (schema instanceof z.ZodArray) return schemaPaths(schema.element as z.ZodType, prefix);
-  if (!(schema instanceof z.ZodObject)) return [];
-  return Object.entries(schema.shape as Record<string, z.ZodType>).flatMap(([name, member]) => [`${prefix}.${name}`, ...schemaPaths(member, `${prefix}.${name}`)]);
-}
-
-/**
- * The fields an answer may carry without drift: those of the API's resources (its published
- * schema, src/api-catalog/resources.ts) and those the load reads.
- */
-const KNOWN_PATHS = {
-  list: [...new Set([...[commentSchema, channelItemSchema, searchResultSchema].flatMap((schema) => schemaPaths(schema)), ...structPaths(RAW_COLUMNS.list.data as string)])],
-  object: [
-    ...new Set([
-      ...[transcriptSchema, summarySchema, statsSchema, channelProfileSchema, downloadSchema].flatMap((schema) => schemaPaths(schema)),
-      ...structPaths(RAW_COLUMNS.object.data as string),
-      // What the harvester itself adds to a download's answer: the media file it stored (src/store/media-store.ts).
-      ...['$.media', '$.media.sha256', '$.media.bytes', '$.media.mime_type'],
-    ]),
-  ],
-};
-
-/** Answers of each run and endpoint whose fields a load batch compares with what it reads. */
-const DRIFT_SAMPLE = 20;
-
-/**
- * Schema drift: the fields that a batch's answers carry beyond the API's published schema, which the
- * load therefore reads into no column, by run,
- * endpoint and field path (`data.sponsor`), with when they were first and last seen and in how many
- * of the answers compared (up to DRIFT_SAMPLE of each run and endpoint per batch: a new field comes
- * with every answer of its endpoint, and comparing every item of every page would cost each load
- * more than the rest of its normalize). The answers keep the fields (raw_answers) for a rebuild.
- */
-const DRIFT_SQL = `CREATE OR REPLACE TEMP TABLE stage_schema_drift AS
-  WITH compared AS (
-    SELECT landing, run_id, endpoint, observed_at, answer->'data' AS data, json_type(answer->'data') = 'ARRAY' AS listed FROM stage_raw_answers
-    WHERE kind = 'page' AND endpoint IS NOT NULL
-    QUALIFY row_number() OVER (PARTITION BY run_id, endpoint ORDER BY landing) <= ${DRIFT_SAMPLE}),
-  carried AS (
-    SELECT DISTINCT landing, run_id, endpoint, observed_at, listed, regexp_replace(tree.fullkey, '\\[[0-9]+\\]', '', 'g') AS path
-    FROM compared, json_tree(compared.data) AS tree)
-  SELECT run_id, endpoint, 'data' || substr(path, 2) AS field_path, min(observed_at) AS first_seen_at, max(observed_at) AS last_seen_at, count(*) AS answers
-  FROM carried
-  WHERE path <> '$' AND CASE WHEN listed THEN path NOT IN (${KNOWN_PATHS.list.map(sqlString).join(', ')})
-    ELSE path NOT IN (${KNOWN_PATHS.object.map(sqlString).join(', ')}) END
-  GROUP BY ALL`;
 
 /** DuckDB's reader of one shape's package file; without `data` when only the pages themselves are wanted. */
 function readJson(file: string, shape: LandingShape, withData = true): string {
@@ -311,7 +184,6 @@ export async function normalize(lake: LakeConnection, dataDir: string, loadPacka
       throw await unreadableLandings(connection, dataDir, loadPackage.answers, error as Error);
     }
     for (const statement of STAGE_SQL) await connection.run(statement);
-    await connection.run(DRIFT_SQL);
     const problems = (await connection.runAndReadAll(CHECK_SQL)).getRowObjectsJson();
     if (problems.length > 0) throw new UnloadableLandingsError(problems.map((problem) => ({ key: String(problem._landing), reason: `${String(problem.problem)} (${String(problem.endpoint)})` })));
   });

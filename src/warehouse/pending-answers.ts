@@ -13,7 +13,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { runFoldersWithAnswers } from '../store/answer-segments.js';
 import { filesUnder } from '../store/landing.js';
 import { landingRoot, parseSegmentFileName, quarantineFile, runFolderOfKey, runSegmentFolder, segmentId } from '../store/layout.js';
-import { readSegment } from '../store/segment.js';
+import { readSegment, type SegmentRead } from '../store/segment.js';
 import { sqlString } from './duckdb.js';
 import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
 
@@ -49,22 +49,26 @@ export async function pendingAnswers(connection: DuckDBConnection, dataDir: stri
     const folder = runSegmentFolder(dataDir, runFolder);
     for (const name of readdirSync(folder).sort()) if (parseSegmentFileName(name)) segments.push({ id: segmentId(runFolder, name), file: join(folder, name) });
   }
-  const loadedTo = await loadedOffsets(connection, segments.map((segment) => segment.id));
+  // Read whole (the run's own answers, never history): the frames before the loaded offset say
+  // which of the run's keys are in the lake, so a page landed again by a second attempt is not.
+  // One at a time: a segment is read whole, and memory follows one segment, not the run's.
+  const read: { id: string; file: string; read: SegmentRead }[] = [];
+  for (const segment of segments) read.push({ ...segment, read: await readSegment(segment.file) });
+  const runIds = [...new Set(read.flatMap((segment) => (segment.read.header ? [segment.read.header.run_id] : [])))];
+  const loaded = await loadedSegmentsOfRuns(connection, runIds);
   /** Keys each run folder's segments hold before where they were loaded to: loaded already. */
   const loadedKeys = new Map<string, Set<string>>();
-  for (const segment of segments) {
+  for (const segment of read) {
+    const { header, frames } = segment.read;
+    if (!header) continue;
     const runFolder = segment.id.slice(0, segment.id.indexOf('/'));
-    // Read whole (the run's own answers, never history): the frames before the loaded offset say
-    // which of the run's keys are in the lake, so a page landed again by a second attempt is not.
-    const read = await readSegment(segment.file);
-    if (!read.header) continue;
-    runFolders.set(runFolder, read.header.run_id);
-    const loadedEnd = loadedTo.get(segment.id) ?? 0;
+    runFolders.set(runFolder, header.run_id);
+    const loadedEnd = loaded.offsets.get(segment.id) ?? 0;
     const keys = loadedKeys.get(runFolder) ?? new Set<string>();
     loadedKeys.set(runFolder, keys);
-    for (const frame of read.frames) {
+    for (const frame of frames) {
       if (frame.end <= loadedEnd) keys.add(frame.key);
-      else answers.push({ key: frame.key, file: segment.file, offset: frame.textOffset, length: frame.textLength, segment: { id: segment.id, runId: read.header.run_id, end: frame.end } });
+      else answers.push({ key: frame.key, file: segment.file, offset: frame.textOffset, length: frame.textLength, segment: { id: segment.id, runId: header.run_id, end: frame.end } });
     }
   }
 
@@ -79,9 +83,27 @@ export async function pendingAnswers(connection: DuckDBConnection, dataDir: stri
     }
   }
 
-  await addKeysOfClearedSegments(connection, answers, new Set(segments.map((segment) => segment.id)), loadedKeys);
+  await addKeysOfClearedSegments(connection, answers, new Set(segments.map((segment) => segment.id)), loaded.byRun, loadedKeys);
   await markLoaded(connection, dataDir, answers, loadedKeys);
   return { answers, runFolders };
+}
+
+/**
+ * What `loaded_segments` says of the segments of these runs, in one query: how far each was loaded,
+ * and which segments each run had (those no longer in the folder were cleared).
+ */
+async function loadedSegmentsOfRuns(connection: DuckDBConnection, runIds: string[]): Promise<{ offsets: Map<string, number>; byRun: Map<string, string[]> }> {
+  const offsets = new Map<string, number>();
+  const byRun = new Map<string, string[]>();
+  for (let start = 0; start < runIds.length; start += KEYS_PER_QUERY) {
+    const chunk = runIds.slice(start, start + KEYS_PER_QUERY);
+    const reader = await connection.runAndReadAll(`SELECT run_id, segment, max(end_offset) FROM loaded_segments WHERE run_id IN (${chunk.map(sqlString).join(', ')}) GROUP BY ALL`);
+    for (const [runId, id, end] of reader.getRows()) {
+      offsets.set(String(id), Number(end));
+      byRun.set(String(runId), [...(byRun.get(String(runId)) ?? []), String(id)]);
+    }
+  }
+  return { offsets, byRun };
 }
 
 /**
@@ -89,30 +111,22 @@ export async function pendingAnswers(connection: DuckDBConnection, dataDir: stri
  * its run ended): its segments no longer say which of its keys are loaded, the lake does. Rare, and
  * asked only for such runs, whose earlier segments `loaded_segments` knows and the folder lacks.
  */
-async function addKeysOfClearedSegments(connection: DuckDBConnection, answers: PendingAnswer[], present: Set<string>, loadedKeys: Map<string, Set<string>>): Promise<void> {
+async function addKeysOfClearedSegments(
+  connection: DuckDBConnection,
+  answers: PendingAnswer[],
+  present: Set<string>,
+  segmentsOfRuns: Map<string, string[]>,
+  loadedKeys: Map<string, Set<string>>,
+): Promise<void> {
   const runs = new Map<string, string>();
   for (const answer of answers) if (answer.segment) runs.set(answer.segment.runId, runFolderOfKey(answer.key));
-  if (runs.size === 0) return;
-  const reader = await connection.runAndReadAll(`SELECT DISTINCT run_id, segment FROM loaded_segments WHERE run_id IN (${[...runs.keys()].map(sqlString).join(', ')})`);
-  const cleared = new Set(reader.getRows().filter(([, segment]) => !present.has(String(segment))).map(([runId]) => String(runId)));
-  for (const runId of cleared) {
+  for (const [runId, folder] of runs) {
+    if (!(segmentsOfRuns.get(runId) ?? []).some((segment) => !present.has(segment))) continue;
     const keys = await connection.runAndReadAll(`SELECT landing FROM loaded_landings WHERE run_id = ${sqlString(runId)}`);
-    const folder = runs.get(runId) as string;
     const known = loadedKeys.get(folder) ?? new Set<string>();
     for (const [key] of keys.getRows()) known.add(String(key));
     loadedKeys.set(folder, known);
   }
-}
-
-/** How far each segment was loaded, by segment id. */
-async function loadedOffsets(connection: DuckDBConnection, ids: string[]): Promise<Map<string, number>> {
-  const offsets = new Map<string, number>();
-  for (let start = 0; start < ids.length; start += KEYS_PER_QUERY) {
-    const chunk = ids.slice(start, start + KEYS_PER_QUERY);
-    const reader = await connection.runAndReadAll(`SELECT segment, max(end_offset) FROM loaded_segments WHERE segment IN (${chunk.map(sqlString).join(', ')}) GROUP BY segment`);
-    for (const [id, end] of reader.getRows()) offsets.set(String(id), Number(end));
-  }
-  return offsets;
 }
 
 /**

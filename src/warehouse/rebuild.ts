@@ -74,5 +74,5 @@ function packageOf(folder: string, answers: { kind: string; text: string }[]): L
   for (const { kind, text } of answers) lines[kind === 'run' ? 'run' : text.endsWith(']}') ? 'list' : 'object'].push(text);
   const files = Object.fromEntries((Object.keys(lines) as LandingShape[]).map((shape) => [shape, join(folder, `${shape}.jsonl`)])) as Record<LandingShape, string>;
   for (const shape of Object.keys(lines) as LandingShape[]) writeFileSync(files[shape], lines[shape].map((line) => `${line}\n`).join(''));
-  return { files, keys: [], answers: [], rejected: [] };
+  return { files, keys: [], answers: [], rejected: [], drift: [] };
 }

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadLandings } from '../../src/warehouse/loader.js';
-import { structPaths } from '../../src/warehouse/normalize.js';
+import { structPaths } from '../../src/warehouse/raw-columns.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample } from '../support/sample-harvest.js';
