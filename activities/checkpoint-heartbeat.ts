@@ -1,10 +1,17 @@
 /**
  * A long activity's checkpoint, kept in its heartbeats: a retried attempt resumes from the
- * progress its last attempt heartbeated, or from `start` on a first attempt. The work marks a
- * point durable (landed, its items enriched, its journal synced) with `commit`; only durable
- * points are heartbeated, with what the work has done so far (`live`, for `harvester run`), after
- * each commit and every 2 s meanwhile, so a killed worker's work moves on within the heartbeat
- * timeout and resumes where it had durably reached.
+ * progress its last attempt heartbeated, or from `start` on a first attempt. The work marks a point
+ * reached (landed, its items enriched) with `commit`; only durable points are heartbeated, with what
+ * the work has done so far (`live`, for `harvester run`), so a killed worker's work moves on within
+ * the heartbeat timeout and resumes where it had durably reached.
+ *
+ * Durability is a group commit: a committed point becomes durable when `makeDurable` (the journal's
+ * sync, which makes the run's answers durable first) has run after it, at most once a second while
+ * points come, at each heartbeat, and at `flush`, which the work awaits before it returns. A sync per
+ * page cost a listing two fsyncs a page (the answers' segment and the journal), most of a fast
+ * listing's time; a point not yet durable is only read back from the store by a retry, never bought
+ * again, since its answers and records are in the kernel's hands (a killed process loses none of
+ * them) and its position is not heartbeated until they are on the disk.
  */
 import { Context } from '@temporalio/activity';
 import type { LiveWork } from '../src/harvest/progress.js';
@@ -12,25 +19,54 @@ import { waitingFor } from './outages.js';
 
 /** Heartbeats go out at least this often while a page or its enrichment is in flight. */
 const HEARTBEAT_EVERY_MS = 2_000;
+/** Points are made durable at most this often while they come (and at each heartbeat and flush). */
+const DURABLE_EVERY_MS = 1_000;
 
 export class CheckpointHeartbeat<P extends object> {
   /** Where this attempt starts: its last attempt's durable progress, or `start`. */
   readonly resumed: P;
   private durable: P;
+  /** The latest point committed and not yet durable. */
+  private pending: P | undefined;
+  private syncing: Promise<void> = Promise.resolve();
+  private lastSync = 0;
+  /** A sync that failed: the work stops at its next commit or flush with it. */
+  private failure: unknown;
   private readonly context = Context.current();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(start: () => P, private readonly live: (durable: P) => LiveWork) {
+  /**
+   * `makeDurable` makes what the work landed and journaled so far outlive a machine crash; without
+   * it, a committed point is durable as it is (its work keeps nothing a crash could lose).
+   */
+  constructor(
+    start: () => P,
+    private readonly live: (durable: P) => LiveWork,
+    private readonly makeDurable?: () => Promise<void>,
+  ) {
     const heartbeated = this.context.info.heartbeatDetails as P | undefined;
     this.resumed = heartbeated ?? start();
     this.durable = structuredClone(this.resumed);
-    this.timer = setInterval(() => this.beat(), HEARTBEAT_EVERY_MS);
+    this.timer = setInterval(() => (this.pending ? this.syncInBackground() : this.beat()), HEARTBEAT_EVERY_MS);
   }
 
-  /** The point a retry resumes from, heartbeated at once. */
-  commit(durable: P): void {
-    this.durable = structuredClone(durable);
-    this.beat();
+  /** A point a retry may resume from once it is durable. Throws if an earlier point's sync failed. */
+  commit(point: P): void {
+    if (this.failure !== undefined) throw this.failure;
+    if (!this.makeDurable) {
+      this.durable = structuredClone(point);
+      this.beat();
+      return;
+    }
+    this.pending = structuredClone(point);
+    if (Date.now() - this.lastSync >= DURABLE_EVERY_MS) this.syncInBackground();
+  }
+
+  /** Makes the latest committed point durable and heartbeats it; throws if a sync failed. */
+  async flush(): Promise<void> {
+    this.syncInBackground();
+    await this.syncing;
+    if (this.failure !== undefined) throw this.failure;
   }
 
   /** The latest durable point. */
@@ -40,6 +76,24 @@ export class CheckpointHeartbeat<P extends object> {
 
   stop(): void {
     clearInterval(this.timer);
+  }
+
+  /** Queues a sync of the latest pending point behind any under way: one at a time, in order. */
+  private syncInBackground(): void {
+    this.syncing = this.syncing.then(async () => {
+      const point = this.pending;
+      if (point === undefined || this.failure !== undefined) return;
+      this.pending = undefined;
+      this.lastSync = Date.now();
+      try {
+        await this.makeDurable?.();
+      } catch (error) {
+        this.failure = error;
+        return;
+      }
+      this.durable = point;
+      this.beat();
+    });
   }
 
   private beat(): void {

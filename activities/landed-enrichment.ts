@@ -129,6 +129,8 @@ export function landedEnrichmentActivities({ client, store, dataDir, logger }: {
           return made;
         };
         const result = await work(enricherFor, tally, budget);
+        // Its answers and records reach the disk (one group commit) before the workflow reads the result.
+        await journal.sync();
         const stop = [...enrichers.values()].find((enricher) => enricher.stop)?.stop;
         // Read back from the store, not from memory: an earlier attempt that Temporal gave up but
         // that had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
@@ -163,6 +165,8 @@ export function landedEnrichmentActivities({ client, store, dataDir, logger }: {
       const checkpoint = new CheckpointHeartbeat<Progress>(
         () => ({ page: input.fromPage, items: 0, unenriched: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } }),
         (durable) => ({ credits: journal.charged(), items: 0, pages: 0, enriched: durable.items }),
+        // The journal's records of a page's calls (and, first, the run's answers) reach the disk before its position is heartbeated.
+        () => journal.sync(),
       );
       const progress = checkpoint.resumed;
       try {
@@ -183,10 +187,10 @@ export function landedEnrichmentActivities({ client, store, dataDir, logger }: {
             }
             await enricher.enrich(input.platform, urls, tally);
             progress.items += urls.length;
-            // The journal's records of the page's calls reach the disk before its position is checkpointed.
-            await journal.sync();
             checkpoint.commit({ ...progress, page: progress.page + 1 });
           }
+          // What the result reports is durable before the workflow reads it.
+          await checkpoint.flush();
           // Read back from the store, not from memory: an earlier attempt that Temporal gave up but
           // that had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
           const totals = (await CallJournal.load(store.journals, input.runId, input.workId)).totals();
@@ -203,6 +207,8 @@ export function landedEnrichmentActivities({ client, store, dataDir, logger }: {
         throw asActivityFailure(failure);
       } finally {
         checkpoint.stop();
+        // A sync still under way ends before the journal closes.
+        await checkpoint.flush().catch(() => undefined);
         await journal.close();
       }
     },

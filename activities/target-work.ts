@@ -110,6 +110,8 @@ export function targetWorkActivities({ client, store, logger }: TargetWorkDeps) 
       const checkpoint = new CheckpointHeartbeat<Progress>(
         () => ({ position: { ...input.from }, pagesLanded: 0, itemsLanded: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } }),
         (durable) => ({ credits: journal.charged(), items: durable.itemsLanded, pages: durable.pagesLanded, enriched: 0 }),
+        // The journal's records of a page's calls (and, first, the run's answers) reach the disk before its position is heartbeated.
+        () => journal.sync(),
       );
       const progress = checkpoint.resumed;
       const position = progress.position;
@@ -135,8 +137,6 @@ export function targetWorkActivities({ client, store, logger }: TargetWorkDeps) 
             halted ||= (oldest.tally.halted ?? 0) > 0;
             if (halted) return;
             addTally(tally, oldest.tally);
-            // The journal's records of the page's calls reach the disk before its position is checkpointed.
-            await journal.sync();
             checkpoint.commit({ ...oldest.after, enrichment: { ...tally } });
           };
           let stop: WorkStop | undefined;
@@ -261,6 +261,8 @@ export function targetWorkActivities({ client, store, logger }: TargetWorkDeps) 
             if (ended) break;
           }
           while (enriching.length > 0) await settleOldest();
+          // What the result reports is durable before the workflow reads it.
+          await checkpoint.flush();
           stop ??= enricher?.stop;
           const status: TargetWorkStatus = stop ? stop.status : ended && !halted ? 'done' : 'grant_spent';
           await store.writeCoverage(target.key, { complete: ended !== undefined && !halted, max_items: target.maxItems, run_id: runId, at: new Date().toISOString() });
@@ -289,6 +291,8 @@ export function targetWorkActivities({ client, store, logger }: TargetWorkDeps) 
         // before the journal closes (its own error, if any, is the lesser one).
         await inFlight;
         checkpoint.stop();
+        // A sync still under way ends before the journal closes.
+        await checkpoint.flush().catch(() => undefined);
         await journal.close();
       }
     },
