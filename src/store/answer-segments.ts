@@ -16,6 +16,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { landingFile, landingRoot, parseSegmentFileName, runFolderOfKey, runSegmentFolder, segmentFileName, segmentRoot } from './layout.js';
 import { landingKey, landingText, type Landing } from './landing.js';
 import { readFrameText, readSegment, SegmentWriter, type FrameRef } from './segment.js';
+import { syncStoredMedia } from './media-store.js';
 
 /** A segment is closed and the next one begun past this size: a load reads a segment whole. */
 const SEGMENT_BYTES = 64 << 20;
@@ -101,8 +102,12 @@ export class AnswerSegments {
     return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
   }
 
-  /** Makes the run's answers that this process wrote durable (segment.ts): before its journals are. */
+  /**
+   * Makes the run's answers that this process wrote durable (segment.ts): before its journals are,
+   * and after the media files they name (media-store.ts).
+   */
   async syncRun(runFolder: string): Promise<void> {
+    await syncStoredMedia(this.dataDir);
     const run = this.writers.get(runFolder);
     if (!run) return;
     try {

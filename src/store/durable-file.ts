@@ -138,7 +138,7 @@ function tagOf(text: string): string {
   return hash.toString(36);
 }
 
-function temporaryFor(path: string): string {
+export function temporaryFor(path: string): string {
   return join(dirname(path), `.${basename(path)}.${process.pid}-${HOST_TAG}-${randomBytes(4).toString('hex')}.tmp`);
 }
 
