@@ -9,13 +9,21 @@ import { inTransaction, scalarOf } from './duckdb.js';
 import { LATEST_STATE_KEYS, assertOnePerKey, isLatestState } from './latest-state.js';
 import { STAGED_TABLES, type StagedTable } from './schema.js';
 
+/**
+ * Which of two observations is newer: the later seen, and of two seen at the same moment (the API's
+ * clock has a second's resolution), the one with the greater request id. Without that tie-break the
+ * winner of a tie depended on the order rows met in a batch, so a rebuild (harvester rebuild) could
+ * pick another answer's request id than the load had.
+ */
+const observation = (table: string, seenColumn: string) => `(${table}.${seenColumn}, coalesce(${table}.request_id, ''))`;
+
 /** For upserts: take the newer observation's value, falling back to what is known. */
 function newer(table: string, column: string, seenColumn = 'last_seen_at'): string {
-  return `${column} = CASE WHEN s.${seenColumn} >= ${table}.${seenColumn} THEN coalesce(s.${column}, ${table}.${column}) ELSE coalesce(${table}.${column}, s.${column}) END`;
+  return `${column} = CASE WHEN ${observation('s', seenColumn)} >= ${observation(table, seenColumn)} THEN coalesce(s.${column}, ${table}.${column}) ELSE coalesce(${table}.${column}, s.${column}) END`;
 }
 const seenRange = (table: string) => `first_seen_at = least(${table}.first_seen_at, s.first_seen_at), last_seen_at = greatest(${table}.last_seen_at, s.last_seen_at)`;
-/** The latest non-null value of a column within a batch. */
-const latest = (column: string, order = 'seen_at') => `arg_max(${column}, ${order}) FILTER (WHERE ${column} IS NOT NULL) AS ${column}`;
+/** The latest non-null value of a column within a batch (latest as `observation` orders them). */
+const latest = (column: string) => `arg_max(${column}, (seen_at, coalesce(request_id, ''))) FILTER (WHERE ${column} IS NOT NULL) AS ${column}`;
 /**
  * One row per key of a staged latest-state table, as MERGE needs: each column's latest non-null
  * value in the batch, and when the key was first and last seen. Keys seen once in the batch (nearly
@@ -70,7 +78,7 @@ const MERGES: Record<StagedTable, string[]> = {
   transcripts: upsert(
     'transcripts',
     ['platform', 'item_id'],
-    'SELECT * EXCLUDE (_landing) FROM stage_transcripts QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
+    'SELECT * EXCLUDE (_landing) FROM stage_transcripts QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC, request_id DESC) = 1',
     `${['language', 'source', 'text', 'request_id'].map((column) => newer('transcripts', column, 'fetched_at')).join(', ')}, fetched_at = greatest(transcripts.fetched_at, s.fetched_at)`,
   ),
   transcript_segments: [
@@ -81,7 +89,7 @@ const MERGES: Record<StagedTable, string[]> = {
   summaries: upsert(
     'summaries',
     ['platform', 'item_id'],
-    'SELECT * EXCLUDE (_landing) FROM stage_summaries QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC) = 1',
+    'SELECT * EXCLUDE (_landing) FROM stage_summaries QUALIFY row_number() OVER (PARTITION BY platform, item_id ORDER BY fetched_at DESC, request_id DESC) = 1',
     `${['language', 'summary', 'request_id'].map((column) => newer('summaries', column, 'fetched_at')).join(', ')}, fetched_at = greatest(summaries.fetched_at, s.fetched_at)`,
   ),
   downloads: [append('downloads')],

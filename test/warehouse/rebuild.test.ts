@@ -2,7 +2,8 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadLandings } from '../../src/warehouse/loader.js';
+import { ensureSchema, loadLandings } from '../../src/warehouse/loader.js';
+import { openLakeWriter } from '../../src/warehouse/lake.js';
 import { maintainLake } from '../../src/warehouse/maintenance.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { rebuildLake } from '../../src/warehouse/rebuild.js';
@@ -48,6 +49,40 @@ describe('harvester rebuild', () => {
     const result = await rebuildLake(dataDir, { batchAnswers: 7 });
     expect(result.answers).toBe(26);
     expect(await tablesOf(dataDir)).toEqual(loaded);
+  }, 120_000);
+
+  it('fills a column added after the answers were loaded: the lake of a version without items.request_id, upgraded, then rebuilt', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'rebuild-column-'));
+    const client = clientFor(emulator);
+    try {
+      await landSampleHarvest(client, emulator, dataDir, 'run-c1', { fresh: true });
+    } finally {
+      await client.close();
+    }
+    await loadLandings(dataDir);
+    const requestIds = async () => (await queryWarehouse(dataDir, 'SELECT item_id, request_id FROM items ORDER BY ALL')).rows.map((row) => JSON.stringify(row));
+    const loaded = await requestIds();
+    expect(loaded.length).toBeGreaterThan(10);
+    expect(loaded.every((row) => /"request_id":"[^"]+"/.test(row))).toBe(true);
+    // The lake as the version before the column left it: no items.request_id, and its schema mark.
+    const lake = await openLakeWriter(dataDir, 10_000);
+    try {
+      await lake.connection.run('ALTER TABLE items DROP COLUMN request_id');
+      await lake.connection.run("COMMENT ON TABLE loaded_landings IS 'an earlier version'");
+    } finally {
+      await lake.close();
+    }
+    // The upgrade adds the column; the rows loaded before it have none.
+    const upgraded = await openLakeWriter(dataDir, 10_000);
+    try {
+      expect(await ensureSchema(upgraded.connection)).toBe(true);
+    } finally {
+      await upgraded.close();
+    }
+    expect((await requestIds()).every((row) => row.includes('"request_id":null'))).toBe(true);
+    // A rebuild fills it from the answers already paid for, as the loads had.
+    await rebuildLake(dataDir);
+    expect(await requestIds()).toEqual(loaded);
   }, 120_000);
 
   it('keeps every raw answer by default; maintain --keep-raw-days expires those loaded before, and nothing else', async () => {
