@@ -89,6 +89,7 @@ const { frameOf, framesIn, parseSegmentHeader } = await import(join(dist, 'src/s
 const { LocalStore } = await import(join(dist, 'src/store/store.js'));
 const { CallJournal, FileJournalLog } = await import(join(dist, 'src/store/call-journal.js'));
 const { lakeExists } = await import(join(dist, 'src/warehouse/lake.js'));
+const { STAGED_TABLES } = await import(join(dist, 'src/warehouse/schema.js'));
 const { storeFromEnvironment } = await import(join(dist, 'src/store/store-from-environment.js'));
 
 const HARVEST_KEY = 'sk_live_faults_harvest';
@@ -567,9 +568,11 @@ async function figuresOf(ctx, expectedStart, expectedEnd) {
   const inExpected = [...landed].filter((id) => perTarget.some((target) => target.gotIds.includes(id))).length;
   const invented = await inventedRows(ctx, await q('SELECT platform, item_id, kind, author_handle FROM items'), new Set([...Object.values(expectedStart).flat(), ...Object.values(expectedEnd).flat()]));
   const journal = ctx.sharedEnv ? await sharedJournalTotals(ctx) : await journalTotals(ctx.readDir);
+  const rebuildMismatch = warehouse ? await rebuildMismatchOf(warehouseDir, q) : [];
   for (const name of Object.keys(ctx.sharedEnv ?? {})) delete process.env[name];
   return {
     warehouse,
+    rebuildMismatch,
     expected,
     landed: landed.size,
     landedExpected: inExpected,
@@ -745,8 +748,21 @@ async function inventedRows(ctx, rows, listed) {
  * target "done" and no run "completed" over a shortfall; and, unless the case expects a
  * shortfall, every expected row landed and the run (or its retry) completed.
  */
+/**
+ * `harvester rebuild` on the case's warehouse (issue "A run's cost depends on its own work"): every
+ * table the loads made, row for row, before and after. Returns the tables that differ.
+ */
+async function rebuildMismatchOf(warehouseDir, q) {
+  const tables = async () => Object.fromEntries(await Promise.all(STAGED_TABLES.map(async (table) => [table, (await q(`SELECT * FROM ${table}`)).map((row) => JSON.stringify(row)).sort()])));
+  const loaded = await tables();
+  execFileSync(process.execPath, [CLI, 'rebuild'], { env: { ...process.env, HARVESTER_DATA_DIR: warehouseDir, LOG_LEVEL: 'warn' }, stdio: 'ignore' });
+  const rebuilt = await tables();
+  return STAGED_TABLES.filter((table) => JSON.stringify(loaded[table]) !== JSON.stringify(rebuilt[table])).map((table) => `${table} (${loaded[table].length} rows loaded, ${rebuilt[table].length} rebuilt)`);
+}
+
 function verdictOf(ctx, figures, expect) {
   const failures = [];
+  if (figures.rebuildMismatch?.length) failures.push(`harvester rebuild made other rows than the loads: ${figures.rebuildMismatch.join(', ')}`);
   const summary = ctx.summary;
   for (const phase of ctx.phases) {
     if (phase.status === 'workflow failed') failures.push(`the ${phase.label} failed as a workflow, with no summary and no checkpoint (${phase.reason})`);
