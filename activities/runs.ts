@@ -11,6 +11,9 @@ import { runFailures } from '../src/store/call-journal.js';
 import { quarantineLine } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
 import { coversListing } from '../src/store/listing-coverage.js';
+import { existsSync } from 'node:fs';
+import { runFoldersWithAnswers } from '../src/store/answer-segments.js';
+import { lakeCatalogFile } from '../src/store/layout.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import type { SchemaDrift } from '../src/warehouse/loader.js';
 import { loadStarted, runsFinished } from '../src/metrics/worker-metrics.js';
@@ -125,7 +128,19 @@ class LoadsDuringRuns {
     if (this.#timer) return;
     // Unref'd: a worker with nothing else to do exits, whatever its runs' schedule.
     this.#timer = setInterval(() => this.#tick(), this.everyMs).unref();
-    this.#tick();
+    void this.#nothingToStartWith().then((nothing) => nothing || this.#tick(), () => this.#tick());
+  }
+
+  /**
+   * Whether a load at the run's start would do nothing: the data directory's lake is made and holds
+   * no answer of another run. Then none is made: a short run's final load waited for it (a third
+   * of a second of a run of a few seconds). A shared store's lake and answers are not in the data
+   * directory, so its first load is always made.
+   */
+  async #nothingToStartWith(): Promise<boolean> {
+    if (!existsSync(lakeCatalogFile(this.dataDir))) return false;
+    const folders = await runFoldersWithAnswers(this.dataDir);
+    return folders.segments.length === 0 && folders.landingFiles.length === 0;
   }
 
   /**
