@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { targetWorkActivities } from '../../activities/target-work.js';
+import { targetWorkActivities, type TargetWorkResult } from '../../activities/target-work.js';
 import { landingOfCall } from '../../activities/metered-call.js';
 import type { SocialApiClient } from '../../src/api/client.js';
 import { pageLandingKey } from '../../src/store/landing.js';
@@ -71,14 +71,14 @@ describe('a page landed twice by two attempts of a work, the later landing the l
     // The next work, from the position the short page left: 50 items, page 4, its cursor.
     const activities = targetWorkActivities({ client: api, store });
     const from = { page: 4, cursor: short.nextCursor, items: 50, offset: 50, relists: 0 };
-    const result = await new MockActivityEnvironment({ attempt: 1 }).run(activities.harvestTarget, {
+    const result: TargetWorkResult = await new MockActivityEnvironment({ attempt: 1 }).run(activities.harvestTarget, {
       runId,
       harvest: 'superseded',
       target,
       workId: 'w5:resumed',
       grant: 1_000,
       prices,
-      enrich: {},
+      enrich: { stats: false, comments: false as const, transcript: false, summary: false, download: false },
       pageSize: 20,
       calls: 2,
       from,
