@@ -83,8 +83,39 @@ export interface CallMeter {
   listsItems?: boolean;
 }
 
+/**
+ * Landing failures of this worker, by run (the first folder of a landing key). A store that could
+ * not take an answer (a full disk, say) fails the attempt that met it, and would fail the others of
+ * the run in flight here the same way: every attempt that was running when it happened sends no
+ * more calls (a page's enrichment queued, the pages after), as each would be charged and then lost.
+ * An attempt begun after it (a retry, once space is freed) buys as usual.
+ */
+const landingFailures = new Map<string, { error: unknown; at: number }>();
+/** When each attempt's journal made its first call, on the same count as the failures' `at`. */
+const journalsBegun = new WeakMap<CallJournal, number>();
+let moments = 0;
+
+function runOfKey(key: string): string {
+  return key.split('/')[0] ?? key;
+}
+
+/** Throws the landing failure of the run that this attempt was running at, if any. */
+function refuseAfterLandingFailure(journal: CallJournal, key: string): void {
+  if (!journalsBegun.has(journal)) journalsBegun.set(journal, ++moments);
+  const failure = landingFailures.get(runOfKey(key));
+  if (failure && failure.at > journalsBegun.get(journal)!) throw failure.error;
+}
+
+function rememberLandingFailure(key: string, error: unknown): void {
+  const run = runOfKey(key);
+  if (!landingFailures.has(run)) landingFailures.set(run, { error, at: ++moments });
+  // A few runs' worth: the newest failures are the ones attempts in flight can meet.
+  if (landingFailures.size > 64) landingFailures.delete(landingFailures.keys().next().value!);
+}
+
 export async function meteredCall<R extends Charged>({ journal, key, worst, call, land, neverRepeat, meter }: MeteredCall<R>): Promise<R> {
   const labels = { harvest: meter.harvest, endpoint: meter.endpoint };
+  refuseAfterLandingFailure(journal, key);
   await journal.intend(key, worst);
   creditsHeld.inc({ harvest: meter.harvest }, worst);
   let lostAttempts = 0;
@@ -117,6 +148,7 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
   try {
     await land(result);
   } catch (error) {
+    rememberLandingFailure(key, error);
     calls.inc({ ...labels, outcome: 'lost' });
     // Charged, and not landed (a full disk, say): counted at its charge, as calls whose answers
     // were lost. If the journal cannot take that either, its intents stay open at their worst case.

@@ -124,6 +124,11 @@ export function targetWorkActivities({ client, store, logger }: TargetWorkDeps) 
           /** Calls of the pages up to the durable position; each page in flight counts its own. */
           const tally = { ...progress.enrichment };
           const seen = await landedIds(store, runId, target.key, position.page);
+          // The position counts the distinct items landed, but the store may hold more than it
+          // counted: an attempt Temporal gave up that still ran (a frozen worker) lands its answer
+          // at a page's key over the shorter one its successor bought with what its grant had
+          // left. Those items are the run's: counted, not listed again past max_items.
+          position.items = Math.max(position.items, Math.min(seen.size, target.maxItems));
           const known = new Set(input.stopAtIds);
           const listPrice = priceOf(input.prices, target.platform, target.endpoint);
           const enrichWorst = enricher ? itemEnrichmentWorst(input.prices, target.platform, input.enrich, listsPhotoPosts(target)) : 0;

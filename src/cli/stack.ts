@@ -21,6 +21,7 @@ import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 import { lakeLocation } from '../warehouse/lake.js';
 import type { SharedServices } from './shared-services.js';
 import { isAlive } from './process-alive.js';
+import { choosePorts, portMovedNote, type ServicePorts } from './service-ports.js';
 
 
 /**
@@ -224,7 +225,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     } else if (!apiBaseUrl || !apiKey) {
       throw new Error('--no-emulator needs SOCIAL_API_BASE_URL and SOCIAL_API_KEY');
     }
-    const shared = options.distributedWorkers ? await startSharedStore(options.dataDir, launchedServices, { postgres: options.postgresPort, minio: options.minioPort }) : undefined;
+    const shared = options.distributedWorkers ? await startSharedStore(options.dataDir, launchedServices, { postgres: options.postgresPort, minio: options.minioPort }, say) : undefined;
     if (shared) watchingServices = watchSharedServices(shared.services, (name) => !stopping() && mayRestart(name), say);
     const env: Record<string, string> = {
       TEMPORAL_ADDRESS: temporalAddress,
@@ -313,8 +314,14 @@ async function restartDeadServices(services: SharedServices, mayRestart: (name: 
  * credentials are made at the first start and kept in a file only its owner reads, beside the
  * environment file that exports them; later starts reuse both, and the ports of the last start
  * unless others are given, so the store, and every environment that names it, outlives a restart.
+ * A remembered port another process took is given up for a free one, and said (choosePorts).
  */
-async function startSharedStore(dataDir: string, launched: (() => Promise<void>)[], ports: { postgres?: number | undefined; minio?: number | undefined }): Promise<SharedStoreSettings> {
+async function startSharedStore(
+  dataDir: string,
+  launched: (() => Promise<void>)[],
+  ports: { postgres?: number | undefined; minio?: number | undefined },
+  say: (line: string) => void,
+): Promise<SharedStoreSettings> {
   const { newSecret, startSharedServices } = await import('./shared-services.js');
   const folder = join(dataDir, 'distributed');
   mkdirSync(folder, { recursive: true });
@@ -324,16 +331,18 @@ async function startSharedStore(dataDir: string, launched: (() => Promise<void>)
     : { postgresPassword: newSecret(), accessKeyId: `harvester${newSecret().slice(0, 8)}`, secretAccessKey: newSecret() };
   writeFileSync(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
   const portsFile = join(folder, 'ports.json');
-  const last = existsSync(portsFile) ? (JSON.parse(readFileSync(portsFile, 'utf8')) as { postgres?: number; minio?: number }) : {};
-  const wanted = { postgres: ports.postgres ?? last.postgres, minio: ports.minio ?? last.minio };
-  const services = await startSharedServices(folder, credentials, {
-    ...(wanted.postgres ? { postgres: wanted.postgres } : {}),
-    ...(wanted.minio ? { minio: wanted.minio } : {}),
-  });
+  const last = existsSync(portsFile) ? (JSON.parse(readFileSync(portsFile, 'utf8')) as ServicePorts) : {};
+  const given = { ...(ports.postgres ? { postgres: ports.postgres } : {}), ...(ports.minio ? { minio: ports.minio } : {}) };
+  const chosen = await choosePorts(given, last);
+  const services = await startSharedServices(folder, credentials, chosen.ports);
   launched.push(() => services.stop());
   writeFileSync(portsFile, JSON.stringify({ postgres: services.postgres.port, minio: services.minio.port }));
   const env = services.environment('harvests');
   const envFile = join(folder, 'env.sh');
+  for (const service of ['postgres', 'minio'] as const) {
+    const was = chosen.taken[service];
+    if (was !== undefined) say(portMovedNote(service, was, services[service].port, envFile));
+  }
   writeFileSync(envFile, Object.entries(env).map(([name, value]) => `export ${name}='${value}'\n`).join(''), { mode: 0o600 });
   return { env, secretNames: ['HARVESTER_CATALOG', 'AWS_SECRET_ACCESS_KEY'], envFile, services };
 }

@@ -150,9 +150,16 @@ export function readerSql(dataDir: string): string {
 }
 
 /** Attaches the data directory's lake to `connection` as its default database. */
-async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number): Promise<void> {
+async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number, readTimeoutSeconds?: number): Promise<void> {
   const location = lakeLocation(dataDir);
   await prepareFor(connection, location);
+  if (location.shared && readTimeoutSeconds !== undefined) {
+    // DuckDB's HTTP client does not hear an interrupt: a read of an object store that does not
+    // answer ends only at its own timeout (30 s, tried 4 times by default), and the process cannot
+    // exit before. A reader with a time limit reads within it, once.
+    await connection.run(`SET http_timeout = ${Math.max(1, Math.ceil(readTimeoutSeconds))}`);
+    await connection.run('SET http_retries = 0');
+  }
   try {
     await connection.run(lakeAttach(location, access !== 'write', snapshot));
   } catch (error) {
@@ -229,7 +236,12 @@ export async function createLakeEngine(): Promise<DuckDBInstance> {
 export async function openLake(
   dataDir: string,
   access: LakeAccess,
-  { engine, snapshot, create }: { engine?: DuckDBInstance | undefined; snapshot?: number | undefined; create?: LakeCreation | undefined } = {},
+  {
+    engine,
+    snapshot,
+    create,
+    readTimeoutSeconds,
+  }: { engine?: DuckDBInstance | undefined; snapshot?: number | undefined; create?: LakeCreation | undefined; readTimeoutSeconds?: number | undefined } = {},
 ): Promise<LakeConnection> {
   const location = lakeLocation(dataDir);
   if (access === 'write') {
@@ -267,7 +279,7 @@ export async function openLake(
     // A shared lake is made by the writer's first schema transaction: its readers know it by its tables.
     const created = access === 'write' && create !== undefined && !location.shared && !existsSync(lakeCatalogFile(dataDir));
     if (created) await createLake(lake.connection, home, location, create);
-    await attachLake(lake.connection, dataDir, access, snapshot);
+    await attachLake(lake.connection, dataDir, access, snapshot, readTimeoutSeconds);
     return { ...lake, home, created };
   } catch (error) {
     await lake.close();

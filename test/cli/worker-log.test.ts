@@ -1,5 +1,5 @@
 /**
- * `harvester worker`'s log: one line per run event (run started, each target finished, the load,
+ * `harvester worker`'s log, every line of it JSON: one line per run event (run started, each target finished, the load,
  * run ended), each naming the run, and a warning for a target that listed nothing. The built CLI
  * as its own process, the emulator over HTTP, real Temporal.
  */
@@ -26,6 +26,14 @@ afterAll(async () => {
   await temporal.connection.close();
   await emulator.close();
 });
+
+function isJson(line: string): boolean {
+  try {
+    return typeof JSON.parse(line) === 'object';
+  } catch {
+    return false;
+  }
+}
 
 interface LogLine {
   level: number;
@@ -54,7 +62,7 @@ describe('the worker log', () => {
     worker.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     const exited = new Promise<number | null>((resolve) => worker.once('exit', resolve));
     try {
-      await waitFor(() => (stderr.includes('worker: polling task queue') ? true : undefined), 30_000, 'the worker to poll').catch((error: Error) => {
+      await waitFor(() => (stderr.includes('polling task queue') ? true : undefined), 30_000, 'the worker to poll').catch((error: Error) => {
         throw new Error(`${error.message}; its stderr: ${stderr}`);
       });
       const catalog = await emulator.catalog();
@@ -73,10 +81,14 @@ harvests:
       worker.kill('SIGTERM');
       expect(await exited).toBe(0);
 
+      // Every line of the log is JSON: the worker's own (its start included), the workflows', the SDK's.
+      const notJson = stderr.split('\n').filter((line) => line !== '' && !isJson(line));
+      expect(notJson).toEqual([]);
       const lines = stderr
         .split('\n')
-        .filter((line) => line.startsWith('{'))
+        .filter((line) => line !== '')
         .map((line) => JSON.parse(line) as LogLine);
+      expect(lines.find((line) => /^polling task queue/.test(line.msg))).toMatchObject({ level: 30, taskQueue });
       const ofRun = lines.filter((line) => line.run === runId);
       const messages = ofRun.map((line) => line.msg);
       expect(messages[0]).toBe('run started');

@@ -31,8 +31,11 @@ Example:
       installQuietRuntime(logger, metrics?.telemetry);
       const worker = await startWorkerFromEnv(logger);
       const served = await metrics?.serve();
-      if (served) process.stderr.write(`worker: metrics at http://127.0.0.1:${served.port}/metrics\n`);
-      process.stderr.write(`worker: polling task queue "${worker.taskQueue}" for runs of ${worker.storeIdentity.location}; Ctrl-C stops it\n`);
+      // Lines of the log like every other (JSON, one per line, so a log collector takes them whole),
+      // said at any LOG_LEVEL: what a service manager, and whoever started it, waits for.
+      const started = logger.child({}, { level: 'info' });
+      if (served) started.info({ metrics: `http://127.0.0.1:${served.port}/metrics` }, `metrics at http://127.0.0.1:${served.port}/metrics`);
+      started.info({ taskQueue: worker.taskQueue, store: worker.storeIdentity.location }, `polling task queue "${worker.taskQueue}" for runs of ${worker.storeIdentity.location}; Ctrl-C stops it`);
       const stop = () => void worker.shutdown().then(() => process.exit(0));
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
