@@ -29,6 +29,14 @@ export function newBudget(limit: number): BudgetState {
   return { limit, spent: 0, reserved: 0 };
 }
 
+/**
+ * A retry's budget: what the run spent stays spent, what a job still in flight holds stays
+ * reserved for it, and `extra` credits are free for this attempt.
+ */
+export function retryBudget(spent: number, reserved: number, extra: number): BudgetState {
+  return { limit: spent + reserved + extra, spent, reserved };
+}
+
 export function availableCredits(budget: BudgetState): number {
   return Math.max(0, budget.limit - budget.spent - budget.reserved);
 }
