@@ -62,9 +62,12 @@ export class CheckpointHeartbeat<P extends object> {
     if (Date.now() - this.lastSync >= DURABLE_EVERY_MS) this.syncInBackground();
   }
 
-  /** Makes the latest committed point durable and heartbeats it; throws if a sync failed. */
+  /**
+   * Makes what the work landed and journaled so far durable (with `makeDurable`, even when no point
+   * is pending) and heartbeats the latest committed point; throws if a sync failed.
+   */
   async flush(): Promise<void> {
-    this.syncInBackground();
+    this.syncInBackground(true);
     await this.syncing;
     if (this.failure !== undefined) throw this.failure;
   }
@@ -79,10 +82,10 @@ export class CheckpointHeartbeat<P extends object> {
   }
 
   /** Queues a sync of the latest pending point behind any under way: one at a time, in order. */
-  private syncInBackground(): void {
+  private syncInBackground(always = false): void {
     this.syncing = this.syncing.then(async () => {
       const point = this.pending;
-      if (point === undefined || this.failure !== undefined) return;
+      if ((point === undefined && !always) || this.failure !== undefined) return;
       this.pending = undefined;
       this.lastSync = Date.now();
       try {
@@ -91,6 +94,7 @@ export class CheckpointHeartbeat<P extends object> {
         this.failure = error;
         return;
       }
+      if (point === undefined) return;
       this.durable = point;
       this.beat();
     });

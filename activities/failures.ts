@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { RateLimitedError, SocialApiError } from '../src/api/errors.js';
 import { FileWriteError } from '../src/store/durable-file.js';
+import { DATA_DIR_NOT_WRITABLE, RUN_STOPPING_ERRORS } from '../src/harvest/failures.js';
 
 const UNWRITABLE = new Set(['EACCES', 'EPERM', 'EROFS', 'ENOSPC', 'EDQUOT', 'EFBIG', 'ENOTDIR']);
 
@@ -17,7 +18,7 @@ export function asActivityFailure(error: unknown): unknown {
     // A FileWriteError already names the file and the cause; Node's own errors name the path.
     const path = (error as NodeJS.ErrnoException).path;
     const message = error instanceof FileWriteError ? `: ${error.message}` : ` (${code}${path ? ` at ${path}` : ''})`;
-    return ApplicationFailure.create({ type: 'DataDirNotWritable', message: `the data directory cannot be written${message}`, nonRetryable: true });
+    return ApplicationFailure.create({ type: DATA_DIR_NOT_WRITABLE, message: `${RUN_STOPPING_ERRORS[DATA_DIR_NOT_WRITABLE]}${message}`, nonRetryable: true });
   }
   if (!(error instanceof SocialApiError)) return error;
   return ApplicationFailure.create({

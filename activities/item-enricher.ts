@@ -8,7 +8,7 @@ import type { LimitFunction } from 'p-limit';
 import type { ObjectEndpoint, SocialApiClient } from '../src/api/client.js';
 import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, MediaExpiredError, SocialApiError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/harvest/harvest-types.js';
-import { findEndpoint, type Platform, type PriceTable } from '../src/api-catalog/endpoints.js';
+import { findEndpoint, PAGE_LIMITS, type Platform, type PriceTable } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import type { CallJournal } from '../src/store/call-journal.js';
 import { pageLandingKey } from '../src/store/landing.js';
@@ -52,7 +52,7 @@ export interface ItemEnricherDeps {
 }
 
 /** Comments pages hold at most this many (the API's synchronous maximum). */
-const COMMENTS_PAGE = 50;
+const COMMENTS_PAGE = PAGE_LIMITS.maxSynchronous;
 
 export class ItemEnricher {
   stop: WorkStop | undefined;

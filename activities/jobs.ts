@@ -6,6 +6,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
 import { endpointKey, type EndpointName, type Platform } from '../src/api-catalog/endpoints.js';
+import { JOB_LOST } from '../src/harvest/failures.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import { pageLandingKey, type PageLanding } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
@@ -65,7 +66,7 @@ interface ResultsProgress {
 /** A job that may have been started and not recorded: it will be charged, and no second one is started. */
 function jobLost(why: string, limit: number): ApplicationFailure {
   return ApplicationFailure.create({
-    type: 'JobLost',
+    type: JOB_LOST,
     nonRetryable: true,
     message: `${why}, so a job of up to ${limit} items may exist unrecorded and be charged; no second job was started (its worst case is counted as spent)`,
   });

@@ -4,39 +4,26 @@
  * next page once a page's items are enriched; a retry resumes there, and calls it already landed
  * are read back, not bought again.
  */
-import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
-import type { Enrichment } from '../src/harvest/harvest-types.js';
-import type { Platform, PriceTable } from '../src/api-catalog/endpoints.js';
+import type { Platform } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import { CallJournal, runFailures } from '../src/store/call-journal.js';
 import { pageLandingKey } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';
-import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
-import { asActivityFailure } from './failures.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { priceOf } from '../src/harvest/rules.js';
 import { ItemEnricher, settleAll, type WorkStop } from './item-enricher.js';
-import { claimJournal, WorkBudget } from './metered-call.js';
-import { withRunCallLimit } from './run-call-limits.js';
+import type { WorkBudget } from './metered-call.js';
+import { inWorkFrame, type WorkFrameDeps, type WorkFrameInput, type WorkSpent } from './work-frame.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 
-export interface EnrichLandedInput extends RunIdentity {
-  runId: string;
-  harvest: string;
-  workId: string;
-  grant: number;
-  prices: PriceTable;
-  enrich: Enrichment;
-  calls: number;
+export interface EnrichLandedInput extends RunIdentity, WorkFrameInput {
   platform: Platform;
   /** The target whose landed pages `fromPage` to `toPage` (inclusive) hold the items. */
   target: string;
   fromPage: number;
   toPage: number;
-  /** Each billed call's overall deadline, its retries included (the harvest's `call_deadline_seconds`). */
-  callDeadlineMs?: number;
 }
 
 /** The run-wide setting of a work that makes the run's failed enrichment calls again. */
@@ -84,10 +71,7 @@ export interface RedoFailedResult extends WorkSpent {
   stop?: WorkStop;
 }
 
-export interface WorkSpent {
-  credits: number;
-  lostCalls: number;
-}
+export type { WorkSpent };
 
 export interface EnrichLandedResult extends WorkSpent {
   items: number;
@@ -104,114 +88,96 @@ interface Progress {
   enrichment: EnrichmentTally;
 }
 
-export function landedEnrichmentActivities({ client, store, dataDir, logger }: { client: SocialApiClient; store: Store; dataDir: string; logger?: Logger }) {
-  /**
-   * The frame of an enrichment work that keeps no position of its own (failed calls made again,
-   * tracked accounts and items observed): its journal claimed by this attempt, its live credits heartbeated,
-   * the run's limit of calls in flight, its grant, one enricher per target (so a call that fails
-   * is recorded against its own target); its spend read back from the journal in the store when done.
-   */
-  async function enrichmentWork<R extends object>(
-    input: RedoFailedInput,
-    work: (enricherFor: (target: string) => ItemEnricher, tally: EnrichmentTally, budget: WorkBudget) => Promise<R>,
-  ): Promise<R & WorkSpent & { enrichment: EnrichmentTally; stop?: WorkStop }> {
-    const context = Context.current();
-    const journal = await claimJournal(store, input.runId, input.workId, context.info.attempt);
-    const heartbeat = new CheckpointHeartbeat(() => ({}), () => ({ credits: journal.charged(), items: 0, pages: 0, enriched: 0 }));
-    try {
-      return await withRunCallLimit(input.runId, input.calls, async (limit) => {
-        const budget = new WorkBudget(input.grant, journal);
-        const tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
-        const enrichers = new Map<string, ItemEnricher>();
-        const enricherFor = (target: string) => {
-          const made = enrichers.get(target) ?? new ItemEnricher({ client, store, runId: input.runId, harvest: input.harvest, target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
-          enrichers.set(target, made);
-          return made;
-        };
-        const result = await work(enricherFor, tally, budget);
-        // Its answers and records reach the disk (one group commit) before the workflow reads the result.
-        await journal.sync();
-        const stop = [...enrichers.values()].find((enricher) => enricher.stop)?.stop;
-        // Read back from the store, not from memory: an earlier attempt that Temporal gave up but
-        // that had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
-        const totals = (await CallJournal.load(store.journals, input.runId, input.workId)).totals();
-        return { ...result, credits: totals.credits, lostCalls: totals.lostCalls, enrichment: tally, ...(stop ? { stop } : {}) };
-      });
-    } catch (failure) {
-      throw asActivityFailure(failure);
-    } finally {
-      heartbeat.stop();
-      await journal.close();
-    }
-  }
+/**
+ * An enrichment work that keeps no position of its own (failed calls made again, tracked
+ * accounts and items observed), in its work frame: its spend and tally returned with its result.
+ */
+async function enrichmentWork<R extends object>(
+  deps: WorkFrameDeps,
+  input: RedoFailedInput,
+  work: (enricherFor: (target: string) => ItemEnricher, tally: EnrichmentTally, budget: WorkBudget) => Promise<R>,
+): Promise<R & WorkSpent & { enrichment: EnrichmentTally; stop?: WorkStop }> {
+  return inWorkFrame(deps, input, { start: () => ({}), live: (_, journal) => ({ credits: journal.charged(), items: 0, pages: 0, enriched: 0 }) }, async (frame) => {
+    const tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
+    const result = await work((target) => frame.enricherFor(target), tally, frame.budget);
+    // Its answers and records reach the disk (one group commit) before the workflow reads the result.
+    await frame.durable();
+    const stop = frame.stop();
+    return { ...result, ...(await frame.spent()), enrichment: tally, ...(stop ? { stop } : {}) };
+  });
+}
 
+/** The ones of `values` that `test` holds for, in order. */
+async function filterAsync<T>(values: readonly T[], test: (value: T) => Promise<boolean>): Promise<T[]> {
+  const holds = await Promise.all(values.map(test));
+  return values.filter((_, index) => holds[index]);
+}
+
+/** A job's landed pages' items enriched, page by page, each page's position checkpointed once its items are. */
+async function enrichLanded(deps: WorkFrameDeps, input: EnrichLandedInput): Promise<EnrichLandedResult> {
+  const checkpoint = {
+    start: (): Progress => ({ page: input.fromPage, items: 0, unenriched: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } }),
+    live: (durable: Progress, journal: CallJournal) => ({ credits: journal.charged(), items: 0, pages: 0, enriched: durable.items }),
+  };
+  return inWorkFrame(deps, input, checkpoint, async (frame) => {
+    const { budget } = frame;
+    const progress = frame.checkpoint.resumed;
+    const enricher = frame.enricherFor(input.target);
+    const tally = progress.enrichment;
+    for (; progress.page <= input.toPage && !enricher.stop; progress.page++) {
+      const landing = await deps.store.findLanding(pageLandingKey(input.runId, input.target, progress.page));
+      const items = landing?.kind === 'page' && Array.isArray(landing.data) ? (landing.data as { url?: string }[]) : [];
+      const urls: string[] = [];
+      for (const item of items) {
+        if (!item.url) continue;
+        if (!budget.tryHold(enricher.worstOf(input.platform, item.url))) {
+          progress.unenriched++;
+          continue;
+        }
+        urls.push(item.url);
+      }
+      await enricher.enrich(input.platform, urls, tally);
+      progress.items += urls.length;
+      // Durable (and heartbeated) at the frame's next group commit.
+      frame.checkpoint.commit({ ...progress, page: progress.page + 1 });
+    }
+    await frame.durable();
+    return { ...(await frame.spent()), items: progress.items, unenriched: progress.unenriched, enrichment: { ...tally }, ...(enricher.stop ? { stop: enricher.stop } : {}) };
+  });
+}
+
+/**
+ * What a piece of work spent, from its journal, for settling its grant when its activity
+ * failed for good: landed calls at their charge, calls begun and never landed at their worst.
+ */
+async function workSpent(store: Store, input: { runId: string; workId: string }): Promise<WorkSpent> {
+  const journal = await CallJournal.load(store.journals, input.runId, input.workId);
+  try {
+    // Counted, not written: the store may be why the work failed.
+    for (const key of journal.openKeys()) {
+      // A settled key's open intents are attempts whose answers were lost, not its landing's.
+      if (journal.isSettled(key)) continue;
+      const landing = await store.findLanding(key);
+      if (landing?.kind === 'page') journal.countAsSettled(key, landing.call?.credits ?? 0);
+    }
+    const totals = journal.totals();
+    return { credits: totals.credits, lostCalls: totals.lostCalls };
+  } finally {
+    await journal.close();
+  }
+}
+
+export function landedEnrichmentActivities({ client, store, dataDir, logger }: { client: SocialApiClient; store: Store; dataDir: string; logger?: Logger }) {
+  const deps: WorkFrameDeps = { client, store, ...(logger ? { logger } : {}) };
   /**
    * Whether this run already landed an observation (by an earlier work or attempt, or as a new
    * item's enrichment): tracking holds credits only for what is still to observe.
    */
   const observedInRun = (runId: string, platform: Platform, endpoint: 'stats' | 'channel-stats', subject: string) =>
     store.isLanded(pageLandingKey(runId, `item:${platform}:${endpoint}:${subject}`, 1));
-  /** The ones of `values` that `test` holds for, in order. */
-  const filterAsync = async <T>(values: readonly T[], test: (value: T) => Promise<boolean>) => {
-    const holds = await Promise.all(values.map(test));
-    return values.filter((_, index) => holds[index]);
-  };
 
   return {
-    async enrichLanded(input: EnrichLandedInput): Promise<EnrichLandedResult> {
-      const context = Context.current();
-      const journal = await claimJournal(store, input.runId, input.workId, context.info.attempt);
-      const budget = new WorkBudget(input.grant, journal);
-      const checkpoint = new CheckpointHeartbeat<Progress>(
-        () => ({ page: input.fromPage, items: 0, unenriched: 0, enrichment: { calls: 0, skipped: 0, failed: 0 } }),
-        (durable) => ({ credits: journal.charged(), items: 0, pages: 0, enriched: durable.items }),
-        // The journal's records of a page's calls (and, first, the run's answers) reach the disk before its position is heartbeated.
-        () => journal.sync(),
-      );
-      const progress = checkpoint.resumed;
-      try {
-        return await withRunCallLimit(input.runId, input.calls, async (limit) => {
-          const enricher = new ItemEnricher({ client, store, runId: input.runId, harvest: input.harvest, target: input.target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger });
-          const tally = progress.enrichment;
-          for (; progress.page <= input.toPage && !enricher.stop; progress.page++) {
-            const landing = await store.findLanding(pageLandingKey(input.runId, input.target, progress.page));
-            const items = landing?.kind === 'page' && Array.isArray(landing.data) ? (landing.data as { url?: string }[]) : [];
-            const urls: string[] = [];
-            for (const item of items) {
-              if (!item.url) continue;
-              if (!budget.tryHold(enricher.worstOf(input.platform, item.url))) {
-                progress.unenriched++;
-                continue;
-              }
-              urls.push(item.url);
-            }
-            await enricher.enrich(input.platform, urls, tally);
-            progress.items += urls.length;
-            checkpoint.commit({ ...progress, page: progress.page + 1 });
-          }
-          // What the result reports is durable before the workflow reads it.
-          await checkpoint.flush();
-          // Read back from the store, not from memory: an earlier attempt that Temporal gave up but
-          // that had not yet stopped (its worker cut off from Temporal) may have journaled calls since.
-          const totals = (await CallJournal.load(store.journals, input.runId, input.workId)).totals();
-          return {
-            credits: totals.credits,
-            lostCalls: totals.lostCalls,
-            items: progress.items,
-            unenriched: progress.unenriched,
-            enrichment: { ...tally },
-            ...(enricher.stop ? { stop: enricher.stop } : {}),
-          };
-        });
-      } catch (failure) {
-        throw asActivityFailure(failure);
-      } finally {
-        checkpoint.stop();
-        // A sync still under way ends before the journal closes.
-        await checkpoint.flush().catch(() => undefined);
-        await journal.close();
-      }
-    },
+    enrichLanded: (input: EnrichLandedInput) => enrichLanded(deps, input),
 
     /**
      * Makes again the run's enrichment calls that failed for good (a retry's first work), within
@@ -220,7 +186,7 @@ export function landedEnrichmentActivities({ client, store, dataDir, logger }: {
      */
     async redoFailedCalls(input: RedoFailedInput): Promise<RedoFailedResult> {
       const failures = [...(await runFailures(store.journals, input.runId))].map(([key, failure]) => ({ key, ...failure }));
-      return enrichmentWork(input, async (enricherFor, tally) => {
+      return enrichmentWork(deps, input, async (enricherFor, tally) => {
         const attempted = await Promise.all(failures.map((failure) => enricherFor(failure.target).redo(failure, tally)));
         const stillFailed: Record<string, number> = {};
         for (const failure of (await runFailures(store.journals, input.runId)).values()) stillFailed[failure.target] = (stillFailed[failure.target] ?? 0) + 1;
@@ -233,7 +199,7 @@ export function landedEnrichmentActivities({ client, store, dataDir, logger }: {
      * in this run (by an earlier attempt) is read back, not bought again.
      */
     async observeAccounts(input: ObserveAccountsInput): Promise<ObserveAccountsResult> {
-      return enrichmentWork(input, async (enricherFor, tally, budget) => {
+      return enrichmentWork(deps, input, async (enricherFor, tally, budget) => {
         const enricher = enricherFor(TRACKED_ACCOUNTS_TARGET);
         const pending = await filterAsync(input.accounts, async (account) => !(await observedInRun(input.runId, account.platform, 'channel-stats', account.handle)));
         const observable = pending.filter((account) => budget.tryHold(priceOf(input.prices, account.platform, 'channel-stats')));
@@ -252,7 +218,7 @@ export function landedEnrichmentActivities({ client, store, dataDir, logger }: {
       // that tracks no items need not pay.
       const { dueTrackedItems } = await import('../src/warehouse/known-items.js');
       const due = await dueTrackedItems(dataDir, input.targets, input.days, input.asOfMs);
-      return enrichmentWork(input, async (enricherFor, tally, budget) => {
+      return enrichmentWork(deps, input, async (enricherFor, tally, budget) => {
         const pending = await filterAsync(due, async ({ item }) => !(await observedInRun(input.runId, item.platform, 'stats', item.url)));
         const observable = pending.filter(({ item }) => budget.tryHold(priceOf(input.prices, item.platform, 'stats')));
         await settleAll(observable.map(({ item }) => enricherFor(item.target).observe(item.platform, 'stats', item.url, tally)));
@@ -262,25 +228,6 @@ export function landedEnrichmentActivities({ client, store, dataDir, logger }: {
       });
     },
 
-    /**
-     * What a piece of work spent, from its journal, for settling its grant when its activity
-     * failed for good: landed calls at their charge, calls begun and never landed at their worst.
-     */
-    async workSpent(input: { runId: string; workId: string }): Promise<WorkSpent> {
-      const journal = await CallJournal.load(store.journals, input.runId, input.workId);
-      try {
-        // Counted, not written: the store may be why the work failed.
-        for (const key of journal.openKeys()) {
-          // A settled key's open intents are attempts whose answers were lost, not its landing's.
-          if (journal.isSettled(key)) continue;
-          const landing = await store.findLanding(key);
-          if (landing?.kind === 'page') journal.countAsSettled(key, landing.call?.credits ?? 0);
-        }
-        const totals = journal.totals();
-        return { credits: totals.credits, lostCalls: totals.lostCalls };
-      } finally {
-        await journal.close();
-      }
-    },
+    workSpent: (input: { runId: string; workId: string }) => workSpent(store, input),
   };
 }

@@ -11,19 +11,12 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { sameApi, type ApiIdentity } from '../src/api/identity.js';
 import { sameStore, type StoreIdentity } from '../src/store/store-identity.js';
+import { WRONG_API, WRONG_API_KEY, WRONG_API_KEY_REASON, WRONG_API_REASON, WRONG_STORE, WRONG_STORE_REASON } from '../src/harvest/failures.js';
 import { asActivityFailure } from './failures.js';
 
-/** A worker for another base URL took the task. */
-export const WRONG_API = 'WrongApi';
-/** A worker for the same base URL, with another key, took the task. */
-export const WRONG_API_KEY = 'WrongApiKey';
-/** A worker whose store (data directory, or shared store) is another took the task. */
-export const WRONG_STORE = 'WrongStore';
-
-/** Said first in every message of its failure type: the workflow states it once as the run's reason. */
-export const WRONG_API_REASON = 'a worker set up for another API took the run\'s task';
-export const WRONG_API_KEY_REASON = 'the run\'s API key is not the one the worker uses';
-export const WRONG_STORE_REASON = 'a worker that keeps its data elsewhere took the run\'s task';
+// The failure names and their reasons are the run's failure vocabulary (src/harvest/failures.ts),
+// which the workflow reads them by.
+export { WRONG_API, WRONG_API_KEY, WRONG_API_KEY_REASON, WRONG_API_REASON, WRONG_STORE, WRONG_STORE_REASON } from '../src/harvest/failures.js';
 
 /** What every activity input may carry: the API and the store the run was started for. */
 export interface RunIdentity {

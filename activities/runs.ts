@@ -5,7 +5,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
-import type { PriceTable } from '../src/api-catalog/endpoints.js';
+import { PAGE_LIMITS, type PriceTable } from '../src/api-catalog/endpoints.js';
 import { loadPriceTable } from '../src/config/prices.js';
 import { runFailures } from '../src/store/call-journal.js';
 import { quarantineLine } from '../src/store/landing.js';
@@ -197,7 +197,7 @@ function firstPageLimit(postedAt: number[], apiNowMs: number): number | undefine
   if (newest <= oldest) return undefined;
   const perMs = (postedAt.length - 1) / (newest - oldest);
   const expected = perMs * Math.max(0, apiNowMs - newest);
-  return Math.min(50, Math.max(1, Math.ceil(expected * 1.25) + 1));
+  return Math.min(PAGE_LIMITS.maxSynchronous, Math.max(1, Math.ceil(expected * 1.25) + 1));
 }
 
 export function runActivities(deps: RunActivityDeps) {

@@ -4,7 +4,7 @@
  * and the budget gets room for this attempt. The run id stays the same, so every page already
  * landed is found on disk and not bought again.
  */
-import type { HarvestState, TargetState } from './run-state.js';
+import { retryBudget, type HarvestState, type TargetState } from './run-state.js';
 
 /**
  * A run's statuses when it ended short of what it was asked: `harvester retry` resumes these, and
@@ -32,7 +32,7 @@ export function resumableState(checkpoint: HarvestState, extraCredits: number): 
   const reserved = targets.reduce((sum, target) => sum + (target.jobId !== undefined ? (target.jobReserved ?? 0) : 0), 0);
   return {
     ...checkpoint,
-    budget: { limit: checkpoint.budget.spent + reserved + extraCredits, spent: checkpoint.budget.spent, reserved },
+    budget: retryBudget(checkpoint.budget.spent, reserved, extraCredits),
     targets,
     stopped: undefined,
     // Enrichment calls that failed for good are made again, besides the targets that did not finish.

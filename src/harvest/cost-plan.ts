@@ -10,56 +10,18 @@
  *   were endless; the plan's total worst case is that sum capped at the budget.
  * - expected: what a first run is expected to spend. Lists are assumed to hold max_items (so
  *   before the budget bites, expected list credits equal worst), TikTok downloads are refused by
- *   the API and cost nothing, and a short budget is spent in the workflow's order (SPEND_ORDER in
- *   spend-order.ts).
+ *   the API and cost nothing, and a short budget is spent by walking the steps the workflow walks
+ *   (SPEND_STEPS in spend-order.ts), each forecasting what it buys out of what is free.
  */
 import type { Harvest } from './harvest-types.js';
-import { PAGE_LIMITS, type EndpointKey, type Platform, type PriceTable } from '../api-catalog/endpoints.js';
-import {
-  commentsPerItem,
-  itemEnrichmentWorst,
-  jobItems,
-  jobLimit,
-  listsPhotoPosts,
-  objectEnrichments,
-  priceOf,
-  refusedByApi,
-  takesJob,
-  targetWorst,
-  trackedAccounts,
-  type ObjectEnrichment,
-} from './rules.js';
-import { itemsBought, SPEND_ORDER } from './spend-order.js';
+import { PAGE_LIMITS, type Platform, type PriceTable } from '../api-catalog/endpoints.js';
+import { commentsPages, NOTHING, pagesFor, type EnrichmentKind, type ForecastTarget, type PlanLine, type Purchase } from './plan-lines.js';
+import { commentsPerItem, jobItems, listsPhotoPosts, objectEnrichments, priceOf, refusedByApi, takesJob, trackedAccounts } from './rules.js';
+import { forecastSteps } from './spend-order.js';
 import { planTargets, type TargetKind, type TargetPlan } from './targets.js';
 import type { TrackingForecast } from './tracking.js';
 
-/** The enrichment a listed item gets, in the order the workflow makes the calls. */
-export type EnrichmentKind = ObjectEnrichment | 'comments';
-
-/** A list bought in pages, a list bought as one async job, or one call per item. */
-export type CallMode = 'pages' | 'job' | 'per-item';
-
-export interface Purchase {
-  /** Billed calls: pages, jobs, or object calls (a refused TikTok download counts as a call). */
-  calls: number;
-  /** Units bought: listed items, enriched items, or comments (for comments enrichment). */
-  items: number;
-  credits: number;
-}
-
-export interface PlanLine {
-  /** `list` for the target's own listing, else the enrichment kind. */
-  what: 'list' | EnrichmentKind | 'account' | 'tracked';
-  endpoint: EndpointKey;
-  mode: CallMode;
-  /** Credits per unit, from the price table. */
-  unitPrice: number;
-  /** Credits per unit actually charged: 0 for TikTok downloads, which the API refuses. */
-  chargedUnitPrice: number;
-  worst: Purchase;
-  expected: Purchase;
-  note?: string;
-}
+export type { CallMode, EnrichmentKind, PlanLine, Purchase } from './plan-lines.js';
 
 export interface TargetCost {
   key: string;
@@ -111,14 +73,8 @@ export interface CostPlanOptions {
   tracking?: TrackingForecast;
 }
 
-const ZERO: Purchase = { calls: 0, items: 0, credits: 0 };
-
-function pagesFor(items: number, pageSize: number): number {
-  return Math.ceil(items / pageSize);
-}
-
 /** The enrichment lines of one target's items: their worst case as if the budget were endless. */
-function enrichmentLines(target: TargetPlan, harvest: Harvest, prices: PriceTable, pageSize: number, worstItems: number): PlanLine[] {
+function enrichmentLines(target: TargetPlan, harvest: Harvest, prices: PriceTable, worstItems: number): PlanLine[] {
   if (!target.enrich) return [];
   const platform = target.platform;
   const perItem = commentsPerItem(harvest.enrich);
@@ -128,33 +84,14 @@ function enrichmentLines(target: TargetPlan, harvest: Harvest, prices: PriceTabl
     const unitPrice = priceOf(prices, platform, kind);
     const chargedUnitPrice = refusedByApi(platform, kind) ? 0 : unitPrice;
     const units = kind === 'comments' ? perItem : 1;
-    const worst: Purchase = { calls: worstItems * (kind === 'comments' ? pagesFor(perItem, pageSize) : 1), items: worstItems * units, credits: worstItems * units * chargedUnitPrice };
-    const line: PlanLine = { what: kind, endpoint: `${platform}/${kind}`, mode: kind === 'comments' ? 'pages' : 'per-item', unitPrice, chargedUnitPrice, worst, expected: { ...ZERO } };
+    const worst: Purchase = { calls: worstItems * (kind === 'comments' ? commentsPages(perItem) : 1), items: worstItems * units, credits: worstItems * units * chargedUnitPrice };
+    const line: PlanLine = { what: kind, endpoint: `${platform}/${kind}`, mode: kind === 'comments' ? 'pages' : 'per-item', unitPrice, chargedUnitPrice, worst, expected: { ...NOTHING } };
     if (refusedByApi(platform, kind)) line.note = 'refused by the API (download_unavailable): not charged';
     return line;
   });
 }
 
-/** Credits one item's enrichment is expected to be charged (TikTok downloads are free). */
-function chargedPerItem(lines: PlanLine[], harvest: Harvest): number {
-  return lines.reduce((sum, line) => sum + (line.what === 'comments' ? commentsPerItem(harvest.enrich) : 1) * line.chargedUnitPrice, 0);
-}
-
-/** Sets the expected purchases of a target's enrichment lines for `items` enriched items. */
-function expectEnrichment(lines: PlanLine[], harvest: Harvest, pageSize: number, items: number): void {
-  const perItem = commentsPerItem(harvest.enrich);
-  for (const line of lines) {
-    const units = line.what === 'comments' ? perItem : 1;
-    line.expected = { calls: items * (line.what === 'comments' ? pagesFor(perItem, pageSize) : 1), items: items * units, credits: items * units * line.chargedUnitPrice };
-  }
-}
-
-interface TargetLines {
-  list: PlanLine;
-  enrichment: PlanLine[];
-  account?: PlanLine;
-  tracked?: PlanLine;
-}
+type TargetLines = Omit<ForecastTarget, 'target' | 'price' | 'byJob'>;
 
 /** The tracked-items line of each target with items due: one stats call each. */
 function trackedLines(plans: TargetPlan[], prices: PriceTable, tracking: TrackingForecast | undefined): (PlanLine | undefined)[] {
@@ -162,7 +99,7 @@ function trackedLines(plans: TargetPlan[], prices: PriceTable, tracking: Trackin
     const due = tracking?.due[plan.key] ?? 0;
     if (due === 0) return undefined;
     const price = priceOf(prices, plan.platform, 'stats');
-    return { what: 'tracked', endpoint: `${plan.platform}/stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: due, items: due, credits: due * price }, expected: { ...ZERO } };
+    return { what: 'tracked', endpoint: `${plan.platform}/stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: due, items: due, credits: due * price }, expected: { ...NOTHING } };
   });
 }
 
@@ -172,16 +109,15 @@ function accountLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable)
   return plans.map((plan) => {
     if (!owners.has(plan)) return undefined;
     const price = priceOf(prices, plan.platform, 'channel-stats');
-    return { what: 'account', endpoint: `${plan.platform}/channel-stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: 1, items: 1, credits: price }, expected: { ...ZERO } };
+    return { what: 'account', endpoint: `${plan.platform}/channel-stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: 1, items: 1, credits: price }, expected: { ...NOTHING } };
   });
 }
 
 /**
- * Every target's lines, and what a run is expected to buy, its budget spent in SPEND_ORDER
- * (spend-order.ts), as the workflow spends it.
+ * Every target's lines, and what a run is expected to buy: the spend steps (SPEND_STEPS in
+ * spend-order.ts) walked in order, as the workflow walks them, each spending what is free.
  */
 function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pageSize: number, budget: number, tracking: TrackingForecast | undefined): TargetLines[] {
-  let free = budget;
   const accounts = accountLines(plans, harvest, prices);
   const tracked = trackedLines(plans, prices, tracking);
   const lines = plans.map((target, index) => {
@@ -195,42 +131,12 @@ function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, 
       unitPrice: price,
       chargedUnitPrice: price,
       worst: { calls: job ? 1 : pagesFor(wanted, pageSize), items: wanted, credits: wanted * price },
-      expected: { ...ZERO },
+      expected: { ...NOTHING },
     };
     if (job && target.maxItems > PAGE_LIMITS.maxJob) list.note = `a job returns at most ${PAGE_LIMITS.maxJob} items; max_items is ${target.maxItems}`;
-    return { target, price, byJob: job, list, enrichment: enrichmentLines(target, harvest, prices, pageSize, wanted), account: accounts[index], tracked: tracked[index] };
+    return { target, price, byJob: job, list, enrichment: enrichmentLines(target, harvest, prices, wanted), account: accounts[index], tracked: tracked[index] };
   });
-  for (const step of SPEND_ORDER) {
-    for (const line of lines) {
-      if (step === 'job' && line.byJob) {
-        const limit = jobLimit(prices, line.target, free);
-        if (limit === 0) {
-          line.byJob = false;
-          continue;
-        }
-        free -= limit * line.price;
-        line.list.expected = { calls: 1, items: limit, credits: limit * line.price };
-      } else if (step === 'pages' && !line.byJob) {
-        const worst = targetWorst(prices, line.target, harvest.enrich, 1);
-        const items = itemsBought(free, worst, line.price + chargedPerItem(line.enrichment, harvest), line.target.maxItems);
-        line.list.expected = { calls: pagesFor(items, pageSize), items, credits: items * line.price };
-        expectEnrichment(line.enrichment, harvest, pageSize, items);
-        free -= items * line.price + items * chargedPerItem(line.enrichment, harvest);
-      } else if (step === 'job-items' && line.byJob && line.enrichment.length > 0) {
-        const worst = itemEnrichmentWorst(prices, line.target.platform, harvest.enrich, listsPhotoPosts(line.target));
-        const items = itemsBought(free, worst, chargedPerItem(line.enrichment, harvest), line.list.expected.items);
-        expectEnrichment(line.enrichment, harvest, pageSize, items);
-        free -= items * chargedPerItem(line.enrichment, harvest);
-      } else if (step === 'tracked-accounts' && line.account && free >= line.account.worst.credits) {
-        line.account.expected = { ...line.account.worst };
-        free -= line.account.worst.credits;
-      } else if (step === 'tracked-items' && line.tracked) {
-        const items = Math.min(line.tracked.worst.items, Math.floor(free / line.tracked.unitPrice));
-        line.tracked.expected = { calls: items, items, credits: items * line.tracked.unitPrice };
-        free -= line.tracked.expected.credits;
-      }
-    }
-  }
+  forecastSteps({ harvest, prices, pageSize, free: budget, lines });
   return lines.map(({ list, enrichment, account, tracked }) => ({ list, enrichment, ...(account ? { account } : {}), ...(tracked ? { tracked } : {}) }));
 }
 

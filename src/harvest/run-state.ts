@@ -8,6 +8,7 @@ import type { PriceTable } from '../api-catalog/endpoints.js';
 import type { HarvestProgress, HarvestStatus, TargetProgress } from './progress.js';
 import type { TargetPlan } from './targets.js';
 import type { TrackingForecast } from './tracking.js';
+import { ENRICHMENT_FAILED } from './failures.js';
 
 /**
  * A run's credit budget, as plain arithmetic the workflow can replay: before every billed call the
@@ -26,6 +27,14 @@ export interface Reservation {
 
 export function newBudget(limit: number): BudgetState {
   return { limit, spent: 0, reserved: 0 };
+}
+
+/**
+ * A retry's budget: what the run spent stays spent, what a job still in flight holds stays
+ * reserved for it, and `extra` credits are free for this attempt.
+ */
+export function retryBudget(spent: number, reserved: number, extra: number): BudgetState {
+  return { limit: spent + reserved + extra, spent, reserved };
 }
 
 export function availableCredits(budget: BudgetState): number {
@@ -126,6 +135,26 @@ export interface HarvestState {
 }
 
 /**
+ * Stops the run, saying why: the one place a run's stop is set. The first reason stands (what a
+ * later work says happened because of it); true when this call is the one that stopped the run.
+ */
+export function stopRun(state: HarvestState, status: HarvestStatus, reason: string): boolean {
+  if (state.stopped) return false;
+  state.stopped = { status, reason };
+  return true;
+}
+
+/**
+ * The final load failed: the run ends failed whatever stopped it before, saying both, unless
+ * what stopped it is the same refusal (`repeated`: a worker of another API or store refused the
+ * load as it refused the work), which is said once.
+ */
+export function failFinalLoad(state: HarvestState, message: string, repeated: boolean): void {
+  if (repeated) return;
+  state.stopped = { status: 'failed', reason: `the final load failed: ${message}${state.stopped ? `; before it: ${state.stopped.reason}` : ''}` };
+}
+
+/**
  * A target whose listing is complete: done (or empty, when it found no item), unless enrichment
  * calls of its items failed for good (an answer refused, a 404): then it is failed, saying how
  * many, and `harvester retry` makes them again.
@@ -138,7 +167,7 @@ export function finishListing(target: TargetState, empty = target.status === 'em
     return;
   }
   target.status = 'failed';
-  target.error = { type: 'EnrichmentFailed', message: `${failed} enrichment call${failed === 1 ? '' : 's'} of its items failed for good (\`harvester show\` lists them; \`harvester retry\` makes them again)` };
+  target.error = { type: ENRICHMENT_FAILED, message: `${failed} enrichment call${failed === 1 ? '' : 's'} of its items failed for good (\`harvester show\` lists them; \`harvester retry\` makes them again)` };
 }
 
 /** What an empty target's warning says: the listing found nothing, and what to check. */

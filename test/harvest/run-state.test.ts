@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import {
   availableCredits,
   emptyWarning,
+  failFinalLoad,
   finalStatus,
   finishListing,
   grant,
@@ -9,6 +10,7 @@ import {
   progressOf,
   reserve,
   settle,
+  stopRun,
   type HarvestState,
   type TargetState,
 } from '../../src/harvest/run-state.js';
@@ -90,6 +92,28 @@ describe('a target whose listing is complete', () => {
     expect(emptyWarning(channelPlan())).toBe('the API listed no items for it: check the handle (cook) and the content kind');
     expect(emptyWarning(channelPlan({ kind: 'search', params: { query: 'bread' } }))).toContain('check the query (bread)');
     expect(emptyWarning(channelPlan({ kind: 'comments', params: { url: 'https://x/1' } }))).toContain('check the URL (https://x/1)');
+  });
+});
+
+describe('a run\'s stop', () => {
+  it('is set once: the first reason stands, and only the call that stopped the run says it did', () => {
+    const run = state();
+    expect(stopRun(run, 'paused', 'insufficient credits: 402')).toBe(true);
+    expect(stopRun(run, 'failed', 'the API refused the key')).toBe(false);
+    expect(run.stopped).toEqual({ status: 'paused', reason: 'insufficient credits: 402' });
+  });
+
+  it('is overridden by a failed final load, which says what stopped the run before it, unless that was the same refusal', () => {
+    const run = state();
+    stopRun(run, 'paused', 'insufficient credits: 402');
+    failFinalLoad(run, 'disk full', false);
+    expect(run.stopped).toEqual({ status: 'failed', reason: 'the final load failed: disk full; before it: insufficient credits: 402' });
+    const refused = state({ stopped: { status: 'failed', reason: 'a worker that keeps its data elsewhere took the run\'s task: …' } });
+    failFinalLoad(refused, 'a worker that keeps its data elsewhere took the run\'s task: …', true);
+    expect(refused.stopped?.reason).toBe('a worker that keeps its data elsewhere took the run\'s task: …');
+    const clean = state();
+    failFinalLoad(clean, 'disk full', false);
+    expect(clean.stopped).toEqual({ status: 'failed', reason: 'the final load failed: disk full' });
   });
 });
 

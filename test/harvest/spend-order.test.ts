@@ -1,9 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import { itemsBought, mayEnrichJobItems, mayList, SPEND_ORDER } from '../../src/harvest/spend-order.js';
+import { itemsBought, mayEnrichJobItems, mayList, SPEND_ORDER, SPEND_STEPS } from '../../src/harvest/spend-order.js';
 
 describe('the spend order of a short budget', () => {
-  it('is jobs, then paged listings, then the jobs\' items, then tracked accounts, then tracked items', () => {
-    expect(SPEND_ORDER).toEqual(['job', 'pages', 'job-items', 'tracked-accounts', 'tracked-items']);
+  it('is jobs, a retry\'s failed calls, paged listings with the jobs\' items beside them, then tracked accounts, then tracked items', () => {
+    expect(SPEND_ORDER).toEqual(['jobs', 'redo-failed', 'list', 'enrich', 'track-accounts', 'track-items']);
+    expect(SPEND_STEPS.map((step) => step.runs)).toEqual(['first', 'first', 'together', 'together', 'last', 'last']);
+  });
+
+  it('runs the steps of one kind next to each other: first ones, then the loop, then last ones', () => {
+    const kinds = SPEND_STEPS.map((step) => step.runs).filter((runs, index, all) => index === 0 || all[index - 1] !== runs);
+    expect(kinds).toEqual(['first', 'together', 'last']);
   });
 
   it('lists another item while its worst case fits what is free, to the credit', () => {

@@ -1,0 +1,84 @@
+/**
+ * The lines of a cost plan (cost-plan.ts): what one kind of call of one target buys, at worst and
+ * as expected, and the forecast the spend steps (spend-order.ts) fill in as they walk the budget.
+ * Pure arithmetic.
+ */
+import { PAGE_LIMITS, type EndpointKey, type PriceTable } from '../api-catalog/endpoints.js';
+import type { Harvest } from './harvest-types.js';
+import { commentsPerItem, type ObjectEnrichment } from './rules.js';
+import type { TargetPlan } from './targets.js';
+
+/** The enrichment a listed item gets, in the order the workflow makes the calls. */
+export type EnrichmentKind = ObjectEnrichment | 'comments';
+
+/** A list bought in pages, a list bought as one async job, or one call per item. */
+export type CallMode = 'pages' | 'job' | 'per-item';
+
+export interface Purchase {
+  /** Billed calls: pages, jobs, or object calls (a refused TikTok download counts as a call). */
+  calls: number;
+  /** Units bought: listed items, enriched items, or comments (for comments enrichment). */
+  items: number;
+  credits: number;
+}
+
+export interface PlanLine {
+  /** `list` for the target's own listing, else the enrichment kind. */
+  what: 'list' | EnrichmentKind | 'account' | 'tracked';
+  endpoint: EndpointKey;
+  mode: CallMode;
+  /** Credits per unit, from the price table. */
+  unitPrice: number;
+  /** Credits per unit actually charged: 0 for TikTok downloads, which the API refuses. */
+  chargedUnitPrice: number;
+  worst: Purchase;
+  expected: Purchase;
+  note?: string;
+}
+
+/** One target's lines as the forecast fills them in: its list, its enrichment, and tracking's. */
+export interface ForecastTarget {
+  target: TargetPlan;
+  /** Credits per listed item. */
+  price: number;
+  /** Bought as one async job (false once the budget left too little for one: then it is paged). */
+  byJob: boolean;
+  list: PlanLine;
+  enrichment: PlanLine[];
+  account?: PlanLine;
+  tracked?: PlanLine;
+}
+
+/** What a forecast walks the spend steps with: the harvest, the prices, and the credits still free. */
+export interface Forecast {
+  harvest: Harvest;
+  prices: PriceTable;
+  pageSize: number;
+  free: number;
+  lines: ForecastTarget[];
+}
+
+export const NOTHING: Purchase = { calls: 0, items: 0, credits: 0 };
+
+export function pagesFor(items: number, pageSize: number): number {
+  return Math.ceil(items / pageSize);
+}
+
+/** Credits one item's enrichment is expected to be charged (TikTok downloads are free). */
+export function chargedPerItem(lines: PlanLine[], harvest: Harvest): number {
+  return lines.reduce((sum, line) => sum + (line.what === 'comments' ? commentsPerItem(harvest.enrich) : 1) * line.chargedUnitPrice, 0);
+}
+
+/** The comments calls one item's `perItem` comments take: pages of the API's synchronous maximum, as the enricher asks for them. */
+export function commentsPages(perItem: number): number {
+  return pagesFor(perItem, PAGE_LIMITS.maxSynchronous);
+}
+
+/** Sets the expected purchases of a target's enrichment lines for `items` enriched items. */
+export function expectEnrichment(lines: PlanLine[], harvest: Harvest, items: number): void {
+  const perItem = commentsPerItem(harvest.enrich);
+  for (const line of lines) {
+    const units = line.what === 'comments' ? perItem : 1;
+    line.expected = { calls: items * (line.what === 'comments' ? commentsPages(perItem) : 1), items: items * units, credits: items * units * line.chargedUnitPrice };
+  }
+}

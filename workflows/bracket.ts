@@ -1,0 +1,90 @@
+/**
+ * The one bracket every piece of the run's work goes through: granted its worst case out of what
+ * is free, reserved, run under its own work id (its journal), and settled with what it spent; when
+ * its activity fails for good, settled with what its journal says it spent. Work in flight at once
+ * therefore never spends beyond the budget, and no credit is counted twice or lost.
+ */
+import { log } from '@temporalio/workflow';
+import type { WorkSpent } from '../activities/landed-enrichment.js';
+import { availableCredits, grant, reserve, settle, type HarvestState, type Reservation, type TargetState } from '../src/harvest/run-state.js';
+import { messageOf, nextWorkId, workSpent, type RunContext } from './run-context.js';
+
+/** What a bracketed work came to: its result, or the failure it ended with (its spend settled either way). */
+export type WorkOutcome<R> = { ok: true; result: R } | { ok: false; error: unknown };
+
+/**
+ * Runs `work` granted `worst` (or all that is free, when less is) under a new work id named for
+ * `what`, and settles its grant with what it spent, counting that against `target` when given.
+ */
+export async function grantedWork<R extends WorkSpent>(
+  run: RunContext,
+  what: string,
+  worst: number,
+  work: (workId: string, credits: number) => Promise<R>,
+  target?: TargetState,
+): Promise<WorkOutcome<R>> {
+  const { state } = run;
+  const credits = grant(availableCredits(state.budget), worst);
+  const reservation = reserve(state.budget, credits);
+  const workId = nextWorkId(state, what);
+  try {
+    const result = await work(workId, credits);
+    charge(state, reservation, result, target);
+    return { ok: true, result };
+  } catch (error) {
+    charge(state, reservation, await spentByFailedWork(run, workId, reservation, target), target);
+    return { ok: false, error };
+  }
+}
+
+/** Settles a piece of work's grant with what it spent, and counts that against its target. */
+function charge(state: HarvestState, reservation: Reservation, spent: WorkSpent, target: TargetState | undefined): void {
+  settle(state.budget, reservation, spent.credits);
+  if (target) target.credits += spent.credits;
+  state.callsLost += spent.lostCalls;
+}
+
+/**
+ * What a piece of work whose activity failed for good spent, from its journal; when even the
+ * journal cannot be read (a data directory gone bad), all of its grant, which it cannot have
+ * exceeded.
+ */
+async function spentByFailedWork(run: RunContext, workId: string, reservation: Reservation, target?: TargetState): Promise<WorkSpent> {
+  try {
+    // Not given the run's API or store: it buys nothing, and a work refused by another API's or
+    // store's worker (WrongApi, WrongStore) spent nothing, which any journal says, rather than its whole grant.
+    return await workSpent({ runId: run.state.runId, workId });
+  } catch (error) {
+    log.warn('the journal of a failed work cannot be read; its whole grant counts as spent until a retry reads it', { workId, message: messageOf(error) });
+    (run.state.countedAtWorst ??= []).push({ workId, counted: reservation.credits, ...(target ? { target: target.plan.key } : {}) });
+    return { credits: reservation.credits, lostCalls: 0 };
+  }
+}
+
+/**
+ * A retry's first step: the works an earlier attempt counted at their whole grant (their journals
+ * unreadable then) are read again, and the run's credits corrected to what they spent. A journal
+ * still unreadable stays counted as it was, for the next retry.
+ */
+export async function correctCountedAtWorst(run: RunContext): Promise<void> {
+  const { state } = run;
+  const works = state.countedAtWorst ?? [];
+  const left: typeof works = [];
+  for (const work of works) {
+    let spent: WorkSpent;
+    try {
+      spent = await workSpent({ runId: state.runId, workId: work.workId });
+    } catch (error) {
+      log.warn('the journal of a work counted at its whole grant still cannot be read', { workId: work.workId, message: messageOf(error) });
+      left.push(work);
+      continue;
+    }
+    const overcounted = work.counted - spent.credits;
+    state.budget.spent -= overcounted;
+    state.callsLost += spent.lostCalls;
+    const target = state.targets.find((candidate) => candidate.plan.key === work.target);
+    if (target) target.credits -= overcounted;
+    log.info('a work counted at its whole grant is corrected from its journal', { run: state.runId, workId: work.workId, counted: work.counted, spent: spent.credits });
+  }
+  state.countedAtWorst = left.length > 0 ? left : undefined;
+}

@@ -1,0 +1,133 @@
+/**
+ * Targets bought as async jobs: the `jobs` step starts each with its worst case reserved, the
+ * `list` step waits for it and lands its results, and the `enrich` step enriches the items it
+ * listed (src/harvest/spend-order.ts).
+ */
+import { condition, workflowInfo } from '@temporalio/workflow';
+import { addTally } from '../src/harvest/enrichment-tally.js';
+import { JOB_FAILED, JOB_LOST } from '../src/harvest/failures.js';
+import { availableCredits, finishListing, reserve, settle, stopRun, type TargetState } from '../src/harvest/run-state.js';
+import { itemEnrichmentWorst, jobLimit, listsPhotoPosts, priceOf, takesJob } from '../src/harvest/rules.js';
+import { grantedWork } from './bracket.js';
+import { checkJob, enrichLanded, failureType, landJobResults, startJob, targetRef, workInput, type RunContext } from './run-context.js';
+import { recordFailure, recordStop, recordWorkStop, warnEmpty } from './stops.js';
+
+/**
+ * The `jobs` step: big pulls go through async jobs, all of them started first, so the API
+ * prepares them while the other targets are listed.
+ */
+export async function startJobs(run: RunContext): Promise<void> {
+  const { state } = run;
+  for (const target of state.targets) {
+    if (!state.stopped && target.status === 'pending' && target.jobId === undefined && !target.paged && takesJob(target.plan, run.harvest.job_threshold, target.knownIds.length > 0)) {
+      await startTargetJob(run, target);
+    }
+  }
+}
+
+/** Starts a target's job, its worst case reserved; a budget too small for a job leaves it to paging. */
+async function startTargetJob(run: RunContext, target: TargetState): Promise<void> {
+  const { state } = run;
+  const { plan } = target;
+  const price = priceOf(state.prices, plan.platform, plan.endpoint);
+  const limit = jobLimit(state.prices, plan, availableCredits(state.budget));
+  if (limit === 0) {
+    target.paged = true;
+    return;
+  }
+  // Held across continue-as-new in the target (jobReserved) until the job's results settle it.
+  const reservation = reserve(state.budget, limit * price);
+  try {
+    const { jobId } = await startJob({ runId: state.runId, harvest: state.harvestName, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...run.identity });
+    target.jobId = jobId;
+    target.jobReserved = reservation.credits;
+  } catch (error) {
+    // A job lost with a dying worker may still be charged: its worst case stays spent.
+    const lost = failureType(error) === JOB_LOST;
+    settle(state.budget, reservation, lost ? reservation.credits : 0);
+    if (lost) state.callsLost++;
+    await recordFailure(state, target, error);
+  }
+}
+
+/** Waits for a target's job, lands its results, and settles its reservation with what it cost. */
+export async function finishTargetJob(run: RunContext, target: TargetState): Promise<void> {
+  const { state } = run;
+  const jobId = target.jobId as string;
+  const reservation = { credits: target.jobReserved ?? 0 };
+  const release = (charged: number) => {
+    settle(state.budget, reservation, charged);
+    target.jobReserved = 0;
+  };
+  try {
+    const job = await jobFinished(run, jobId);
+    if (job.status === 'failed') {
+      release(0);
+      const paused = /insufficient_credits/.test(job.error ?? '');
+      await recordStop(state, target, paused ? 'paused' : 'failed', { type: JOB_FAILED, message: `job ${jobId}: ${job.error ?? 'the job failed'}` });
+      return;
+    }
+    // Waiting is free, but landing holds results pages in the worker: `targets` jobs land at once.
+    await condition(() => run.jobsLanding < run.targets);
+    run.jobsLanding++;
+    const results = await landJobResults({ runId: state.runId, harvest: state.harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items, ...run.identity }).finally(() => run.jobsLanding--);
+    release(results.credits);
+    if (target.plan.enrich && results.pages > 0) target.unenrichedPages = { from: target.pages + 1, to: target.pages + results.pages };
+    target.credits += results.credits;
+    target.pages += results.pages;
+    target.items += results.count;
+    target.status = target.items === 0 ? 'empty' : 'done';
+    if (target.status === 'empty') warnEmpty(state, target);
+  } catch (error) {
+    release(0);
+    await recordFailure(state, target, error);
+  }
+}
+
+/** Woken by the job.completed webhook (a signal); polling backs it up, slower and slower. */
+async function jobFinished(run: RunContext, jobId: string): Promise<Awaited<ReturnType<typeof checkJob>>> {
+  let pollMs = 2_000;
+  for (;;) {
+    await condition(() => run.completedJobs.has(jobId), pollMs);
+    const job = await checkJob(jobId, run.identity);
+    if (job.status === 'failed' || job.status === 'completed') return job;
+    pollMs = Math.min(pollMs * 2, 60_000);
+  }
+}
+
+/** What enriching all of a job's items costs at worst. */
+export function jobEnrichmentWorst(run: RunContext, target: TargetState): number {
+  return target.items * itemEnrichmentWorst(run.state.prices, target.plan.platform, run.harvest.enrich, listsPhotoPosts(target.plan));
+}
+
+/** The `enrich` step: the items of a job's landed pages, in one activity granted their worst case. */
+export async function enrichJobPages(run: RunContext, target: TargetState): Promise<void> {
+  const { state } = run;
+  const pages = target.unenrichedPages!;
+  const outcome = await grantedWork(
+    run,
+    `enrich:${target.plan.key}`,
+    jobEnrichmentWorst(run, target),
+    (workId, credits) => enrichLanded({ ...workInput(run, workId, credits), platform: target.plan.platform, target: target.plan.key, fromPage: pages.from, toPage: pages.to }),
+    target,
+  );
+  if (!outcome.ok) {
+    target.unenrichedPages = undefined;
+    state.enrichment.failed++;
+    await recordFailure(state, target, outcome.error);
+    return;
+  }
+  const { result } = outcome;
+  addTally(state.enrichment, result.enrichment);
+  state.enrichment.unenriched += result.unenriched;
+  if (result.stop) {
+    // The job's items stay to be enriched (a retry does it); the target itself is listed.
+    target.error = result.stop.error;
+    await recordWorkStop(state, result.stop, 'enrichment stopped');
+    return;
+  }
+  target.unenrichedPages = undefined;
+  target.failedCalls = (target.failedCalls ?? 0) + result.enrichment.failed;
+  finishListing(target);
+  if (result.unenriched > 0) stopRun(state, 'budget_exhausted', `${result.unenriched} items ${target.plan.key} listed were not enriched: the budget ran out`);
+}
