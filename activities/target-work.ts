@@ -167,6 +167,11 @@ class TargetListing {
   ) {
     const { target, prices } = input;
     this.progress = frame.checkpoint.resumed;
+    // The position counts the distinct items landed, but the store may hold more than it
+    // counted: an attempt Temporal gave up that still ran (a frozen worker) lands its answer
+    // at a page's key over the shorter one its successor bought with what its grant had
+    // left. Those items are the run's: counted, not listed again past max_items.
+    this.progress.position.items = Math.max(this.progress.position.items, Math.min(seen.size, target.maxItems));
     this.paging = new Paginator(this.progress.position, input.pageSize, target.maxItems, input.stopAtIds.length > 0);
     this.enricher = target.enrich ? frame.enricherFor(target.key) : undefined;
     this.known = new Set(input.stopAtIds);
