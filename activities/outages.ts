@@ -4,7 +4,7 @@
  *   usual (the long activities' heartbeats run on timers), and the worker's log and the run's
  *   live progress say what is waited for;
  * - an attempt whose own timeout comes first fails with a retryable `StoreOutage`, and Temporal
- *   tries it again (with unlimited attempts: workflows/harvest.ts) until the outage has lasted
+ *   tries it again (with unlimited attempts: workflows/run-context.ts) until the outage has lasted
  *   the bound since the activity was scheduled; then it fails for good (`OutageTooLong`);
  * - any other retryable failure is tried again at most MAX_ATTEMPTS times in all, as before the
  *   retry policy's attempts became unlimited.

@@ -350,7 +350,7 @@ class CaseContext {
     });
     this.workers.push(child);
     await Promise.race([
-      waitFor(() => /worker: polling/.test(text), 30_000, `worker ${number} to poll`, 50),
+      waitFor(() => /polling task queue/.test(text), 30_000, `worker ${number} to poll`, 50),
       child.exited.then(({ code, signal }) => {
         throw new Error(`worker ${number} exited at start (code ${code}, signal ${signal}): ${text.trim().split('\n').at(-1)}`);
       }),
