@@ -107,8 +107,10 @@ function refuseAfterLandingFailure(journal: CallJournal, key: string): void {
 }
 
 function rememberLandingFailure(key: string, error: unknown): void {
+  // The latest one: an attempt begun after an earlier failure stops at its own.
   const run = runOfKey(key);
-  if (!landingFailures.has(run)) landingFailures.set(run, { error, at: ++moments });
+  landingFailures.delete(run);
+  landingFailures.set(run, { error, at: ++moments });
   // A few runs' worth: the newest failures are the ones attempts in flight can meet.
   if (landingFailures.size > 64) landingFailures.delete(landingFailures.keys().next().value!);
 }
