@@ -9,14 +9,14 @@
  * loader that was killed holds no lock (the OS drops it).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
+import { existsSync, renameSync, rmSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { inTransaction, scalarOf, sqlString, tableNames } from './duckdb.js';
 import type { UnloadableLanding } from '../store/landing.js';
 import { LocalStore, type Store } from '../store/store.js';
-import { lakeCatalogFile, landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
-import { LAKE, lakeLocation, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
+import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
+import { LAKE, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
 import { keepLatestPerKey } from './latest-state.js';
 import { extract, type LoadPackage } from './load-package.js';
 import { merge } from './merge.js';
@@ -86,12 +86,10 @@ async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions)
   try {
     // A lake made by an earlier version: its schema is brought up to date, and the duplicate rows
     // that version's loads may have left (docs/ducklake-merge-duplicates.md) are repaired once.
-    const lake = lakeIdentity(dataDir);
-    if (!db.created && !schemaCurrent.has(lake) && (await ensureSchema(db.connection))) {
+    if (!db.created && (await ensureSchema(db.connection))) {
       const removed = await keepLatestPerKey(db.connection);
       if (Object.values(removed).some((rows) => rows > 0)) options.logger?.warn({ removed }, 'removed duplicate rows of latest-state tables, keeping each key\'s latest version');
     }
-    schemaCurrent.add(lake);
     await migrateLegacyWarehouse(db.connection, dataDir, options.logger);
     let landingsLoaded = 0;
     let rowsLoaded = 0;
@@ -255,20 +253,6 @@ const SCHEMA_DDL = [...TABLES_DDL, ...VIEWS_DDL];
  */
 const SCHEMA_REPAIRS = ['one row per key of latest-state tables (DuckLake MERGE at 2,048 rows)'];
 const SCHEMA_MARK = `social-harvester schema ${createHash('sha256').update([...SCHEMA_DDL, ...SCHEMA_REPAIRS].join(';\n')).digest('hex').slice(0, 16)}`;
-
-/**
- * Lakes this process has brought to its schema: asking the catalog again cost each load ~50 ms
- * (it reads every table's entry). A lake made anew (or put back from a backup) is another file
- * with another identity, and is asked again.
- */
-const schemaCurrent = new Set<string>();
-
-function lakeIdentity(dataDir: string): string {
-  const location = lakeLocation(dataDir);
-  if (location.shared) return location.description;
-  const stats = statSync(lakeCatalogFile(dataDir), { bigint: true });
-  return `${location.description}:${stats.dev}:${stats.ino}:${stats.birthtimeNs}`;
-}
 
 /**
  * Brings the lake's tables and views to this version's schema, in one snapshot, unless it has them:
