@@ -70,6 +70,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
 import { startEmulatorProcess } from './emulator-process.mjs';
+import { mountPrivateTmpfs, waitFor as waitUntil } from './private-tmpfs.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const dist = join(root, 'dist');
@@ -175,14 +176,9 @@ async function admin(origin, path, body) {
   return json.data;
 }
 
-async function waitFor(check, timeoutMs, what, everyMs = 100) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-    await sleep(everyMs);
-  }
+/** The matrix polls every 100 ms unless told otherwise. */
+function waitFor(check, timeoutMs, what, everyMs = 100) {
+  return waitUntil(check, timeoutMs, what, everyMs);
 }
 
 /** The harvest of every case: N items of a channel, a keyword search and a reels search, each item's stats. */
@@ -466,18 +462,7 @@ CaseContext.prototype.load = async function load() {
  * `nsenter -m`, and this process reads the files through /proc/<holder>/root.
  */
 CaseContext.prototype.mountSmallDisk = async function mountSmallDisk(kib) {
-  const holder = track(
-    spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs -o "size=$1k" tmpfs "$2" && echo mounted && exec sleep 86400', 'sh', String(kib), this.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] }),
-  );
-  let output = '';
-  holder.stdout.on('data', (chunk) => (output += chunk));
-  holder.stderr.on('data', (chunk) => (output += chunk));
-  await Promise.race([
-    waitFor(() => /mounted/.test(output), 10_000, 'the tmpfs to be mounted', 20),
-    holder.exited.then(({ code }) => {
-      throw new Error(`unshare --mount could not mount a tmpfs (exit ${code}): ${output.trim()}`);
-    }),
-  ]);
+  const holder = await mountPrivateTmpfs(this.dataDir, kib, track);
   this.holder = holder;
   this.note(`data dir: a ${kib} KiB tmpfs in a private mount namespace (unshare --mount --propagation private, held by pid ${holder.pid}); read here through ${this.readDir}`);
 };

@@ -18,11 +18,12 @@
  *   postgres-outage   (distributed) PostgreSQL stopped for 10-40 s, then started again in place
  *   minio-freeze      (distributed) MinIO SIGSTOPped for 10-40 s, then SIGCONT
  */
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { track, waitFor } from './stack.mjs';
+import { mountPrivateTmpfs } from '../private-tmpfs.mjs';
 
 export const LOCAL_FAULTS = ['worker-kill', 'worker-freeze', 'temporal-restart', 'api-5xx', 'answers-cut', 'answers-corrupt', 'disk-full'];
 export const DISTRIBUTED_FAULTS = [...LOCAL_FAULTS.filter((kind) => kind !== 'disk-full'), 'postgres-outage', 'minio-freeze'];
@@ -120,17 +121,7 @@ export async function makeFault(ctx, run, fault, workers) {
 // /proc/<holder>/root, as bench/fault-matrix.mjs does.
 
 export async function mountDisk(run) {
-  const holder = track(spawn('unshare', ['--mount', '--propagation', 'private', 'sh', '-c', 'mount -t tmpfs -o "size=$1k" tmpfs "$2" && echo mounted && exec sleep 86400', 'sh', String(DISK_KIB), run.dataDir], { stdio: ['ignore', 'pipe', 'pipe'] }));
-  let output = '';
-  holder.stdout.on('data', (chunk) => (output += chunk));
-  holder.stderr.on('data', (chunk) => (output += chunk));
-  await Promise.race([
-    waitFor(() => /mounted/.test(output), 10_000, 'the tmpfs to be mounted', 20),
-    holder.exited.then(({ code }) => {
-      throw new Error(`unshare --mount could not mount a tmpfs (exit ${code}): ${output.trim()}`);
-    }),
-  ]);
-  run.holder = holder;
+  run.holder = await mountPrivateTmpfs(run.dataDir, DISK_KIB, track);
 }
 
 /** A harvester command in the run's mount namespace when it has one: [file, args]. */

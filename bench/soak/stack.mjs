@@ -16,15 +16,8 @@ const { devServerArgs, TEMPORAL_BINARY } = await import(join(dist, 'src/temporal
 const { freePort } = await import(join(dist, 'src/cli/free-port.js'));
 const { startCorruptingProxy } = await import(join(dist, 'src/emulator/corrupting-proxy.js'));
 
-export async function waitFor(check, timeoutMs, what, everyMs = 200) {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
-    await sleep(everyMs);
-  }
-}
+import { waitFor } from '../private-tmpfs.mjs';
+export { waitFor };
 
 const children = new Set();
 
