@@ -202,7 +202,7 @@ export class ItemEnricher {
       land: async (result) => {
         let data: unknown = result.data;
         if (endpoint === 'download') ({ data, missing: mediaMissing } = await this.withMedia(subject, result.data as DownloadAnswer));
-        await store.writeLanding(landingOfCall({ runId, harvest, target, page, params }, result, data));
+        await store.writeLanding(landingOfCall({ runId, harvest, target, page, params }, result, data), { untilSync: true });
       },
     });
     return mediaMissing ? { mediaMissing } : {};
@@ -304,7 +304,7 @@ export class ItemEnricher {
           worst,
           call: (options) => client.page(platform, 'comments', { url, limit, cursor }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
           meter: { harvest, endpoint: `${platform}/comments` },
-          land: (answer) => store.writeLanding(landingOfCall({ runId, harvest, target, page, params: { url }, nextCursor: answer.nextCursor, hasMore: answer.hasMore }, answer, answer.items)),
+          land: (answer) => store.writeLanding(landingOfCall({ runId, harvest, target, page, params: { url }, nextCursor: answer.nextCursor, hasMore: answer.hasMore }, answer, answer.items), { untilSync: true }),
         });
         tally.calls++;
         got += result.items.length;

@@ -239,7 +239,7 @@ class TargetListing {
         meter: { harvest: input.harvest, endpoint: `${target.platform}/${target.endpoint}`, listsItems: true },
         land: async (answer) => {
           const place = { runId, harvest: input.harvest, target: target.key, page: position.page, params: target.params, rankOffset: position.offset, nextCursor: answer.nextCursor, hasMore: answer.hasMore };
-          await store.writeLanding(landingOfCall(place, answer, answer.items));
+          await store.writeLanding(landingOfCall(place, answer, answer.items), { untilSync: true });
         },
       });
       paging.bought(limit);

@@ -26,13 +26,17 @@ const IDLE_CLOSE_MS = 30_000;
 /** This process's name among the writers of segments: unique across processes and machines. */
 const WRITER = `${process.pid.toString(36)}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
 
+/** A new segment's file name, never given before by any process (this process's writer name, and its next number). */
+export function newSegmentFileName(): string {
+  return segmentFileName({ writer: WRITER, seq: nextSeq++ });
+}
+
 const answerSegmentsByFolder = new Map<string, AnswerSegments>();
 /** Numbers this process's segments, across data directories and runs: a name is never taken twice. */
 let nextSeq = 1;
 
 interface RunWriter {
   writer: SegmentWriter;
-  seq: number;
   idle: NodeJS.Timeout | undefined;
 }
 
@@ -141,8 +145,7 @@ export class AnswerSegments {
     let run = this.writers.get(runFolder);
     if (!run || run.writer.failed || run.writer.bytes >= SEGMENT_BYTES) {
       if (run) void run.writer.close();
-      const seq = nextSeq++;
-      run = { writer: new SegmentWriter(`${runSegmentFolder(this.dataDir, runFolder)}/${segmentFileName({ writer: WRITER, seq })}`, { run_id: runId }), seq, idle: undefined };
+      run = { writer: new SegmentWriter(`${runSegmentFolder(this.dataDir, runFolder)}/${newSegmentFileName()}`, { run_id: runId }), idle: undefined };
       this.writers.set(runFolder, run);
     }
     clearTimeout(run.idle);

@@ -11,7 +11,7 @@ import { basename, dirname, join, relative, sep } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
 import type { CallFailure } from '../harvest/progress.js';
 import { writeDurableFile } from './durable-file.js';
-import { landingFile, landingRoot, pathSegment, quarantineFile, quarantineRoot } from './layout.js';
+import { landingFile, landingRoot, pathSegment, runFolderOfRun, quarantineFile, quarantineRoot } from './layout.js';
 
 /** The billed call behind a page. Free pages (a job's results) have none; the job is billed once. */
 export interface LandedCall {
@@ -70,12 +70,12 @@ export type Landing = PageLanding | RunLanding;
 
 /** The key of a page landing: fixed by run, target and page, so a retry lands on the same key. */
 export function pageLandingKey(runId: string, target: string, page: number): string {
-  return [pathSegment(runId), pathSegment(target), `page-${String(page).padStart(6, '0')}.json`].join('/');
+  return [runFolderOfRun(runId), pathSegment(target), `page-${String(page).padStart(6, '0')}.json`].join('/');
 }
 
 /** The landing's path relative to the landing root: its identity in `loaded_landings`. */
 export function landingKey(landing: Landing): string {
-  if (landing.kind === 'run') return [pathSegment(landing.run_id), RUN_FOLDER, `status-${String(landing.seq).padStart(6, '0')}.json`].join('/');
+  if (landing.kind === 'run') return [runFolderOfRun(landing.run_id), RUN_FOLDER, `status-${String(landing.seq).padStart(6, '0')}.json`].join('/');
   return pageLandingKey(landing.run_id, landing.target, landing.page);
 }
 

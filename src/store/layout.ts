@@ -20,9 +20,10 @@
  *   .write-check-<pid>                        a starting worker's check that it can write here
  *
  * With shared storage (src/store/shared), the same names hold under s3://<bucket>/<prefix>/ for
- * landing/, quarantine/, media/ and lake/data/ (objectKey), and the journal, coverage, the job
- * registry and the credits-low alert are rows in the PostgreSQL catalog; the data directory is then
- * the worker's scratch: a cache of landings and the loader's work files.
+ * segments/, landing/, quarantine/, media/ and lake/data/ (objectKey), and the journal, coverage,
+ * the job registry and the credits-low alert are rows in the PostgreSQL catalog; the data directory
+ * is then the worker's scratch: a cache of the segments (each uploaded group of answers is a segment
+ * object of its own, segment-uploads.ts) and the loader's work files.
  */
 import { join, relative, sep } from 'node:path';
 
@@ -41,6 +42,11 @@ export function pathSegment(key: string): string {
  */
 export function runFolderOfKey(key: string): string {
   return key.slice(0, key.indexOf('/'));
+}
+
+/** The folder of a run's answers, by its id: the first part of each of its landing keys. */
+export function runFolderOfRun(runId: string): string {
+  return pathSegment(runId);
 }
 
 export function segmentRoot(dataDir: string): string {
@@ -62,7 +68,8 @@ export interface SegmentName {
   seq: number;
 }
 
-const SEGMENT_NAME = /^([A-Za-z0-9]+-[A-Za-z0-9]+-[A-Za-z0-9]+)-(\d{6})\.seg$/;
+// Six digits at least: a standing worker may pass a million segments (a shared store's are small).
+const SEGMENT_NAME = /^([A-Za-z0-9]+-[A-Za-z0-9]+-[A-Za-z0-9]+)-(\d{6,})\.seg$/;
 
 export function segmentFileName(name: SegmentName): string {
   return `${name.writer}-${String(name.seq).padStart(6, '0')}.seg`;

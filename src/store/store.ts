@@ -16,12 +16,17 @@ import { FileJournals, type JournalStore } from './call-journal.js';
 import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
 import { existsSync } from 'node:fs';
 import { AnswerSegments, removeRunAnswers } from './answer-segments.js';
-import { pageLandingKey, quarantinedLandingsOfRun, quarantineLanding, quarantineText, type Landing } from './landing.js';
-import { landingFile, runFolderOfKey } from './layout.js';
+import { quarantinedLandingsOfRun, quarantineLanding, quarantineText, type Landing } from './landing.js';
+import { landingFile, runFolderOfRun } from './layout.js';
 import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
 import { lakeMaintainedAt, markLakeMaintained } from './maintenance-mark.js';
 import { storeMedia, type StoredMedia } from './media-store.js';
 import { dataDirectoryIdentity, type StoreIdentity } from './store-identity.js';
+
+export interface LandingOptions {
+  /** Readable by other processes from the work's next journal sync on, not at once. */
+  untilSync?: boolean;
+}
 
 export interface Store {
   /** This process's own directory: the whole store for LocalStore, a scratch directory for SharedStore. */
@@ -30,8 +35,13 @@ export interface Store {
   readonly description: string;
   readonly journals: JournalStore;
 
-  /** Writes a landing durably (with the answers that arrive with it: segment.ts) and returns its key. */
-  writeLanding(landing: Landing): Promise<string>;
+  /**
+   * Lands an answer, with the answers that arrive with it (a group commit: segment.ts,
+   * shared/shared-segments.ts), and returns its key once every loader of the store can read it;
+   * with `untilSync`, once this process can, the others following at its journal's next sync
+   * (for a work's metered calls: their settlements wait for that sync).
+   */
+  writeLanding(landing: Landing, options?: LandingOptions): Promise<string>;
   findLanding(key: string): Promise<Landing | undefined>;
   isLanded(key: string): Promise<boolean>;
   /**
@@ -93,7 +103,7 @@ export class LocalStore implements Store {
   readonly description: string;
 
   constructor(readonly dataDir: string) {
-    this.journals = new FileJournals(dataDir, (runId) => AnswerSegments.of(dataDir).syncRun(runFolderOfKey(pageLandingKey(runId, '-', 1))));
+    this.journals = new FileJournals(dataDir, (runId) => AnswerSegments.of(dataDir).syncRun(runFolderOfRun(runId)));
     this.description = `directory ${dataDir}`;
   }
 

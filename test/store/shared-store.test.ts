@@ -10,7 +10,10 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
 import { CallJournal, runFailures } from '../../src/store/call-journal.js';
-import { landedKeys, landedLanding } from '../support/landed.js';
+import { landedAnswers, landedKeys, landedLanding } from '../support/landed.js';
+import { pageLandingKey, type PageLanding } from '../../src/store/landing.js';
+import { ObjectStorage } from '../../src/store/shared/object-storage.js';
+import { objectStorageSettings } from '../../src/store/shared/shared-settings.js';
 import { sharedStoreIdentity, storeFromEnvironment } from '../../src/store/store-from-environment.js';
 import type { Store } from '../../src/store/store.js';
 import { loadReportData } from '../../src/report/read-report.js';
@@ -123,7 +126,6 @@ describe('shared storage', () => {
     const [first, second] = [await machine(env), await machine(env)];
     const { dataDir } = await landedSample(emulator, 'run-shared-1');
     const key = landedKeys(dataDir)[0]!;
-    expect(await second.isLanded(key)).toBe(false);
     await first.writeLanding(landedLanding(dataDir, key));
     expect(await second.isLanded(key)).toBe(true);
     expect(await second.findLanding(key)).toEqual(landedLanding(dataDir, key));
@@ -139,6 +141,100 @@ describe('shared storage', () => {
     const bytes = new TextEncoder().encode('a media file');
     const stored = await first.storeMedia(bytes, 'video/mp4');
     expect(await second.storeMedia(bytes, 'video/mp4')).toEqual(stored);
+  });
+
+  it('answers land in groups: a run\'s concurrent answers make one segment object per group, found by key from any machine, loaded once', async () => {
+    const env = await sharedStore();
+    const [lander, finder, loader] = [await machine(env), await machine(env), await machine(env)];
+    const { dataDir } = await landedSample(emulator, 'run-shared-groups');
+    const page = landedAnswers(dataDir).values().next().value as PageLanding;
+    // 8 works of a run, each landing 50 answers one after another, as a listing does.
+    const answers = 8 * 50;
+    const landingOf = (work: number, n: number): PageLanding => ({ ...page, target: `channel:tiktok:work-${work}:videos`, page: n + 1 });
+    const keys = await Promise.all(
+      Array.from({ length: 8 }, async (_, work) => {
+        const journal = await CallJournal.load(lander.journals, 'run-shared-groups', `work-${work}`);
+        const landed: string[] = [];
+        for (let n = 0; n < 50; n++) {
+          const key = pageLandingKey('run-shared-groups', landingOf(work, n).target, n + 1);
+          await journal.intend(key, 10);
+          landed.push(await lander.writeLanding(landingOf(work, n), { untilSync: true }));
+          await journal.settle(key, 1);
+          // A work checkpoints now and then: its journal's sync uploads what the process landed.
+          if (n % 10 === 9) await journal.sync();
+        }
+        return landed;
+      }),
+    );
+    // Settled in the shared journal, every one, once its answer was uploaded.
+    for (let work = 0; work < 8; work++) expect((await CallJournal.load(finder.journals, 'run-shared-groups', `work-${work}`)).totals()).toMatchObject({ settledCalls: 50, lostCalls: 0 });
+    const objects = new ObjectStorage(objectStorageSettings(env.HARVESTER_STORAGE!, { ...process.env, ...env }));
+    try {
+      const segmentObjects = (await objects.list('segments/')).filter((key) => key.endsWith('.seg'));
+      // Each upload is an object of its own name: the objects count the PUTs.
+      expect(segmentObjects.length).toBeGreaterThan(0);
+      expect(segmentObjects.length).toBeLessThanOrEqual(answers / 20);
+      // Another machine finds every answer by its key, as a retried work on it would.
+      for (const [work, landed] of keys.entries()) {
+        expect(landed).toHaveLength(50);
+        expect(await finder.findLanding(landed[49]!)).toEqual(landingOf(work, 49));
+      }
+      expect(await finder.isLanded(pageLandingKey('run-shared-groups', 'channel:tiktok:work-0:videos', 51))).toBe(false);
+      const loaded = await loadLandings(loader.dataDir, { store: loader });
+      expect(loaded.landingsLoaded).toBe(answers);
+      expect((await loadLandings(finder.dataDir, { store: finder })).landingsLoaded).toBe(0);
+      const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+      const [row] = (await queryWarehouse(reader, "SELECT count(*) AS calls, count(DISTINCT landing) AS landings FROM loaded_landings WHERE run_id = 'run-shared-groups'")).rows;
+      expect(row).toEqual({ calls: String(answers), landings: String(answers) });
+    } finally {
+      objects.close();
+    }
+  });
+
+  it('a call\'s settlement reaches the shared journal only once its answer is uploaded', async () => {
+    const env = await sharedStore();
+    const [lander, other] = [await machine(env), await machine(env)];
+    const { dataDir } = await landedSample(emulator, 'run-shared-settle');
+    const page = landedAnswers(dataDir).values().next().value as PageLanding;
+    const journal = await CallJournal.load(lander.journals, 'run-shared-settle', 'work-1');
+    const key = pageLandingKey('run-shared-settle', page.target, 77);
+    await journal.intend(key, 10);
+    expect(await lander.writeLanding({ ...page, page: 77 }, { untilSync: true })).toBe(key);
+    await journal.settle(key, 3);
+    // This process finds it at once; the shared journal and other machines see it only after the upload.
+    expect(await lander.findLanding(key)).toMatchObject({ page: 77 });
+    expect(journal.totals()).toMatchObject({ settledCalls: 1, credits: 3 });
+    expect((await CallJournal.load(other.journals, 'run-shared-settle', 'work-1')).totals()).toMatchObject({ settledCalls: 0, lostCalls: 1, credits: 10 });
+    // The other machine looks for it before it is uploaded, as a second target checking whether it was bought would.
+    expect(await other.isLanded(key)).toBe(false);
+    await journal.sync();
+    expect((await CallJournal.load(other.journals, 'run-shared-settle', 'work-1')).totals()).toMatchObject({ settledCalls: 1, lostCalls: 0, credits: 3 });
+    // A retried work there (a new attempt claims the journal) finds what the earlier attempt uploaded.
+    await (await CallJournal.load(other.journals, 'run-shared-settle', 'work-1')).claim(2);
+    expect(await other.findLanding(key)).toMatchObject({ page: 77 });
+  });
+
+  it('a segment object cut short loads the answers whole before the cut, never the cut one', async () => {
+    const env = await sharedStore();
+    const [lander, loader] = [await machine(env), await machine(env)];
+    const { dataDir } = await landedSample(emulator, 'run-shared-cut');
+    const page = landedAnswers(dataDir).values().next().value as PageLanding;
+    const landed = await Promise.all([1, 2, 3].map((n) => lander.writeLanding({ ...page, page: n }, { untilSync: true })));
+    await lander.journals.journalLog('run-shared-cut', 'work-1').sync();
+    const objects = new ObjectStorage(objectStorageSettings(env.HARVESTER_STORAGE!, { ...process.env, ...env }));
+    try {
+      const [segment, ...others] = (await objects.list('segments/')).filter((key) => key.endsWith('.seg'));
+      expect(others).toEqual([]);
+      const bytes = (await objects.get(segment!))!;
+      // The last frame loses its last bytes, as an upload cut by a dying machine would leave it.
+      await objects.put(segment!, bytes.subarray(0, bytes.length - 5));
+      expect((await loadLandings(loader.dataDir, { store: loader })).landingsLoaded).toBe(2);
+      const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+      const rows = (await queryWarehouse(reader, "SELECT landing FROM loaded_landings WHERE run_id = 'run-shared-cut' ORDER BY landing")).rows.map((row) => row.landing);
+      expect(rows).toEqual(landed.slice(0, 2));
+    } finally {
+      objects.close();
+    }
   });
 
   it('a load on one machine takes every machine\'s landings into the shared lake once, and any machine reads it', async () => {

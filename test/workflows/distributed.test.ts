@@ -11,6 +11,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
+import { ObjectStorage } from '../../src/store/shared/object-storage.js';
+import { objectStorageSettings } from '../../src/store/shared/shared-settings.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { CLI } from '../support/cli.js';
@@ -111,6 +113,20 @@ harvests:
       // Re-paid: at most the calls in flight at the two kills (3 listings and 8 calls each).
       expect(paidNotLanded.length).toBeLessThanOrEqual(summary.callsLost);
       expect(summary.callsLost).toBeLessThanOrEqual(2 * (3 + 8));
+
+      // The answers went up in groups, a group per work's checkpoint (about a second), not an
+      // object per answer: each upload is a segment of its own name, which the lake records.
+      const [segments] = await one('SELECT count(DISTINCT segment) FROM loaded_segments');
+      console.log(`distributed: ${ledger.length} calls charged, ${segments} segment objects uploaded, ${summary.callsLost} calls lost`);
+      expect(Number(segments)).toBeGreaterThan(0);
+      expect(Number(segments)).toBeLessThanOrEqual(ledger.length / 3);
+      // Nothing of the run is left behind in the object store once its answers are in the lake.
+      const objects = new ObjectStorage(objectStorageSettings(sharedEnv.HARVESTER_STORAGE!, { ...process.env, ...sharedEnv }));
+      try {
+        expect(await objects.list('segments/')).toEqual([]);
+      } finally {
+        objects.close();
+      }
     } finally {
       for (const worker of workers) worker.process.kill('SIGTERM');
       await Promise.all(workers.map((worker) => new Promise((resolve) => (worker.process.exitCode !== null ? resolve(undefined) : worker.process.once('exit', resolve)))));

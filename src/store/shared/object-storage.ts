@@ -74,19 +74,24 @@ export class ObjectStorage {
 
   /** The keys (relative to the prefix) of every object whose key starts with `under`. */
   async list(under: string): Promise<string[]> {
-    const keys: string[] = [];
+    return (await this.listSized(under)).map((object) => object.key);
+  }
+
+  /** Every object whose key starts with `under`: its key (relative to the prefix) and size in bytes. */
+  async listSized(under: string): Promise<{ key: string; size: number }[]> {
+    const objects: { key: string; size: number }[] = [];
     const strip = this.settings.prefix === '' ? 0 : this.settings.prefix.length + 1;
     let token: string | undefined;
     try {
       do {
         const page = await this.client.send(new ListObjectsV2Command({ Bucket: this.settings.bucket, Prefix: this.fullKey(under), ContinuationToken: token }));
-        for (const object of page.Contents ?? []) if (object.Key) keys.push(object.Key.slice(strip));
+        for (const object of page.Contents ?? []) if (object.Key) objects.push({ key: object.Key.slice(strip), size: object.Size ?? 0 });
         token = page.IsTruncated ? page.NextContinuationToken : undefined;
       } while (token);
     } catch (error) {
       throw new ObjectStorageError('list', this.url(under), error);
     }
-    return keys;
+    return objects;
   }
 
   /** Makes the bucket, unless this account has it already. */

@@ -1,25 +1,28 @@
 /**
- * The store shared by workers on many machines: landings, quarantine and media in S3-compatible
- * object storage, and the journals, coverage, job registry and credits-low alert in PostgreSQL
+ * The store shared by workers on many machines: answers (in segments, shared-segments.ts),
+ * quarantine and media in S3-compatible object storage, and the journals, coverage, job registry and credits-low alert in PostgreSQL
  * (PostgresCatalog). A retry on any machine therefore resumes from what a dead worker landed and
  * journaled, and pays at most the calls that were in flight when it died.
  *
- * The worker's own data directory is scratch: each landing is written there too, as a cache that
- * spares reading it back from the object store, and the loader stages there the landings it loads.
+ * The worker's own data directory is scratch: each segment it uploads is written there too, as a
+ * cache that spares reading it back from the object store, and the loader stages there the
+ * segments it loads.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import type { CreditsLow } from '../credit-alerts.js';
 import { writeDurableFile } from '../durable-file.js';
 import type { JobRecord } from '../job-registry.js';
-import { removeRunAnswers } from '../answer-segments.js';
-import { landingKey, landingText, quarantineLanding, quarantineLine, writeLanding, type Landing } from '../landing.js';
-import { landingFile, landingRoot, mediaFile, objectKey, pathSegment, quarantineFile, quarantineRoot } from '../layout.js';
+import { AnswerSegments, removeRunAnswers } from '../answer-segments.js';
+import { quarantineLanding, quarantineLine, quarantineText, type Landing } from '../landing.js';
+import { landingFile, landingRoot, mediaFile, objectKey, pathSegment, quarantineFile, quarantineRoot, runFolderOfKey, runFolderOfRun } from '../layout.js';
 import type { ListingCoverage } from '../listing-coverage.js';
 import { describeMedia, type StoredMedia } from '../media-store.js';
-import type { Store } from '../store.js';
+import type { LandingOptions, Store } from '../store.js';
+import type { JournalStore } from '../call-journal.js';
 import type { StoreIdentity } from '../store-identity.js';
 import type { PostgresCatalog } from './postgres-catalog.js';
 import type { ObjectStorage } from './object-storage.js';
+import { SettledAfterUpload, SharedSegments } from './shared-segments.js';
 
 /** The one credits-low alert's key among the catalog's alert documents. */
 const CREDITS_LOW = 'credits-low';
@@ -31,6 +34,10 @@ const STAGING_FETCHES = 16;
 
 export class SharedStore implements Store {
   readonly description: string;
+  private readonly segments: SharedSegments;
+  /** Whether a run has landing objects of an earlier version, by run folder. */
+  private readonly landingObjectRuns = new Map<string, Promise<boolean>>();
+  readonly #journals: JournalStore;
   #identity: Promise<StoreIdentity> | undefined;
 
   constructor(
@@ -39,38 +46,51 @@ export class SharedStore implements Store {
     readonly catalog: PostgresCatalog,
   ) {
     this.description = `${objects.url('')} with the catalog ${catalog.where}`;
+    this.segments = new SharedSegments(objects, dataDir);
+    const segments = this.segments;
+    this.#journals = {
+      journalLog: (runId, workId) => new SettledAfterUpload(catalog.journalLog(runId, workId), segments, runFolderOfRun(runId)),
+      runJournalLogs: (runId) => catalog.runJournalLogs(runId),
+      removeRunJournals: (runIds) => catalog.removeRunJournals(runIds),
+    };
   }
 
-  get journals(): PostgresCatalog {
-    return this.catalog;
+  /** The catalog's journals, each settlement appended once its answer is uploaded (SettledAfterUpload). */
+  get journals(): JournalStore {
+    return this.#journals;
   }
 
-  /** Landed once it is in the object store; the scratch copy is a cache. */
-  async writeLanding(landing: Landing): Promise<string> {
-    const key = landingKey(landing);
-    await this.objects.put(this.landingObject(key), landingText(landing));
-    writeLanding(this.dataDir, landing);
-    return key;
-  }
-
-  async findLanding(key: string): Promise<Landing | undefined> {
-    const cached = landingFile(this.dataDir, key);
-    if (existsSync(cached)) return JSON.parse(readFileSync(cached, 'utf8')) as Landing;
-    const bytes = await this.objects.get(this.landingObject(key));
-    if (!bytes) return undefined;
-    writeDurableFile(cached, bytes, { what: 'landing' });
-    return JSON.parse(bytes.toString('utf8')) as Landing;
-  }
-
-  async isLanded(key: string): Promise<boolean> {
-    return existsSync(landingFile(this.dataDir, key)) || (await this.objects.exists(this.landingObject(key)));
+  /** Landed once the segment object holding it is uploaded, or with `untilSync` at the journal's next sync (shared-segments.ts). */
+  writeLanding(landing: Landing, options: LandingOptions = {}): Promise<string> {
+    return this.segments.land(landing, options.untilSync ?? false);
   }
 
   /**
-   * Fetches every landing of the store not in the scratch directory yet. The store holds only the
-   * landings of runs not over or not loaded (removeRunAnswers), so the listing does not grow with history.
+   * From the scratch directory's segments (this process's uploads, and those of other workers
+   * fetched before); when not there, from the run's segment objects that are new since, and then
+   * from a landing object of an earlier version.
+   */
+  async findLanding(key: string): Promise<Landing | undefined> {
+    const pending = this.segments.pendingLanding(key);
+    if (pending) return pending;
+    const scratch = AnswerSegments.of(this.dataDir);
+    const found = await scratch.find(key);
+    if (found) return found;
+    await this.segments.stageRun(runFolderOfKey(key));
+    return (await scratch.find(key)) ?? (await this.findLandingObject(key));
+  }
+
+  async isLanded(key: string): Promise<boolean> {
+    return (await this.findLanding(key)) !== undefined;
+  }
+
+  /**
+   * Fetches every segment object (and landing object of an earlier version) the scratch directory
+   * lacks. The store holds only the answers of runs not over or not loaded (removeRunAnswers), so
+   * the listing does not grow with history.
    */
   async stageLandings(): Promise<void> {
+    await this.segments.stageAll();
     const prefix = `${objectKey(this.dataDir, landingRoot(this.dataDir))}/`;
     const missing = (await this.objects.list(prefix))
       .map((object) => object.slice(prefix.length))
@@ -86,23 +106,29 @@ export class SharedStore implements Store {
   }
 
   async removeRunAnswers(runFolder: string): Promise<void> {
+    await this.segments.removeRun(runFolder);
     const prefix = `${objectKey(this.dataDir, landingRoot(this.dataDir))}/${runFolder}/`;
     for (const object of await this.objects.list(prefix)) await this.objects.delete(object);
+    this.landingObjectRuns.delete(runFolder);
+    await AnswerSegments.of(this.dataDir).forgetRun(runFolder);
     await removeRunAnswers(this.dataDir, runFolder);
   }
 
   /**
-   * The reason first, then the landing's bytes under quarantine/, and only then is the landing
+   * The reason first, then the landing's bytes under quarantine/, and only then is a landing object
    * deleted: a worker killed between them leaves the landing where it was, to be quarantined again.
+   * A segment's frame stays in its segment; its copy in the scratch quarantine/ makes loads skip it.
    */
   async quarantineLanding(key: string, reason: string): Promise<string> {
-    const bytes = (await this.objects.get(this.landingObject(key))) ?? readFileSync(landingFile(this.dataDir, key));
+    const object = await this.objects.get(this.landingObject(key));
+    const bytes = object ?? (existsSync(landingFile(this.dataDir, key)) ? readFileSync(landingFile(this.dataDir, key)) : Buffer.from((await AnswerSegments.of(this.dataDir).text(key)) ?? '', 'utf8'));
     const quarantined = this.quarantineObject(key);
     await this.objects.put(`${quarantined}.reason`, `${reason}\n`);
     await this.objects.put(quarantined, bytes);
-    await this.objects.delete(this.landingObject(key));
-    // Out of the scratch directory too, or its next load would find it there.
+    if (object) await this.objects.delete(this.landingObject(key));
+    // Out of the scratch directory's loads too, or its next load would find it there.
     if (existsSync(landingFile(this.dataDir, key))) quarantineLanding(this.dataDir, key, reason);
+    else if (!object) quarantineText(this.dataDir, key, bytes.toString('utf8'), reason);
     return this.objects.url(quarantined);
   }
 
@@ -185,6 +211,25 @@ export class SharedStore implements Store {
   async close(): Promise<void> {
     this.objects.close();
     await this.catalog.close();
+  }
+
+  /**
+   * A landing of an earlier version, one object per answer: looked for only in runs that have such
+   * objects (one LIST per run and process), since no landing is written so any more.
+   */
+  private async findLandingObject(key: string): Promise<Landing | undefined> {
+    const runFolder = runFolderOfKey(key);
+    let hasObjects = this.landingObjectRuns.get(runFolder);
+    if (!hasObjects) {
+      hasObjects = this.objects.list(`${objectKey(this.dataDir, landingRoot(this.dataDir))}/${runFolder}/`).then((objects) => objects.length > 0);
+      this.landingObjectRuns.set(runFolder, hasObjects);
+      hasObjects.catch(() => this.landingObjectRuns.delete(runFolder));
+    }
+    if (!(await hasObjects)) return undefined;
+    const bytes = await this.objects.get(this.landingObject(key));
+    if (!bytes) return undefined;
+    writeDurableFile(landingFile(this.dataDir, key), bytes, { what: 'landing' });
+    return JSON.parse(bytes.toString('utf8')) as Landing;
   }
 
   private landingObject(key: string): string {

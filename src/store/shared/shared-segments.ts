@@ -1,0 +1,315 @@
+/**
+ * A shared store's answers, in segments in the object store: answers that arrive together, from any
+ * work of a run in this process, are uploaded together as one segment object
+ * (`segments/<run>/<writer>-NNNNNN.seg`, the format of segment.ts), so a run makes one PUT per group
+ * of answers, not one per answer. A call's settlement reaches the shared journal only once the
+ * object holding its answer is uploaded (SettledAfterUpload), so a worker that dies leaves no
+ * settled call whose answer only its own memory or disk had: the calls whose group was not uploaded
+ * stay open intents, counted as the calls in flight they were, and a retry buys them again.
+ *
+ * A work's answers are uploaded as a group commit: when the work checkpoints (its journal's sync,
+ * at most once a second while pages come, and before it returns), when a group is full, or
+ * GROUP_WAIT_MS after it began; one upload at a time per run, answers arriving while one is under
+ * way forming the next group. Their settlements in the journal wait for the upload
+ * (SettledAfterUpload). Answers landed outside a work (a run's status, a job's results) are
+ * uploaded at once, and their landing resolves after. Each uploaded segment is also written to the
+ * worker's scratch directory, where AnswerSegments reads it back by key; the segments other workers
+ * uploaded are fetched there (staged) when a key is not found, or by the loader before a load. A
+ * staged copy is a cache: written without fsync, and fetched again when its size is not the object's.
+ */
+import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { newSegmentFileName } from '../answer-segments.js';
+import { temporaryFor } from '../durable-file.js';
+import { landingKey, landingText, type Landing } from '../landing.js';
+import { objectKey, parseSegmentFileName, runFolderOfKey, runSegmentFolder, segmentRoot } from '../layout.js';
+import { frameOf, segmentHeaderText } from '../segment.js';
+import type { JournalLine, JournalLog } from '../call-journal.js';
+import type { ObjectStorage } from './object-storage.js';
+
+/** A group waits at most this long for its upload (a work's checkpoint uploads it sooner): an answer is never held for long. */
+const GROUP_WAIT_MS = 1_000;
+/** A group this full is uploaded at once. */
+const GROUP_MAX_FRAMES = 512;
+const GROUP_MAX_BYTES = 8 << 20;
+/** Segment objects fetched at once when staging. */
+const STAGING_FETCHES = 16;
+/** A run's segments in the object store are listed again, when a key is missed, at most this often. */
+const RELIST_EVERY_MS = 1_000;
+
+interface WaitingLanding {
+  frame: Buffer;
+  key: string;
+}
+
+/** A promise and what settles it: one per group, resolved once its segment object is uploaded. */
+interface Upload {
+  done: Promise<void>;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+function newUpload(): Upload {
+  let resolve!: () => void;
+  let reject!: (error: unknown) => void;
+  const done = new Promise<void>((ok, fail) => {
+    resolve = ok;
+    reject = fail;
+  });
+  // Awaited by whoever lands or settles in the group; a failure no one awaits is not an unhandled rejection.
+  done.catch(() => undefined);
+  return { done, resolve, reject };
+}
+
+/** A run's answers waiting for their upload, and the upload under way. */
+interface RunGroup {
+  runId: string;
+  waiting: WaitingLanding[];
+  bytes: number;
+  /** Settled when the waiting answers are uploaded. */
+  next: Upload;
+  /** The upload under way, if any. */
+  flying: Promise<void> | undefined;
+  /** Another upload was asked for while one was under way. */
+  again: boolean;
+  timer: NodeJS.Timeout | undefined;
+}
+
+/** A run's segment objects as last listed: when the listing began, and its end. */
+interface RunListing {
+  startedAt: number;
+  done: Promise<void>;
+}
+
+export class SharedSegments {
+  private readonly groups = new Map<string, RunGroup>();
+  private readonly listings = new Map<string, RunListing>();
+  /** Answers landed by this process and not yet uploaded, by key: found here meanwhile. */
+  private readonly pending = new Map<string, { landing: Landing; uploaded: Promise<void> }>();
+  /** Segment objects uploaded by this process (PUTs), and the answers in them. */
+  uploads = 0;
+  uploadedAnswers = 0;
+
+  constructor(
+    private readonly objects: ObjectStorage,
+    private readonly dataDir: string,
+  ) {}
+
+  /**
+   * Lands an answer. Resolves with its key once the segment object holding it is uploaded; with
+   * `untilSync`, at once, the upload following at the next flush (the work's checkpoint), when the
+   * group is full, or GROUP_WAIT_MS later.
+   */
+  async land(landing: Landing, untilSync = false): Promise<string> {
+    const key = landingKey(landing);
+    const runFolder = runFolderOfKey(key);
+    let group = this.groups.get(runFolder);
+    if (!group) {
+      group = { runId: landing.run_id, waiting: [], bytes: 0, next: newUpload(), flying: undefined, again: false, timer: undefined };
+      this.groups.set(runFolder, group);
+    }
+    const frame = frameOf(key, landingText(landing));
+    group.waiting.push({ frame, key });
+    group.bytes += frame.length;
+    const uploaded = group.next.done;
+    this.pending.set(key, { landing, uploaded });
+    if (!untilSync || group.waiting.length >= GROUP_MAX_FRAMES || group.bytes >= GROUP_MAX_BYTES) this.upload(runFolder, group);
+    else group.timer ??= setTimeout(() => this.upload(runFolder, group), GROUP_WAIT_MS);
+    if (!untilSync) await uploaded;
+    return key;
+  }
+
+  /** An answer this process landed and has not uploaded yet. */
+  pendingLanding(key: string): Landing | undefined {
+    return this.pending.get(key)?.landing;
+  }
+
+  /** The upload that will hold an answer this process landed, while it is not done. */
+  uploadOf(key: string): Promise<void> | undefined {
+    return this.pending.get(key)?.uploaded;
+  }
+
+  /** Uploads every answer landed so far; throws if one of their uploads failed. */
+  async flush(): Promise<void> {
+    const uploads: Promise<void>[] = [];
+    for (const [runFolder, group] of this.groups) {
+      if (group.flying) uploads.push(group.flying);
+      if (group.waiting.length > 0) uploads.push(group.next.done);
+      this.upload(runFolder, group);
+    }
+    await Promise.all(uploads);
+  }
+
+  /**
+   * Fetches into the scratch directory the run's segment objects it lacks, unless a listing of them
+   * began less than RELIST_EVERY_MS ago (then waits for that one): a missed key costs one LIST a
+   * second per run, however many calls miss, and a listing returns the run's own segments only. An
+   * answer another worker uploaded in that second may be missed by a work checking whether another
+   * target already bought it (it is then bought again, as when two workers ask at once), never by
+   * a retried work: its claim lists afresh (SettledAfterUpload.claim).
+   */
+  async stageRun(runFolder: string): Promise<void> {
+    const now = Date.now();
+    const last = this.listings.get(runFolder);
+    if (last && now - last.startedAt < RELIST_EVERY_MS) return last.done;
+    const listing: RunListing = { startedAt: now, done: this.stage(`${objectKey(this.dataDir, runSegmentFolder(this.dataDir, runFolder))}/`) };
+    this.listings.set(runFolder, listing);
+    try {
+      await listing.done;
+    } catch (error) {
+      if (this.listings.get(runFolder) === listing) this.listings.delete(runFolder);
+      throw error;
+    }
+  }
+
+  /** The next missed key of the run lists its segment objects again, however recent the last listing. */
+  listAfresh(runFolder: string): void {
+    this.listings.delete(runFolder);
+  }
+
+  /** Fetches every segment object of the store the scratch directory lacks: the loader's, before a load. */
+  stageAll(): Promise<void> {
+    return this.stage(`${objectKey(this.dataDir, segmentRoot(this.dataDir))}/`);
+  }
+
+  /** Deletes a run's segment objects (its answers are in the lake, and it is over). */
+  async removeRun(runFolder: string): Promise<void> {
+    const prefix = `${objectKey(this.dataDir, runSegmentFolder(this.dataDir, runFolder))}/`;
+    for (const object of await this.objects.list(prefix)) await this.objects.delete(object);
+    this.listings.delete(runFolder);
+  }
+
+  /** Uploads the run's waiting answers as one segment object, after the upload under way if there is one. */
+  private upload(runFolder: string, group: RunGroup): void {
+    if (group.waiting.length === 0) return;
+    if (group.flying) {
+      group.again = true;
+      return;
+    }
+    clearTimeout(group.timer);
+    group.timer = undefined;
+    const landings = group.waiting;
+    const upload = group.next;
+    group.waiting = [];
+    group.bytes = 0;
+    group.next = newUpload();
+    group.flying = this.put(group.runId, runFolder, landings, upload.done).then(upload.resolve, upload.reject);
+    void group.flying.then(() => {
+      group.flying = undefined;
+      if (group.again || group.waiting.length >= GROUP_MAX_FRAMES) {
+        group.again = false;
+        this.upload(runFolder, group);
+      } else if (group.waiting.length > 0) group.timer ??= setTimeout(() => this.upload(runFolder, group), GROUP_WAIT_MS);
+      else if (this.groups.get(runFolder) === group) this.groups.delete(runFolder);
+    });
+  }
+
+  /** Puts one segment object, keeps a copy in the scratch directory, and forgets its answers as pending. */
+  private async put(runId: string, runFolder: string, landings: WaitingLanding[], done: Promise<void>): Promise<void> {
+    const file = join(runSegmentFolder(this.dataDir, runFolder), newSegmentFileName());
+    const bytes = Buffer.concat([Buffer.from(segmentHeaderText({ run_id: runId }), 'utf8'), ...landings.map((landing) => landing.frame)]);
+    try {
+      await this.objects.put(objectKey(this.dataDir, file), bytes);
+      this.uploads++;
+      this.uploadedAnswers += landings.length;
+      // The scratch copy spares a fetch; without it the segment is fetched when a key is missed.
+      await writeCached(file, bytes).catch(() => undefined);
+    } finally {
+      for (const { key } of landings) if (this.pending.get(key)?.uploaded === done) this.pending.delete(key);
+    }
+  }
+
+  /** Fetches the segment objects under `prefix` that the scratch directory lacks whole. */
+  private async stage(prefix: string): Promise<void> {
+    const objects = (await this.objects.listSized(prefix)).filter((object) => parseSegmentFileName(object.key.slice(object.key.lastIndexOf('/') + 1)));
+    const missing: string[] = [];
+    for (const object of objects) {
+      const size = await stat(join(this.dataDir, object.key)).then((found) => found.size, () => -1);
+      if (size !== object.size) missing.push(object.key);
+    }
+    for (let start = 0; start < missing.length; start += STAGING_FETCHES) {
+      await Promise.all(
+        missing.slice(start, start + STAGING_FETCHES).map(async (key) => {
+          const bytes = await this.objects.get(key);
+          if (bytes) await writeCached(join(this.dataDir, key), bytes);
+        }),
+      );
+    }
+  }
+}
+
+/** Writes a cached copy whole under its name (a temporary renamed), without fsync: the object store has it. */
+async function writeCached(file: string, bytes: Buffer): Promise<void> {
+  await mkdir(dirname(file), { recursive: true });
+  const temporary = temporaryFor(file);
+  try {
+    await writeFile(temporary, bytes);
+    await rename(temporary, file);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
+}
+
+/**
+ * A work's journal in the shared catalog, whose settlements wait for the upload of the answers they
+ * settle: appended in order once it is done, while the work goes on (an intent, a cancellation or a
+ * failure is appended at once). `sync` uploads what the process landed and waits for them, so a
+ * checkpoint covers only calls settled with their answers in the object store. An upload that fails
+ * leaves its calls open intents, and the work stops at its next record or sync with the failure.
+ */
+export class SettledAfterUpload implements JournalLog {
+  private settlements: Promise<void> = Promise.resolve();
+  private failure: unknown;
+
+  constructor(
+    private readonly log: JournalLog,
+    private readonly segments: SharedSegments,
+    private readonly runFolder: string,
+  ) {}
+
+  records(): Promise<JournalLine[]> {
+    return this.log.records();
+  }
+
+  /**
+   * A new attempt of the work: the run's segment objects are listed afresh at its first missed key,
+   * so it finds every answer its earlier attempts uploaded, wherever they ran.
+   */
+  claim(attempt: number): Promise<void> {
+    this.segments.listAfresh(this.runFolder);
+    return this.log.claim(attempt);
+  }
+
+  owner(): Promise<number | undefined> {
+    return this.log.owner();
+  }
+
+  async append(line: JournalLine): Promise<void> {
+    if (this.failure !== undefined) throw this.failure;
+    const key = 'settled' in line ? line.settled : 'lost' in line ? line.lost : undefined;
+    const upload = key === undefined ? undefined : this.segments.uploadOf(key);
+    if (!upload) return this.log.append(line);
+    this.settlements = this.settlements.then(async () => {
+      if (this.failure !== undefined) return;
+      try {
+        await upload;
+        await this.log.append(line);
+      } catch (error) {
+        this.failure = error;
+      }
+    });
+  }
+
+  async sync(): Promise<void> {
+    await this.segments.flush().catch(() => undefined);
+    await this.settlements;
+    if (this.failure !== undefined) throw this.failure;
+    await this.log.sync();
+  }
+
+  async close(): Promise<void> {
+    await this.settlements;
+    await this.log.close();
+  }
+}
