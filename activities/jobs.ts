@@ -4,11 +4,13 @@
  * resumes at the page it had reached.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import type { ListEndpoint, SocialApiClient } from '../src/api/client.js';
+import type { JobResultsPage, ListEndpoint, SocialApiClient } from '../src/api/client.js';
 import { endpointKey, type EndpointName, type Platform } from '../src/api-catalog/endpoints.js';
+import type { Job } from '../src/api-catalog/resources.js';
 import { JOB_LOST } from '../src/harvest/failures.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import { pageLandingKey, type PageLanding } from '../src/store/landing.js';
+import type { JobRecord } from '../src/store/job-registry.js';
 import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
@@ -72,7 +74,12 @@ function jobLost(why: string, limit: number): ApplicationFailure {
   });
 }
 
-export function jobActivities({ client, store }: { client: SocialApiClient; store: Store }) {
+interface JobDeps {
+  client: SocialApiClient;
+  store: Store;
+}
+
+export function jobActivities(deps: JobDeps) {
   return {
     /**
      * Starts the target's job, or returns the one an earlier attempt of this run started, unless
@@ -80,40 +87,16 @@ export function jobActivities({ client, store }: { client: SocialApiClient; stor
      */
     async startJob(input: StartJobInput): Promise<{ jobId: string }> {
       return asActivity(async () => {
-        const started = await store.findJobOfTarget(input.runId, input.target.key);
-        if (started && (await client.getJob(started.jobId)).status !== 'failed') return { jobId: started.jobId };
-        // A job is charged when it completes, whoever waits for it. One whose creation an earlier
-        // attempt began and never recorded (its worker died with the request in flight) may exist
-        // and will be charged: a second one is not started, and the target fails saying so.
-        const journal = await CallJournal.load(store.journals, input.runId, `job:${input.target.key}`);
-        try {
-          const key = `job:${input.target.key}`;
-          if (journal.hasOpenIntent(key)) throw jobLost('a worker died while starting this target\'s job', input.limit);
-          // The job's worst case is held until it is registered: a start whose answer never came
-          // may have made a job, which will be charged. The start itself is free (the job is
-          // charged when it completes, with its results), so it settles at 0.
-          const { job } = await meteredCall({
-            journal,
-            key,
-            worst: input.worst,
-            call: async (options) => ({ ...(await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit }, options)), creditsCharged: 0 }),
-            land: ({ job, requestId }) => store.registerJob({ jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key }),
-            meter: { harvest: input.harvest ?? '', endpoint: `${input.target.platform}/${input.target.endpoint}:job` },
-            neverRepeat: (lost) => {
-              throw jobLost(`the answer to starting this target's job was lost (${lost.message}); it was not sent again`, input.limit);
-            },
-          });
-          return { jobId: job.job_id };
-        } finally {
-          await journal.close();
-        }
+        const started = await deps.store.findJobOfTarget(input.runId, input.target.key);
+        if (started && (await deps.client.getJob(started.jobId)).status !== 'failed') return { jobId: started.jobId };
+        return startNewJob(deps, input);
       });
     },
 
     /** `run` carries the API and store the run was started for (activities/run-guard.ts checks them). */
     async checkJob(jobId: string, _run?: RunIdentity): Promise<JobState> {
       return asActivity(async () => {
-        const job = await client.getJob(jobId);
+        const job = await deps.client.getJob(jobId);
         return {
           status: job.status,
           itemCount: job.item_count,
@@ -124,61 +107,102 @@ export function jobActivities({ client, store }: { client: SocialApiClient; stor
     },
 
     async landJobResults(input: LandJobResultsInput): Promise<JobResultsSummary> {
-      return asActivity(async () => {
-        const file = await store.findJob(input.jobId);
-        if (!file) throw new Error(`no record of job ${input.jobId} in the job registry of ${store.description}`);
-        const job = await client.getJob(input.jobId);
-        // The job's charge counts once its results are landed; shown live meanwhile.
-        const checkpoint = new CheckpointHeartbeat<ResultsProgress>(
-          () => ({ pages: 0, count: 0 }),
-          (durable) => ({ credits: job.credits_charged, items: durable.count, pages: durable.pages, enriched: 0 }),
-        );
-        const progress = checkpoint.resumed;
-        // Results pages of 200, not the API's 1,000: a 1,000-result page's text is large enough for
-        // V8 to allocate it outside the young generation, where garbage waits for a full collection,
-        // and the worker's memory then grew with the items a run landed (bench/harvest-e2e.mjs).
-        const pages = client.jobResults(input.jobId, { cursor: progress.cursor, pageSize: 200 });
-        try {
-          for await (const results of pages) {
-            const page = input.firstPage + progress.pages;
-            const key = pageLandingKey(input.runId, input.target.key, page);
-            if (!(await store.isLanded(key))) {
-              const landing: PageLanding = {
-                format: 1,
-                kind: 'page',
-                run_id: input.runId,
-                harvest: input.harvest,
-                target: input.target.key,
-                page,
-                endpoint: endpointKey({ platform: input.target.platform, name: input.target.endpoint }),
-                params: input.target.params,
-                request_id: results.requestId,
-                // The API's clock when the job fetched the results, not this worker's.
-                observed_at: job.completed_at ?? new Date().toISOString(),
-                // The job is one billed call: its charge lands once, with its first results page.
-                ...(progress.pages === 0 ? { call: { request_id: file.requestId, units: job.item_count ?? 0, credits: job.credits_charged, job_id: input.jobId } } : {}),
-                rank_offset: input.rankOffset + progress.count,
-                ...(results.nextCursor ? { next_cursor: results.nextCursor } : {}),
-                has_more: results.nextCursor !== undefined,
-                data: results.items,
-              };
-              await store.writeLanding(landing);
-              // The job's charge, once, with its first results page (as its landing records it).
-              const labels = { harvest: input.harvest, endpoint: landing.endpoint };
-              if (progress.pages === 0) creditsCharged.inc(labels, job.credits_charged);
-              itemsLanded.inc(labels, results.items.length);
-              landingsWaiting.landed();
-            }
-            progress.pages++;
-            progress.count += results.items.length;
-            progress.cursor = results.nextCursor;
-            checkpoint.commit(progress);
-          }
-        } finally {
-          checkpoint.stop();
-        }
-        return { count: progress.count, pages: progress.pages, credits: job.credits_charged };
-      });
+      return asActivity(() => landJobResults(deps, input));
     },
   };
+}
+
+/**
+ * A new job for the target, its start metered and registered. A job is charged when it completes,
+ * whoever waits for it. One whose creation an earlier attempt began and never recorded (its worker
+ * died with the request in flight) may exist and will be charged: a second one is not started, and
+ * the target fails saying so.
+ */
+async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Promise<{ jobId: string }> {
+  const journal = await CallJournal.load(store.journals, input.runId, `job:${input.target.key}`);
+  try {
+    const key = `job:${input.target.key}`;
+    if (journal.hasOpenIntent(key)) throw jobLost('a worker died while starting this target\'s job', input.limit);
+    // The job's worst case is held until it is registered: a start whose answer never came
+    // may have made a job, which will be charged. The start itself is free (the job is
+    // charged when it completes, with its results), so it settles at 0.
+    const { job } = await meteredCall({
+      journal,
+      key,
+      worst: input.worst,
+      call: async (options) => ({ ...(await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit }, options)), creditsCharged: 0 }),
+      land: ({ job, requestId }) => store.registerJob({ jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key }),
+      meter: { harvest: input.harvest ?? '', endpoint: `${input.target.platform}/${input.target.endpoint}:job` },
+      neverRepeat: (lost) => {
+        throw jobLost(`the answer to starting this target's job was lost (${lost.message}); it was not sent again`, input.limit);
+      },
+    });
+    return { jobId: job.job_id };
+  } finally {
+    await journal.close();
+  }
+}
+
+/** Lands a job's results page by page, heartbeating where it got to, so a retry resumes there. */
+async function landJobResults({ client, store }: JobDeps, input: LandJobResultsInput): Promise<JobResultsSummary> {
+  const file = await store.findJob(input.jobId);
+  if (!file) throw new Error(`no record of job ${input.jobId} in the job registry of ${store.description}`);
+  const job = await client.getJob(input.jobId);
+  // The job's charge counts once its results are landed; shown live meanwhile.
+  const checkpoint = new CheckpointHeartbeat<ResultsProgress>(
+    () => ({ pages: 0, count: 0 }),
+    (durable) => ({ credits: job.credits_charged, items: durable.count, pages: durable.pages, enriched: 0 }),
+  );
+  const progress = checkpoint.resumed;
+  // Results pages of 200, not the API's 1,000: a 1,000-result page's text is large enough for
+  // V8 to allocate it outside the young generation, where garbage waits for a full collection,
+  // and the worker's memory then grew with the items a run landed (bench/harvest-e2e.mjs).
+  const pages = client.jobResults(input.jobId, { cursor: progress.cursor, pageSize: 200 });
+  try {
+    for await (const results of pages) {
+      const landing = resultsLanding(input, job, file, progress, results);
+      // A page an earlier attempt landed is not landed again.
+      if (!(await store.isLanded(pageLandingKey(input.runId, input.target.key, landing.page)))) await landResults(store, landing, results.items.length);
+      progress.pages++;
+      progress.count += results.items.length;
+      progress.cursor = results.nextCursor;
+      checkpoint.commit(progress);
+    }
+  } finally {
+    checkpoint.stop();
+  }
+  return { count: progress.count, pages: progress.pages, credits: job.credits_charged };
+}
+
+/** The landing of a job's next results page, where `progress` has got to. */
+function resultsLanding(input: LandJobResultsInput, job: Job, file: JobRecord, progress: ResultsProgress, results: JobResultsPage): PageLanding {
+  return {
+    format: 1,
+    kind: 'page',
+    run_id: input.runId,
+    harvest: input.harvest,
+    target: input.target.key,
+    page: input.firstPage + progress.pages,
+    endpoint: endpointKey({ platform: input.target.platform, name: input.target.endpoint }),
+    params: input.target.params,
+    request_id: results.requestId,
+    // The API's clock when the job fetched the results, not this worker's.
+    observed_at: job.completed_at ?? new Date().toISOString(),
+    // The job is one billed call: its charge lands once, with its first results page.
+    ...(progress.pages === 0 ? { call: { request_id: file.requestId, units: job.item_count ?? 0, credits: job.credits_charged, job_id: input.jobId } } : {}),
+    rank_offset: input.rankOffset + progress.count,
+    ...(results.nextCursor ? { next_cursor: results.nextCursor } : {}),
+    has_more: results.nextCursor !== undefined,
+    data: results.items,
+  };
+}
+
+/** Lands a results page of `items` items and counts it in the worker's metrics. */
+async function landResults(store: Store, landing: PageLanding, items: number): Promise<void> {
+  await store.writeLanding(landing);
+  // The job's charge, once, with its first results page (as its landing records it).
+  const labels = { harvest: landing.harvest, endpoint: landing.endpoint };
+  if (landing.call) creditsCharged.inc(labels, landing.call.credits);
+  itemsLanded.inc(labels, items);
+  landingsWaiting.landed();
 }

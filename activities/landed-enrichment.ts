@@ -14,8 +14,7 @@ import type { RunIdentity } from './run-guard.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { priceOf } from '../src/harvest/rules.js';
 import { ItemEnricher, settleAll, type WorkStop } from './item-enricher.js';
-import type { WorkBudget } from './metered-call.js';
-import { inWorkFrame, type WorkFrameDeps, type WorkFrameInput, type WorkSpent } from './work-frame.js';
+import { inWorkFrame, type WorkBudget, type WorkFrameDeps, type WorkFrameInput, type WorkSpent } from './metered-call.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 
 export interface EnrichLandedInput extends RunIdentity, WorkFrameInput {

@@ -1,20 +1,30 @@
 /**
- * The billed call, once: within the work's grant (WorkBudget), journal its worst case as an
- * intent, call the API, land the answer (landingOfCall), and settle the charge; cancel the intent
- * if the API cannot have charged anything. The client's own retries go through the journal too:
- * before it sends a call again after an attempt whose answer was lost once the request had left,
- * that attempt stays journaled at its worst case, and once an attempt answers, each lost one is
- * settled at the same charge (the same request, so the same price). No attempt the API may have
- * charged is left out of the run's credits. The worker's metrics count each call as it goes
- * (src/metrics/worker-metrics.ts).
+ * Metered work: how a piece of work spends the credits the workflow granted it. The frame every
+ * metered work runs in (a target's listing, a job's enrichment, failed calls made again, tracking)
+ * turns its grant into a WorkBudget; each billed call in it is made once by meteredCall: within the
+ * grant, journal its worst case as an intent, call the API, land the answer (landingOfCall), and
+ * settle the charge; cancel the intent if the API cannot have charged anything. The client's own
+ * retries go through the journal too: before it sends a call again after an attempt whose answer
+ * was lost once the request had left, that attempt stays journaled at its worst case, and once an
+ * attempt answers, each lost one is settled at the same charge (the same request, so the same
+ * price). No attempt the API may have charged is left out of the run's credits. The worker's
+ * metrics count each call as it goes (src/metrics/worker-metrics.ts).
  */
-import type { CallOptions, CallReport } from '../src/api/client.js';
+import { Context } from '@temporalio/activity';
+import type { CallOptions, CallReport, SocialApiClient } from '../src/api/client.js';
+import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import { neverCharged, RateLimitedError, SocialApiError, type NetworkError } from '../src/api/errors.js';
+import type { Enrichment } from '../src/harvest/harvest-types.js';
+import type { LiveWork } from '../src/harvest/progress.js';
+import type { Logger } from '../src/logger.js';
 import { calls, creditsCharged, creditsHeld, creditsRemaining, itemsLanded, landingsWaiting } from '../src/metrics/worker-metrics.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import type { PageLanding } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
+import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
+import { ItemEnricher, type WorkStop } from './item-enricher.js';
+import { withRunCallLimit } from './run-call-limits.js';
 
 /**
  * The credits one activity's work may spend: the grant the workflow gave it, less what its journal
@@ -47,6 +57,142 @@ export class WorkBudget {
 
   release(credits: number): void {
     this.held -= credits;
+  }
+}
+
+/** What a work frame is given: the run, the work's own journal and grant, prices, enrichment and limits. */
+export interface WorkFrameInput {
+  runId: string;
+  harvest: string;
+  /** Names this piece of work and its journal; unique per run. */
+  workId: string;
+  /** Credits it may spend, granted out of the run's budget. */
+  grant: number;
+  prices: PriceTable;
+  enrich: Enrichment;
+  /** Enrichment calls in flight for the run, in this worker. */
+  calls: number;
+  /** Each billed call's overall deadline, its retries included (the harvest's `call_deadline_seconds`). */
+  callDeadlineMs?: number;
+}
+
+export interface WorkFrameDeps {
+  client: SocialApiClient;
+  store: Store;
+  logger?: Logger;
+}
+
+/** What a work spent: its journal's totals, lost calls' worst cases included. */
+export interface WorkSpent {
+  credits: number;
+  lostCalls: number;
+}
+
+export interface WorkFrame<P extends object> {
+  readonly context: Context;
+  readonly journal: CallJournal;
+  readonly budget: WorkBudget;
+  /** Where a retry resumes: `checkpoint.resumed`, committed as the work reaches durable points. */
+  readonly checkpoint: CheckpointHeartbeat<P>;
+  /** The enricher of one target's items (made once per target). */
+  enricherFor(target: string): ItemEnricher;
+  /** The first stop an enricher met (a 402, a refused key), if any. */
+  stop(): WorkStop | undefined;
+  /**
+   * Makes everything the work landed and journaled durable, with its latest committed point (one
+   * group commit): awaited before the work tells the workflow (or the store's coverage) what it did.
+   */
+  durable(): Promise<void>;
+  /** Work left in flight (enrichment of pages) that must finish before the journal closes. */
+  keep(work: Promise<unknown>): void;
+  /**
+   * What the work spent, read back from the store, not from memory: an earlier attempt that
+   * Temporal gave up but that had not yet stopped (its worker cut off from Temporal) may have
+   * journaled calls since.
+   */
+  spent(): Promise<WorkSpent>;
+}
+
+/** How a work's checkpoint starts, and what its heartbeats say it has done (for `harvester run`). */
+export interface FrameCheckpoint<P extends object> {
+  start: () => P;
+  live: (durable: P, journal: CallJournal) => LiveWork;
+}
+
+/**
+ * Runs `body` in a work frame: its journal claimed by this attempt, its grant as a WorkBudget, its
+ * checkpoint heartbeated, the run's limit of calls in flight, one ItemEnricher per target (so a
+ * call that fails is recorded against its own target), and, when done, what it spent read back
+ * from the journal in the store. Whatever the work leaves in flight finishes before the journal
+ * closes. A failure leaves as an activity failure (`asFailure` may add what the work durably
+ * reached, from its checkpoint).
+ */
+export async function inWorkFrame<P extends object, R>(
+  deps: WorkFrameDeps,
+  input: WorkFrameInput,
+  checkpointOf: FrameCheckpoint<P>,
+  body: (frame: WorkFrame<P>) => Promise<R>,
+  asFailure: (failure: unknown, checkpoint: CheckpointHeartbeat<P>) => unknown = (failure) => asActivityFailure(failure),
+): Promise<R> {
+  const context = Context.current();
+  const journal = await claimJournal(deps.store, input.runId, input.workId, context.info.attempt);
+  const budget = new WorkBudget(input.grant, journal);
+  // The journal's sync makes the run's answers durable first, then the journal (a group commit):
+  // a checkpoint is heartbeated only once it has run after it.
+  const checkpoint = new CheckpointHeartbeat<P>(checkpointOf.start, (durable) => checkpointOf.live(durable, journal), () => journal.sync());
+  let inFlight: Promise<unknown> = Promise.resolve();
+  try {
+    return await withRunCallLimit(input.runId, input.calls, async (limit) => {
+      const enrichers = new Map<string, ItemEnricher>();
+      const frame: WorkFrame<P> = {
+        context,
+        journal,
+        budget,
+        checkpoint,
+        enricherFor(target) {
+          const made =
+            enrichers.get(target) ??
+            new ItemEnricher({ client: deps.client, store: deps.store, runId: input.runId, harvest: input.harvest, target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger: deps.logger });
+          enrichers.set(target, made);
+          return made;
+        },
+        stop: () => [...enrichers.values()].find((enricher) => enricher.stop)?.stop,
+        durable: () => checkpoint.flush(),
+        keep(work) {
+          work.catch(() => undefined);
+          inFlight = Promise.allSettled([inFlight, work]);
+        },
+        async spent() {
+          const totals = (await CallJournal.load(deps.store.journals, input.runId, input.workId)).totals();
+          return { credits: totals.credits, lostCalls: totals.lostCalls };
+        },
+      };
+      return body(frame);
+    });
+  } catch (failure) {
+    throw asFailure(failure, checkpoint);
+  } finally {
+    // Enrichment may still be in flight when the work failed: it must finish before the journal
+    // closes (its own error, if any, is the lesser one).
+    await inFlight;
+    checkpoint.stop();
+    // A sync still under way ends before the journal closes.
+    await checkpoint.flush().catch(() => undefined);
+    await journal.close();
+  }
+}
+/**
+ * The journal of a piece of work, replayed and claimed by this activity attempt, so an earlier
+ * attempt still running stops buying. A store that cannot be read or written fails the attempt as
+ * the run-stopping failure it is, before anything is bought.
+ */
+export async function claimJournal(store: Store, runId: string, workId: string, attempt: number): Promise<CallJournal> {
+  try {
+    const journal = await CallJournal.load(store.journals, runId, workId);
+    await journal.claim(attempt);
+    return journal;
+  } catch (error) {
+    throw asActivityFailure(error);
   }
 }
 
@@ -183,21 +329,6 @@ async function settleFailure(journal: CallJournal, key: string, error: unknown):
     return error.creditsCharged;
   }
   return undefined;
-}
-
-/**
- * The journal of a piece of work, replayed and claimed by this activity attempt, so an earlier
- * attempt still running stops buying. A store that cannot be read or written fails the attempt as
- * the run-stopping failure it is, before anything is bought.
- */
-export async function claimJournal(store: Store, runId: string, workId: string, attempt: number): Promise<CallJournal> {
-  try {
-    const journal = await CallJournal.load(store.journals, runId, workId);
-    await journal.claim(attempt);
-    return journal;
-  } catch (error) {
-    throw asActivityFailure(error);
-  }
 }
 
 /** Where a page sits: the run, the target and its page number, and the call's parameters. */

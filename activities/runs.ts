@@ -15,6 +15,7 @@ import { existsSync } from 'node:fs';
 import { runFoldersWithAnswers } from '../src/store/answer-segments.js';
 import { lakeCatalogFile } from '../src/store/layout.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
+import type { KnownItem } from '../src/warehouse/known-items.js';
 import type { SchemaDrift } from '../src/warehouse/loader.js';
 import { loadStarted, runsFinished } from '../src/metrics/worker-metrics.js';
 import type { RunIdentity } from './run-guard.js';
@@ -200,6 +201,12 @@ function firstPageLimit(postedAt: number[], apiNowMs: number): number | undefine
   return Math.min(PAGE_LIMITS.maxSynchronous, Math.max(1, Math.ceil(expected * 1.25) + 1));
 }
 
+/** The worker's loads: its load process, and the loads during the runs it prepared. */
+interface RunLoads {
+  loader: WarmLoader;
+  duringRuns: LoadsDuringRuns;
+}
+
 export function runActivities(deps: RunActivityDeps) {
   // Loads run in a process of their own (src/warehouse/load-process.ts): DuckDB's memory leaves
   // with it, so a worker's memory does not grow with what its runs land. A load killed with its
@@ -207,100 +214,105 @@ export function runActivities(deps: RunActivityDeps) {
   const loader = new WarmLoader();
   // Started with the worker, the load process is ready for a run's first load instead of adding its start to it.
   loader.prewarm();
-  const loadsDuringRuns = new LoadsDuringRuns(loader, deps.dataDir, deps.loadEveryMs ?? LOAD_EVERY_MS, deps.logger);
-
-  async function prepare(input: PrepareRunInput): Promise<PreparedRun> {
-    loadsDuringRuns.started(input.runId);
-    const prices = loadPriceTable(deps.pricesFile);
-    const low = await deps.store.creditsLow();
-    if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
-    await deps.store.writeLanding({ format: 1, kind: 'run', run_id: input.runId, harvest: input.harvest, seq: Date.now(), status: 'running', started_at: input.startedAt, budget_credits: input.budgetCredits });
-    const knowledge: Record<string, TargetKnowledge> = {};
-    // Only after a complete listing may a run stop at known items; after one that stopped short,
-    // it lists again to max_items, filling the gap the earlier run left.
-    const coverage = await Promise.all(input.targets.map((target) => deps.store.readCoverage(target.key)));
-    const incremental = input.targets.filter((target, index) => coversListing(coverage[index], target.maxItems));
-    if (incremental.length === 0 && !input.trackItems) return { prices, knowledge };
-    // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
-    const apiNow = (await deps.client.serverTime()).getTime();
-    // Loaded here, not at the top: DuckDB costs a third of a second to load, which a first run
-    // (and the start of every `harvester run`) need not pay.
-    const { newestKnownItems, forecastTracking } = await import('../src/warehouse/known-items.js');
-    const newest = await newestKnownItems(deps.dataDir, incremental, KNOWN_IDS);
-    for (const target of incremental) {
-      const known = newest.get(target.key) ?? [];
-      if (known.length === 0) continue;
-      const limit = firstPageLimit(known.flatMap((item) => (item.postedAtMs === null ? [] : [item.postedAtMs])), apiNow);
-      knowledge[target.key] = { knownIds: known.map((item) => item.id), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };
-    }
-    if (!input.trackItems) return { prices, knowledge };
-    return { prices, knowledge, tracking: await forecastTracking(deps.dataDir, input.targets, input.trackItems.days, apiNow, prices) };
-  }
-
-  async function finish(input: FinishRunInput): Promise<FinishedRun> {
-    const failed = [...(await runFailures(deps.store.journals, input.runId))];
-    await deps.store.writeLanding({
-      format: 1,
-      kind: 'run',
-      run_id: input.runId,
-      harvest: input.harvest,
-      seq: Date.now(),
-      status: input.status,
-      started_at: input.startedAt,
-      finished_at: new Date().toISOString(),
-      budget_credits: input.budgetCredits,
-      credits_spent: input.creditsSpent,
-      items_landed: input.itemsLanded,
-      ...(input.error ? { error: input.error } : {}),
-      ...(input.enrichments ? { enrichments: input.enrichments } : {}),
-      failed_calls: failed.map(([, failure]) => ({ endpoint: failure.endpoint, subject: failure.subject, reason: failure.reason, ...(failure.request_id ? { request_id: failure.request_id } : {}), at: failure.at })),
-    });
-    // The load may take minutes: heartbeats let a killed worker's load move on within seconds.
-    const context = Context.current();
-    const heartbeat = setInterval(() => context.heartbeat(), 5_000);
-    try {
-      const quarantinedDuringRun = await loadsDuringRuns.finished(input.runId);
-      const load = loadStarted('final');
-      // The lake's catalog and data files are the shared store's services: their outage is waited out
-      // (the loader commits batch by batch, so a load tried again loads only what is left).
-      const loadOnce = () => loader.load(deps.dataDir, context.cancellationSignal, input.runId);
-      const result = await (deps.outageWait ? waitOutOutages(loadOnce, deps.outageWait) : loadOnce()).catch((error: unknown) => {
-        load.failed();
-        throw error;
-      });
-      load.succeeded();
-      runsFinished.inc({ harvest: input.harvest, status: input.status });
-      // This run's landings only (a load on a shared data directory also loads other runs'), and
-      // all of them, the loads during the run's and an earlier attempt's too.
-      const { landings: landingsLoaded, rows: rowsLoaded, schemaDrift } = result.run ?? { landings: 0, rows: 0, schemaDrift: [] };
-      if (schemaDrift.length > 0) deps.logger?.warn({ run: input.runId, schemaDrift }, 'the API\'s answers carry fields no column takes: kept in raw_answers');
-      // Its own landings in quarantine, and any other a load during it set aside.
-      const quarantined = [
-        ...new Set([...(await deps.store.quarantinedLandingsOfRun(input.runId)), ...quarantinedDuringRun, ...result.quarantined.map(quarantineLine)]),
-      ].sort();
-      deps.logger?.info(
-        { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: rowsLoaded, quarantined: quarantined.length, ms: result.durationMs, snapshot: result.snapshot },
-        'run loaded into the warehouse',
-      );
-      return {
-        landingsLoaded,
-        rowsLoaded,
-        quarantined,
-        failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) },
-        ...(schemaDrift.length > 0 ? { schemaDrift } : {}),
-      };
-    } finally {
-      clearInterval(heartbeat);
-    }
-  }
+  const loads: RunLoads = { loader, duringRuns: new LoadsDuringRuns(loader, deps.dataDir, deps.loadEveryMs ?? LOAD_EVERY_MS, deps.logger) };
 
   return {
     // Both map a refused key and an unwritable data directory to failures that are not retried.
-    prepareRun: (input: PrepareRunInput): Promise<PreparedRun> => asActivity(() => prepare(input)),
-    finishRun: (input: FinishRunInput): Promise<FinishedRun> => asActivity(() => finish(input)),
+    prepareRun: (input: PrepareRunInput): Promise<PreparedRun> => asActivity(() => prepareRun(deps, loads, input)),
+    finishRun: (input: FinishRunInput): Promise<FinishedRun> => asActivity(() => finishRun(deps, loads, input)),
 
     async pauseSchedule(input: { harvest: string; reason: string }): Promise<void> {
       await deps.pauseSchedule?.(input.harvest, input.reason);
     },
   };
+}
+
+/** A run's start: refused while credits are low, else recorded, with today's prices and what earlier runs saw. */
+async function prepareRun(deps: RunActivityDeps, loads: RunLoads, input: PrepareRunInput): Promise<PreparedRun> {
+  loads.duringRuns.started(input.runId);
+  const prices = loadPriceTable(deps.pricesFile);
+  const low = await deps.store.creditsLow();
+  if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
+  await deps.store.writeLanding({ format: 1, kind: 'run', run_id: input.runId, harvest: input.harvest, seq: Date.now(), status: 'running', started_at: input.startedAt, budget_credits: input.budgetCredits });
+  // Only after a complete listing may a run stop at known items; after one that stopped short,
+  // it lists again to max_items, filling the gap the earlier run left.
+  const coverage = await Promise.all(input.targets.map((target) => deps.store.readCoverage(target.key)));
+  const incremental = input.targets.filter((target, index) => coversListing(coverage[index], target.maxItems));
+  if (incremental.length === 0 && !input.trackItems) return { prices, knowledge: {} };
+  // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
+  const apiNow = (await deps.client.serverTime()).getTime();
+  // Loaded here, not at the top: DuckDB costs a third of a second to load, which a first run
+  // (and the start of every `harvester run`) need not pay.
+  const { newestKnownItems, forecastTracking } = await import('../src/warehouse/known-items.js');
+  const knowledge = knowledgeOf(incremental, await newestKnownItems(deps.dataDir, incremental, KNOWN_IDS), apiNow);
+  if (!input.trackItems) return { prices, knowledge };
+  return { prices, knowledge, tracking: await forecastTracking(deps.dataDir, input.targets, input.trackItems.days, apiNow, prices) };
+}
+
+/** What each incremental target's run knows from the warehouse: the ids to stop at, and the first page's size. */
+function knowledgeOf(incremental: TargetPlan[], newest: Map<string, KnownItem[]>, apiNow: number): Record<string, TargetKnowledge> {
+  const knowledge: Record<string, TargetKnowledge> = {};
+  for (const target of incremental) {
+    const known = newest.get(target.key) ?? [];
+    if (known.length === 0) continue;
+    const limit = firstPageLimit(known.flatMap((item) => (item.postedAtMs === null ? [] : [item.postedAtMs])), apiNow);
+    knowledge[target.key] = { knownIds: known.map((item) => item.id), ...(limit !== undefined ? { firstPageLimit: limit } : {}) };
+  }
+  return knowledge;
+}
+
+/** A run's end: its outcome recorded, then its landings loaded into the warehouse, heartbeating meanwhile. */
+async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRunInput): Promise<FinishedRun> {
+  const failed = [...(await runFailures(deps.store.journals, input.runId))];
+  await deps.store.writeLanding({
+    format: 1,
+    kind: 'run',
+    run_id: input.runId,
+    harvest: input.harvest,
+    seq: Date.now(),
+    status: input.status,
+    started_at: input.startedAt,
+    finished_at: new Date().toISOString(),
+    budget_credits: input.budgetCredits,
+    credits_spent: input.creditsSpent,
+    items_landed: input.itemsLanded,
+    ...(input.error ? { error: input.error } : {}),
+    ...(input.enrichments ? { enrichments: input.enrichments } : {}),
+    failed_calls: failed.map(([, failure]) => ({ endpoint: failure.endpoint, subject: failure.subject, reason: failure.reason, ...(failure.request_id ? { request_id: failure.request_id } : {}), at: failure.at })),
+  });
+  // The load may take minutes: heartbeats let a killed worker's load move on within seconds.
+  const context = Context.current();
+  const heartbeat = setInterval(() => context.heartbeat(), 5_000);
+  try {
+    const { schemaDrift, ...loaded } = await finalLoad(deps, loads, input, context);
+    return { ...loaded, failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) }, ...(schemaDrift ? { schemaDrift } : {}) };
+  } finally {
+    clearInterval(heartbeat);
+  }
+}
+
+/** The run's final load, once the loads during it have answered: what of the run is in the warehouse, and what was set aside. */
+async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads, input: FinishRunInput, context: Context): Promise<Omit<FinishedRun, 'failedCalls'>> {
+  const quarantinedDuringRun = await duringRuns.finished(input.runId);
+  const load = loadStarted('final');
+  // The lake's catalog and data files are the shared store's services: their outage is waited out
+  // (the loader commits batch by batch, so a load tried again loads only what is left).
+  const loadOnce = () => loader.load(deps.dataDir, context.cancellationSignal, input.runId);
+  const result = await (deps.outageWait ? waitOutOutages(loadOnce, deps.outageWait) : loadOnce()).catch((error: unknown) => {
+    load.failed();
+    throw error;
+  });
+  load.succeeded();
+  runsFinished.inc({ harvest: input.harvest, status: input.status });
+  // This run's landings only (a load on a shared data directory also loads other runs'), and
+  // all of them, the loads during the run's and an earlier attempt's too.
+  const { landings: landingsLoaded, rows: rowsLoaded, schemaDrift } = result.run ?? { landings: 0, rows: 0, schemaDrift: [] };
+  if (schemaDrift.length > 0) deps.logger?.warn({ run: input.runId, schemaDrift }, 'the API\'s answers carry fields no column takes: kept in raw_answers');
+  // Its own landings in quarantine, and any other a load during it set aside.
+  const quarantined = [...new Set([...(await deps.store.quarantinedLandingsOfRun(input.runId)), ...quarantinedDuringRun, ...result.quarantined.map(quarantineLine)])].sort();
+  deps.logger?.info(
+    { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: rowsLoaded, quarantined: quarantined.length, ms: result.durationMs, snapshot: result.snapshot },
+    'run loaded into the warehouse',
+  );
+  return { landingsLoaded, rowsLoaded, quarantined, ...(schemaDrift.length > 0 ? { schemaDrift } : {}) };
 }

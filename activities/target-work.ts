@@ -20,8 +20,7 @@ import type { RunIdentity } from './run-guard.js';
 import { asActivityFailure } from './failures.js';
 import { withWorkProgress } from './outages.js';
 import { describe, workStopOf, type ItemEnricher, type WorkStop } from './item-enricher.js';
-import { landingOfCall, meteredCall } from './metered-call.js';
-import { inWorkFrame, type WorkFrame, type WorkFrameDeps, type WorkFrameInput } from './work-frame.js';
+import { inWorkFrame, landingOfCall, meteredCall, type WorkFrame, type WorkFrameDeps, type WorkFrameInput } from './metered-call.js';
 
 /** Where a target's listing stands: where the next page comes from, and what the run has of it. */
 export interface TargetWorkInput extends RunIdentity, WorkFrameInput {

@@ -1,26 +1,36 @@
 /**
  * The one bracket every piece of the run's work goes through: granted its worst case out of what
- * is free, reserved, run under its own work id (its journal), and settled with what it spent; when
- * its activity fails for good, settled with what its journal says it spent. Work in flight at once
- * therefore never spends beyond the budget, and no credit is counted twice or lost.
+ * is free, reserved, its activity given the grant and run under its own work id (its journal), and
+ * settled with what it spent; when its activity fails for good, settled with what its journal says
+ * it spent. Work in flight at once therefore never spends beyond the budget, and no credit is
+ * counted twice or lost. The steps that call it never see the grant: it goes from the budget into
+ * the activity's input here.
  */
 import { log } from '@temporalio/workflow';
 import type { WorkSpent } from '../activities/landed-enrichment.js';
+import type { WorkFrameInput } from '../activities/metered-call.js';
+import type { RunIdentity } from '../activities/run-guard.js';
+import type { Harvest } from '../src/harvest/harvest-types.js';
 import { availableCredits, grant, reserve, settle, type HarvestState, type Reservation, type TargetState } from '../src/harvest/run-state.js';
 import { messageOf, nextWorkId, workSpent, type RunContext } from './run-context.js';
 
 /** What a bracketed work came to: its result, or the failure it ended with (its spend settled either way). */
 export type WorkOutcome<R> = { ok: true; result: R } | { ok: false; error: unknown };
 
+/** What every granted work's activity is given, whatever its kind: the run, its own journal and grant, prices, enrichment and limits. */
+export type WorkInput = WorkFrameInput & RunIdentity;
+
 /**
- * Runs `work` granted `worst` (or all that is free, when less is) under a new work id named for
- * `what`, and settles its grant with what it spent, counting that against `target` when given.
+ * Runs `activity` granted `worst` (or all that is free, when less is) under a new work id named for
+ * `what`, given `input` (what is its own: a target, pages, accounts) with the run's work input and
+ * the grant, and settles its grant with what it spent, counting that against `target` when given.
  */
-export async function grantedWork<R extends WorkSpent>(
+export async function grantedWork<I extends object, R extends WorkSpent>(
   run: RunContext,
   what: string,
   worst: number,
-  work: (workId: string, credits: number) => Promise<R>,
+  activity: (input: I & WorkInput) => Promise<R>,
+  input: I,
   target?: TargetState,
 ): Promise<WorkOutcome<R>> {
   const { state } = run;
@@ -28,13 +38,25 @@ export async function grantedWork<R extends WorkSpent>(
   const reservation = reserve(state.budget, credits);
   const workId = nextWorkId(state, what);
   try {
-    const result = await work(workId, credits);
+    // The run's part last: no work's own part can stand in for its grant or its work id.
+    const result = await activity({ ...input, ...workInput(run, workId, credits) });
     charge(state, reservation, result, target);
     return { ok: true, result };
   } catch (error) {
     charge(state, reservation, await spentByFailedWork(run, workId, reservation, target), target);
     return { ok: false, error };
   }
+}
+
+/** The run's part of a work's input: the grant, with the work's id and what every work of the run is given. */
+function workInput(run: RunContext, workId: string, credits: number): WorkInput {
+  const { state } = run;
+  return { runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest), ...run.identity };
+}
+
+/** Each billed call's overall deadline, from the harvest's `call_deadline_seconds`. */
+function callDeadlineMs(harvest: Harvest): number | undefined {
+  return harvest.call_deadline_seconds === undefined ? undefined : harvest.call_deadline_seconds * 1_000;
 }
 
 /** Settles a piece of work's grant with what it spent, and counts that against its target. */

@@ -9,7 +9,7 @@ import { JOB_FAILED, JOB_LOST } from '../src/harvest/failures.js';
 import { availableCredits, finishListing, reserve, settle, stopRun, type TargetState } from '../src/harvest/run-state.js';
 import { itemEnrichmentWorst, jobLimit, listsPhotoPosts, priceOf, takesJob } from '../src/harvest/rules.js';
 import { grantedWork } from './bracket.js';
-import { checkJob, enrichLanded, failureType, landJobResults, startJob, targetRef, workInput, type RunContext } from './run-context.js';
+import { checkJob, enrichLanded, failureType, landJobResults, startJob, targetRef, type RunContext } from './run-context.js';
 import { recordFailure, recordStop, recordWorkStop, warnEmpty } from './stops.js';
 
 /**
@@ -104,13 +104,7 @@ export function jobEnrichmentWorst(run: RunContext, target: TargetState): number
 export async function enrichJobPages(run: RunContext, target: TargetState): Promise<void> {
   const { state } = run;
   const pages = target.unenrichedPages!;
-  const outcome = await grantedWork(
-    run,
-    `enrich:${target.plan.key}`,
-    jobEnrichmentWorst(run, target),
-    (workId, credits) => enrichLanded({ ...workInput(run, workId, credits), platform: target.plan.platform, target: target.plan.key, fromPage: pages.from, toPage: pages.to }),
-    target,
-  );
+  const outcome = await grantedWork(run, `enrich:${target.plan.key}`, jobEnrichmentWorst(run, target), enrichLanded, { platform: target.plan.platform, target: target.plan.key, fromPage: pages.from, toPage: pages.to }, target);
   if (!outcome.ok) {
     target.unenrichedPages = undefined;
     state.enrichment.failed++;

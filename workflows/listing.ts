@@ -7,7 +7,7 @@ import { addTally } from '../src/harvest/enrichment-tally.js';
 import { finishListing, type TargetState } from '../src/harvest/run-state.js';
 import { targetWorst } from '../src/harvest/rules.js';
 import { grantedWork } from './bracket.js';
-import { callDeadlineMs, harvestTarget, progressOfFailedWork, type RunContext } from './run-context.js';
+import { harvestTarget, progressOfFailedWork, type RunContext } from './run-context.js';
 import { recordFailure, recordStop, warnEmpty } from './stops.js';
 
 /** One piece of a target's listing: granted what its remaining items may cost, settled with what it spent. */
@@ -15,28 +15,7 @@ export async function listTarget(run: RunContext, target: TargetState): Promise<
   const { state } = run;
   const { plan } = target;
   const worst = targetWorst(state.prices, plan, run.harvest.enrich, plan.maxItems - target.items);
-  const outcome = await grantedWork(
-    run,
-    plan.key,
-    worst,
-    (workId, credits) =>
-      harvestTarget({
-        runId: state.runId,
-        harvest: state.harvestName,
-        target: plan,
-        workId,
-        grant: credits,
-        prices: state.prices,
-        enrich: run.harvest.enrich,
-        pageSize: run.pageSize,
-        calls: run.calls,
-        from: target.position,
-        stopAtIds: target.knownIds,
-        callDeadlineMs: callDeadlineMs(run.harvest),
-        ...run.identity,
-      }),
-    target,
-  );
+  const outcome = await grantedWork(run, plan.key, worst, harvestTarget, { target: plan, pageSize: run.pageSize, from: target.position, stopAtIds: target.knownIds }, target);
   if (!outcome.ok) {
     // What the work had durably reached (landed, enriched, journaled) stands: its position, pages
     // and items, which a retry resumes from, instead of the listing's start.

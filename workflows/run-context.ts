@@ -4,7 +4,6 @@
  */
 import { ActivityFailure, ApplicationFailure, log, proxyActivities, setCurrentDetails } from '@temporalio/workflow';
 import type { HarvestActivities } from '../activities/index.js';
-import type { RedoFailedInput } from '../activities/landed-enrichment.js';
 import type { WorkProgress } from '../activities/target-work.js';
 import type { RunIdentity } from '../activities/run-guard.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
@@ -52,16 +51,6 @@ export interface RunContext {
 
 export function nextWorkId(state: HarvestState, what: string): string {
   return `w${state.nextWork++}:${what}`;
-}
-
-/** What every enrichment work is given: the run, its own journal and grant, prices, enrichment and limits. */
-export function workInput(run: RunContext, workId: string, credits: number): RedoFailedInput {
-  const { state } = run;
-  return { runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest), ...run.identity };
-}
-
-export function callDeadlineMs(harvest: Harvest): number | undefined {
-  return harvest.call_deadline_seconds === undefined ? undefined : harvest.call_deadline_seconds * 1_000;
 }
 
 export function targetRef(plan: TargetPlan) {

@@ -4,13 +4,13 @@
  */
 import { log } from '@temporalio/workflow';
 import type { WorkStop } from '../activities/item-enricher.js';
-import type { RedoFailedInput, WorkSpent } from '../activities/landed-enrichment.js';
+import type { WorkSpent } from '../activities/landed-enrichment.js';
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { runStoppingReason } from '../src/harvest/failures.js';
 import { availableCredits, finishListing, stopRun } from '../src/harvest/run-state.js';
 import { accountsWorst, itemEnrichmentWorst, listsPhotoPosts, trackedAccounts } from '../src/harvest/rules.js';
-import { grantedWork } from './bracket.js';
-import { failureType, messageOf, observeAccounts, observeItems, redoFailedCalls, workInput, type RunContext } from './run-context.js';
+import { grantedWork, type WorkInput } from './bracket.js';
+import { failureType, messageOf, observeAccounts, observeItems, redoFailedCalls, type RunContext } from './run-context.js';
 import { recordWorkStop, stopForCredits, stopOnRunStoppingError } from './stops.js';
 
 /**
@@ -21,7 +21,7 @@ export async function redoFailed(run: RunContext): Promise<void> {
   const { state } = run;
   if (!state.redoFailedCalls) return;
   state.redoFailedCalls = false;
-  const outcome = await grantedWork(run, 'redo-failed-calls', state.enrichment.failed * dearestItemEnrichment(run), (workId, credits) => redoFailedCalls(workInput(run, workId, credits)));
+  const outcome = await grantedWork(run, 'redo-failed-calls', state.enrichment.failed * dearestItemEnrichment(run), redoFailedCalls, {});
   if (!outcome.ok) {
     log.warn('failed enrichment calls could not be made again', { message: messageOf(outcome.error) });
     stopOnRunStoppingError(state, failureType(outcome.error), messageOf(outcome.error));
@@ -55,7 +55,7 @@ function dearestItemEnrichment(run: RunContext): number {
 export async function observeTrackedAccounts(run: RunContext): Promise<void> {
   const accounts = trackedAccounts(run.harvest);
   if (run.state.stopped || run.state.accountsObserved || accounts.length === 0) return;
-  const result = await trackingWorks(run, 'accounts', accountsWorst(run.state.prices, accounts), (input) => observeAccounts({ ...input, accounts }));
+  const result = await trackingWorks(run, 'accounts', accountsWorst(run.state.prices, accounts), observeAccounts, { accounts });
   if (result) run.state.accountsObserved = true;
 }
 
@@ -67,7 +67,7 @@ export async function observeTrackedItems(run: RunContext): Promise<void> {
   const forecast = run.state.tracking;
   if (run.state.stopped || !forecast || run.state.itemsObserved !== undefined) return;
   const targets = run.state.targets.map((target) => target.plan);
-  const result = await trackingWorks(run, 'items', forecast.credits, (input) => observeItems({ ...input, targets, days: run.harvest.track!.items!.days, asOfMs: forecast.asOfMs }));
+  const result = await trackingWorks(run, 'items', forecast.credits, observeItems, { targets, days: run.harvest.track!.items!.days, asOfMs: forecast.asOfMs });
   if (result) run.state.itemsObserved = Object.values(result.observed).reduce((sum: number, count) => sum + count, 0);
 }
 
@@ -79,10 +79,10 @@ type TrackingResult = WorkSpent & { enrichment: EnrichmentTally; unobserved: num
  * rest, while the budget has room and the last one bought something; then what is left is left,
  * and the run says so. Undefined when a work failed for good (the run then stops, saying why).
  */
-async function trackingWorks<R extends TrackingResult>(run: RunContext, what: 'accounts' | 'items', worst: number, observe: (input: RedoFailedInput) => Promise<R>): Promise<R | undefined> {
+async function trackingWorks<I extends object, R extends TrackingResult>(run: RunContext, what: 'accounts' | 'items', worst: number, observe: (input: I & WorkInput) => Promise<R>, input: I): Promise<R | undefined> {
   const { state } = run;
   for (;;) {
-    const outcome = await grantedWork(run, `track-${what}`, worst, (workId, credits) => observe(workInput(run, workId, credits)));
+    const outcome = await grantedWork(run, `track-${what}`, worst, observe, input);
     if (!outcome.ok) {
       log.warn(`tracked ${what} could not be observed`, { message: messageOf(outcome.error) });
       stopRun(state, 'failed', runStoppingReason(failureType(outcome.error), messageOf(outcome.error)) ?? `tracked ${what} could not be observed: ${messageOf(outcome.error)}`);

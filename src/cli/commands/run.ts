@@ -105,19 +105,17 @@ export function whereDataLands(store: StoreIdentity | undefined, localWorker: bo
   return `its data lands in ${store.location}${localWorker ? '' : ': a worker that keeps its data elsewhere refuses the run'}`;
 }
 
-export function runCommand(): Command {
-  return new Command('run')
-    .description('Run one harvest now and wait for it; prints a summary and exits with its status')
-    .argument('<name>', 'harvest name from the config')
-    .option('--config <file>', 'harvest config', DEFAULT_HARVESTS_FILE)
-    .option('--budget <credits>', "this run's credit cap, instead of the harvest's", wholeNumber(1))
-    .option('--targets <n>', `targets listed at once (the harvest's concurrency.targets, default ${DEFAULT_CONCURRENCY.targets})`, wholeNumber(1, MAX_CONCURRENCY))
-    .option('--calls <n>', `enrichment calls in flight (the harvest's concurrency.calls, default ${DEFAULT_CONCURRENCY.calls})`, wholeNumber(1, MAX_CONCURRENCY))
-    .option('--no-local-worker', 'rely on running `harvester worker` processes instead of one in this process')
-    .option('--json', 'print the final summary as JSON')
-    .addHelpText(
-      'after',
-      `
+/** What `harvester run` is given. */
+interface RunOptions {
+  config: string;
+  budget?: number;
+  targets?: number;
+  calls?: number;
+  localWorker: boolean;
+  json?: boolean;
+}
+
+const RUN_HELP = `
 Exit codes: 0 completed, 3 completed with errors, 4 budget exhausted, 5 paused (credits), 6 failed,
 1 bad config or arguments, 2 API error, 7 Temporal did not answer for HARVESTER_OUTAGE_WAIT_SECONDS
 (10 minutes by default): the run goes on, and \`harvester show <run>\` follows it.
@@ -129,75 +127,102 @@ goes to HARVESTER_TASK_QUEUE (default harvester).
 
 Examples:
   $ harvester run creators-daily
-  $ harvester run creators-daily --budget 500 --json`,
-    )
-    .action(async (name: string, options: { config: string; budget?: number; targets?: number; calls?: number; localWorker: boolean; json?: boolean }) => {
-      const harvest = findHarvest(loadHarvestConfig(options.config), name);
-      // The run carries the API it is for: a worker set up for another one refuses its tasks.
-      const api = runApiFromEnv();
-      const workflowId = `run-${name}-${new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
-      // A local worker polls a task queue of its own, and serves this run only, unless
-      // HARVESTER_TASK_QUEUE names one to share; without one, the run goes to the workers' queue.
-      const taskQueue = options.localWorker ? localWorkerTaskQueue(workflowId) : taskQueueFromEnv();
-      const ownQueue = options.localWorker && taskQueue !== taskQueueFromEnv();
-      // The client connects while the local worker starts. The worker and what only it needs
-      // (Temporal's worker, the activities, the API client, DuckDB, the logger) are loaded only when
-      // one runs here: without, this process only starts the run and watches it, and stays small.
-      const connecting = connectClient(temporalSettingsFromEnv());
-      const starting = options.localWorker
-        ? Promise.all([import('../engine-context.js'), import('../../logger.js')]).then(([engine, { createLogger }]) =>
-            engine.startWorkerFromEnv(createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' }), { temporal: connecting, taskQueue }),
-          )
-        : undefined;
-      // The run carries the store it is for, too: its local worker's, or the one this environment
-      // names for the workers elsewhere. A worker that keeps its data elsewhere refuses its tasks.
-      const naming = options.localWorker ? undefined : runStoreFromEnv();
-      let runStarted: string | undefined;
-      stopOnSignals(async (signal) => {
-        const where = !options.localWorker
-          ? 'the running workers go on with it'
-          : ownQueue
-            ? `a \`harvester worker\` of its data directory on its task queue, \`HARVESTER_TASK_QUEUE=${taskQueue} harvester worker\`, goes on with it`
-            : `a \`harvester worker\` on task queue "${taskQueue}" goes on with it`;
-        process.stderr.write(`harvester: ${signal}: ${runStarted ? `stopped waiting; run ${runStarted} stays open in Temporal and ${where}` : 'stopped before the run started'}\n`);
-        await Promise.race([starting?.then((worker) => worker.shutdown()), sleep(SHUTDOWN_GRACE_MS)]);
-      });
-      const [client, worker, named] = await Promise.all([connecting, starting, naming]);
-      const store = worker?.storeIdentity ?? named;
-      const started = Date.now();
-      try {
-        const handle = await client.workflow.start(harvestWorkflow, {
-          taskQueue,
-          workflowId,
-          staticSummary: `${name}: budget ${options.budget ?? harvest.budget.credits} credits`,
-          args: [
-            {
-              harvest,
-              ...api,
-              ...(store ? { store } : {}),
-              ...(options.budget ? { budgetCredits: options.budget } : {}),
-              concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) },
-            },
-          ],
-        });
-        runStarted = workflowId;
-        process.stderr.write(`started ${workflowId}\n${whereDataLands(store, options.localWorker)}\n`);
-        const summary = await resultWithProgress(handle, process.stderr, outageWaitMs());
-        if (options.json) process.stdout.write(`${JSON.stringify(printableSummary(summary), null, 2)}\n`);
-        else process.stdout.write(`${summaryText(summary, Date.now() - started)}\n`);
-        process.exitCode = RUN_EXIT_CODES[summary.status];
-      } catch (error) {
-        if (error instanceof WorkflowFailedError) throw new Error(`run ${workflowId} failed: ${error.cause?.message ?? error.message}`);
-        if (error instanceof RunNotFollowedError) {
-          const goesOn = options.localWorker ? `a \`harvester worker\` on task queue "${taskQueue}" goes on with it once Temporal is back` : 'the running workers go on with it once Temporal is back';
-          process.stderr.write(`harvester: ${error.message}: stopped following run ${workflowId}; ${goesOn}. Follow it with \`harvester show ${workflowId}\`.\n`);
-          process.exitCode = RUN_NOT_FOLLOWED_EXIT_CODE;
-          return;
-        }
-        throw error;
-      } finally {
-        await worker?.shutdown();
-        await client.connection.close();
-      }
+  $ harvester run creators-daily --budget 500 --json`;
+
+export function runCommand(): Command {
+  return new Command('run')
+    .description('Run one harvest now and wait for it; prints a summary and exits with its status')
+    .argument('<name>', 'harvest name from the config')
+    .option('--config <file>', 'harvest config', DEFAULT_HARVESTS_FILE)
+    .option('--budget <credits>', "this run's credit cap, instead of the harvest's", wholeNumber(1))
+    .option('--targets <n>', `targets listed at once (the harvest's concurrency.targets, default ${DEFAULT_CONCURRENCY.targets})`, wholeNumber(1, MAX_CONCURRENCY))
+    .option('--calls <n>', `enrichment calls in flight (the harvest's concurrency.calls, default ${DEFAULT_CONCURRENCY.calls})`, wholeNumber(1, MAX_CONCURRENCY))
+    .option('--no-local-worker', 'rely on running `harvester worker` processes instead of one in this process')
+    .option('--json', 'print the final summary as JSON')
+    .addHelpText('after', RUN_HELP)
+    .action(runHarvest);
+}
+
+/** Starts a run of the harvest `name`, with a worker in this process unless told not to, and follows it to its end. */
+async function runHarvest(name: string, options: RunOptions): Promise<void> {
+  const harvest = findHarvest(loadHarvestConfig(options.config), name);
+  // The run carries the API it is for: a worker set up for another one refuses its tasks.
+  const api = runApiFromEnv();
+  const workflowId = `run-${name}-${new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
+  // A local worker polls a task queue of its own, and serves this run only, unless
+  // HARVESTER_TASK_QUEUE names one to share; without one, the run goes to the workers' queue.
+  const taskQueue = options.localWorker ? localWorkerTaskQueue(workflowId) : taskQueueFromEnv();
+  const ownQueue = options.localWorker && taskQueue !== taskQueueFromEnv();
+  // The client connects while the local worker starts.
+  const connecting = connectClient(temporalSettingsFromEnv());
+  const starting = options.localWorker ? startLocalWorker(connecting, taskQueue) : undefined;
+  // The run carries the store it is for, too: its local worker's, or the one this environment
+  // names for the workers elsewhere. A worker that keeps its data elsewhere refuses its tasks.
+  const naming = options.localWorker ? undefined : runStoreFromEnv();
+  let runStarted: string | undefined;
+  stopOnSignals(async (signal) => {
+    process.stderr.write(`harvester: ${signal}: ${runStarted ? `stopped waiting; run ${runStarted} stays open in Temporal and ${whoGoesOn(options.localWorker, ownQueue, taskQueue)}` : 'stopped before the run started'}\n`);
+    await Promise.race([starting?.then((worker) => worker.shutdown()), sleep(SHUTDOWN_GRACE_MS)]);
+  });
+  const [client, worker, named] = await Promise.all([connecting, starting, naming]);
+  const store = worker?.storeIdentity ?? named;
+  const started = Date.now();
+  try {
+    const handle = await client.workflow.start(harvestWorkflow, {
+      taskQueue,
+      workflowId,
+      staticSummary: `${name}: budget ${options.budget ?? harvest.budget.credits} credits`,
+      args: [
+        {
+          harvest,
+          ...api,
+          ...(store ? { store } : {}),
+          ...(options.budget ? { budgetCredits: options.budget } : {}),
+          concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) },
+        },
+      ],
     });
+    runStarted = workflowId;
+    process.stderr.write(`started ${workflowId}\n${whereDataLands(store, options.localWorker)}\n`);
+    const summary = await resultWithProgress(handle, process.stderr, outageWaitMs());
+    if (options.json) process.stdout.write(`${JSON.stringify(printableSummary(summary), null, 2)}\n`);
+    else process.stdout.write(`${summaryText(summary, Date.now() - started)}\n`);
+    process.exitCode = RUN_EXIT_CODES[summary.status];
+  } catch (error) {
+    notFollowedOrThrow(error, workflowId, options.localWorker, taskQueue);
+  } finally {
+    await worker?.shutdown();
+    await client.connection.close();
+  }
+}
+
+/**
+ * The worker of this process, polling `taskQueue`. It and what only it needs (Temporal's worker,
+ * the activities, the API client, DuckDB, the logger) are loaded only when one runs here: without,
+ * this process only starts the run and watches it, and stays small.
+ */
+function startLocalWorker(temporal: ReturnType<typeof connectClient>, taskQueue: string) {
+  return Promise.all([import('../engine-context.js'), import('../../logger.js')]).then(([engine, { createLogger }]) =>
+    engine.startWorkerFromEnv(createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' }), { temporal, taskQueue }),
+  );
+}
+
+/** Who goes on with a run this command stopped waiting for (a signal). */
+function whoGoesOn(localWorker: boolean, ownQueue: boolean, taskQueue: string): string {
+  if (!localWorker) return 'the running workers go on with it';
+  return ownQueue
+    ? `a \`harvester worker\` of its data directory on its task queue, \`HARVESTER_TASK_QUEUE=${taskQueue} harvester worker\`, goes on with it`
+    : `a \`harvester worker\` on task queue "${taskQueue}" goes on with it`;
+}
+
+/**
+ * A run that Temporal stopped answering about is said, with how to follow it, and exits
+ * RUN_NOT_FOLLOWED_EXIT_CODE: it goes on. A failed run, or any other error, is thrown.
+ */
+function notFollowedOrThrow(error: unknown, workflowId: string, localWorker: boolean, taskQueue: string): void {
+  if (error instanceof WorkflowFailedError) throw new Error(`run ${workflowId} failed: ${error.cause?.message ?? error.message}`);
+  if (!(error instanceof RunNotFollowedError)) throw error;
+  const goesOn = localWorker ? `a \`harvester worker\` on task queue "${taskQueue}" goes on with it once Temporal is back` : 'the running workers go on with it once Temporal is back';
+  process.stderr.write(`harvester: ${error.message}: stopped following run ${workflowId}; ${goesOn}. Follow it with \`harvester show ${workflowId}\`.\n`);
+  process.exitCode = RUN_NOT_FOLLOWED_EXIT_CODE;
 }
