@@ -4,55 +4,54 @@
  * settled. A call this work already settled (an earlier attempt) is not made again; a call another
  * target of the run already landed is a duplicate, neither bought nor counted again.
  */
-import type { LimitFunction } from 'p-limit';
-import type { ObjectEndpoint, SocialApiClient } from '../src/api/client.js';
+import type { ObjectEndpoint } from '../src/api/client.js';
 import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, MediaExpiredError, SocialApiError } from '../src/api/errors.js';
-import type { Enrichment } from '../src/harvest/harvest-types.js';
-import { findEndpoint, PAGE_LIMITS, type Platform, type PriceTable } from '../src/api-catalog/endpoints.js';
-import type { Logger } from '../src/logger.js';
-import type { CallJournal } from '../src/store/call-journal.js';
+import { findEndpoint, PAGE_LIMITS, type Platform } from '../src/api-catalog/endpoints.js';
 import { pageLandingKey } from '../src/store/landing.js';
 import type { CallFailure, FailedCall } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../src/harvest/rules.js';
-import { landingOfCall, meteredCall, type WorkBudget } from './metered-call.js';
+import { landingOfCall, meteredCall, type EnricherParts } from './metered-call.js';
+import type { WorkStop } from '../src/harvest/failures.js';
 import { FileWriteError } from '../src/store/durable-file.js';
 import type { StoredMedia } from '../src/store/media-store.js';
-import type { Store } from '../src/store/store.js';
 
 /** What the harvester reads of a download's answer: the link to its media file. */
 interface DownloadAnswer {
   media_url?: string;
 }
 
-/** Why a piece of work stopped buying before its end: the API refused the key or the balance. */
-export interface WorkStop {
-  status: 'paused' | 'failed';
-  error: { type: string; message: string; requestId?: string };
-}
-
-export interface ItemEnricherDeps {
-  client: SocialApiClient;
-  store: Store;
-  runId: string;
-  harvest: string;
+export interface ItemEnricherDeps extends EnricherParts {
   /** The target whose items these are: failed calls are recorded against it. */
   target: string;
-  journal: CallJournal;
-  budget: WorkBudget;
-  /** The run's calls in flight in this worker. */
-  limit: LimitFunction;
-  enrich: Enrichment;
-  prices: PriceTable;
-  /** Aborted when Temporal has given this attempt up (a timed-out heartbeat): no call starts after. */
-  signal: AbortSignal;
-  /** Each call's overall deadline, its retries included. */
-  callDeadlineMs?: number;
-  logger?: Logger;
 }
 
 /** Comments pages hold at most this many (the API's synchronous maximum). */
 const COMMENTS_PAGE = PAGE_LIMITS.maxSynchronous;
+
+/**
+ * A work's enrichers, one per target (so a call that fails is recorded against its own target),
+ * each made when first asked for.
+ */
+export class TargetEnrichers {
+  private readonly made = new Map<string, ItemEnricher>();
+
+  constructor(private readonly parts: EnricherParts) {}
+
+  of(target: string): ItemEnricher {
+    let enricher = this.made.get(target);
+    if (!enricher) {
+      enricher = new ItemEnricher({ ...this.parts, target });
+      this.made.set(target, enricher);
+    }
+    return enricher;
+  }
+
+  /** The first stop an enricher met (a 402, a refused key), if any. */
+  stop(): WorkStop | undefined {
+    return [...this.made.values()].find((enricher) => enricher.stop)?.stop;
+  }
+}
 
 export class ItemEnricher {
   stop: WorkStop | undefined;

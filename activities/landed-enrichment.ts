@@ -13,8 +13,9 @@ import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { priceOf } from '../src/harvest/rules.js';
-import { ItemEnricher, settleAll, type WorkStop } from './item-enricher.js';
+import { ItemEnricher, settleAll, TargetEnrichers } from './item-enricher.js';
 import { inWorkFrame, type WorkBudget, type WorkFrameDeps, type WorkFrameInput, type WorkSpent } from './metered-call.js';
+import type { WorkStop } from '../src/harvest/failures.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 
 export interface EnrichLandedInput extends RunIdentity, WorkFrameInput {
@@ -98,10 +99,11 @@ async function enrichmentWork<R extends object>(
 ): Promise<R & WorkSpent & { enrichment: EnrichmentTally; stop?: WorkStop }> {
   return inWorkFrame(deps, input, { start: () => ({}), live: (_, journal) => ({ credits: journal.charged(), items: 0, pages: 0, enriched: 0 }) }, async (frame) => {
     const tally: EnrichmentTally = { calls: 0, skipped: 0, failed: 0 };
-    const result = await work((target) => frame.enricherFor(target), tally, frame.budget);
+    const enrichers = new TargetEnrichers(frame.enricherParts);
+    const result = await work((target) => enrichers.of(target), tally, frame.budget);
     // Its answers and records reach the disk (one group commit) before the workflow reads the result.
     await frame.durable();
-    const stop = frame.stop();
+    const stop = enrichers.stop();
     return { ...result, ...(await frame.spent()), enrichment: tally, ...(stop ? { stop } : {}) };
   });
 }
@@ -121,7 +123,7 @@ async function enrichLanded(deps: WorkFrameDeps, input: EnrichLandedInput): Prom
   return inWorkFrame(deps, input, checkpoint, async (frame) => {
     const { budget } = frame;
     const progress = frame.checkpoint.resumed;
-    const enricher = frame.enricherFor(input.target);
+    const enricher = new ItemEnricher({ ...frame.enricherParts, target: input.target });
     const tally = progress.enrichment;
     for (; progress.page <= input.toPage && !enricher.stop; progress.page++) {
       const landing = await deps.store.findLanding(pageLandingKey(input.runId, input.target, progress.page));

@@ -11,6 +11,7 @@
  * metrics count each call as it goes (src/metrics/worker-metrics.ts).
  */
 import { Context } from '@temporalio/activity';
+import type { LimitFunction } from 'p-limit';
 import type { CallOptions, CallReport, SocialApiClient } from '../src/api/client.js';
 import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import { neverCharged, RateLimitedError, SocialApiError, type NetworkError } from '../src/api/errors.js';
@@ -23,7 +24,6 @@ import type { PageLanding } from '../src/store/landing.js';
 import type { Store } from '../src/store/store.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
-import { ItemEnricher, type WorkStop } from './item-enricher.js';
 import { withRunCallLimit } from './run-call-limits.js';
 
 /**
@@ -76,6 +76,25 @@ export interface WorkFrameInput {
   callDeadlineMs?: number;
 }
 
+/** What a work frame gives the enrichers of its items (activities/item-enricher.ts), whatever their target. */
+export interface EnricherParts {
+  client: SocialApiClient;
+  store: Store;
+  runId: string;
+  harvest: string;
+  journal: CallJournal;
+  budget: WorkBudget;
+  /** The run's calls in flight in this worker. */
+  limit: LimitFunction;
+  enrich: Enrichment;
+  prices: PriceTable;
+  /** Aborted when Temporal has given this attempt up (a timed-out heartbeat): no call starts after. */
+  signal: AbortSignal;
+  /** Each call's overall deadline, its retries included. */
+  callDeadlineMs?: number;
+  logger?: Logger;
+}
+
 export interface WorkFrameDeps {
   client: SocialApiClient;
   store: Store;
@@ -94,10 +113,8 @@ export interface WorkFrame<P extends object> {
   readonly budget: WorkBudget;
   /** Where a retry resumes: `checkpoint.resumed`, committed as the work reaches durable points. */
   readonly checkpoint: CheckpointHeartbeat<P>;
-  /** The enricher of one target's items (made once per target). */
-  enricherFor(target: string): ItemEnricher;
-  /** The first stop an enricher met (a 402, a refused key), if any. */
-  stop(): WorkStop | undefined;
+  /** What the enrichers of the work's items are made of (TargetEnrichers, ItemEnricher). */
+  readonly enricherParts: EnricherParts;
   /**
    * Makes everything the work landed and journaled durable, with its latest committed point (one
    * group commit): awaited before the work tells the workflow (or the store's coverage) what it did.
@@ -121,8 +138,8 @@ export interface FrameCheckpoint<P extends object> {
 
 /**
  * Runs `body` in a work frame: its journal claimed by this attempt, its grant as a WorkBudget, its
- * checkpoint heartbeated, the run's limit of calls in flight, one ItemEnricher per target (so a
- * call that fails is recorded against its own target), and, when done, what it spent read back
+ * checkpoint heartbeated, the run's limit of calls in flight (with the rest, the parts of its
+ * items' enrichers), and, when done, what it spent read back
  * from the journal in the store. Whatever the work leaves in flight finishes before the journal
  * closes. A failure leaves as an activity failure (`asFailure` may add what the work durably
  * reached, from its checkpoint).
@@ -143,20 +160,12 @@ export async function inWorkFrame<P extends object, R>(
   let inFlight: Promise<unknown> = Promise.resolve();
   try {
     return await withRunCallLimit(input.runId, input.calls, async (limit) => {
-      const enrichers = new Map<string, ItemEnricher>();
       const frame: WorkFrame<P> = {
         context,
         journal,
         budget,
         checkpoint,
-        enricherFor(target) {
-          const made =
-            enrichers.get(target) ??
-            new ItemEnricher({ client: deps.client, store: deps.store, runId: input.runId, harvest: input.harvest, target, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger: deps.logger });
-          enrichers.set(target, made);
-          return made;
-        },
-        stop: () => [...enrichers.values()].find((enricher) => enricher.stop)?.stop,
+        enricherParts: { client: deps.client, store: deps.store, runId: input.runId, harvest: input.harvest, journal, budget, limit, enrich: input.enrich, prices: input.prices, signal: context.cancellationSignal, callDeadlineMs: input.callDeadlineMs, logger: deps.logger },
         durable: () => checkpoint.flush(),
         keep(work) {
           work.catch(() => undefined);

@@ -19,7 +19,8 @@ import type { TargetPlan } from '../src/harvest/targets.js';
 import type { RunIdentity } from './run-guard.js';
 import { asActivityFailure } from './failures.js';
 import { withWorkProgress } from './outages.js';
-import { describe, workStopOf, type ItemEnricher, type WorkStop } from './item-enricher.js';
+import { describe, ItemEnricher, workStopOf } from './item-enricher.js';
+import type { WorkStop } from '../src/harvest/failures.js';
 import { inWorkFrame, landingOfCall, meteredCall, type WorkFrame, type WorkFrameDeps, type WorkFrameInput } from './metered-call.js';
 
 /** Where a target's listing stands: where the next page comes from, and what the run has of it. */
@@ -172,7 +173,7 @@ class TargetListing {
     // left. Those items are the run's: counted, not listed again past max_items.
     this.progress.position.items = Math.max(this.progress.position.items, Math.min(seen.size, target.maxItems));
     this.paging = new Paginator(this.progress.position, input.pageSize, target.maxItems, input.stopAtIds.length > 0);
-    this.enricher = target.enrich ? frame.enricherFor(target.key) : undefined;
+    this.enricher = target.enrich ? new ItemEnricher({ ...frame.enricherParts, target: target.key }) : undefined;
     this.known = new Set(input.stopAtIds);
     this.listPrice = priceOf(prices, target.platform, target.endpoint);
     this.enrichWorst = this.enricher ? itemEnrichmentWorst(prices, target.platform, input.enrich, listsPhotoPosts(target)) : 0;

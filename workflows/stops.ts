@@ -4,7 +4,7 @@
  * names and reasons come from src/harvest/failures.ts, where the activities take them too.
  */
 import { log } from '@temporalio/workflow';
-import type { WorkStop } from '../activities/item-enricher.js';
+import type { WorkStop } from '../src/harvest/failures.js';
 import { INSUFFICIENT_CREDITS, runStoppingReason, saidOnce } from '../src/harvest/failures.js';
 import { emptyWarning, stopRun, type HarvestState, type TargetState } from '../src/harvest/run-state.js';
 import { failureType, messageOf, pauseSchedule, requestIdOf } from './run-context.js';

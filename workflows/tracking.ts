@@ -3,7 +3,7 @@
  * failed enrichment calls made again first, and `track-accounts` and `track-items`, last.
  */
 import { log } from '@temporalio/workflow';
-import type { WorkStop } from '../activities/item-enricher.js';
+import type { WorkStop } from '../src/harvest/failures.js';
 import type { WorkSpent } from '../activities/landed-enrichment.js';
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { runStoppingReason } from '../src/harvest/failures.js';

@@ -5,6 +5,12 @@
  * workflow sandbox imports it.
  */
 
+/** Why a piece of work stopped buying before its end: the API refused the key or the balance. */
+export interface WorkStop {
+  status: 'paused' | 'failed';
+  error: { type: string; message: string; requestId?: string };
+}
+
 /** The API refused the key (401): src/api/errors.ts names its error so. */
 export const AUTHENTICATION_ERROR = 'AuthenticationError';
 /** The API cannot be reached: src/api/errors.ts names its error so. */

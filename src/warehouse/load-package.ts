@@ -11,12 +11,8 @@ import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import { isRunLandingKey, notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import type { PendingAnswer } from './pending-answers.js';
 import { DriftSampler, type SchemaDriftRow } from './schema-drift.js';
+import type { LandingShape } from './raw-columns.js';
 
-/**
- * What a landing holds, which decides the column types DuckDB reads it with: a page whose data is
- * a list of items, a page whose data is one resource, or a run's status.
- */
-export type LandingShape = 'list' | 'object' | 'run';
 const LANDING_SHAPES: readonly LandingShape[] = ['list', 'object', 'run'];
 
 export interface LoadPackage {

@@ -12,11 +12,11 @@ import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../api-catalog/endpoint
 import { notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import { sqlString, withDefaultDatabase } from './duckdb.js';
 import { LAKE, type LakeConnection } from './lake.js';
-import { extract, type LandingShape, type LoadPackage } from './load-package.js';
+import { extract, type LoadPackage } from './load-package.js';
 import type { PendingAnswer } from './pending-answers.js';
 import { readFrameText } from '../store/segment.js';
 import { STAGED_TABLES } from './schema.js';
-import { RAW_COLUMNS } from './raw-columns.js';
+import { RAW_COLUMNS, type LandingShape } from './raw-columns.js';
 import { loaderCheckFolder } from '../store/layout.js';
 
 /** DuckDB's reader of one shape's package file; without `data` when only the pages themselves are wanted. */

@@ -2,7 +2,11 @@
  * The columns a load reads each shape of answer with (normalize.ts), and what they read of an
  * answer's data: the schema drift check (schema-drift.ts) compares answers with it.
  */
-import type { LandingShape } from './load-package.js';
+/**
+ * What a landing holds, which decides the column types DuckDB reads it with: a page whose data is
+ * a list of items, a page whose data is one resource, or a run's status.
+ */
+export type LandingShape = 'list' | 'object' | 'run';
 
 const PAGE_COLUMNS = {
   _landing: 'VARCHAR',
