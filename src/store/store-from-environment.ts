@@ -1,4 +1,5 @@
 import { EnvironmentError } from '../config/environment.js';
+import { outageWaitMs } from './outage.js';
 import { LocalStore, type Store } from './store.js';
 import type { StoreIdentity } from './store-identity.js';
 
@@ -24,7 +25,7 @@ export async function storeFromEnvironment(dataDir: string, env: NodeJS.ProcessE
     import('./shared/shared-store.js'),
   ]);
   const objects = new ObjectStorage(objectStorageSettings(storage, env));
-  return new SharedStore(dataDir, objects, await PostgresCatalog.open(catalogUrl));
+  return new SharedStore(dataDir, objects, await PostgresCatalog.open(catalogUrl), outageWaitMs(env));
 }
 
 /** HARVESTER_CATALOG, checked, for shared storage. */

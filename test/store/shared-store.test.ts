@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
 import { CallJournal, runFailures } from '../../src/store/call-journal.js';
 import { landedAnswers, landedKeys, landedLanding } from '../support/landed.js';
-import { pageLandingKey, type PageLanding } from '../../src/store/landing.js';
+import { landingText, pageLandingKey, type PageLanding } from '../../src/store/landing.js';
 import { ObjectStorage } from '../../src/store/shared/object-storage.js';
 import { objectStorageSettings } from '../../src/store/shared/shared-settings.js';
 import { sharedStoreIdentity, storeFromEnvironment } from '../../src/store/store-from-environment.js';
@@ -212,6 +212,23 @@ describe('shared storage', () => {
     // A retried work there (a new attempt claims the journal) finds what the earlier attempt uploaded.
     await (await CallJournal.load(other.journals, 'run-shared-settle', 'work-1')).claim(2);
     expect(await other.findLanding(key)).toMatchObject({ page: 77 });
+  });
+
+  it('a landing object of an earlier version (one per answer) is found by its key and loaded once', async () => {
+    const env = await sharedStore();
+    const [finder, loader] = [await machine(env), await machine(env)];
+    const { dataDir } = await landedSample(emulator, 'run-shared-upgrade');
+    const landing = { ...(landedAnswers(dataDir).values().next().value as PageLanding), page: 9 };
+    const key = pageLandingKey('run-shared-upgrade', landing.target, 9);
+    const objects = new ObjectStorage(objectStorageSettings(env.HARVESTER_STORAGE!, { ...process.env, ...env }));
+    try {
+      await objects.put(`landing/${key}`, landingText(landing));
+      expect(await finder.findLanding(key)).toEqual(landing);
+      expect((await loadLandings(loader.dataDir, { store: loader })).landingsLoaded).toBe(1);
+      expect((await loadLandings(finder.dataDir, { store: finder })).landingsLoaded).toBe(0);
+    } finally {
+      objects.close();
+    }
   });
 
   it('a segment object cut short loads the answers whole before the cut, never the cut one', async () => {

@@ -54,7 +54,7 @@ afterAll(async () => {
 function startWorker(taskQueue: string, prefix: string, extra: Record<string, string> = {}): ChildProcess {
   const scratch = mkdtempSync(join(tmpdir(), 'outage-machine-'));
   scratches.push(scratch);
-  const env = { ...process.env, ...cliEnv(taskQueue, prefix), HARVESTER_DATA_DIR: scratch, LOG_LEVEL: 'error', ...extra };
+  const env = { ...process.env, ...cliEnv(taskQueue, prefix), HARVESTER_DATA_DIR: scratch, LOG_LEVEL: process.env.OUTAGE_LOG_LEVEL ?? 'error', ...extra };
   return spawn(process.execPath, [CLI, 'worker'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 

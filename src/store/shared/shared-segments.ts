@@ -23,6 +23,7 @@ import { newSegmentFileName } from '../answer-segments.js';
 import { temporaryFor } from '../durable-file.js';
 import { landingKey, landingText, type Landing } from '../landing.js';
 import { objectKey, parseSegmentFileName, runFolderOfKey, runSegmentFolder, segmentRoot } from '../layout.js';
+import { DEFAULT_OUTAGE_WAIT_MS, waitOutOutages } from '../outage.js';
 import { frameOf, segmentHeaderText } from '../segment.js';
 import type { JournalLine, JournalLog } from '../call-journal.js';
 import type { ObjectStorage } from './object-storage.js';
@@ -93,6 +94,8 @@ export class SharedSegments {
   constructor(
     private readonly objects: ObjectStorage,
     private readonly dataDir: string,
+    /** How long an upload, or a settlement's record, waits out an outage (HARVESTER_OUTAGE_WAIT_SECONDS). */
+    readonly outageWaitMs = DEFAULT_OUTAGE_WAIT_MS,
   ) {}
 
   /**
@@ -209,7 +212,9 @@ export class SharedSegments {
     const file = join(runSegmentFolder(this.dataDir, runFolder), newSegmentFileName());
     const bytes = Buffer.concat([Buffer.from(segmentHeaderText({ run_id: runId }), 'utf8'), ...landings.map((landing) => landing.frame)]);
     try {
-      await this.objects.put(objectKey(this.dataDir, file), bytes);
+      // In the background, where the activity's own wait (activities/outages.ts) does not reach:
+      // an object store that does not answer is waited out here, as a landing's PUT was.
+      await waitOutOutages(() => this.objects.put(objectKey(this.dataDir, file), bytes), { boundMs: this.outageWaitMs });
       this.uploads++;
       this.uploadedAnswers += landings.length;
       // The scratch copy spares a fetch; without it the segment is fetched when a key is missed.
@@ -255,8 +260,10 @@ async function writeCached(file: string, bytes: Buffer): Promise<void> {
  * A work's journal in the shared catalog, whose settlements wait for the upload of the answers they
  * settle: appended in order once it is done, while the work goes on (an intent, a cancellation or a
  * failure is appended at once). `sync` uploads what the process landed and waits for them, so a
- * checkpoint covers only calls settled with their answers in the object store. An upload that fails
- * leaves its calls open intents, and the work stops at its next record or sync with the failure.
+ * checkpoint covers only calls settled with their answers in the object store. Both wait out an
+ * outage of their service (they run after the activity's call returned, beyond its own wait); an
+ * upload or record that still fails leaves its calls open intents, and the work stops at its next
+ * record or sync with the failure.
  */
 export class SettledAfterUpload implements JournalLog {
   private settlements: Promise<void> = Promise.resolve();
@@ -294,7 +301,7 @@ export class SettledAfterUpload implements JournalLog {
       if (this.failure !== undefined) return;
       try {
         await upload;
-        await this.log.append(line);
+        await waitOutOutages(() => this.log.append(line), { boundMs: this.segments.outageWaitMs });
       } catch (error) {
         this.failure = error;
       }

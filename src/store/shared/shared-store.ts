@@ -44,9 +44,11 @@ export class SharedStore implements Store {
     readonly dataDir: string,
     private readonly objects: ObjectStorage,
     readonly catalog: PostgresCatalog,
+    /** How long its uploads and settlements in the background wait out an outage (HARVESTER_OUTAGE_WAIT_SECONDS). */
+    outageWaitMs?: number,
   ) {
     this.description = `${objects.url('')} with the catalog ${catalog.where}`;
-    this.segments = new SharedSegments(objects, dataDir);
+    this.segments = new SharedSegments(objects, dataDir, outageWaitMs);
     const segments = this.segments;
     this.#journals = {
       journalLog: (runId, workId) => new SettledAfterUpload(catalog.journalLog(runId, workId), segments, runFolderOfRun(runId)),
