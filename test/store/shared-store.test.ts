@@ -29,6 +29,7 @@ let services: SharedServices;
 let emulator: TestEmulator;
 const savedEnv = { ...process.env };
 const stores: Store[] = [];
+const objectStores: ObjectStorage[] = [];
 let storesMade = 0;
 
 beforeAll(async () => {
@@ -40,6 +41,7 @@ beforeAll(async () => {
 afterAll(async () => {
   process.env = savedEnv;
   for (const store of stores) await store.close();
+  for (const objects of objectStores) objects.close();
   await emulator?.close();
   await services?.stop();
 });
@@ -63,6 +65,13 @@ async function sharedStore(): Promise<Record<string, string>> {
   const env = { ...services.environment(name), HARVESTER_CATALOG: catalog.toString() };
   process.env = { ...savedEnv, ...env };
   return env;
+}
+
+/** The shared store's object storage, read and written behind the store's back. */
+function objectsOf(env: Record<string, string>): ObjectStorage {
+  const objects = new ObjectStorage(objectStorageSettings(env.HARVESTER_STORAGE!, { ...process.env, ...env }));
+  objectStores.push(objects);
+  return objects;
 }
 
 /** The store as a process on a machine of its own sees it: a fresh scratch directory. */
@@ -168,27 +177,23 @@ describe('shared storage', () => {
     );
     // Settled in the shared journal, every one, once its answer was uploaded.
     for (let work = 0; work < 8; work++) expect((await CallJournal.load(finder.journals, 'run-shared-groups', `work-${work}`)).totals()).toMatchObject({ settledCalls: 50, lostCalls: 0 });
-    const objects = new ObjectStorage(objectStorageSettings(env.HARVESTER_STORAGE!, { ...process.env, ...env }));
-    try {
-      const segmentObjects = (await objects.list('segments/')).filter((key) => key.endsWith('.seg'));
-      // Each upload is an object of its own name: the objects count the PUTs.
-      expect(segmentObjects.length).toBeGreaterThan(0);
-      expect(segmentObjects.length).toBeLessThanOrEqual(answers / 20);
-      // Another machine finds every answer by its key, as a retried work on it would.
-      for (const [work, landed] of keys.entries()) {
-        expect(landed).toHaveLength(50);
-        expect(await finder.findLanding(landed[49]!)).toEqual(landingOf(work, 49));
-      }
-      expect(await finder.isLanded(pageLandingKey('run-shared-groups', 'channel:tiktok:work-0:videos', 51))).toBe(false);
-      const loaded = await loadLandings(loader.dataDir, { store: loader });
-      expect(loaded.landingsLoaded).toBe(answers);
-      expect((await loadLandings(finder.dataDir, { store: finder })).landingsLoaded).toBe(0);
-      const reader = mkdtempSync(join(tmpdir(), 'reader-'));
-      const [row] = (await queryWarehouse(reader, "SELECT count(*) AS calls, count(DISTINCT landing) AS landings FROM loaded_landings WHERE run_id = 'run-shared-groups'")).rows;
-      expect(row).toEqual({ calls: String(answers), landings: String(answers) });
-    } finally {
-      objects.close();
+    const objects = objectsOf(env);
+    const segmentObjects = (await objects.list('segments/')).filter((key) => key.endsWith('.seg'));
+    // Each upload is an object of its own name: the objects count the PUTs.
+    expect(segmentObjects.length).toBeGreaterThan(0);
+    expect(segmentObjects.length).toBeLessThanOrEqual(answers / 20);
+    // Another machine finds every answer by its key, as a retried work on it would.
+    for (const [work, landed] of keys.entries()) {
+      expect(landed).toHaveLength(50);
+      expect(await finder.findLanding(landed[49]!)).toEqual(landingOf(work, 49));
     }
+    expect(await finder.isLanded(pageLandingKey('run-shared-groups', 'channel:tiktok:work-0:videos', 51))).toBe(false);
+    const loaded = await loadLandings(loader.dataDir, { store: loader });
+    expect(loaded.landingsLoaded).toBe(answers);
+    expect((await loadLandings(finder.dataDir, { store: finder })).landingsLoaded).toBe(0);
+    const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+    const [row] = (await queryWarehouse(reader, "SELECT count(*) AS calls, count(DISTINCT landing) AS landings FROM loaded_landings WHERE run_id = 'run-shared-groups'")).rows;
+    expect(row).toEqual({ calls: String(answers), landings: String(answers) });
   });
 
   it('a call\'s settlement reaches the shared journal only once its answer is uploaded', async () => {
@@ -220,15 +225,11 @@ describe('shared storage', () => {
     const { dataDir } = await landedSample(emulator, 'run-shared-upgrade');
     const landing = { ...(landedAnswers(dataDir).values().next().value as PageLanding), page: 9 };
     const key = pageLandingKey('run-shared-upgrade', landing.target, 9);
-    const objects = new ObjectStorage(objectStorageSettings(env.HARVESTER_STORAGE!, { ...process.env, ...env }));
-    try {
-      await objects.put(`landing/${key}`, landingText(landing));
-      expect(await finder.findLanding(key)).toEqual(landing);
-      expect((await loadLandings(loader.dataDir, { store: loader })).landingsLoaded).toBe(1);
-      expect((await loadLandings(finder.dataDir, { store: finder })).landingsLoaded).toBe(0);
-    } finally {
-      objects.close();
-    }
+    const objects = objectsOf(env);
+    await objects.put(`landing/${key}`, landingText(landing));
+    expect(await finder.findLanding(key)).toEqual(landing);
+    expect((await loadLandings(loader.dataDir, { store: loader })).landingsLoaded).toBe(1);
+    expect((await loadLandings(finder.dataDir, { store: finder })).landingsLoaded).toBe(0);
   });
 
   it('a segment object cut short loads the answers whole before the cut, never the cut one', async () => {
@@ -238,20 +239,16 @@ describe('shared storage', () => {
     const page = landedAnswers(dataDir).values().next().value as PageLanding;
     const landed = await Promise.all([1, 2, 3].map((n) => lander.writeLanding({ ...page, page: n }, { untilSync: true })));
     await lander.journals.journalLog('run-shared-cut', 'work-1').sync();
-    const objects = new ObjectStorage(objectStorageSettings(env.HARVESTER_STORAGE!, { ...process.env, ...env }));
-    try {
-      const [segment, ...others] = (await objects.list('segments/')).filter((key) => key.endsWith('.seg'));
-      expect(others).toEqual([]);
-      const bytes = (await objects.get(segment!))!;
-      // The last frame loses its last bytes, as an upload cut by a dying machine would leave it.
-      await objects.put(segment!, bytes.subarray(0, bytes.length - 5));
-      expect((await loadLandings(loader.dataDir, { store: loader })).landingsLoaded).toBe(2);
-      const reader = mkdtempSync(join(tmpdir(), 'reader-'));
-      const rows = (await queryWarehouse(reader, "SELECT landing FROM loaded_landings WHERE run_id = 'run-shared-cut' ORDER BY landing")).rows.map((row) => row.landing);
-      expect(rows).toEqual(landed.slice(0, 2));
-    } finally {
-      objects.close();
-    }
+    const objects = objectsOf(env);
+    const [segment, ...others] = (await objects.list('segments/')).filter((key) => key.endsWith('.seg'));
+    expect(others).toEqual([]);
+    const bytes = (await objects.get(segment!))!;
+    // The last frame loses its last bytes, as an upload cut by a dying machine would leave it.
+    await objects.put(segment!, bytes.subarray(0, bytes.length - 5));
+    expect((await loadLandings(loader.dataDir, { store: loader })).landingsLoaded).toBe(2);
+    const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+    const rows = (await queryWarehouse(reader, "SELECT landing FROM loaded_landings WHERE run_id = 'run-shared-cut' ORDER BY landing")).rows.map((row) => row.landing);
+    expect(rows).toEqual(landed.slice(0, 2));
   });
 
   it('a load on one machine takes every machine\'s landings into the shared lake once, and any machine reads it', async () => {
