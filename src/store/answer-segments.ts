@@ -49,11 +49,15 @@ interface IndexedFrame {
 interface RunIndex {
   readTo: Map<string, number>;
   frames: Map<string, IndexedFrame>;
+  /** When it was last asked for (ms). */
+  usedAt: number;
 }
 
 export class AnswerSegments {
   private readonly writers = new Map<string, RunWriter>();
   private readonly indexes = new Map<string, RunIndex>();
+  /** When the indexes were last swept for runs not asked for (ms). */
+  private sweptAt = 0;
 
   private constructor(readonly dataDir: string) {}
 
@@ -159,12 +163,26 @@ export class AnswerSegments {
   }
 
   private indexOf(runFolder: string): RunIndex {
+    const now = Date.now();
     let index = this.indexes.get(runFolder);
     if (!index) {
-      index = { readTo: new Map(), frames: new Map() };
+      index = { readTo: new Map(), frames: new Map(), usedAt: now };
       this.indexes.set(runFolder, index);
     }
+    index.usedAt = now;
+    // A run's index is built again from its files when next asked for, so one not asked for a
+    // while is let go: a standing worker's memory follows the runs it serves now, not every run
+    // it served (the loader, which removes a run's segments, is often another process).
+    if (now - this.sweptAt >= IDLE_CLOSE_MS) {
+      this.sweptAt = now;
+      for (const [folder, other] of this.indexes) if (now - other.usedAt >= IDLE_CLOSE_MS) this.indexes.delete(folder);
+    }
     return index;
+  }
+
+  /** How many runs' indexes this process holds: for tests of its memory. */
+  get indexedRuns(): number {
+    return this.indexes.size;
   }
 
   /** Where a key's frame is: from the index, or, when not there, after reading what the run's segments gained. */

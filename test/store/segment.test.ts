@@ -1,7 +1,7 @@
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AnswerSegments } from '../../src/store/answer-segments.js';
 import { pageLandingKey, type PageLanding } from '../../src/store/landing.js';
 import { frameOf, readFrameText, readSegment, SegmentWriter } from '../../src/store/segment.js';
@@ -86,5 +86,24 @@ describe('a data directory\'s segments after a write failed', () => {
     expect(await segments.find(key)).toMatchObject({ page: 2 });
     expect(await segments.isLanded(pageLandingKey('run-ro', 't', 1))).toBe(false);
     await segments.close();
+  });
+});
+
+describe('a standing worker\'s index of landed answers', () => {
+  it('lets go of the runs not asked for a while, and still finds their answers from the files', async () => {
+    vi.useFakeTimers({ toFake: ['Date'] });
+    const dataDir = folder();
+    const segments = AnswerSegments.of(dataDir);
+    const landing = (run: string): PageLanding => ({ format: 1, kind: 'page', run_id: run, harvest: 'h', target: 't', page: 1, endpoint: 'tiktok/stats', params: {}, request_id: `r-${run}`, observed_at: new Date(0).toISOString(), data: { run } });
+    const keys: string[] = [];
+    for (let day = 0; day < 5; day++) {
+      keys.push(await segments.land(landing(`run-day-${day}`)));
+      vi.setSystemTime(Date.now() + 60_000);
+    }
+    // One run's index at a time: the others were let go as the days passed.
+    expect(segments.indexedRuns).toBeLessThanOrEqual(2);
+    for (const [day, key] of keys.entries()) expect(await segments.find(key)).toMatchObject({ data: { run: `run-day-${day}` } });
+    await segments.close();
+    vi.useRealTimers();
   });
 });
