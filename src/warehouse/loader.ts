@@ -17,7 +17,7 @@ import type { UnloadableLanding } from '../store/landing.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
 import { LAKE, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
-import { keepLatestPerKey } from './latest-state.js';
+import { keepLatestPerKey } from './merge.js';
 import { extract, type LoadPackage } from './load-package.js';
 import { merge } from './merge.js';
 import { recordDrift } from './schema-drift.js';
