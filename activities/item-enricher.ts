@@ -7,7 +7,7 @@
 import type { ObjectEndpoint } from '../src/api/client.js';
 import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, MediaExpiredError, SocialApiError } from '../src/api/errors.js';
 import { findEndpoint, PAGE_LIMITS, type Platform } from '../src/api-catalog/endpoints.js';
-import { pageLandingKey } from '../src/store/landing.js';
+import { pageLandingKey } from '../src/store/layout.js';
 import type { CallFailure, FailedCall } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../src/harvest/rules.js';

@@ -21,6 +21,7 @@ import type { Logger } from '../src/logger.js';
 import { calls, creditsCharged, creditsHeld, creditsRemaining, itemsLanded, landingsWaiting } from '../src/metrics/worker-metrics.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import type { PageLanding } from '../src/store/landing.js';
+import { runFolderOfKey } from '../src/store/layout.js';
 import type { Store } from '../src/store/store.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
@@ -250,20 +251,16 @@ const landingFailures = new Map<string, { error: unknown; at: number }>();
 const journalsBegun = new WeakMap<CallJournal, number>();
 let moments = 0;
 
-function runOfKey(key: string): string {
-  return key.split('/')[0] ?? key;
-}
-
 /** Throws the landing failure of the run that this attempt was running at, if any. */
 function refuseAfterLandingFailure(journal: CallJournal, key: string): void {
   if (!journalsBegun.has(journal)) journalsBegun.set(journal, ++moments);
-  const failure = landingFailures.get(runOfKey(key));
+  const failure = landingFailures.get(runFolderOfKey(key));
   if (failure && failure.at > journalsBegun.get(journal)!) throw failure.error;
 }
 
 function rememberLandingFailure(key: string, error: unknown): void {
   // The latest one: an attempt begun after an earlier failure stops at its own.
-  const run = runOfKey(key);
+  const run = runFolderOfKey(key);
   landingFailures.delete(run);
   landingFailures.set(run, { error, at: ++moments });
   // A few runs' worth: the newest failures are the ones attempts in flight can meet.

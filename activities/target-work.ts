@@ -10,7 +10,7 @@
 import type { ListEndpoint } from '../src/api/client.js';
 import { CursorExpiredError, SocialApiError } from '../src/api/errors.js';
 import type { CallJournal } from '../src/store/call-journal.js';
-import { pageLandingKey } from '../src/store/landing.js';
+import { pageLandingKey } from '../src/store/layout.js';
 import type { Store } from '../src/store/store.js';
 import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../src/harvest/rules.js';
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';

@@ -11,7 +11,7 @@ import { basename, dirname, join, relative, sep } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
 import type { CallFailure } from '../harvest/progress.js';
 import { writeDurableFile } from './durable-file.js';
-import { landingFile, landingRoot, pathSegment, runFolderOfRun, quarantineFile, quarantineRoot } from './layout.js';
+import { landingFile, landingRoot, pageLandingKey, pathSegment, quarantineFile, quarantineRoot, runStatusKey } from './layout.js';
 
 /** The billed call behind a page. Free pages (a job's results) have none; the job is billed once. */
 export interface LandedCall {
@@ -68,25 +68,9 @@ export interface RunLanding {
 
 export type Landing = PageLanding | RunLanding;
 
-/** The key of a page landing: fixed by run, target and page, so a retry lands on the same key. */
-export function pageLandingKey(runId: string, target: string, page: number): string {
-  return [runFolderOfRun(runId), pathSegment(target), `page-${String(page).padStart(6, '0')}.json`].join('/');
-}
-
-/** The landing's path relative to the landing root: its identity in `loaded_landings`. */
+/** The landing's key (layout.ts's grammar): its identity in `loaded_landings`, and its path relative to the landing root. */
 export function landingKey(landing: Landing): string {
-  if (landing.kind === 'run') return [runFolderOfRun(landing.run_id), RUN_FOLDER, `status-${String(landing.seq).padStart(6, '0')}.json`].join('/');
-  return pageLandingKey(landing.run_id, landing.target, landing.page);
-}
-
-/**
- * Run statuses sit in this folder of their run. No target's folder is named so: target keys hold a
- * `:` (`channel:tiktok:…`), which `pathSegment` replaces and marks with a hash.
- */
-const RUN_FOLDER = '_run';
-
-export function isRunLandingKey(key: string): boolean {
-  return key.split('/')[1] === RUN_FOLDER;
+  return landing.kind === 'run' ? runStatusKey(landing.run_id, landing.seq) : pageLandingKey(landing.run_id, landing.target, landing.page);
 }
 
 /**

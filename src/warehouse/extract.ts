@@ -22,8 +22,8 @@ import { join, relative, sep } from 'node:path';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { runFoldersWithAnswers } from '../store/answer-segments.js';
-import { filesUnder, isRunLandingKey, notJsonReason, type UnloadableLanding } from '../store/landing.js';
-import { landingRoot, parseSegmentFileName, quarantineFile, runFolderOfKey, runSegmentFolder, segmentId } from '../store/layout.js';
+import { filesUnder, notJsonReason, type UnloadableLanding } from '../store/landing.js';
+import { isRunLandingKey, landingRoot, parseSegmentFileName, quarantineFile, runFolderOfKey, runSegmentFolder, segmentId } from '../store/layout.js';
 import { readSegment, type SegmentRead } from '../store/segment.js';
 import { sqlString } from './duckdb.js';
 import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
@@ -74,7 +74,7 @@ export async function pendingAnswers(connection: DuckDBConnection, dataDir: stri
   for (const segment of read) {
     const { header, frames } = segment.read;
     if (!header) continue;
-    const runFolder = segment.id.slice(0, segment.id.indexOf('/'));
+    const runFolder = runFolderOfKey(segment.id);
     runFolders.set(runFolder, header.run_id);
     const loadedEnd = loaded.offsets.get(segment.id) ?? 0;
     const keys = loadedKeys.get(runFolder) ?? new Set<string>();

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AnswerSegments } from '../../src/store/answer-segments.js';
-import { pageLandingKey, type PageLanding } from '../../src/store/landing.js';
+import { type PageLanding } from '../../src/store/landing.js';
+import { pageLandingKey } from '../../src/store/layout.js';
 import { frameOf, readFrameText, readSegment, SegmentWriter } from '../../src/store/segment.js';
 
 const folder = () => mkdtempSync(join(tmpdir(), 'segment-'));
