@@ -15,8 +15,8 @@ import { clearCreditsLow, creditsLow, markCreditsLow, type CreditsLow } from './
 import { FileJournals, type JournalStore } from './call-journal.js';
 import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
 import { existsSync } from 'node:fs';
-import { AnswerSegments, removeRunAnswers } from './answer-segments.js';
-import { quarantinedLandingsOfRun, quarantineLanding, quarantineText, type Landing } from './landing.js';
+import { removeRunAnswers } from './answer-segments.js';
+import { AnswerSegments, quarantinedLandingsOfRun, quarantineLanding, quarantineText, type Landing } from './landing.js';
 import { landingFile, runFolderOfRun } from './layout.js';
 import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
 import { lakeMaintainedAt, markLakeMaintained } from './maintenance-mark.js';
@@ -102,7 +102,7 @@ export class LocalStore implements Store {
   readonly journals: JournalStore;
   readonly description: string;
   /**
-   * The data directory's landings are its segments' (answer-segments.ts, one per data directory and
+   * The data directory's landings are its segments' (AnswerSegments, landing.ts: one per data directory and
    * process): a landing is handed to them as it is, with no step of its own here.
    */
   readonly writeLanding: (landing: Landing) => Promise<string>;

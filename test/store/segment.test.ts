@@ -2,7 +2,7 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AnswerSegments } from '../../src/store/answer-segments.js';
+import { AnswerSegments } from '../../src/store/landing.js';
 import { type PageLanding } from '../../src/store/landing.js';
 import { pageLandingKey } from '../../src/store/layout.js';
 import { frameOf, readFrameText, readSegment, SegmentWriter } from '../../src/store/segment.js';
