@@ -7,11 +7,11 @@
 import type { ObjectEndpoint } from '../src/api/client.js';
 import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, MediaExpiredError, SocialApiError } from '../src/api/errors.js';
 import { findEndpoint, PAGE_LIMITS, type Platform } from '../src/api-catalog/endpoints.js';
-import { pageLandingKey } from '../src/store/landing.js';
+import { pageLandingKey } from '../src/store/layout.js';
 import type { CallFailure, FailedCall } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../src/harvest/rules.js';
-import { landingOfCall, meteredCall, type EnricherParts } from './metered-call.js';
+import { landAt, landingOfCall, meteredCall, type EnricherParts } from './metered-call.js';
 import type { WorkStop } from '../src/harvest/failures.js';
 import { FileWriteError } from '../src/store/durable-file.js';
 import type { StoredMedia } from '../src/store/media-store.js';
@@ -303,7 +303,7 @@ export class ItemEnricher {
           worst,
           call: (options) => client.page(platform, 'comments', { url, limit, cursor }, { ...options, deadlineMs: this.deps.callDeadlineMs }),
           meter: { harvest, endpoint: `${platform}/comments` },
-          land: (answer) => store.writeLanding(landingOfCall({ runId, harvest, target, page, params: { url }, nextCursor: answer.nextCursor, hasMore: answer.hasMore }, answer, answer.items), { untilSync: true }),
+          land: landAt(store, { runId, harvest, target, page, params: { url } }),
         });
         tally.calls++;
         got += result.items.length;

@@ -9,7 +9,8 @@ import { endpointKey, type EndpointName, type Platform } from '../src/api-catalo
 import type { Job } from '../src/api-catalog/resources.js';
 import { JOB_LOST } from '../src/harvest/failures.js';
 import { CallJournal } from '../src/store/call-journal.js';
-import { pageLandingKey, type PageLanding } from '../src/store/landing.js';
+import { type PageLanding } from '../src/store/landing.js';
+import { pageLandingKey } from '../src/store/layout.js';
 import type { JobRecord } from '../src/store/job-registry.js';
 import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';

@@ -8,7 +8,7 @@ import type { SocialApiClient } from '../src/api/client.js';
 import type { Platform } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import { CallJournal, runFailures } from '../src/store/call-journal.js';
-import { pageLandingKey } from '../src/store/landing.js';
+import { pageLandingKey } from '../src/store/layout.js';
 import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';

@@ -2,7 +2,7 @@
  * Metered work: how a piece of work spends the credits the workflow granted it. The frame every
  * metered work runs in (a target's listing, a job's enrichment, failed calls made again, tracking)
  * turns its grant into a WorkBudget; each billed call in it is made once by meteredCall: within the
- * grant, journal its worst case as an intent, call the API, land the answer (landingOfCall), and
+ * grant, journal its worst case as an intent, call the API, land the answer (landAt, landingOfCall), and
  * settle the charge; cancel the intent if the API cannot have charged anything. The client's own
  * retries go through the journal too: before it sends a call again after an attempt whose answer
  * was lost once the request had left, that attempt stays journaled at its worst case, and once an
@@ -12,7 +12,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { LimitFunction } from 'p-limit';
-import type { CallOptions, CallReport, SocialApiClient } from '../src/api/client.js';
+import type { CallOptions, CallReport, PageResult, SocialApiClient } from '../src/api/client.js';
 import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import { neverCharged, RateLimitedError, SocialApiError, type NetworkError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/harvest/harvest-types.js';
@@ -21,6 +21,7 @@ import type { Logger } from '../src/logger.js';
 import { calls, creditsCharged, creditsHeld, creditsRemaining, itemsLanded, landingsWaiting } from '../src/metrics/worker-metrics.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import type { PageLanding } from '../src/store/landing.js';
+import { runFolderOfKey } from '../src/store/layout.js';
 import type { Store } from '../src/store/store.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
@@ -250,20 +251,16 @@ const landingFailures = new Map<string, { error: unknown; at: number }>();
 const journalsBegun = new WeakMap<CallJournal, number>();
 let moments = 0;
 
-function runOfKey(key: string): string {
-  return key.split('/')[0] ?? key;
-}
-
 /** Throws the landing failure of the run that this attempt was running at, if any. */
 function refuseAfterLandingFailure(journal: CallJournal, key: string): void {
   if (!journalsBegun.has(journal)) journalsBegun.set(journal, ++moments);
-  const failure = landingFailures.get(runOfKey(key));
+  const failure = landingFailures.get(runFolderOfKey(key));
   if (failure && failure.at > journalsBegun.get(journal)!) throw failure.error;
 }
 
 function rememberLandingFailure(key: string, error: unknown): void {
   // The latest one: an attempt begun after an earlier failure stops at its own.
-  const run = runOfKey(key);
+  const run = runFolderOfKey(key);
   landingFailures.delete(run);
   landingFailures.set(run, { error, at: ++moments });
   // A few runs' worth: the newest failures are the ones attempts in flight can meet.
@@ -350,6 +347,15 @@ export interface PagePlace {
   rankOffset?: number;
   nextCursor?: string;
   hasMore?: boolean;
+}
+
+/**
+ * The `land` of a list page's call: the page lands as the API sent it, at `place`, with where its
+ * list goes on. The answer goes from the call to the store here, in one step, awaited before the
+ * charge settles.
+ */
+export function landAt(store: Store, place: PagePlace): (answer: PageResult<unknown>) => Promise<string> {
+  return (answer) => store.writeLanding(landingOfCall({ ...place, nextCursor: answer.nextCursor, hasMore: answer.hasMore }, answer, answer.items), { untilSync: true });
 }
 
 /** The landing of one billed answer: what the API sent, what it cost, and where it belongs. */

@@ -10,7 +10,7 @@
 import type { ListEndpoint } from '../src/api/client.js';
 import { CursorExpiredError, SocialApiError } from '../src/api/errors.js';
 import type { CallJournal } from '../src/store/call-journal.js';
-import { pageLandingKey } from '../src/store/landing.js';
+import { pageLandingKey } from '../src/store/layout.js';
 import type { Store } from '../src/store/store.js';
 import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../src/harvest/rules.js';
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';
@@ -21,7 +21,7 @@ import { asActivityFailure } from './failures.js';
 import { withWorkProgress } from './outages.js';
 import { describe, ItemEnricher, workStopOf } from './item-enricher.js';
 import type { WorkStop } from '../src/harvest/failures.js';
-import { inWorkFrame, landingOfCall, meteredCall, type WorkFrame, type WorkFrameDeps, type WorkFrameInput } from './metered-call.js';
+import { inWorkFrame, landAt, meteredCall, type WorkFrame, type WorkFrameDeps, type WorkFrameInput } from './metered-call.js';
 
 /** Where a target's listing stands: where the next page comes from, and what the run has of it. */
 export interface TargetWorkInput extends RunIdentity, WorkFrameInput {
@@ -237,10 +237,7 @@ class TargetListing {
         worst: limit * this.listPrice,
         call: (options) => client.page(target.platform, target.endpoint as ListEndpoint, { ...target.params, limit, cursor: position.cursor }, { ...options, deadlineMs: input.callDeadlineMs }),
         meter: { harvest: input.harvest, endpoint: `${target.platform}/${target.endpoint}`, listsItems: true },
-        land: async (answer) => {
-          const place = { runId, harvest: input.harvest, target: target.key, page: position.page, params: target.params, rankOffset: position.offset, nextCursor: answer.nextCursor, hasMore: answer.hasMore };
-          await store.writeLanding(landingOfCall(place, answer, answer.items), { untilSync: true });
-        },
+        land: landAt(store, { runId, harvest: input.harvest, target: target.key, page: position.page, params: target.params, rankOffset: position.offset }),
       });
       paging.bought(limit);
       return { page: { items: result.items as ListedItem[], hasMore: result.hasMore, ...(result.nextCursor ? { nextCursor: result.nextCursor } : {}) }, held };

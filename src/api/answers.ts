@@ -37,6 +37,20 @@ export function parseAnswer<S extends z.ZodType>(response: RawResponse, schema: 
   return json as z.infer<S>;
 }
 
+/** A list page's body, parsed and checked (parseAnswer, listAnswerProblem); a page that fails either is refused. */
+export function listAnswer<S extends z.ZodType>(response: RawResponse, schema: S, spec: EndpointSpec, limit: number): z.infer<S> {
+  const body = parseAnswer(response, schema, spec);
+  checkAnswer(response, spec, listAnswerProblem(limit, (body as { data: { id: string }[] }).data));
+  return body;
+}
+
+/** An object answer's body, parsed and checked (parseAnswer, objectAnswerProblem); one that fails either is refused. */
+export function objectAnswer<S extends z.ZodType>(response: RawResponse, schema: S, spec: EndpointSpec, params: { url?: string; handle?: string }): z.infer<S> {
+  const body = parseAnswer(response, schema, spec);
+  checkAnswer(response, spec, objectAnswerProblem(spec, params, (body as { data: unknown }).data));
+  return body;
+}
+
 /** An answer refused: it is not data. It carries what the API said it charged for it. */
 export function refusedAnswer(response: RawResponse, message: string): ResponseValidationError {
   const requestId = header(response.headers, 'x-request-id');

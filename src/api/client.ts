@@ -22,7 +22,7 @@ import {
 } from '../api-catalog/resources.js';
 import { normalBaseUrl, type ApiIdentity } from '../api-catalog/api-identity.js';
 import { apiIdentity, keyFingerprint } from './identity.js';
-import { apiTime, checkAnswer, countCsvRows, header, listAnswerProblem, objectAnswerProblem, parseAnswer, refusedAnswer, type RawResponse } from './answers.js';
+import { apiTime, countCsvRows, header, listAnswer, objectAnswer, parseAnswer, refusedAnswer, type RawResponse } from './answers.js';
 import { CallDeadlineError, earlierAttemptsText, InvalidRequestError, NetworkError, SocialApiError, errorFromResponse } from './errors.js';
 import { waitForJob, type JobWaitOptions } from './job-wait.js';
 import { fetchMedia } from './media.js';
@@ -187,8 +187,7 @@ export class SocialApiClient {
   async get<E extends ObjectEndpoint>(platform: Platform, endpoint: E, params: ContentParams, options: CallOptions = {}): Promise<ObjectResult<ObjectData[E]>> {
     const spec = this.spec(platform, endpoint, 'object');
     const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params), undefined, options);
-    const body = parseAnswer(response, OBJECT_ENVELOPES[endpoint], spec) as { data: unknown; request_id: string };
-    checkAnswer(response, spec, objectAnswerProblem(spec, params, body.data));
+    const body = objectAnswer(response, OBJECT_ENVELOPES[endpoint], spec, params) as { data: unknown; request_id: string };
     return Object.assign(this.report(spec, response, body.request_id, 1), { data: body.data as ObjectData[E] });
   }
 
@@ -199,8 +198,7 @@ export class SocialApiClient {
       throw localError(`a page holds at most ${PAGE_LIMITS.maxSynchronous} items (got limit ${params.limit}); use startJob for larger pulls`, 'limit');
     }
     const response = await this.send('GET', this.contentPath(spec), this.contentQuery(spec, params), undefined, options);
-    const body = parseAnswer(response, LIST_ENVELOPES[endpoint], spec) as z.infer<ReturnType<typeof listEnvelopeSchema>>;
-    checkAnswer(response, spec, listAnswerProblem(params.limit ?? PAGE_LIMITS.defaultLimit, body.data as { id: string }[]));
+    const body = listAnswer(response, LIST_ENVELOPES[endpoint], spec, params.limit ?? PAGE_LIMITS.defaultLimit) as z.infer<ReturnType<typeof listEnvelopeSchema>>;
     return Object.assign(this.report(spec, response, body.request_id, body.data.length), {
       items: body.data as ListItem[E][],
       meta: body.meta,

@@ -302,7 +302,7 @@ export class CallJournal {
 export class FileJournals implements JournalStore {
   /**
    * `beforeSync` makes the run's landed answers durable before a journal of the run is: a
-   * checkpoint never outlives the answers it covers (src/store/answer-segments.ts).
+   * checkpoint never outlives the answers it covers (AnswerSegments, src/store/landing.ts).
    */
   constructor(
     private readonly dataDir: string,

@@ -1,17 +1,31 @@
 /**
  * Landings: what a page is (its key, fixed by run, target and page, so a retry lands on the same key,
- * and its text), and the layout of earlier versions, one immutable JSON file per page under
- * `landing/`, which loads still read (and clear) after an upgrade and tests write to stand for it.
- * A page landed now goes into its run's segment (answer-segments.ts, segment.ts). Such a file is
- * written durably: every byte to a temporary (short writes continued), an fsync, an atomic rename,
- * then the directory's fsync (writeDurableFile); a write that fails leaves nothing under the key.
+ * and its text), and where a data directory keeps it.
+ *
+ * A page lands in its run's segment (segment.ts): this process appends each run's landings to a
+ * segment of its own for that run (`segments/<run>/<writer>-NNNNNN.seg`), so answers that arrive
+ * together, from any of the run's works in this process, are written together, and made durable
+ * together when any work of the run checkpoints (syncRun, called by the journal's sync). A landing
+ * is found again by its key (a retried work reads back what an earlier attempt landed) through an
+ * index of the run's segments, built from the files and kept up to date as they grow: its cost
+ * follows the run's own answers, never the store's history (AnswerSegments).
+ *
+ * Landings of earlier versions, one immutable JSON file per page under `landing/`, are still found
+ * by their key, and loads still read (and clear) them after an upgrade; tests write them to stand
+ * for it. Such a file is written durably: every byte to a temporary (short writes continued), an
+ * fsync, an atomic rename, then the directory's fsync (writeDurableFile); a write that fails
+ * leaves nothing under the key.
  */
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, existsSync } from 'node:fs';
-import { basename, dirname, join, relative, sep } from 'node:path';
+import { readdir } from 'node:fs/promises';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
 import type { CallFailure } from '../harvest/progress.js';
 import { writeDurableFile } from './durable-file.js';
-import { landingFile, landingRoot, pathSegment, runFolderOfRun, quarantineFile, quarantineRoot } from './layout.js';
+import { landingFile, landingRoot, pageLandingKey, parseSegmentFileName, pathSegment, quarantineFile, quarantineRoot, runFolderOfKey, runSegmentFolder, runStatusKey, segmentFileName } from './layout.js';
+import { syncStoredMedia } from './media-store.js';
+import { readFrameText, readSegment, SegmentWriter, type FrameRef } from './segment.js';
 
 /** The billed call behind a page. Free pages (a job's results) have none; the job is billed once. */
 export interface LandedCall {
@@ -68,25 +82,9 @@ export interface RunLanding {
 
 export type Landing = PageLanding | RunLanding;
 
-/** The key of a page landing: fixed by run, target and page, so a retry lands on the same key. */
-export function pageLandingKey(runId: string, target: string, page: number): string {
-  return [runFolderOfRun(runId), pathSegment(target), `page-${String(page).padStart(6, '0')}.json`].join('/');
-}
-
-/** The landing's path relative to the landing root: its identity in `loaded_landings`. */
+/** The landing's key (layout.ts's grammar): its identity in `loaded_landings`, and its path relative to the landing root. */
 export function landingKey(landing: Landing): string {
-  if (landing.kind === 'run') return [runFolderOfRun(landing.run_id), RUN_FOLDER, `status-${String(landing.seq).padStart(6, '0')}.json`].join('/');
-  return pageLandingKey(landing.run_id, landing.target, landing.page);
-}
-
-/**
- * Run statuses sit in this folder of their run. No target's folder is named so: target keys hold a
- * `:` (`channel:tiktok:…`), which `pathSegment` replaces and marks with a hash.
- */
-const RUN_FOLDER = '_run';
-
-export function isRunLandingKey(key: string): boolean {
-  return key.split('/')[1] === RUN_FOLDER;
+  return landing.kind === 'run' ? runStatusKey(landing.run_id, landing.seq) : pageLandingKey(landing.run_id, landing.target, landing.page);
 }
 
 /**
@@ -97,6 +95,204 @@ export function landingText(landing: Landing): string {
   if (landing.kind === 'run') return JSON.stringify(landing);
   const { data, ...rest } = landing;
   return JSON.stringify({ ...rest, data });
+}
+
+/** A segment is closed and the next one begun past this size: a load reads a segment whole. */
+const SEGMENT_BYTES = 64 << 20;
+/** A run's segment is closed after this long without an answer: its file handle is not held for ever. */
+const IDLE_CLOSE_MS = 30_000;
+
+/** This process's name among the writers of segments: unique across processes and machines. */
+const WRITER = `${process.pid.toString(36)}-${Date.now().toString(36)}-${randomBytes(4).toString('hex')}`;
+
+/** A new segment's file name, never given before by any process (this process's writer name, and its next number). */
+export function newSegmentFileName(): string {
+  return segmentFileName({ writer: WRITER, seq: nextSeq++ });
+}
+
+const answerSegmentsByFolder = new Map<string, AnswerSegments>();
+/** Numbers this process's segments, across data directories and runs: a name is never taken twice. */
+let nextSeq = 1;
+
+interface RunWriter {
+  writer: SegmentWriter;
+  idle: NodeJS.Timeout | undefined;
+}
+
+interface IndexedFrame {
+  file: string;
+  ref: FrameRef;
+}
+
+/** What is known of a run's segments: how far each file was read, and where each key's first frame is. */
+interface RunIndex {
+  readTo: Map<string, number>;
+  frames: Map<string, IndexedFrame>;
+  /** When it was last asked for (ms). */
+  usedAt: number;
+}
+
+export class AnswerSegments {
+  private readonly writers = new Map<string, RunWriter>();
+  private readonly indexes = new Map<string, RunIndex>();
+  /** When the indexes were last swept for runs not asked for (ms). */
+  private sweptAt = 0;
+
+  private constructor(readonly dataDir: string) {}
+
+  /**
+   * The data directory's segments as this process writes them: one per data directory and
+   * process, so every store object of the process appends to the same run segment.
+   */
+  static of(dataDir: string): AnswerSegments {
+    const folder = resolve(dataDir);
+    let segments = answerSegmentsByFolder.get(folder);
+    if (!segments) {
+      segments = new AnswerSegments(folder);
+      answerSegmentsByFolder.set(folder, segments);
+    }
+    return segments;
+  }
+
+  /** Appends a landing to its run's segment; resolves with its key once it is durable. */
+  async land(landing: Landing): Promise<string> {
+    const key = landingKey(landing);
+    const runFolder = runFolderOfKey(key);
+    const run = this.writerOf(runFolder, landing.run_id);
+    const ref = await run.writer.append(key, landingText(landing));
+    this.indexOf(runFolder).frames.set(key, { file: run.writer.file, ref });
+    return key;
+  }
+
+  async isLanded(key: string): Promise<boolean> {
+    return (await this.frameOf(key)) !== undefined || existsSync(landingFile(this.dataDir, key));
+  }
+
+  async find(key: string): Promise<Landing | undefined> {
+    const text = await this.text(key);
+    return text === undefined ? undefined : (JSON.parse(text) as Landing);
+  }
+
+  /** A landing's text as landed, from its segment or its file of an earlier version. */
+  async text(key: string): Promise<string | undefined> {
+    const frame = await this.frameOf(key);
+    if (frame) {
+      try {
+        return await readFrameText(frame.file, frame.ref);
+      } catch (error) {
+        // The run's segments were removed once it ended and its answers were loaded.
+        if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+        this.indexes.delete(runFolderOfKey(key));
+      }
+    }
+    const file = landingFile(this.dataDir, key);
+    return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+  }
+
+  /**
+   * Makes the run's answers that this process wrote durable (segment.ts): before its journals are,
+   * and after the media files they name (media-store.ts).
+   */
+  async syncRun(runFolder: string): Promise<void> {
+    await syncStoredMedia(this.dataDir);
+    const run = this.writers.get(runFolder);
+    if (!run) return;
+    try {
+      await run.writer.sync();
+    } finally {
+      // A failed segment is said once and then let go: once the disk takes writes again (a full
+      // disk freed, a read-only folder made writable), the run's next answer begins a new segment.
+      if (run.writer.failed && this.writers.get(runFolder) === run) {
+        this.writers.delete(runFolder);
+        clearTimeout(run.idle);
+      }
+    }
+  }
+
+  /** Forgets a run once its answers are loaded and its segments removed. */
+  async forgetRun(runFolder: string): Promise<void> {
+    const run = this.writers.get(runFolder);
+    if (run) {
+      this.writers.delete(runFolder);
+      clearTimeout(run.idle);
+      await run.writer.close();
+    }
+    this.indexes.delete(runFolder);
+  }
+
+  async close(): Promise<void> {
+    for (const runFolder of [...this.writers.keys()]) await this.forgetRun(runFolder);
+  }
+
+  private writerOf(runFolder: string, runId: string): RunWriter {
+    let run = this.writers.get(runFolder);
+    if (!run || run.writer.failed || run.writer.bytes >= SEGMENT_BYTES) {
+      if (run) void run.writer.close();
+      run = { writer: new SegmentWriter(`${runSegmentFolder(this.dataDir, runFolder)}/${newSegmentFileName()}`, { run_id: runId }), idle: undefined };
+      this.writers.set(runFolder, run);
+    }
+    clearTimeout(run.idle);
+    const current = run;
+    current.idle = setTimeout(() => {
+      if (this.writers.get(runFolder) !== current) return;
+      this.writers.delete(runFolder);
+      void current.writer.close();
+    }, IDLE_CLOSE_MS).unref();
+    return current;
+  }
+
+  private indexOf(runFolder: string): RunIndex {
+    const now = Date.now();
+    let index = this.indexes.get(runFolder);
+    if (!index) {
+      index = { readTo: new Map(), frames: new Map(), usedAt: now };
+      this.indexes.set(runFolder, index);
+    }
+    index.usedAt = now;
+    // A run's index is built again from its files when next asked for, so one not asked for a
+    // while is let go: a standing worker's memory follows the runs it serves now, not every run
+    // it served (the loader, which removes a run's segments, is often another process).
+    if (now - this.sweptAt >= IDLE_CLOSE_MS) {
+      this.sweptAt = now;
+      for (const [folder, other] of this.indexes) if (now - other.usedAt >= IDLE_CLOSE_MS) this.indexes.delete(folder);
+    }
+    return index;
+  }
+
+  /** How many runs' indexes this process holds: for tests of its memory. */
+  get indexedRuns(): number {
+    return this.indexes.size;
+  }
+
+  /** Where a key's frame is: from the index, or, when not there, after reading what the run's segments gained. */
+  private async frameOf(key: string): Promise<IndexedFrame | undefined> {
+    const runFolder = runFolderOfKey(key);
+    const index = this.indexOf(runFolder);
+    const known = index.frames.get(key);
+    if (known) return known;
+    await this.refresh(runFolder, index);
+    return index.frames.get(key);
+  }
+
+  /** Reads the frames the run's segment files gained since they were last read (by any writer). */
+  private async refresh(runFolder: string, index: RunIndex): Promise<void> {
+    const folder = runSegmentFolder(this.dataDir, runFolder);
+    let names: string[];
+    try {
+      names = await readdir(folder);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
+      throw error;
+    }
+    for (const name of names) {
+      if (!parseSegmentFileName(name)) continue;
+      const file = `${folder}/${name}`;
+      const read = await readSegment(file, index.readTo.get(file) ?? 0);
+      if (!read.header) continue;
+      for (const ref of read.frames) if (!index.frames.has(ref.key)) index.frames.set(ref.key, { file, ref });
+      index.readTo.set(file, read.end);
+    }
+  }
 }
 
 /**

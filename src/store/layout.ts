@@ -3,7 +3,8 @@
  * where is one page to read, and a second storage backend knows what it has to hold.
  *
  *   segments/<run>/<writer>-NNNNNN.seg        answers, many per file, framed (segment.ts); removed once loaded and their run is over
- *   landing/<run>/<target>/page-NNNNNN.json   answers of earlier versions, one file per page (landing.ts): loaded, then cleared
+ *   landing/<run>/<target>/page-NNNNNN.json   answers of earlier versions, one file per page (landing.ts): loaded, then cleared;
+ *                                             its path below landing/ is the answer's landing key (pageLandingKey, runStatusKey)
  *   quarantine/…                              landings the loader cannot load, each with a .reason
  *   journal/<run>/<work>.ndjson               each piece of work's billed calls (call-journal.ts); removed by the maintenance once its run is over and older than the lake's snapshots
  *   coverage/<target>.json                    how far a target's last listing reached
@@ -37,11 +38,33 @@ export function pathSegment(key: string): string {
 }
 
 /**
- * Landing keys, `<run>/<target>/page-NNNNNN.json` (landing.ts builds them): the run's folder is
- * the key's first part, in the landing tree of earlier versions and among the segments alike.
+ * Landing keys: a page's `<run>/<target>/page-NNNNNN.json`, a run status's `<run>/_run/status-NNNNNN.json`,
+ * built and read here only. A key is fixed by what it names (run, target and page; run and
+ * sequence), so a retry lands on the same key. The run's folder is the key's first part, in the
+ * landing tree of earlier versions and among the segments alike; it is also a segment id's first part.
  */
+export function pageLandingKey(runId: string, target: string, page: number): string {
+  return [runFolderOfRun(runId), pathSegment(target), `page-${String(page).padStart(6, '0')}.json`].join('/');
+}
+
+/**
+ * Run statuses sit in this folder of their run. No target's folder is named so: target keys hold a
+ * `:` (`channel:tiktok:…`), which `pathSegment` replaces and marks with a hash.
+ */
+const RUN_FOLDER = '_run';
+
+export function runStatusKey(runId: string, seq: number): string {
+  return [runFolderOfRun(runId), RUN_FOLDER, `status-${String(seq).padStart(6, '0')}.json`].join('/');
+}
+
+export function isRunLandingKey(key: string): boolean {
+  return key.split('/')[1] === RUN_FOLDER;
+}
+
+/** A key's first part: its run's folder (the whole key when it has one part only). */
 export function runFolderOfKey(key: string): string {
-  return key.slice(0, key.indexOf('/'));
+  const slash = key.indexOf('/');
+  return slash === -1 ? key : key.slice(0, slash);
 }
 
 /** The folder of a run's answers, by its id: the first part of each of its landing keys. */

@@ -5,8 +5,8 @@
  *
  * Made durable as a group commit, with the answers: a file is written asynchronously (the event
  * loop never waits on the disk) and fsynced, with its folder, when the run's answers next are
- * (syncStoredMedia, called before the run's segment is: answer-segments.ts), not on its own. A
- * killed process loses no file the kernel has; a machine crash may lose the files stored since the
+ * (syncStoredMedia, called before the run's segment is: AnswerSegments in landing.ts), not on its
+ * own. A killed process loses no file the kernel has; a machine crash may lose the files stored since the
  * last sync, and the answers that name them with them.
  */
 import { createHash } from 'node:crypto';

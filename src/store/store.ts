@@ -15,8 +15,8 @@ import { clearCreditsLow, creditsLow, markCreditsLow, type CreditsLow } from './
 import { FileJournals, type JournalStore } from './call-journal.js';
 import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
 import { existsSync } from 'node:fs';
-import { AnswerSegments, removeRunAnswers } from './answer-segments.js';
-import { quarantinedLandingsOfRun, quarantineLanding, quarantineText, type Landing } from './landing.js';
+import { removeRunAnswers } from './answer-segments.js';
+import { AnswerSegments, quarantinedLandingsOfRun, quarantineLanding, quarantineText, type Landing } from './landing.js';
 import { landingFile, runFolderOfRun } from './layout.js';
 import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
 import { lakeMaintainedAt, markLakeMaintained } from './maintenance-mark.js';
@@ -101,22 +101,21 @@ export interface Store {
 export class LocalStore implements Store {
   readonly journals: JournalStore;
   readonly description: string;
+  /**
+   * The data directory's landings are its segments' (AnswerSegments, landing.ts: one per data directory and
+   * process): a landing is handed to them as it is, with no step of its own here.
+   */
+  readonly writeLanding: (landing: Landing) => Promise<string>;
+  readonly findLanding: (key: string) => Promise<Landing | undefined>;
+  readonly isLanded: (key: string) => Promise<boolean>;
 
   constructor(readonly dataDir: string) {
-    this.journals = new FileJournals(dataDir, (runId) => AnswerSegments.of(dataDir).syncRun(runFolderOfRun(runId)));
+    const segments = AnswerSegments.of(dataDir);
+    this.journals = new FileJournals(dataDir, (runId) => segments.syncRun(runFolderOfRun(runId)));
     this.description = `directory ${dataDir}`;
-  }
-
-  async writeLanding(landing: Landing): Promise<string> {
-    return AnswerSegments.of(this.dataDir).land(landing);
-  }
-
-  async findLanding(key: string): Promise<Landing | undefined> {
-    return AnswerSegments.of(this.dataDir).find(key);
-  }
-
-  async isLanded(key: string): Promise<boolean> {
-    return AnswerSegments.of(this.dataDir).isLanded(key);
+    this.writeLanding = segments.land.bind(segments);
+    this.findLanding = segments.find.bind(segments);
+    this.isLanded = segments.isLanded.bind(segments);
   }
 
   async stageLandings(): Promise<void> {

@@ -1,6 +1,6 @@
 /**
  * A load: landings not loaded yet go, batch by batch, through the three stages, extract (a load
- * package, load-package.ts), normalize (normalize.ts) and merge (merge.ts, a transaction per batch
+ * package, extract.ts), normalize (normalize.ts) and merge (merge.ts, a transaction per batch
  * that also records which landings it loaded) into the lake (lake.ts). Each batch commits one
  * snapshot of the lake: readers see it on their next query, and nothing is copied.
  *
@@ -17,11 +17,10 @@ import type { UnloadableLanding } from '../store/landing.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
 import { LAKE, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
-import { keepLatestPerKey } from './latest-state.js';
-import { extract, type LoadPackage } from './load-package.js';
+import { keepLatestPerKey } from './merge.js';
+import { extract, foldersOfEndedRuns, pendingAnswers, type LoadPackage, type PendingAnswer } from './extract.js';
 import { merge } from './merge.js';
 import { recordDrift } from './schema-drift.js';
-import { foldersOfEndedRuns, pendingAnswers, type PendingAnswer } from './pending-answers.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL, WAREHOUSE_TABLES } from './schema.js';
 

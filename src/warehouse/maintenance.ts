@@ -11,7 +11,7 @@ import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { scalarOf, sqlString } from './duckdb.js';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
-import { keepLatestPerKey, type LatestStateTable } from './latest-state.js';
+import { keepLatestPerKey, type LatestStateTable } from './merge.js';
 
 export interface MaintenanceOptions {
   /** Snapshots younger than this stay readable with `AT (VERSION => …)`; older ones expire. */

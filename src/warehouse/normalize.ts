@@ -12,8 +12,7 @@ import { ENDPOINTS, PLATFORMS, type EndpointSpec } from '../api-catalog/endpoint
 import { notJsonReason, type UnloadableLanding } from '../store/landing.js';
 import { sqlString, withDefaultDatabase } from './duckdb.js';
 import { LAKE, type LakeConnection } from './lake.js';
-import { extract, type LoadPackage } from './load-package.js';
-import type { PendingAnswer } from './pending-answers.js';
+import { extract, type LoadPackage, type PendingAnswer } from './extract.js';
 import { readFrameText } from '../store/segment.js';
 import { STAGED_TABLES } from './schema.js';
 import { RAW_COLUMNS, type LandingShape } from './raw-columns.js';

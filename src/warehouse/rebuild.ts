@@ -13,7 +13,7 @@ import { loadPackageFolder } from '../store/layout.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { inTransaction, scalarOf } from './duckdb.js';
 import { latestSnapshot, openLakeWriter } from './lake.js';
-import type { LoadPackage } from './load-package.js';
+import type { LoadPackage } from './extract.js';
 import type { LandingShape } from './raw-columns.js';
 import { ensureSchema } from './loader.js';
 import { mergeStaged } from './merge.js';

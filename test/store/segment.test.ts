@@ -2,8 +2,8 @@ import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync,
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { AnswerSegments } from '../../src/store/answer-segments.js';
-import { pageLandingKey, type PageLanding } from '../../src/store/landing.js';
+import { AnswerSegments, type PageLanding } from '../../src/store/landing.js';
+import { pageLandingKey } from '../../src/store/layout.js';
 import { frameOf, readFrameText, readSegment, SegmentWriter } from '../../src/store/segment.js';
 
 const folder = () => mkdtempSync(join(tmpdir(), 'segment-'));

@@ -15,7 +15,7 @@ import { writeLanding } from '../../src/store/landing.js';
 import { openLakeWriter } from '../../src/warehouse/lake.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { maintainLake } from '../../src/warehouse/maintenance.js';
-import { LATEST_STATE_KEYS } from '../../src/warehouse/latest-state.js';
+import { LATEST_STATE_KEYS } from '../../src/warehouse/merge.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';

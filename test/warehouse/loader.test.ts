@@ -2,13 +2,13 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeLanding, listLandings, pageLandingKey, type Landing, type PageLanding } from '../../src/store/landing.js';
+import { writeLanding, listLandings, type Landing, type PageLanding } from '../../src/store/landing.js';
 import { LocalStore } from '../../src/store/store.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
 import { openLake } from '../../src/warehouse/lake.js';
 import { loadLandings, type QuarantinedLanding } from '../../src/warehouse/loader.js';
 import { WAREHOUSE_TABLES } from '../../src/warehouse/schema.js';
-import { legacyWarehouseFiles } from '../../src/store/layout.js';
+import { legacyWarehouseFiles, pageLandingKey } from '../../src/store/layout.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';

@@ -19,7 +19,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import { targetWorkActivities, type TargetWorkResult } from '../../activities/target-work.js';
 import { landingOfCall } from '../../activities/metered-call.js';
 import type { SocialApiClient } from '../../src/api/client.js';
-import { pageLandingKey } from '../../src/store/landing.js';
+import { pageLandingKey } from '../../src/store/layout.js';
 import { LocalStore } from '../../src/store/store.js';
 import { landedAnswers } from '../support/landed.js';
 import { clientFor, prices } from '../support/client.js';
