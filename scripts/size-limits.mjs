@@ -28,10 +28,10 @@ const PRODUCTION_FOLDERS = ['src', 'workflows', 'activities'];
 export const DECLARATIVE = {};
 
 /**
- * Files other engineers are changing now (outages and landing work, issue #28): reported only.
+ * Files other engineers are changing now: reported only, until that work lands (empty: every file is held to the limits).
  * A path ending in `/` holds a folder; one ending in `*` any file that starts so.
  */
-export const OWNED_ELSEWHERE = ['src/store/', 'src/warehouse/loader.ts', 'src/warehouse/extract.ts'];
+export const OWNED_ELSEWHERE = [];
 
 function ownedElsewhere(file) {
   return OWNED_ELSEWHERE.some((entry) => (entry.endsWith('/') || entry.endsWith('*') ? file.startsWith(entry.replace(/\*$/, '')) : file === entry));
