@@ -37,8 +37,6 @@ const GROUP_WAIT_MS = 1_000;
  */
 const GROUP_MAX_FRAMES = 32;
 const GROUP_MAX_BYTES = 8 << 20;
-/** Segment objects fetched at once when staging. */
-const STAGING_FETCHES = 16;
 /** A run's segments in the object store are listed again, when a key is missed, at most this often. */
 const RELIST_EVERY_MS = 1_000;
 
@@ -91,9 +89,6 @@ export class SharedSegments {
   private readonly listings = new Map<string, RunListing>();
   /** Answers landed by this process and not yet uploaded, by key: found here meanwhile. */
   private readonly pending = new Map<string, { landing: Landing; uploaded: Promise<void> }>();
-  /** Segment objects uploaded by this process (PUTs), and the answers in them. */
-  uploads = 0;
-  uploadedAnswers = 0;
 
   constructor(
     private readonly objects: ObjectStorage,
@@ -219,8 +214,6 @@ export class SharedSegments {
       // In the background, where the activity's own wait (activities/outages.ts) does not reach:
       // an object store that does not answer is waited out here, as a landing's PUT was.
       await waitOutOutages(() => this.objects.put(objectKey(this.dataDir, file), bytes), { boundMs: this.outageWaitMs });
-      this.uploads++;
-      this.uploadedAnswers += landings.length;
       // The scratch copy spares a fetch; without it the segment is fetched when a key is missed.
       await writeCached(file, bytes).catch(() => undefined);
     } finally {
@@ -236,14 +229,7 @@ export class SharedSegments {
       const size = await stat(join(this.dataDir, object.key)).then((found) => found.size, () => -1);
       if (size !== object.size) missing.push(object.key);
     }
-    for (let start = 0; start < missing.length; start += STAGING_FETCHES) {
-      await Promise.all(
-        missing.slice(start, start + STAGING_FETCHES).map(async (key) => {
-          const bytes = await this.objects.get(key);
-          if (bytes) await writeCached(join(this.dataDir, key), bytes);
-        }),
-      );
-    }
+    await this.objects.getEach(missing, (key, bytes) => writeCached(join(this.dataDir, key), bytes));
   }
 }
 

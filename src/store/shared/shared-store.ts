@@ -29,8 +29,6 @@ const CREDITS_LOW = 'credits-low';
 /** The lake's last maintenance: one mark for every machine, so the daily maintenance runs once a day, not once per machine. */
 const LAKE_MAINTAINED = 'lake-maintained';
 
-/** Objects fetched at once when the loader stages landings. */
-const STAGING_FETCHES = 16;
 
 export class SharedStore implements Store {
   readonly description: string;
@@ -94,17 +92,8 @@ export class SharedStore implements Store {
   async stageLandings(): Promise<void> {
     await this.segments.stageAll();
     const prefix = `${objectKey(this.dataDir, landingRoot(this.dataDir))}/`;
-    const missing = (await this.objects.list(prefix))
-      .map((object) => object.slice(prefix.length))
-      .filter((key) => key.endsWith('.json') && !existsSync(landingFile(this.dataDir, key)));
-    for (let start = 0; start < missing.length; start += STAGING_FETCHES) {
-      await Promise.all(
-        missing.slice(start, start + STAGING_FETCHES).map(async (key) => {
-          const bytes = await this.objects.get(this.landingObject(key));
-          if (bytes) writeDurableFile(landingFile(this.dataDir, key), bytes, { what: 'landing' });
-        }),
-      );
-    }
+    const missing = (await this.objects.list(prefix)).filter((object) => object.endsWith('.json') && !existsSync(landingFile(this.dataDir, object.slice(prefix.length))));
+    await this.objects.getEach(missing, (object, bytes) => writeDurableFile(landingFile(this.dataDir, object.slice(prefix.length)), bytes, { what: 'landing' }));
   }
 
   async removeRunAnswers(runFolder: string): Promise<void> {
