@@ -75,6 +75,17 @@ function objectsOf(env: Record<string, string>): ObjectStorage {
   return objects;
 }
 
+/** How many answers the catalog keeps, waiting for their upload. */
+async function waitingInCatalog(env: Record<string, string>): Promise<number> {
+  const client = new pg.Client({ connectionString: env.HARVESTER_CATALOG });
+  await client.connect();
+  try {
+    return Number((await client.query('SELECT count(*) AS n FROM harvester_waiting_answer')).rows[0].n);
+  } finally {
+    await client.end();
+  }
+}
+
 /** The store as a process on a machine of its own sees it: a fresh scratch directory. */
 async function machine(env: Record<string, string>): Promise<Store> {
   const store = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { ...process.env, ...env });
@@ -176,7 +187,8 @@ describe('shared storage', () => {
         return landed;
       }),
     );
-    // Settled in the shared journal, every one, once its answer was uploaded.
+    // Settled in the shared journal, every one; the answers kept with them are forgotten once uploaded.
+    expect(await waitingInCatalog(env)).toBe(0);
     for (let work = 0; work < 8; work++) expect((await CallJournal.load(finder.journals, 'run-shared-groups', `work-${work}`)).totals()).toMatchObject({ settledCalls: 50, lostCalls: 0 });
     const objects = objectsOf(env);
     const segmentObjects = (await objects.list('segments/')).filter((key) => key.endsWith('.seg'));
@@ -197,27 +209,37 @@ describe('shared storage', () => {
     expect(row).toEqual({ calls: String(answers), landings: String(answers) });
   });
 
-  it('a call\'s settlement reaches the shared journal only once its answer is uploaded', async () => {
+  it('a call settled before its upload keeps its answer in the catalog: a machine that dies before the upload loses nothing it settled', async () => {
     const env = await sharedStore();
-    const [lander, other] = [await machine(env), await machine(env)];
+    const [lander, other, loader] = [await machine(env), await machine(env), await machine(env)];
     const { dataDir } = await landedSample(emulator, 'run-shared-settle');
     const page = landedAnswers(dataDir).values().next().value as PageLanding;
+    // The lander's uploads never end, as on a machine that dies before its group is uploaded.
+    const hung = (lander as unknown as { objects: ObjectStorage }).objects;
+    hung.put = () => new Promise<void>(() => undefined);
     const journal = await CallJournal.load(lander.journals, 'run-shared-settle', 'work-1');
     const key = pageLandingKey('run-shared-settle', page.target, 77);
     await journal.intend(key, 10);
     expect(await lander.writeLanding({ ...page, page: 77 }, { untilSync: true })).toBe(key);
     await journal.settle(key, 3);
-    // This process finds it at once; the shared journal and other machines see it only after the upload.
-    expect(await lander.findLanding(key)).toMatchObject({ page: 77 });
-    expect(journal.totals()).toMatchObject({ settledCalls: 1, credits: 3 });
-    expect((await CallJournal.load(other.journals, 'run-shared-settle', 'work-1')).totals()).toMatchObject({ settledCalls: 0, lostCalls: 1, credits: 10 });
-    // The other machine looks for it before it is uploaded, as a second target checking whether it was bought would.
-    expect(await other.isLanded(key)).toBe(false);
-    await journal.sync();
+    // Settled in the shared journal at once, its answer with it: no segment object holds it.
+    expect((await objectsOf(env).list('segments/')).filter((object) => object.endsWith('.seg'))).toEqual([]);
     expect((await CallJournal.load(other.journals, 'run-shared-settle', 'work-1')).totals()).toMatchObject({ settledCalls: 1, lostCalls: 0, credits: 3 });
-    // A retried work there (a new attempt claims the journal) finds what the earlier attempt uploaded.
+    // A retried work on another machine (a new attempt claims the journal) finds the answer, and does not buy it again.
     await (await CallJournal.load(other.journals, 'run-shared-settle', 'work-1')).claim(2);
     expect(await other.findLanding(key)).toMatchObject({ page: 77 });
+    expect((await loadLandings(loader.dataDir, { store: loader })).landingsLoaded).toBe(1);
+    // The same page uploaded later (the second attempt landed it again) is not loaded twice.
+    const retried = await CallJournal.load(other.journals, 'run-shared-settle', 'work-1');
+    await retried.intend(key, 10);
+    await other.writeLanding({ ...page, page: 77 }, { untilSync: true });
+    await retried.settle(key, 3);
+    await retried.sync();
+    expect((await objectsOf(env).list('segments/')).filter((object) => object.endsWith('.seg'))).toHaveLength(1);
+    expect((await loadLandings(loader.dataDir, { store: loader })).landingsLoaded).toBe(0);
+    const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+    const [row] = (await queryWarehouse(reader, "SELECT count(*) AS rows FROM loaded_landings WHERE run_id = 'run-shared-settle'")).rows;
+    expect(row).toEqual({ rows: '1' });
   });
 
   it('a landing object of an earlier version (one per answer) is found by its key and loaded once', async () => {

@@ -1,8 +1,9 @@
 /**
  * What shared storage keeps in PostgreSQL (HARVESTER_CATALOG), because it must be transactional
  * and seen at once by every machine: the call journals (a row per record, committed before what
- * it records goes on), each journal's claim, and small documents (listing coverage, the job
- * registry, the credits-low alert). The warehouse's DuckLake catalog lives in the same database,
+ * it records goes on), each journal's claim, the answers settled before their segment object was
+ * uploaded (WaitingAnswer), and small documents (listing coverage, the job registry, the
+ * credits-low alert). The warehouse's DuckLake catalog lives in the same database,
  * in tables of its own (ducklake_*).
  */
 import pg from 'pg';
@@ -32,12 +33,33 @@ CREATE TABLE IF NOT EXISTS harvester_journal_claim (
   attempt integer NOT NULL,
   PRIMARY KEY (run_id, work_id)
 );
+CREATE TABLE IF NOT EXISTS harvester_waiting_answer (
+  seq bigserial PRIMARY KEY,
+  run_id text NOT NULL,
+  run_folder text NOT NULL,
+  key text NOT NULL,
+  frame bytea NOT NULL
+);
+CREATE INDEX IF NOT EXISTS harvester_waiting_answer_run ON harvester_waiting_answer (run_folder, seq);
 CREATE TABLE IF NOT EXISTS harvester_document (
   kind text NOT NULL,
   key text NOT NULL,
   value jsonb NOT NULL,
   PRIMARY KEY (kind, key)
 );`;
+
+/**
+ * An answer whose call was settled before the segment object holding it was uploaded: kept in the
+ * catalog with the settlement (one statement), so the settlement never outlives its answer, and
+ * removed once the upload is done (or with its run). Its frame is the segment frame (segment.ts).
+ */
+export interface WaitingAnswer {
+  seq: number;
+  runId: string;
+  runFolder: string;
+  key: string;
+  frame: Buffer;
+}
 
 /** The kinds of document the catalog keeps, each by its own key. */
 export type DocumentKind = 'coverage' | 'job' | 'target-job' | 'alert' | 'mark' | 'store';
@@ -74,8 +96,34 @@ export class PostgresCatalog implements JournalStore {
     await this.query('remove the journals\' claims of ended runs', 'DELETE FROM harvester_journal_claim WHERE run_id = ANY($1)', [runIds]);
   }
 
-  journalLog(runId: string, workId: string): JournalLog {
+  journalLog(runId: string, workId: string): PostgresJournalLog {
     return new PostgresJournalLog(this, runId, workId);
+  }
+
+  /** The answers waiting for their upload: a run's (by its folder), or every run's. */
+  async waitingAnswers(runFolder?: string): Promise<WaitingAnswer[]> {
+    const found =
+      runFolder === undefined
+        ? await this.query('read the answers waiting for their upload', 'SELECT seq, run_id, run_folder, key, frame FROM harvester_waiting_answer ORDER BY seq', [])
+        : await this.query('read a run\'s answers waiting for their upload', 'SELECT seq, run_id, run_folder, key, frame FROM harvester_waiting_answer WHERE run_folder = $1 ORDER BY seq', [runFolder]);
+    return found.rows.map((row: { seq: string; run_id: string; run_folder: string; key: string; frame: Buffer }) => ({
+      seq: Number(row.seq),
+      runId: row.run_id,
+      runFolder: row.run_folder,
+      key: row.key,
+      frame: row.frame,
+    }));
+  }
+
+  /** Forgets waiting answers by their numbers: their segment object is uploaded. */
+  async forgetWaitingAnswers(seqs: readonly number[]): Promise<void> {
+    if (seqs.length === 0) return;
+    await this.query('forget answers uploaded', 'DELETE FROM harvester_waiting_answer WHERE seq = ANY($1)', [seqs]);
+  }
+
+  /** Forgets a run's waiting answers: its answers are in the lake, and it is over. */
+  async removeWaitingAnswers(runFolder: string): Promise<void> {
+    await this.query('remove the waiting answers of an ended run', 'DELETE FROM harvester_waiting_answer WHERE run_folder = $1', [runFolder]);
   }
 
   async runJournalLogs(runId: string): Promise<JournalLog[]> {
@@ -166,7 +214,7 @@ export class PostgresCatalog implements JournalStore {
  * A journal as rows: each record is committed by its INSERT before `append` returns, so a worker
  * killed at any moment leaves every record it appended, and none cut.
  */
-class PostgresJournalLog implements JournalLog {
+export class PostgresJournalLog implements JournalLog {
   constructor(
     private readonly catalog: PostgresCatalog,
     private readonly runId: string,
@@ -193,6 +241,21 @@ class PostgresJournalLog implements JournalLog {
 
   async append(line: JournalLine): Promise<void> {
     await this.catalog.query('append to a call journal', 'INSERT INTO harvester_journal (run_id, work_id, record) VALUES ($1, $2, $3)', [this.runId, this.workId, JSON.stringify(line)]);
+  }
+
+  /**
+   * Appends a settlement and keeps its answer (not yet uploaded) in the catalog, in one statement:
+   * both are committed, or neither. Resolves with the answer's number among the waiting.
+   */
+  async appendWithAnswer(line: JournalLine, answer: Omit<WaitingAnswer, 'seq'>): Promise<number> {
+    const inserted = await this.catalog.query(
+      'append to a call journal with its answer',
+      `WITH answer AS (INSERT INTO harvester_waiting_answer (run_id, run_folder, key, frame) VALUES ($4, $5, $6, $7) RETURNING seq),
+       journal AS (INSERT INTO harvester_journal (run_id, work_id, record) VALUES ($1, $2, $3))
+       SELECT seq FROM answer`,
+      [this.runId, this.workId, JSON.stringify(line), answer.runId, answer.runFolder, answer.key, answer.frame],
+    );
+    return Number((inserted.rows[0] as { seq: string }).seq);
   }
 
   async sync(): Promise<void> {

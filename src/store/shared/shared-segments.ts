@@ -2,38 +2,44 @@
  * A shared store's answers, in segments in the object store: answers that arrive together, from any
  * work of a run in this process, are uploaded together as one segment object
  * (`segments/<run>/<writer>-NNNNNN.seg`, the format of segment.ts), so a run makes one PUT per group
- * of answers, not one per answer. A call's settlement reaches the shared journal only once the
- * object holding its answer is uploaded (SettledAfterUpload), so a worker that dies leaves no
- * settled call whose answer only its own memory or disk had: the calls whose group was not uploaded
- * stay open intents, counted as the calls in flight they were, and a retry buys them again.
+ * of answers, not one per answer.
+ *
+ * A call settled before the object holding its answer is uploaded settles with its answer: the
+ * journal's record and the answer's frame go into the catalog in one statement
+ * (SettledWithAnswer, PostgresJournalLog.appendWithAnswer), and the frame is forgotten there once
+ * the upload is done. So a worker that dies before an upload loses no answer it settled: every
+ * reader finds the waiting answers in the catalog (staged as a segment of the scratch directory
+ * named after them, stageWaiting), and only the calls truly in flight, not yet settled, are bought
+ * again by the retry. A load meeting an answer twice (in the catalog, and in the object uploaded
+ * meanwhile) loads it once: the extract stage reads each key of a run once.
  *
  * A work's answers are uploaded as a group commit: when the work checkpoints (its journal's sync,
  * at most once a second while pages come, and before it returns), when a group is full, or
  * GROUP_WAIT_MS after it began; one upload at a time per run, answers arriving while one is under
- * way forming the next group. Their settlements in the journal wait for the upload
- * (SettledAfterUpload). Answers landed outside a work (a run's status, a job's results) are
+ * way forming the next group. Answers landed outside a work (a run's status, a job's results) are
  * uploaded at once, and their landing resolves after. Each uploaded segment is also written to the
  * worker's scratch directory, where AnswerSegments reads it back by key; the segments other workers
  * uploaded are fetched there (staged) when a key is not found, or by the loader before a load. A
  * staged copy is a cache: written without fsync, and fetched again when its size is not the object's.
  */
+import { createHash } from 'node:crypto';
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { newSegmentFileName } from '../answer-segments.js';
 import { temporaryFor } from '../durable-file.js';
 import { landingKey, landingText, type Landing } from '../landing.js';
-import { objectKey, parseSegmentFileName, runFolderOfKey, runSegmentFolder, segmentRoot } from '../layout.js';
+import { objectKey, parseSegmentFileName, runFolderOfKey, runSegmentFolder, segmentFileName, segmentRoot } from '../layout.js';
 import { DEFAULT_OUTAGE_WAIT_MS, waitOutOutages } from '../outage.js';
 import { frameOf, segmentHeaderText } from '../segment.js';
 import type { JournalLine, JournalLog } from '../call-journal.js';
 import type { ObjectStorage } from './object-storage.js';
+import type { PostgresCatalog, PostgresJournalLog, WaitingAnswer } from './postgres-catalog.js';
 
 /** A group waits at most this long for its upload (a work's checkpoint uploads it sooner): an answer is never held for long. */
 const GROUP_WAIT_MS = 1_000;
 /**
  * A group this full is uploaded at once: enough answers for one PUT per 20 of them or fewer, few
- * enough that a machine that dies takes few answers not yet uploaded with it (bought again by the
- * retry: with 512, the fault matrix's three kills re-paid 131 calls against 32 with a PUT each).
+ * enough that the catalog holds few answers waiting for their upload at any time.
  */
 const GROUP_MAX_FRAMES = 32;
 const GROUP_MAX_BYTES = 8 << 20;
@@ -43,6 +49,15 @@ const RELIST_EVERY_MS = 1_000;
 interface WaitingLanding {
   frame: Buffer;
   key: string;
+}
+
+/** An answer this process landed and has not uploaded yet. */
+interface PendingLanding {
+  landing: Landing;
+  frame: Buffer;
+  uploaded: Promise<void>;
+  /** Its settlements kept in the catalog with it, each resolving with the row's number. */
+  kept: Promise<number>[];
 }
 
 /** A promise and what settles it: one per group, resolved once its segment object is uploaded. */
@@ -88,10 +103,11 @@ export class SharedSegments {
   private readonly groups = new Map<string, RunGroup>();
   private readonly listings = new Map<string, RunListing>();
   /** Answers landed by this process and not yet uploaded, by key: found here meanwhile. */
-  private readonly pending = new Map<string, { landing: Landing; uploaded: Promise<void> }>();
+  private readonly pending = new Map<string, PendingLanding>();
 
   constructor(
     private readonly objects: ObjectStorage,
+    private readonly catalog: PostgresCatalog,
     private readonly dataDir: string,
     /** How long an upload, or a settlement's record, waits out an outage (HARVESTER_OUTAGE_WAIT_SECONDS). */
     readonly outageWaitMs = DEFAULT_OUTAGE_WAIT_MS,
@@ -114,7 +130,7 @@ export class SharedSegments {
     group.waiting.push({ frame, key });
     group.bytes += frame.length;
     const uploaded = group.next.done;
-    this.pending.set(key, { landing, uploaded });
+    this.pending.set(key, { landing, frame, uploaded, kept: [] });
     if (!untilSync || group.waiting.length >= GROUP_MAX_FRAMES || group.bytes >= GROUP_MAX_BYTES) this.upload(runFolder, group);
     else group.timer ??= setTimeout(() => this.upload(runFolder, group), GROUP_WAIT_MS);
     if (!untilSync) await uploaded;
@@ -126,9 +142,17 @@ export class SharedSegments {
     return this.pending.get(key)?.landing;
   }
 
-  /** The upload that will hold an answer this process landed, while it is not done. */
-  uploadOf(key: string): Promise<void> | undefined {
-    return this.pending.get(key)?.uploaded;
+  /**
+   * Settles a call whose answer this process landed: with `settle` alone when the answer is
+   * uploaded, else with `keep`, which commits the settlement and the answer's frame to the catalog
+   * together; the upload then forgets the frame there (put).
+   */
+  async settle(key: string, settle: () => Promise<void>, keep: (frame: Buffer) => Promise<number>): Promise<void> {
+    const pending = this.pending.get(key);
+    if (!pending) return settle();
+    const kept = keep(pending.frame);
+    pending.kept.push(kept);
+    await kept;
   }
 
   /** Uploads every answer landed so far; throws if one of their uploads failed. */
@@ -144,17 +168,21 @@ export class SharedSegments {
 
   /**
    * Fetches into the scratch directory the run's segment objects it lacks, unless a listing of them
-   * began less than RELIST_EVERY_MS ago (then waits for that one): a missed key costs one LIST a
-   * second per run, however many calls miss, and a listing returns the run's own segments only. An
+   * began less than RELIST_EVERY_MS ago (then waits for that one), and the run's answers waiting in
+   * the catalog: a missed key costs one LIST and one query a second per run, however many calls
+   * miss, and a listing returns the run's own segments only. An
    * answer another worker uploaded in that second may be missed by a work checking whether another
    * target already bought it (it is then bought again, as when two workers ask at once), never by
-   * a retried work: its claim lists afresh (SettledAfterUpload.claim).
+   * a retried work: its claim lists afresh (SettledWithAnswer.claim).
    */
   async stageRun(runFolder: string): Promise<void> {
     const now = Date.now();
     const last = this.listings.get(runFolder);
     if (last && now - last.startedAt < RELIST_EVERY_MS) return last.done;
-    const listing: RunListing = { startedAt: now, done: this.stage(`${objectKey(this.dataDir, runSegmentFolder(this.dataDir, runFolder))}/`) };
+    const listing: RunListing = {
+      startedAt: now,
+      done: this.stage(`${objectKey(this.dataDir, runSegmentFolder(this.dataDir, runFolder))}/`).then(() => this.stageWaiting(runFolder)),
+    };
     this.listings.set(runFolder, listing);
     try {
       await listing.done;
@@ -169,15 +197,20 @@ export class SharedSegments {
     this.listings.delete(runFolder);
   }
 
-  /** Fetches every segment object of the store the scratch directory lacks: the loader's, before a load. */
-  stageAll(): Promise<void> {
-    return this.stage(`${objectKey(this.dataDir, segmentRoot(this.dataDir))}/`);
+  /**
+   * Fetches every segment object of the store the scratch directory lacks, and the answers waiting
+   * in the catalog for their upload: the loader's, before a load.
+   */
+  async stageAll(): Promise<void> {
+    await this.stage(`${objectKey(this.dataDir, segmentRoot(this.dataDir))}/`);
+    await this.stageWaiting();
   }
 
-  /** Deletes a run's segment objects (its answers are in the lake, and it is over). */
+  /** Deletes a run's segment objects and its answers waiting in the catalog (its answers are in the lake, and it is over). */
   async removeRun(runFolder: string): Promise<void> {
     const prefix = `${objectKey(this.dataDir, runSegmentFolder(this.dataDir, runFolder))}/`;
     for (const object of await this.objects.list(prefix)) await this.objects.delete(object);
+    await this.catalog.removeWaitingAnswers(runFolder);
     this.listings.delete(runFolder);
   }
 
@@ -206,10 +239,15 @@ export class SharedSegments {
     });
   }
 
-  /** Puts one segment object, keeps a copy in the scratch directory, and forgets its answers as pending. */
+  /**
+   * Puts one segment object, keeps a copy in the scratch directory, and forgets its answers as
+   * pending, then in the catalog those settled meanwhile. A failed upload leaves them in the
+   * catalog, where readers and the loader find them (stageWaiting).
+   */
   private async put(runId: string, runFolder: string, landings: WaitingLanding[], done: Promise<void>): Promise<void> {
     const file = join(runSegmentFolder(this.dataDir, runFolder), newSegmentFileName());
     const bytes = Buffer.concat([Buffer.from(segmentHeaderText({ run_id: runId }), 'utf8'), ...landings.map((landing) => landing.frame)]);
+    const kept: Promise<number>[] = [];
     try {
       // In the background, where the activity's own wait (activities/outages.ts) does not reach:
       // an object store that does not answer is waited out here, as a landing's PUT was.
@@ -217,7 +255,34 @@ export class SharedSegments {
       // The scratch copy spares a fetch; without it the segment is fetched when a key is missed.
       await writeCached(file, bytes).catch(() => undefined);
     } finally {
-      for (const { key } of landings) if (this.pending.get(key)?.uploaded === done) this.pending.delete(key);
+      // At once with the upload's end: a settlement after this finds its answer not pending, and settles alone.
+      for (const { key } of landings) {
+        const pending = this.pending.get(key);
+        if (pending?.uploaded !== done) continue;
+        kept.push(...pending.kept);
+        this.pending.delete(key);
+      }
+    }
+    const seqs = (await Promise.allSettled(kept)).flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+    // A row not forgotten is a copy of an uploaded answer, read once by a load and removed with its run.
+    await waitOutOutages(() => this.catalog.forgetWaitingAnswers(seqs), { boundMs: this.outageWaitMs }).catch(() => undefined);
+  }
+
+  /**
+   * Writes the answers waiting in the catalog (a run's, or every run's) into the scratch directory,
+   * one segment per run named after the rows it holds: the same rows make the same name, which a
+   * load that read it already passes over, and a later set makes another.
+   */
+  private async stageWaiting(runFolder?: string): Promise<void> {
+    const byRun = new Map<string, WaitingAnswer[]>();
+    for (const answer of await this.catalog.waitingAnswers(runFolder)) byRun.set(answer.runFolder, [...(byRun.get(answer.runFolder) ?? []), answer]);
+    for (const [folder, answers] of byRun) {
+      const seqs = answers.map((answer) => answer.seq);
+      const digest = createHash('sha256').update(seqs.join(',')).digest('hex').slice(0, 16);
+      const name = segmentFileName({ writer: `catalog-${seqs[0]}-${digest}`, seq: seqs[seqs.length - 1]! });
+      const file = join(runSegmentFolder(this.dataDir, folder), name);
+      if (await stat(file).then(() => true, () => false)) continue;
+      await writeCached(file, Buffer.concat([Buffer.from(segmentHeaderText({ run_id: answers[0]!.runId }), 'utf8'), ...answers.map((answer) => answer.frame)]));
     }
   }
 
@@ -247,21 +312,16 @@ async function writeCached(file: string, bytes: Buffer): Promise<void> {
 }
 
 /**
- * A work's journal in the shared catalog, whose settlements wait for the upload of the answers they
- * settle: appended in order once it is done, while the work goes on (an intent, a cancellation or a
- * failure is appended at once). `sync` uploads what the process landed and waits for them, so a
- * checkpoint covers only calls settled with their answers in the object store. Both wait out an
- * outage of their service (they run after the activity's call returned, beyond its own wait); an
- * upload or record that still fails leaves its calls open intents, and the work stops at its next
- * record or sync with the failure.
+ * A work's journal in the shared catalog, whose settlements keep their answer there while it is not
+ * uploaded (SharedSegments.settle): a settled call's answer outlives the worker that bought it.
+ * `sync` uploads what the process landed, so a work's answers are in the object store, and out of
+ * the catalog, when it checkpoints or returns; an upload that fails leaves them in the catalog.
  */
-export class SettledAfterUpload implements JournalLog {
-  private settlements: Promise<void> = Promise.resolve();
-  private failure: unknown;
-
+export class SettledWithAnswer implements JournalLog {
   constructor(
-    private readonly log: JournalLog,
+    private readonly log: PostgresJournalLog,
     private readonly segments: SharedSegments,
+    private readonly runId: string,
     private readonly runFolder: string,
   ) {}
 
@@ -283,30 +343,23 @@ export class SettledAfterUpload implements JournalLog {
   }
 
   async append(line: JournalLine): Promise<void> {
-    if (this.failure !== undefined) throw this.failure;
-    const key = 'settled' in line ? line.settled : 'lost' in line ? line.lost : undefined;
-    const upload = key === undefined ? undefined : this.segments.uploadOf(key);
-    if (!upload) return this.log.append(line);
-    this.settlements = this.settlements.then(async () => {
-      if (this.failure !== undefined) return;
-      try {
-        await upload;
-        await waitOutOutages(() => this.log.append(line), { boundMs: this.segments.outageWaitMs });
-      } catch (error) {
-        this.failure = error;
-      }
-    });
+    if (!('settled' in line)) return this.log.append(line);
+    const key = line.settled;
+    await this.segments.settle(
+      key,
+      () => this.log.append(line),
+      (frame) => this.log.appendWithAnswer(line, { runId: this.runId, runFolder: this.runFolder, key, frame }),
+    );
   }
 
   async sync(): Promise<void> {
+    // An upload that failed (past its outage wait) left its answers in the catalog with their
+    // settlements: the work goes on, and every reader finds them there.
     await this.segments.flush().catch(() => undefined);
-    await this.settlements;
-    if (this.failure !== undefined) throw this.failure;
     await this.log.sync();
   }
 
-  async close(): Promise<void> {
-    await this.settlements;
-    await this.log.close();
+  close(): Promise<void> {
+    return this.log.close();
   }
 }

@@ -22,7 +22,7 @@ import type { JournalStore } from '../call-journal.js';
 import type { StoreIdentity } from '../store-identity.js';
 import type { PostgresCatalog } from './postgres-catalog.js';
 import type { ObjectStorage } from './object-storage.js';
-import { SettledAfterUpload, SharedSegments } from './shared-segments.js';
+import { SettledWithAnswer, SharedSegments } from './shared-segments.js';
 
 /** The one credits-low alert's key among the catalog's alert documents. */
 const CREDITS_LOW = 'credits-low';
@@ -46,16 +46,16 @@ export class SharedStore implements Store {
     outageWaitMs?: number,
   ) {
     this.description = `${objects.url('')} with the catalog ${catalog.where}`;
-    this.segments = new SharedSegments(objects, dataDir, outageWaitMs);
+    this.segments = new SharedSegments(objects, catalog, dataDir, outageWaitMs);
     const segments = this.segments;
     this.#journals = {
-      journalLog: (runId, workId) => new SettledAfterUpload(catalog.journalLog(runId, workId), segments, runFolderOfRun(runId)),
+      journalLog: (runId, workId) => new SettledWithAnswer(catalog.journalLog(runId, workId), segments, runId, runFolderOfRun(runId)),
       runJournalLogs: (runId) => catalog.runJournalLogs(runId),
       removeRunJournals: (runIds) => catalog.removeRunJournals(runIds),
     };
   }
 
-  /** The catalog's journals, each settlement appended once its answer is uploaded (SettledAfterUpload). */
+  /** The catalog's journals, each settlement kept with its answer until the answer is uploaded (SettledWithAnswer). */
   get journals(): JournalStore {
     return this.#journals;
   }
