@@ -9,7 +9,7 @@ import { PAGE_LIMITS, type PriceTable } from '../src/api-catalog/endpoints.js';
 import { loadPriceTable } from '../src/config/prices.js';
 import { runFailures } from '../src/store/call-journal.js';
 import { quarantineLine } from '../src/store/landing.js';
-import type { Store } from '../src/store/store.js';
+import { LocalStore, type Store } from '../src/store/store.js';
 import { coversListing } from '../src/store/listing-coverage.js';
 import { existsSync } from 'node:fs';
 import { runFoldersWithAnswers } from '../src/store/answer-segments.js';
@@ -117,6 +117,8 @@ class LoadsDuringRuns {
     private readonly dataDir: string,
     private readonly everyMs: number,
     private readonly logger: Logger | undefined,
+    /** Whether the lake and the answers are the data directory's (not a shared store's). */
+    private readonly localStore: boolean,
   ) {}
 
   /**
@@ -129,19 +131,33 @@ class LoadsDuringRuns {
     if (this.#timer) return;
     // Unref'd: a worker with nothing else to do exits, whatever its runs' schedule.
     this.#timer = setInterval(() => this.#tick(), this.everyMs).unref();
-    void this.#nothingToStartWith().then((nothing) => nothing || this.#tick(), () => this.#tick());
+    void this.#startingLoad().then(
+      (first) => (first === 'load' ? this.#tick() : first === 'make lake' ? this.#makeLake() : undefined),
+      () => this.#tick(),
+    );
   }
 
   /**
-   * Whether a load at the run's start would do nothing: the data directory's lake is made and holds
-   * no answer of another run. Then none is made: a short run's final load waited for it (a third
-   * of a second of a run of a few seconds). A shared store's lake and answers are not in the data
-   * directory, so its first load is always made.
+   * What the load at the run's start has to do. Nothing, when the data directory's lake is made and
+   * no answer of another run is left: a short run's final load would only wait for it (a third of a
+   * second of a run of a few seconds). Only make the lake, when it is not made and nothing is left:
+   * loading the run's first answers too made its final load wait for a load twice as long, run
+   * beside the listing. Else load what is left. A shared store's lake and answers are not in the
+   * data directory, so its first load is always made.
    */
-  async #nothingToStartWith(): Promise<boolean> {
-    if (!existsSync(lakeCatalogFile(this.dataDir))) return false;
+  async #startingLoad(): Promise<'nothing' | 'make lake' | 'load'> {
+    if (!this.localStore) return 'load';
     const folders = await runFoldersWithAnswers(this.dataDir);
-    return folders.segments.length === 0 && folders.landingFiles.length === 0;
+    if (folders.segments.length > 0 || folders.landingFiles.length > 0) return 'load';
+    return existsSync(lakeCatalogFile(this.dataDir)) ? 'nothing' : 'make lake';
+  }
+
+  #makeLake(): void {
+    const making = this.loader.makeLake(this.dataDir).catch((error: Error) => {
+      this.logger?.warn({ err: error.message }, 'making the lake at the run\'s start failed; the final load makes it');
+    });
+    this.#loading.add(making);
+    void making.finally(() => this.#loading.delete(making));
   }
 
   /**
@@ -214,7 +230,7 @@ export function runActivities(deps: RunActivityDeps) {
   const loader = new WarmLoader();
   // Started with the worker, the load process is ready for a run's first load instead of adding its start to it.
   loader.prewarm();
-  const loads: RunLoads = { loader, duringRuns: new LoadsDuringRuns(loader, deps.dataDir, deps.loadEveryMs ?? LOAD_EVERY_MS, deps.logger) };
+  const loads: RunLoads = { loader, duringRuns: new LoadsDuringRuns(loader, deps.dataDir, deps.loadEveryMs ?? LOAD_EVERY_MS, deps.logger, deps.store instanceof LocalStore) };
 
   return {
     // Both map a refused key and an unwritable data directory to failures that are not retried.

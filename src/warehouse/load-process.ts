@@ -9,13 +9,15 @@
 import { storeFromEnvironment } from '../store/store-from-environment.js';
 import type { Store } from '../store/store.js';
 import { createLakeEngine } from './lake.js';
-import { loadLandings } from './loader.js';
+import { loadLandings, makeLake } from './loader.js';
 import { maintainIfDue } from './maintenance.js';
 
 export interface LoadRequest {
   dataDir: string;
   /** A run whose landings in the lake the answer counts. */
   countRun?: string;
+  /** Only make the lake, if it is not made: load nothing. */
+  makeLakeOnly?: boolean;
 }
 
 if (!process.send) {
@@ -44,7 +46,9 @@ function storeOf(dataDir: string): Promise<Store> {
 
 process.on('message', (request: LoadRequest) => {
   const load = Promise.all([engine, storeOf(request.dataDir)]).then(([ready, landings]) =>
-    loadLandings(request.dataDir, { engine: ready, store: landings, ...(request.countRun === undefined ? {} : { countRun: request.countRun }) }),
+    request.makeLakeOnly
+      ? makeLake(request.dataDir, { engine: ready, store: landings })
+      : loadLandings(request.dataDir, { engine: ready, store: landings, ...(request.countRun === undefined ? {} : { countRun: request.countRun }) }),
   );
   load.then(
     (result) => {

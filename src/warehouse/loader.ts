@@ -9,14 +9,14 @@
  * loader that was killed holds no lock (the OS drops it).
  */
 import { createHash } from 'node:crypto';
-import { existsSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { inTransaction, scalarOf, sqlString, tableNames } from './duckdb.js';
 import type { UnloadableLanding } from '../store/landing.js';
 import { LocalStore, type Store } from '../store/store.js';
-import { landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
-import { LAKE, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
+import { lakeCatalogFile, landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
+import { LAKE, lakeLocation, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
 import { keepLatestPerKey } from './merge.js';
 import { extract, foldersOfEndedRuns, pendingAnswers, type LoadPackage, type PendingAnswer } from './extract.js';
 import { merge } from './merge.js';
@@ -79,16 +79,36 @@ export async function loadLandings(dataDir: string, options: LoadOptions = {}): 
   return store.asLakeWriter(() => loadAsWriter(dataDir, store, options));
 }
 
+/**
+ * Makes the lake with this version's schema, if it is not made, and loads nothing: a run's start on
+ * a new data directory, so its final load does not make it (a lake found made is left to the next
+ * load, which brings its schema up to date).
+ */
+export async function makeLake(dataDir: string, options: Pick<LoadOptions, 'engine' | 'store' | 'lockWaitMs'> = {}): Promise<LoadResult> {
+  const started = Date.now();
+  const store = options.store ?? new LocalStore(dataDir);
+  return store.asLakeWriter(async () => {
+    const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
+    try {
+      if (db.created) schemaCheckedIn.add(lakeKey(dataDir));
+      return { landingsLoaded: 0, quarantined: [], rowsLoaded: 0, batches: 0, snapshot: await latestSnapshot(db.connection), durationMs: Date.now() - started };
+    } finally {
+      await db.close();
+    }
+  });
+}
+
 async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions): Promise<LoadResult> {
   const started = Date.now();
   const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
   try {
     // A lake made by an earlier version: its schema is brought up to date, and the duplicate rows
     // that version's loads may have left (docs/ducklake-merge-duplicates.md) are repaired once.
-    if (!db.created && (await ensureSchema(db.connection))) {
+    if (!db.created && !schemaCheckedIn.has(lakeKey(dataDir)) && (await ensureSchema(db.connection))) {
       const removed = await keepLatestPerKey(db.connection);
       if (Object.values(removed).some((rows) => rows > 0)) options.logger?.warn({ removed }, 'removed duplicate rows of latest-state tables, keeping each key\'s latest version');
     }
+    schemaCheckedIn.add(lakeKey(dataDir));
     await migrateLegacyWarehouse(db.connection, dataDir, options.logger);
     let landingsLoaded = 0;
     let rowsLoaded = 0;
@@ -242,6 +262,26 @@ async function landingsOfRun(connection: DuckDBConnection, runId: string): Promi
   );
   const schemaDrift = drift.getRows().map(([endpoint, field, answers, first, last]) => ({ endpoint: String(endpoint), field: String(field), answers: Number(answers), firstSeenAt: String(first), lastSeenAt: String(last) }));
   return { landings: Number(row?.[0] ?? 0), rows: Number(row?.[1] ?? 0), schemaDrift };
+}
+
+/**
+ * The lakes this process made, or found with this version's schema: a warm load process asks a
+ * lake once, not at each load (the question reads every table of the catalog, about 25 ms of a
+ * short run's final load of 250). A local lake made again under the same path is another file,
+ * so another key.
+ */
+const schemaCheckedIn = new Set<string>();
+
+/** As a process starting anew: every lake's schema is asked again at its next load (tests of an upgrade in place). */
+export function forgetCheckedSchemas(): void {
+  schemaCheckedIn.clear();
+}
+
+function lakeKey(dataDir: string): string {
+  const { catalog, shared } = lakeLocation(dataDir);
+  if (shared) return catalog;
+  const file = statSync(lakeCatalogFile(dataDir), { throwIfNoEntry: false });
+  return `${catalog}#${file?.ino ?? 0}:${file?.birthtimeMs ?? 0}`;
 }
 
 const SCHEMA_DDL = [...TABLES_DDL, ...VIEWS_DDL];

@@ -54,6 +54,11 @@ export class WarmLoader {
     return this.#oneAtATime(() => this.#load({ dataDir, ...(countRun === undefined ? {} : { countRun }) }, signal));
   }
 
+  /** Makes the data directory's lake, if it is not made, loading nothing (a run's start on a new data directory). */
+  async makeLake(dataDir: string): Promise<void> {
+    await this.#oneAtATime(() => this.#load({ dataDir, makeLakeOnly: true }, undefined));
+  }
+
   /**
    * Loads what is pending now, without waiting for it: the loads during a run, so what it buys
    * appears in the warehouse as it goes and its final load has only the rest. Skipped while a load

@@ -13,7 +13,7 @@ import { landingOfCall } from '../../activities/metered-call.js';
 import type { CallReport, SocialApiClient } from '../../src/api/client.js';
 import { writeLanding } from '../../src/store/landing.js';
 import { openLakeWriter } from '../../src/warehouse/lake.js';
-import { loadLandings } from '../../src/warehouse/loader.js';
+import { forgetCheckedSchemas, loadLandings } from '../../src/warehouse/loader.js';
 import { maintainLake } from '../../src/warehouse/maintenance.js';
 import { LATEST_STATE_KEYS } from '../../src/warehouse/merge.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
@@ -163,6 +163,8 @@ describe('a lake made before the fix', () => {
     await forceDuplicate(dataDir, itemId);
     // As an earlier version left it: its schema mark is not this version's.
     await asLakeWriter(dataDir, "COMMENT ON TABLE loaded_landings IS 'social-harvester schema 0000000000000000'");
+    // The upgrade is a new process of the new version: it has asked no lake its schema yet.
+    forgetCheckedSchemas();
     expect((await keyCounts(dataDir)).items).toEqual({ rows: first.items.length + 1, keys: first.items.length });
     // The next load, with nothing new to load, repairs it.
     expect((await loadLandings(dataDir)).landingsLoaded).toBe(0);
