@@ -153,11 +153,17 @@ class LoadsDuringRuns {
   }
 
   #makeLake(): void {
-    const making = this.loader.makeLake(this.dataDir).catch((error: Error) => {
-      this.logger?.warn({ err: error.message }, 'making the lake at the run\'s start failed; the final load makes it');
-    });
-    this.#loading.add(making);
-    void making.finally(() => this.#loading.delete(making));
+    this.#track(
+      this.loader.makeLake(this.dataDir).catch((error: Error) => {
+        this.logger?.warn({ err: error.message }, 'making the lake at the run\'s start failed; the final load makes it');
+      }),
+    );
+  }
+
+  /** A load under way, which a run's end waits for (finished). */
+  #track(loading: Promise<void>): void {
+    this.#loading.add(loading);
+    void loading.finally(() => this.#loading.delete(loading));
   }
 
   /**
@@ -190,8 +196,7 @@ class LoadsDuringRuns {
         this.logger?.warn({ err: error.message }, 'a load during the run failed; the final load loads what it did not');
       },
     );
-    this.#loading.add(loading);
-    void loading.finally(() => this.#loading.delete(loading));
+    this.#track(loading);
   }
 
   #stop(): void {

@@ -104,11 +104,12 @@ async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions)
   try {
     // A lake made by an earlier version: its schema is brought up to date, and the duplicate rows
     // that version's loads may have left (docs/ducklake-merge-duplicates.md) are repaired once.
-    if (!db.created && !schemaCheckedIn.has(lakeKey(dataDir)) && (await ensureSchema(db.connection))) {
+    const lake = lakeKey(dataDir);
+    if (!db.created && !schemaCheckedIn.has(lake) && (await ensureSchema(db.connection))) {
       const removed = await keepLatestPerKey(db.connection);
       if (Object.values(removed).some((rows) => rows > 0)) options.logger?.warn({ removed }, 'removed duplicate rows of latest-state tables, keeping each key\'s latest version');
     }
-    schemaCheckedIn.add(lakeKey(dataDir));
+    schemaCheckedIn.add(lake);
     await migrateLegacyWarehouse(db.connection, dataDir, options.logger);
     let landingsLoaded = 0;
     let rowsLoaded = 0;

@@ -109,8 +109,8 @@ export class SharedSegments {
     private readonly objects: ObjectStorage,
     private readonly catalog: PostgresCatalog,
     private readonly dataDir: string,
-    /** How long an upload, or a settlement's record, waits out an outage (HARVESTER_OUTAGE_WAIT_SECONDS). */
-    readonly outageWaitMs = DEFAULT_OUTAGE_WAIT_MS,
+    /** How long an upload, and the forgetting of its answers in the catalog, wait out an outage (HARVESTER_OUTAGE_WAIT_SECONDS). */
+    private readonly outageWaitMs = DEFAULT_OUTAGE_WAIT_MS,
   ) {}
 
   /**
@@ -275,7 +275,11 @@ export class SharedSegments {
    */
   private async stageWaiting(runFolder?: string): Promise<void> {
     const byRun = new Map<string, WaitingAnswer[]>();
-    for (const answer of await this.catalog.waitingAnswers(runFolder)) byRun.set(answer.runFolder, [...(byRun.get(answer.runFolder) ?? []), answer]);
+    for (const answer of await this.catalog.waitingAnswers(runFolder)) {
+      const answers = byRun.get(answer.runFolder);
+      if (answers) answers.push(answer);
+      else byRun.set(answer.runFolder, [answer]);
+    }
     for (const [folder, answers] of byRun) {
       const seqs = answers.map((answer) => answer.seq);
       const digest = createHash('sha256').update(seqs.join(',')).digest('hex').slice(0, 16);
