@@ -263,7 +263,7 @@ export class ItemEnricher {
     if (!answer.media_url) return { data: answer };
     try {
       const file = await this.deps.client.fetchMedia(answer.media_url, { deadlineMs: this.deps.callDeadlineMs });
-      return { data: { ...answer, media: await this.deps.store.storeMedia(file.bytes, file.contentType) } };
+      return { data: { ...answer, media: await this.deps.store.storeMedia(this.deps.runId, file.bytes, file.contentType) } };
     } catch (error) {
       if (error instanceof FileWriteError) throw error;
       return { data: answer, missing: error as Error };

@@ -23,8 +23,7 @@ import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
 import type { CallFailure } from '../harvest/progress.js';
 import { writeDurableFile } from './durable-file.js';
-import { landingFile, landingRoot, pageLandingKey, parseSegmentFileName, pathSegment, quarantineFile, quarantineRoot, runFolderOfKey, runSegmentFolder, runStatusKey, segmentFileName } from './layout.js';
-import { syncStoredMedia } from './media-store.js';
+import { landingFile, landingRoot, mediaLandingKey, pageLandingKey, parseSegmentFileName, pathSegment, quarantineFile, quarantineRoot, runFolderOfKey, runSegmentFolder, runStatusKey, segmentFileName } from './layout.js';
 import { readFrameText, readSegment, SegmentWriter, type FrameRef } from './segment.js';
 
 /** The billed call behind a page. Free pages (a job's results) have none; the job is billed once. */
@@ -80,10 +79,25 @@ export interface RunLanding {
   failed_calls?: Omit<CallFailure, 'target'>[];
 }
 
-export type Landing = PageLanding | RunLanding;
+/**
+ * A downloaded media file, framed among its run's answers (base64: a frame holds text), so it is
+ * made durable with them in their group commit and loaded into the lake's `media_files`.
+ */
+export interface MediaLanding {
+  format: 1;
+  kind: 'media';
+  run_id: string;
+  sha256: string;
+  mime_type: string;
+  bytes: number;
+  content_base64: string;
+}
+
+export type Landing = PageLanding | RunLanding | MediaLanding;
 
 /** The landing's key (layout.ts's grammar): its identity in `loaded_landings`, and its path relative to the landing root. */
 export function landingKey(landing: Landing): string {
+  if (landing.kind === 'media') return mediaLandingKey(landing.run_id, landing.sha256);
   return landing.kind === 'run' ? runStatusKey(landing.run_id, landing.seq) : pageLandingKey(landing.run_id, landing.target, landing.page);
 }
 
@@ -92,7 +106,7 @@ export function landingKey(landing: Landing): string {
  * resource pages by the bytes that end the file, without parsing it.
  */
 export function landingText(landing: Landing): string {
-  if (landing.kind === 'run') return JSON.stringify(landing);
+  if (landing.kind !== 'page') return JSON.stringify(landing);
   const { data, ...rest } = landing;
   return JSON.stringify({ ...rest, data });
 }
@@ -189,12 +203,8 @@ export class AnswerSegments {
     return existsSync(file) ? readFileSync(file, 'utf8') : undefined;
   }
 
-  /**
-   * Makes the run's answers that this process wrote durable (segment.ts): before its journals are,
-   * and after the media files they name (media-store.ts).
-   */
+  /** Makes the run's answers (and media files) that this process wrote durable (segment.ts), before its journals are. */
   async syncRun(runFolder: string): Promise<void> {
-    await syncStoredMedia(this.dataDir);
     const run = this.writers.get(runFolder);
     if (!run) return;
     try {

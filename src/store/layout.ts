@@ -12,7 +12,8 @@
  *   state/credits-low.json                    the API's credits.low alert, while it stands
  *   state/store-id.json                       the data directory's identity, made once: runs carry it (store-identity.ts)
  *   webhooks/secrets.json, webhooks/journal.jsonl      signing secrets and received deliveries
- *   media/<sha256[0:2]>/<sha256>              downloaded media files, content-addressed (media-store.ts)
+ *   media/<sha256[0:2]>/<sha256>              downloaded media files, content-addressed (media-store.ts): a copy for reading;
+ *                                             the durable one is framed with the run's answers, then kept in the lake (media_files)
  *   lake/catalog.sqlite, lake/data/…          the warehouse: a DuckLake catalog and its Parquet files
  *   .loader/…                                 the loader's lock and work files
  *   warehouse.duckdb(.migrated)               the warehouse before DuckLake, moved into the lake once
@@ -21,7 +22,7 @@
  *   .write-check-<pid>                        a starting worker's check that it can write here
  *
  * With shared storage (src/store/shared), the same names hold under s3://<bucket>/<prefix>/ for
- * segments/, landing/, quarantine/, media/ and lake/data/ (objectKey), and the journal, coverage,
+ * segments/, landing/, quarantine/ and lake/data/ (objectKey), and the journal, coverage,
  * the job registry and the credits-low alert are rows in the PostgreSQL catalog; the data directory
  * is then the worker's scratch: a cache of the segments (each uploaded group of answers is a segment
  * object of its own, segment-uploads.ts) and the loader's work files.
@@ -39,6 +40,7 @@ export function pathSegment(key: string): string {
 
 /**
  * Landing keys: a page's `<run>/<target>/page-NNNNNN.json`, a run status's `<run>/_run/status-NNNNNN.json`,
+ * a media file's `<run>/_media/<sha256>.json`,
  * built and read here only. A key is fixed by what it names (run, target and page; run and
  * sequence), so a retry lands on the same key. The run's folder is the key's first part, in the
  * landing tree of earlier versions and among the segments alike; it is also a segment id's first part.
@@ -59,6 +61,18 @@ export function runStatusKey(runId: string, seq: number): string {
 
 export function isRunLandingKey(key: string): boolean {
   return key.split('/')[1] === RUN_FOLDER;
+}
+
+/** A run's media files, framed among its answers until loaded into the lake's `media_files`. Named as `_run` is: no target's folder. */
+const MEDIA_FOLDER = '_media';
+
+/** A media file's landing, by its run and the SHA-256 of its bytes: `<run>/_media/<sha256>.json`. */
+export function mediaLandingKey(runId: string, sha256: string): string {
+  return [runFolderOfRun(runId), MEDIA_FOLDER, `${sha256}.json`].join('/');
+}
+
+export function isMediaLandingKey(key: string): boolean {
+  return key.split('/')[1] === MEDIA_FOLDER;
 }
 
 /** A key's first part: its run's folder (the whole key when it has one part only). */
@@ -170,7 +184,7 @@ export function webhookJournalFile(dataDir: string): string {
 
 /**
  * The object key, under the store's prefix, of what `path` names in a data directory: shared
- * storage keeps the data directory's layout (for landing/, quarantine/, media/ and lake/data/).
+ * storage keeps the data directory's layout (for landing/, quarantine/ and lake/data/).
  */
 export function objectKey(dataDir: string, path: string): string {
   return relative(dataDir, path).split(sep).join('/');
@@ -179,9 +193,13 @@ export function objectKey(dataDir: string, path: string): string {
 /** The folders whose files are written by writeDurableFile (or were, as temporaries, by earlier versions). */
 export const DURABLY_WRITTEN_FOLDERS = ['landing', 'quarantine', 'coverage', 'jobs', 'state', 'webhooks', 'journal', 'media'] as const;
 
+export function mediaFolder(dataDir: string): string {
+  return join(dataDir, 'media');
+}
+
 /** A media file by the SHA-256 of its bytes (lowercase hex). */
 export function mediaFile(dataDir: string, sha256: string): string {
-  return join(dataDir, 'media', sha256.slice(0, 2), sha256);
+  return join(mediaFolder(dataDir), sha256.slice(0, 2), sha256);
 }
 
 /** The warehouse's DuckLake catalog (SQLite): which tables, snapshots and data files it holds. */

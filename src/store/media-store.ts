@@ -1,19 +1,23 @@
 /**
- * Media files, content-addressed: a downloaded file is kept under the SHA-256 of its bytes, so
- * however many runs (or harvests) fetch the same media, it is stored once, and its name proves
- * its content. A file is there whole or not at all (written to a temporary, then renamed).
+ * Media files, content-addressed by the SHA-256 of their bytes.
  *
- * Made durable as a group commit, with the answers: a file is written asynchronously (the event
- * loop never waits on the disk) and fsynced, with its folder, when the run's answers next are
- * (syncStoredMedia, called before the run's segment is: AnswerSegments in landing.ts), not on its
- * own. A killed process loses no file the kernel has; a machine crash may lose the files stored since the
- * last sync, and the answers that name them with them.
+ * The durable copy of a downloaded file is a frame among its run's answers (a MediaLanding, key
+ * `<run>/_media/<sha256>.json`): made durable in the same group commit as the download's answer
+ * that names it (one fdatasync for the group, segment.ts), then loaded into the lake's
+ * `media_files`, once per hash, in the snapshot of that answer's rows. A file made durable on its
+ * own cost an fdatasync, and the fsync of its folder, per file: for the demo, 280 of its 345 fsyncs.
+ *
+ * A data directory also keeps a copy for reading, `media/<sha256[0:2]>/<sha256>`, written off the
+ * event loop as soon as the file is fetched, whole or not at all (a temporary, then renamed), and
+ * never fsynced: the lake holds the file, and `harvester media restore` writes back a copy a
+ * machine crash lost.
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, open, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, resolve } from 'node:path';
+import { mkdir, rename, rm, writeFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { FileWriteError, temporaryFor } from './durable-file.js';
+import type { MediaLanding } from './landing.js';
 import { mediaFile } from './layout.js';
 
 /** A stored media file: its hash (its name), its size, and the type its server gave. */
@@ -28,68 +32,25 @@ export function describeMedia(bytes: Uint8Array, mimeType: string): StoredMedia 
   return { sha256: createHash('sha256').update(bytes).digest('hex'), bytes: bytes.length, mime_type: mimeType };
 }
 
-/** Files this process stored and has not fsynced yet, by data directory; and the folders they were made in. */
-const unsynced = new Map<string, { files: Set<string>; folders: Set<string> }>();
-
-function unsyncedOf(dataDir: string): { files: Set<string>; folders: Set<string> } {
-  const key = resolve(dataDir);
-  let entry = unsynced.get(key);
-  if (!entry) {
-    entry = { files: new Set(), folders: new Set() };
-    unsynced.set(key, entry);
-  }
-  return entry;
+/** A media file's landing in its run: framed with the run's answers until the lake has it. */
+export function mediaLanding(runId: string, media: StoredMedia, bytes: Uint8Array): MediaLanding {
+  return { format: 1, kind: 'media', run_id: runId, ...media, content_base64: Buffer.from(bytes).toString('base64') };
 }
 
-/** Stores a media file's bytes, unless a file with the same hash is already stored. */
-export async function storeMedia(dataDir: string, bytes: Uint8Array, mimeType: string): Promise<StoredMedia> {
-  const media = describeMedia(bytes, mimeType);
+/**
+ * Writes the data directory's copy for reading of a media file, unless one is there: whole or not
+ * at all, without fsync (the durable copy is the run's frame, then the lake's row).
+ */
+export async function writeMediaCopy(dataDir: string, media: StoredMedia, bytes: Uint8Array): Promise<void> {
   const file = mediaFile(dataDir, media.sha256);
-  if (existsSync(file)) return media;
-  const folder = dirname(file);
+  if (existsSync(file)) return;
   const temporary = temporaryFor(file);
   try {
-    const made = await mkdir(folder, { recursive: true });
+    await mkdir(dirname(file), { recursive: true });
     await writeFile(temporary, bytes, { flag: 'wx' });
     await rename(temporary, file);
-    const pending = unsyncedOf(dataDir);
-    pending.files.add(file);
-    pending.folders.add(folder);
-    // A folder made here is a new name in its parent, which must outlive a crash too.
-    if (made !== undefined) {
-      pending.folders.add(dirname(folder));
-      pending.folders.add(dirname(made));
-    }
   } catch (error) {
     await rm(temporary, { force: true }).catch(() => undefined);
     throw new FileWriteError('media file', file, error);
-  }
-  return media;
-}
-
-/** Fsyncs the media files this process stored in `dataDir` since the last call, then their folders. */
-export async function syncStoredMedia(dataDir: string): Promise<void> {
-  const pending = unsyncedOf(dataDir);
-  if (pending.files.size === 0 && pending.folders.size === 0) return;
-  const files = [...pending.files];
-  const folders = [...pending.folders];
-  pending.files.clear();
-  pending.folders.clear();
-  const sync = async (path: string, data: boolean) => {
-    const handle = await open(path, 'r');
-    try {
-      await (data ? handle.datasync() : handle.sync());
-    } finally {
-      await handle.close();
-    }
-  };
-  try {
-    for (const file of files) await sync(file, true);
-    for (const folder of folders) await sync(folder, false);
-  } catch (error) {
-    // Asked again at the next sync: a file is durable only once a sync of it succeeded.
-    for (const file of files) pending.files.add(file);
-    for (const folder of folders) pending.folders.add(folder);
-    throw new FileWriteError('media file', files[0] ?? folders[0] ?? dataDir, error);
   }
 }

@@ -20,7 +20,7 @@ import { AnswerSegments, quarantinedLandingsOfRun, quarantineLanding, quarantine
 import { landingFile, runFolderOfRun } from './layout.js';
 import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
 import { lakeMaintainedAt, markLakeMaintained } from './maintenance-mark.js';
-import { storeMedia, type StoredMedia } from './media-store.js';
+import { describeMedia, mediaLanding, writeMediaCopy, type StoredMedia } from './media-store.js';
 import { dataDirectoryIdentity, type StoreIdentity } from './store-identity.js';
 
 export interface LandingOptions {
@@ -70,8 +70,11 @@ export interface Store {
   clearCreditsLow(): Promise<void>;
   creditsLow(): Promise<CreditsLow | undefined>;
 
-  /** Stores a media file's bytes once, by their hash. */
-  storeMedia(bytes: Uint8Array, mimeType: string): Promise<StoredMedia>;
+  /**
+   * Stores a media file a run fetched: framed among the run's answers, durable before any answer
+   * landed after it is, and loaded into the lake's `media_files` once per hash (media-store.ts).
+   */
+  storeMedia(runId: string, bytes: Uint8Array, mimeType: string): Promise<StoredMedia>;
 
   /**
    * When the lake was last maintained (or first marked, for the daily maintenance after a run's
@@ -170,8 +173,12 @@ export class LocalStore implements Store {
     return creditsLow(this.dataDir);
   }
 
-  async storeMedia(bytes: Uint8Array, mimeType: string): Promise<StoredMedia> {
-    return storeMedia(this.dataDir, bytes, mimeType);
+  /** The frame goes first into the run's segment, so the sync that makes the download's answer durable makes the file durable too. */
+  async storeMedia(runId: string, bytes: Uint8Array, mimeType: string): Promise<StoredMedia> {
+    const media = describeMedia(bytes, mimeType);
+    await this.writeLanding(mediaLanding(runId, media, bytes));
+    await writeMediaCopy(this.dataDir, media, bytes);
+    return media;
   }
 
   async lakeMaintainedAt(): Promise<number | undefined> {

@@ -23,7 +23,7 @@ import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { runFoldersWithAnswers } from '../store/answer-segments.js';
 import { filesUnder, notJsonReason, type UnloadableLanding } from '../store/landing.js';
-import { isRunLandingKey, landingRoot, parseSegmentFileName, quarantineFile, runFolderOfKey, runSegmentFolder, segmentId } from '../store/layout.js';
+import { isMediaLandingKey, isRunLandingKey, landingRoot, parseSegmentFileName, quarantineFile, runFolderOfKey, runSegmentFolder, segmentId } from '../store/layout.js';
 import { readSegment, type SegmentRead } from '../store/segment.js';
 import { sqlString } from './duckdb.js';
 import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
@@ -188,7 +188,7 @@ function runIdOfLandingFile(file: string): string | undefined {
   }
 }
 
-const LANDING_SHAPES: readonly LandingShape[] = ['list', 'object', 'run'];
+const LANDING_SHAPES: readonly LandingShape[] = ['list', 'object', 'run', 'media'];
 
 export interface LoadPackage {
   /** One NDJSON file per shape (empty when the batch has no landing of that shape). */
@@ -298,7 +298,7 @@ export async function extract(answers: readonly PendingAnswer[], directory: stri
       buffer[end++] = NEWLINE;
       output.commit(end - offset);
       packaged.push(answer);
-      if (problem.shape !== 'run') drift.consider(landing.subarray(0, size));
+      if (problem.shape === 'list' || problem.shape === 'object') drift.consider(landing.subarray(0, size));
     }
   } finally {
     for (const fd of opened.values()) closeSync(fd);
@@ -326,6 +326,7 @@ function landingProblem(key: string, bytes: Buffer): string | { shape: LandingSh
  */
 function shapeOf(key: string, bytes: Buffer): LandingShape | undefined {
   if (isRunLandingKey(key)) return 'run';
+  if (isMediaLandingKey(key)) return 'media';
   const end = bytes.length - 1;
   if (bytes[end] !== CLOSE_BRACE) return undefined;
   const last = bytes[end - 1];

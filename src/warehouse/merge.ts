@@ -210,11 +210,24 @@ export async function merge(connection: DuckDBConnection, staged: boolean, befor
     await connection.run('CREATE OR REPLACE TEMP TABLE landing_rows AS SELECT * FROM stage_loaded_landings');
     await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
     await connection.run('INSERT INTO raw_answers SELECT *, now() FROM stage_raw_answers');
+    await insertMediaFiles(connection);
     // Drift is rare: a table written in a transaction costs its commit a data file and catalog rows.
     const rows = await scalarOf(connection, 'SELECT coalesce(sum(rows), 0) FROM landing_rows');
     await beforeCommit();
     return rows;
   });
+}
+
+/**
+ * The batch's media files the lake lacks, once per hash. Asked only of a batch with media: a
+ * statement on a lake table costs milliseconds even when it has nothing to do.
+ */
+async function insertMediaFiles(connection: DuckDBConnection): Promise<void> {
+  if ((await scalarOf(connection, 'SELECT count(*) FROM raw_media')) === 0) return;
+  await connection.run(`INSERT INTO media_files
+    SELECT sha256, mime_type, octet_length(content) AS bytes, content, run_id, now() AS loaded_at
+    FROM (SELECT * FROM raw_media QUALIFY row_number() OVER (PARTITION BY sha256 ORDER BY _landing) = 1) AS batch
+    ANTI JOIN media_files USING (sha256)`);
 }
 
 /**

@@ -63,6 +63,8 @@ function readPackageSql(files: Record<LandingShape, string>): string[] {
     `CREATE OR REPLACE TEMP TABLE raw_list AS SELECT * FROM ${readJson(files.list, 'list', false)}`,
     `CREATE OR REPLACE TEMP TABLE raw_object AS SELECT * FROM ${readJson(files.object, 'object')}`,
     `CREATE OR REPLACE TEMP TABLE raw_run AS SELECT * FROM ${readJson(files.run, 'run')}`,
+    // Media files framed with the answers: their bytes for the lake's media_files (merge.ts), not raw answers.
+    `CREATE OR REPLACE TEMP TABLE raw_media AS SELECT _landing, run_id, sha256, mime_type, from_base64(content_base64) AS content FROM ${readJson(files.media, 'media')}`,
     // Every answer as it came, whatever its columns: kept in the lake (raw_answers) for a rebuild.
     `CREATE OR REPLACE TEMP TABLE stage_raw_answers AS
       SELECT answer->>'_landing' AS landing, answer->>'run_id' AS run_id, answer->>'kind' AS kind, answer->>'request_id' AS request_id,
@@ -145,7 +147,8 @@ const STAGE_SQL = [
   // Every landing of the batch with the rows it contributed (its key, run and row count).
   `CREATE OR REPLACE TEMP VIEW stage_loaded_landings AS
   SELECT landings._landing AS landing, landings.run_id, coalesce(staged.rows, 0) AS rows
-  FROM (SELECT _landing, run_id FROM raw_list UNION ALL SELECT _landing, run_id FROM raw_object UNION ALL SELECT _landing, run_id FROM raw_run) AS landings
+  FROM (SELECT _landing, run_id FROM raw_list UNION ALL SELECT _landing, run_id FROM raw_object UNION ALL SELECT _landing, run_id FROM raw_run
+    UNION ALL SELECT _landing, run_id FROM raw_media) AS landings
   LEFT JOIN (SELECT _landing, count(*) AS rows FROM (${STAGED_TABLES.map((table) => `SELECT _landing FROM stage_${table}`).join(' UNION ALL ')}) GROUP BY _landing) AS staged
   USING (_landing)`,
 ];
@@ -165,7 +168,9 @@ const CHECK_SQL = `
     UNION ALL
     SELECT _landing, endpoint, 'params.url ' || coalesce(to_json(params->>'url')::VARCHAR, '(missing)') || ' is not a ' || platform || ' content URL'
       FROM (SELECT _landing, endpoint, params, platform, name, subject_id FROM pages_list UNION ALL SELECT _landing, endpoint, params, platform, name, subject_id FROM pages_object)
-      WHERE name IN (${inList(URL_ENDPOINTS)}) AND subject_id = '')
+      WHERE name IN (${inList(URL_ENDPOINTS)}) AND subject_id = ''
+    UNION ALL
+    SELECT _landing, 'media', 'the media file does not hash to its name ' || coalesce(sha256, '(missing)') FROM raw_media WHERE sha256(content) IS DISTINCT FROM sha256)
   QUALIFY row_number() OVER (PARTITION BY _landing ORDER BY problem) = 1`;
 
 /**

@@ -4,9 +4,9 @@
  */
 /**
  * What a landing holds, which decides the column types DuckDB reads it with: a page whose data is
- * a list of items, a page whose data is one resource, or a run's status.
+ * a list of items, a page whose data is one resource, a run's status, or a media file.
  */
-export type LandingShape = 'list' | 'object' | 'run';
+export type LandingShape = 'list' | 'object' | 'run' | 'media';
 
 const PAGE_COLUMNS = {
   _landing: 'VARCHAR',
@@ -54,6 +54,7 @@ export const RAW_COLUMNS: Record<LandingShape, Record<string, string>> = {
     enrichments: 'VARCHAR[]',
     failed_calls: 'STRUCT(endpoint VARCHAR, subject VARCHAR, reason VARCHAR, request_id VARCHAR, "at" TIMESTAMPTZ)[]',
   },
+  media: { _landing: 'VARCHAR', run_id: 'VARCHAR', sha256: 'VARCHAR', mime_type: 'VARCHAR', bytes: 'BIGINT', content_base64: 'VARCHAR' },
 };
 
 /**

@@ -71,7 +71,7 @@ export async function rebuildLake(dataDir: string, options: RebuildOptions = {})
 function packageOf(folder: string, answers: { kind: string; text: string }[]): LoadPackage {
   rmSync(folder, { recursive: true, force: true });
   mkdirSync(folder, { recursive: true });
-  const lines: Record<LandingShape, string[]> = { list: [], object: [], run: [] };
+  const lines: Record<LandingShape, string[]> = { list: [], object: [], run: [], media: [] };
   for (const { kind, text } of answers) lines[kind === 'run' ? 'run' : text.endsWith(']}') ? 'list' : 'object'].push(text);
   const files = Object.fromEntries((Object.keys(lines) as LandingShape[]).map((shape) => [shape, join(folder, `${shape}.jsonl`)])) as Record<LandingShape, string>;
   for (const shape of Object.keys(lines) as LandingShape[]) writeFileSync(files[shape], lines[shape].map((line) => `${line}\n`).join(''));

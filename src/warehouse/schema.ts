@@ -53,6 +53,11 @@ export const TABLES_DDL = [
     media_sha256 VARCHAR, media_bytes BIGINT)`,
   // Warehouses made before media files were fetched into the store.
   ...['media_sha256 VARCHAR', 'media_bytes BIGINT'].map((column) => `ALTER TABLE downloads ADD COLUMN IF NOT EXISTS ${column}`),
+  // Downloaded media files, one row per SHA-256 of their bytes (downloads.media_sha256), loaded from
+  // the frames the run's answers came with (src/store/media-store.ts); never derived, so a rebuild keeps them.
+  `CREATE TABLE IF NOT EXISTS media_files (
+    sha256 VARCHAR NOT NULL, mime_type VARCHAR, bytes BIGINT NOT NULL, content BLOB NOT NULL,
+    run_id VARCHAR NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
   `CREATE TABLE IF NOT EXISTS api_calls (
     request_id VARCHAR NOT NULL, run_id VARCHAR NOT NULL, harvest VARCHAR, target VARCHAR,
     endpoint VARCHAR NOT NULL, params JSON, units BIGINT NOT NULL, credits BIGINT NOT NULL,
@@ -183,6 +188,7 @@ export const WAREHOUSE_TABLES = [
   'transcript_segments',
   'summaries',
   'downloads',
+  'media_files',
   'api_calls',
   'harvest_runs',
   'failed_calls',
@@ -192,8 +198,8 @@ export const WAREHOUSE_TABLES = [
   'schema_drift',
 ] as const;
 export type WarehouseTable = (typeof WAREHOUSE_TABLES)[number];
-/** The load's own records: what it loaded, the answers as they came, how far each segment was read. */
-const LOAD_RECORDS = ['loaded_landings', 'raw_answers', 'loaded_segments', 'schema_drift'] as const;
+/** The load's own records: what it loaded, the answers (and media files) as they came, how far each segment was read. */
+const LOAD_RECORDS = ['media_files', 'loaded_landings', 'raw_answers', 'loaded_segments', 'schema_drift'] as const;
 /** Tables a load stages rows for: every data table. */
 export type StagedTable = Exclude<WarehouseTable, (typeof LOAD_RECORDS)[number]>;
 export const STAGED_TABLES = WAREHOUSE_TABLES.filter((table): table is StagedTable => !(LOAD_RECORDS as readonly string[]).includes(table));

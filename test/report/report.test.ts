@@ -66,7 +66,9 @@ function retime(runId: string, harvest: string, daysAgo: number): Landing[] {
     const moved: Landing =
       landing.kind === 'run'
         ? { ...landing, harvest, started_at: shift(landing.started_at, ms)!, finished_at: shift(landing.finished_at, ms) }
-        : { ...landing, harvest, observed_at: shift(landing.observed_at, ms)! };
+        : landing.kind === 'page'
+          ? { ...landing, harvest, observed_at: shift(landing.observed_at, ms)! }
+          : landing;
     expect(writeLanding(dataDir, moved)).toBe(keys[index]);
     return moved;
   });

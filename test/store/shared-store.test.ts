@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
 import { CallJournal, runFailures } from '../../src/store/call-journal.js';
 import { landedAnswers, landedKeys, landedLanding } from '../support/landed.js';
-import { landingText, type PageLanding } from '../../src/store/landing.js';
-import { pageLandingKey } from '../../src/store/layout.js';
+import { landingText, type MediaLanding, type PageLanding } from '../../src/store/landing.js';
+import { mediaLandingKey, pageLandingKey } from '../../src/store/layout.js';
 import { ObjectStorage } from '../../src/store/shared/object-storage.js';
 import { objectStorageSettings } from '../../src/store/shared/shared-settings.js';
 import { sharedStoreIdentity, storeFromEnvironment } from '../../src/store/store-from-environment.js';
@@ -142,7 +142,7 @@ describe('shared storage', () => {
     expect([...(await runFailures(first.journals, 'run-j')).keys()]).toEqual(['b']);
   });
 
-  it('landings, coverage, jobs, the credits-low alert and media are seen from every machine; media is stored once', async () => {
+  it('landings, coverage, jobs, the credits-low alert and media files are seen from every machine', async () => {
     const env = await sharedStore();
     const [first, second] = [await machine(env), await machine(env)];
     const { dataDir } = await landedSample(emulator, 'run-shared-1');
@@ -160,8 +160,12 @@ describe('shared storage', () => {
     await second.clearCreditsLow();
     expect(await first.creditsLow()).toBeUndefined();
     const bytes = new TextEncoder().encode('a media file');
-    const stored = await first.storeMedia(bytes, 'video/mp4');
-    expect(await second.storeMedia(bytes, 'video/mp4')).toEqual(stored);
+    const stored = await first.storeMedia('run-shared-1', bytes, 'video/mp4');
+    expect(await second.storeMedia('run-shared-2', bytes, 'video/mp4')).toEqual(stored);
+    // The file is framed with the run's answers, uploaded before storeMedia returned: any machine finds it.
+    const framed = await first.findLanding(mediaLandingKey('run-shared-2', stored.sha256));
+    expect(framed).toMatchObject({ kind: 'media', sha256: stored.sha256, mime_type: 'video/mp4', bytes: bytes.length });
+    expect(Buffer.from((framed as MediaLanding).content_base64, 'base64')).toEqual(Buffer.from(bytes));
   });
 
   it('answers land in groups: a run\'s concurrent answers make one segment object per group, found by key from any machine, loaded once', async () => {

@@ -4,12 +4,13 @@
  * stored once however many runs fetch it.
  */
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MediaExpiredError } from '../../src/api/errors.js';
 import { resumableState } from '../../src/harvest/checkpoint.js';
 import { mediaFile } from '../../src/store/layout.js';
+import { restoreMediaCopies } from '../../src/warehouse/media-copies.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';
@@ -69,6 +70,19 @@ harvests:
         expect(bytes.includes(Buffer.from(row.item_id))).toBe(true);
         expect(row.mime_type).toBe('video/mp4');
       }
+
+      // The lake keeps each file once, whole: the durable copy, loaded from the frames the answers came with.
+      const kept = (await queryWarehouse(worker.dataDir, "SELECT sha256, bytes::INTEGER AS bytes, sha256(content) AS hashed, mime_type FROM media_files ORDER BY sha256")).rows;
+      expect(kept).toEqual(
+        [...hashes].sort().map((sha256) => ({ sha256, bytes: Number(downloads.find((row) => row.media_sha256 === sha256)!.media_bytes), hashed: sha256, mime_type: 'video/mp4' })),
+      );
+      // Copies a machine crash lost (one gone, one torn) are written back from the lake, whole.
+      const [gone, torn] = [...hashes].sort() as [string, string];
+      rmSync(mediaFile(worker.dataDir, gone));
+      truncateSync(mediaFile(worker.dataDir, torn), 3);
+      expect(await restoreMediaCopies(worker.dataDir)).toEqual({ files: 4, restored: 2 });
+      for (const sha256 of [gone, torn]) expect(createHash('sha256').update(readFileSync(mediaFile(worker.dataDir, sha256))).digest('hex')).toBe(sha256);
+      expect(await restoreMediaCopies(worker.dataDir)).toEqual({ files: 4, restored: 0 });
     } finally {
       await worker.stop();
     }

@@ -7,6 +7,8 @@ import { exportParquet } from '../../warehouse/export.js';
 import { loadLandings } from '../../warehouse/loader.js';
 import { DEFAULT_KEEP_SNAPSHOTS_HOURS, maintainLake } from '../../warehouse/maintenance.js';
 import { rebuildLake } from '../../warehouse/rebuild.js';
+import { restoreMediaCopies } from '../../warehouse/media-copies.js';
+import { mediaFolder } from '../../store/layout.js';
 import { quarantineLine } from '../../store/landing.js';
 import { lakeLocation } from '../../warehouse/lake.js';
 import { streamWarehouseQuery, type QuerySink, type QueryStop, type StreamedQuery } from '../../warehouse/query.js';
@@ -243,12 +245,17 @@ export function maintainCommand(): Command {
     .description('Compact the warehouse: merge small data files, expire old snapshots, delete files unread since the last maintenance')
     .option('--keep-hours <hours>', 'keep snapshots this many hours for time travel', wholeNumber(0), DEFAULT_KEEP_SNAPSHOTS_HOURS)
     .option('--keep-raw-days <days>', 'delete raw answers loaded more than this many days ago (default: keep every answer, so a rebuild can use them)', wholeNumber(0))
+    .option('--restore-media', 'also write back, from the lake, the copies of media files missing from <data dir>/media (after a machine crash)')
     .addHelpText(
       'after',
       '\nLoads write small files; each run\'s final load also maintains the lake once a day, so this command is\nfor now, or for another window. Readers are never stopped; a load waits until it is done.\n\nExample:\n  $ harvester maintain --keep-hours 24',
     )
-    .action(async (options: { keepHours: number; keepRawDays?: number }) => {
+    .action(async (options: { keepHours: number; keepRawDays?: number; restoreMedia?: boolean }) => {
       const dataDir = dataDirFromEnv();
+      if (options.restoreMedia) {
+        const media = await restoreMediaCopies(dataDir);
+        process.stderr.write(`media: ${media.restored} of ${media.files} copies written back from the lake into ${mediaFolder(dataDir)}\n`);
+      }
       const store = await storeFromEnvironment(dataDir);
       const result = await maintainLake(dataDir, { keepSnapshotsHours: options.keepHours, keepRawAnswersDays: options.keepRawDays, store }).finally(() => store.close());
       const expired = options.keepRawDays === undefined ? '' : `${result.rawAnswersExpired} raw answers older than ${options.keepRawDays} days deleted; `;

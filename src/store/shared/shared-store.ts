@@ -14,9 +14,9 @@ import { writeDurableFile } from '../durable-file.js';
 import type { JobRecord } from '../job-registry.js';
 import { AnswerSegments, removeRunAnswers } from '../answer-segments.js';
 import { quarantineLanding, quarantineLine, quarantineText, type Landing } from '../landing.js';
-import { landingFile, landingRoot, mediaFile, objectKey, pathSegment, quarantineFile, quarantineRoot, runFolderOfKey, runFolderOfRun } from '../layout.js';
+import { landingFile, landingRoot, objectKey, pathSegment, quarantineFile, quarantineRoot, runFolderOfKey, runFolderOfRun } from '../layout.js';
 import type { ListingCoverage } from '../listing-coverage.js';
-import { describeMedia, type StoredMedia } from '../media-store.js';
+import { describeMedia, mediaLanding, type StoredMedia } from '../media-store.js';
 import type { LandingOptions, Store } from '../store.js';
 import type { JournalStore } from '../call-journal.js';
 import type { StoreIdentity } from '../store-identity.js';
@@ -177,11 +177,14 @@ export class SharedStore implements Store {
     return this.catalog.putDocument('mark', LAKE_MAINTAINED, { at: new Date(atMs).toISOString() });
   }
 
-  /** Content-addressed, as in a data directory: an object already there under the hash is not written again. */
-  async storeMedia(bytes: Uint8Array, mimeType: string): Promise<StoredMedia> {
+  /**
+   * Framed with the run's answers and uploaded before this returns (the group waiting goes with it):
+   * the download's answer, landed next, then never outlives its file, whatever becomes of this
+   * process. One PUT per file, as when each file was an object of its own.
+   */
+  async storeMedia(runId: string, bytes: Uint8Array, mimeType: string): Promise<StoredMedia> {
     const media = describeMedia(bytes, mimeType);
-    const object = objectKey(this.dataDir, mediaFile(this.dataDir, media.sha256));
-    if (!(await this.objects.exists(object))) await this.objects.put(object, bytes);
+    await this.writeLanding(mediaLanding(runId, media, bytes));
     return media;
   }
 
