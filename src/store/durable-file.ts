@@ -69,6 +69,11 @@ export interface DurableWriteOptions {
    * temporary is linked to the name, which fails when it exists, instead of renamed over it.
    */
   exclusive?: boolean;
+  /**
+   * False for a file that only processes alive at the same time read, which a machine crash ends
+   * together: written whole and atomically as any other, but neither it nor its folder fsynced.
+   */
+  durable?: boolean;
 }
 
 /**
@@ -84,7 +89,8 @@ export function writeDurableFile(path: string, data: string | Uint8Array, option
     mkdirSync(directory, { recursive: true });
     fd = openSync(temporary, 'wx', options.mode ?? 0o666);
     writeFully(fd, bytes, options.write);
-    fsyncSync(fd);
+    const durable = options.durable ?? true;
+    if (durable) fsyncSync(fd);
     // Closed before the rename, and its error counted: some file systems (NFS) report a failed
     // write only at close.
     const closing = fd;
@@ -100,7 +106,7 @@ export function writeDurableFile(path: string, data: string | Uint8Array, option
       }
       rmSync(temporary, { force: true });
     } else renameSync(temporary, path);
-    syncDirectory(directory);
+    if (durable) syncDirectory(directory);
     return true;
   } catch (error) {
     if (fd !== undefined) {
