@@ -22,7 +22,8 @@
  *     one no target listed that the world does not resolve, asked with the verification key);
  *   - ledger / reported / api_calls + lost: the ledger against the run's creditsSpent and against
  *     the credits of the warehouse's api_calls rows plus what the run's journals count as lost
- *     (attempts charged and never landed: cut, timed out, refused), read from data/journal/.
+ *     (attempts charged and never landed: cut, timed out, refused), read from data/journal/ and, for
+ *     runs over and loaded, from the lake's call_journal.
  *
  * The case of issue "Past one machine", shared-storage-kills: three workers, each with a scratch
  * directory of its own, share a store of PostgreSQL and MinIO (src/cli/shared-services.ts; MinIO
@@ -90,6 +91,7 @@ const { frameOf, framesIn, parseSegmentHeader } = await import(join(dist, 'src/s
 const { LocalStore } = await import(join(dist, 'src/store/store.js'));
 const { CallJournal, FileJournalLog } = await import(join(dist, 'src/store/call-journal.js'));
 const { lakeExists } = await import(join(dist, 'src/warehouse/lake.js'));
+const { archivedJournalLogs } = await import(join(dist, 'src/warehouse/journal-archive.js'));
 const { STAGED_TABLES } = await import(join(dist, 'src/warehouse/schema.js'));
 const { storeFromEnvironment } = await import(join(dist, 'src/store/store-from-environment.js'));
 
@@ -552,7 +554,7 @@ async function figuresOf(ctx, expectedStart, expectedEnd) {
   const expected = new Set(Object.values(expectedStart).flat()).size;
   const inExpected = [...landed].filter((id) => perTarget.some((target) => target.gotIds.includes(id))).length;
   const invented = await inventedRows(ctx, await q('SELECT platform, item_id, kind, author_handle FROM items'), new Set([...Object.values(expectedStart).flat(), ...Object.values(expectedEnd).flat()]));
-  const journal = ctx.sharedEnv ? await sharedJournalTotals(ctx) : await journalTotals(ctx.readDir);
+  const journal = ctx.sharedEnv ? await sharedJournalTotals(ctx) : await journalTotals(ctx.readDir, warehouse ? warehouseDir : undefined);
   const rebuildMismatch = warehouse ? await rebuildMismatchOf(warehouseDir, q) : [];
   for (const name of Object.keys(ctx.sharedEnv ?? {})) delete process.env[name];
   return {
@@ -598,11 +600,12 @@ async function figuresOf(ctx, expectedStart, expectedEnd) {
  * before its settlement could be written (a kill, a full disk): counted settled at the landing's
  * charge, as the harvester's own reading counts it, not lost.
  */
-async function journalTotals(dataDir) {
+async function journalTotals(dataDir, lakeDir) {
   const folder = join(dataDir, 'journal');
-  if (!existsSync(folder)) return addUpJournals([], () => undefined);
   const replayed = [];
-  for (const run of readdirSync(folder)) {
+  // The journals of runs over for good are in the lake (call_journal), copied by the load that cleared their answers.
+  if (lakeDir !== undefined) for (const logs of (await archivedJournalLogs(lakeDir)).values()) for (const log of logs) replayed.push(await CallJournal.replay(log));
+  for (const run of existsSync(folder) ? readdirSync(folder) : []) {
     for (const entry of readdirSync(join(folder, run), { withFileTypes: true })) {
       if (entry.isFile() && entry.name.endsWith('.ndjson')) replayed.push(await CallJournal.replay(new FileJournalLog(join(folder, run, entry.name))));
     }
@@ -618,8 +621,8 @@ async function journalTotals(dataDir) {
       else missing.push(key);
     }
   }
-  if (missing.length > 0 && (await lakeExists(dataDir))) {
-    const rows = await queryWarehouse(dataDir, `SELECT landing, answer FROM raw_answers WHERE landing IN (${missing.map((key) => `'${key.replaceAll("'", "''")}'`).join(', ')})`);
+  if (missing.length > 0 && lakeDir !== undefined) {
+    const rows = await queryWarehouse(lakeDir, `SELECT landing, answer FROM raw_answers WHERE landing IN (${missing.map((key) => `'${key.replaceAll("'", "''")}'`).join(', ')})`);
     for (const row of rows.rows) landings.set(String(row.landing), typeof row.answer === 'string' ? JSON.parse(row.answer) : row.answer);
   }
   return addUpJournals(replayed, (key) => landings.get(key));
@@ -664,6 +667,8 @@ async function sharedJournalTotals(ctx) {
   try {
     const replayed = [];
     for (const log of await store.journals.runJournalLogs(ctx.runId)) replayed.push(await CallJournal.replay(log));
+    // Once the run is over and loaded, its journals are in the shared lake (call_journal).
+    if (await lakeExists(store.dataDir)) for (const log of (await archivedJournalLogs(store.dataDir, ctx.runId)).get(ctx.runId) ?? []) replayed.push(await CallJournal.replay(log));
     const landings = new Map();
     for (const journal of replayed) for (const key of journal.openKeys()) landings.set(key, await store.findLanding(key));
     return addUpJournals(replayed, (key) => landings.get(key));

@@ -39,7 +39,7 @@
  * the checkpoint covers), so no checkpoint outlives the records it relies on.
  */
 import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { FileWriteError, syncDirectory, writeDurableFile, writeFully } from './durable-file.js';
 import type { CallFailure } from '../harvest/progress.js';
@@ -68,6 +68,8 @@ export type JournalLine =
 
 /** Where one journal's records live, in the order they were appended. */
 export interface JournalLog {
+  /** The piece of work whose journal this is. */
+  readonly work: string;
   /** Every whole record, in order. */
   records(): Promise<JournalLine[]>;
   /** Makes `attempt` the journal's only writer (see CallJournal.claim). */
@@ -86,8 +88,18 @@ export interface JournalStore {
   journalLog(runId: string, workId: string): JournalLog;
   /** The logs of every journal of a run. */
   runJournalLogs(runId: string): Promise<JournalLog[]>;
-  /** Removes the journals of runs that are over for good (the daily maintenance, src/warehouse/maintenance.ts). */
+  /**
+   * Removes the journals of runs that are over for good, and their archiving marks: once the lake
+   * keeps their records (src/warehouse/journal-archive.ts), or by the daily maintenance.
+   */
   removeRunJournals(runIds: readonly string[]): Promise<void>;
+  /**
+   * Marks, durably, that these runs' journals are being copied into the lake: a load that finds a
+   * mark replaces what an earlier copy may have committed before it could remove the journals.
+   */
+  markArchiving(runIds: readonly string[]): Promise<void>;
+  /** Which of these runs carry an archiving mark. */
+  archivingMarked(runIds: readonly string[]): Promise<Set<string>>;
 }
 
 /**
@@ -298,6 +310,9 @@ export class CallJournal {
   }
 }
 
+/** A run's archiving mark, in its journal folder beside the journals (no journal's name starts with a dot). */
+const ARCHIVING_MARK = '.archiving';
+
 /** The journals of a data directory: a file per piece of work under `journal/<run>/`. */
 export class FileJournals implements JournalStore {
   /**
@@ -318,6 +333,14 @@ export class FileJournals implements JournalStore {
     for (const runId of runIds) rmSync(runJournalFolder(this.dataDir, runId), { recursive: true, force: true });
   }
 
+  async markArchiving(runIds: readonly string[]): Promise<void> {
+    for (const runId of runIds) writeDurableFile(join(runJournalFolder(this.dataDir, runId), ARCHIVING_MARK), new Date().toISOString(), { what: 'journal archiving mark' });
+  }
+
+  async archivingMarked(runIds: readonly string[]): Promise<Set<string>> {
+    return new Set(runIds.filter((runId) => existsSync(join(runJournalFolder(this.dataDir, runId), ARCHIVING_MARK))));
+  }
+
   async runJournalLogs(runId: string): Promise<JournalLog[]> {
     const folder = runJournalFolder(this.dataDir, runId);
     if (!existsSync(folder)) return [];
@@ -332,6 +355,7 @@ const foldersWithNewNames = new Set<string>();
 
 /** A journal in a file, in the format the module's comment describes; its claim in `<file>.owner`. */
 export class FileJournalLog implements JournalLog {
+  readonly work: string;
   private fd: number | undefined;
   /** The next record starts with a newline: the file may end in part of a record (a failed append). */
   private newlineFirst = false;
@@ -341,7 +365,9 @@ export class FileJournalLog implements JournalLog {
   constructor(
     private readonly file: string,
     private readonly beforeSync?: () => Promise<void>,
-  ) {}
+  ) {
+    this.work = basename(file, '.ndjson');
+  }
 
   async records(): Promise<JournalLine[]> {
     if (!existsSync(this.file)) return [];

@@ -6,7 +6,7 @@
  *   landing/<run>/<target>/page-NNNNNN.json   answers of earlier versions, one file per page (landing.ts): loaded, then cleared;
  *                                             its path below landing/ is the answer's landing key (pageLandingKey, runStatusKey)
  *   quarantine/…                              landings the loader cannot load, each with a .reason
- *   journal/<run>/<work>.ndjson               each piece of work's billed calls (call-journal.ts); removed by the maintenance once its run is over and older than the lake's snapshots
+ *   journal/<run>/<work>.ndjson               each piece of work's billed calls (call-journal.ts); copied into the lake (call_journal) and removed by the load that clears its run's answers
  *   coverage/<target>.json                    how far a target's last listing reached
  *   jobs/<job>.json, jobs/by-run/<run>/<target>.json   the job registry
  *   state/credits-low.json                    the API's credits.low alert, while it stands
@@ -228,6 +228,11 @@ export function loaderFolder(dataDir: string): string {
  */
 export function loaderDatabasePath(dataDir: string): string {
   return join(loaderFolder(dataDir), 'loader.duckdb');
+}
+
+/** Where a load writes the journals of ended runs for the lake to read (src/warehouse/journal-archive.ts). */
+export function journalArchiveFolder(dataDir: string): string {
+  return join(loaderFolder(dataDir), 'journals');
 }
 
 /** Where a load's staged batch spills when it outgrows the loader's memory limit. */

@@ -19,6 +19,7 @@ import { lakeCatalogFile, landingFile, legacyWarehouseFiles, loadPackageFolder }
 import { LAKE, lakeLocation, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
 import { keepLatestPerKey } from './merge.js';
 import { extract, foldersOfEndedRuns, pendingAnswers, type LoadPackage, type PendingAnswer } from './extract.js';
+import { archiveJournals } from './journal-archive.js';
 import { merge } from './merge.js';
 import { recordDrift } from './schema-drift.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
@@ -191,8 +192,11 @@ async function loadPending(
     for (const turn of [0, 1]) rmSync(loadPackageFolder(dataDir, turn), { recursive: true, force: true });
   }
   const ended = await foldersOfEndedRuns(connection, pending.runFolders);
-  if (ended.length > 0) await options.beforeClear?.(1);
+  if (ended.length === 0) return;
+  const journaled = await archiveJournals(connection, dataDir, store, ended.flatMap((folder) => pending.runFolders.get(folder) ?? []));
+  await options.beforeClear?.(1);
   for (const runFolder of ended) await store.removeRunAnswers(runFolder);
+  await store.journals.removeRunJournals(journaled);
 }
 
 /** How far a batch loads each segment it reads: the end of its last frame there. */

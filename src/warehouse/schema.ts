@@ -83,6 +83,10 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS schema_drift (
     run_id VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, field_path VARCHAR NOT NULL,
     first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL, answers BIGINT NOT NULL)`,
+  // The call journals of runs over for good, record by record, copied by the load that cleared their
+  // answers (journal-archive.ts): a run's ledger, beside the rows it paid for.
+  `CREATE TABLE IF NOT EXISTS call_journal (
+    run_id VARCHAR NOT NULL, work VARCHAR NOT NULL, seq BIGINT NOT NULL, record JSON NOT NULL, archived_at TIMESTAMPTZ NOT NULL)`,
   // How far each segment of answers was loaded (src/store/segment.ts), in the snapshot of the rows
   // its frames made: a load reads a segment from there on. A row per segment and batch.
   `CREATE TABLE IF NOT EXISTS loaded_segments (
@@ -196,10 +200,11 @@ export const WAREHOUSE_TABLES = [
   'raw_answers',
   'loaded_segments',
   'schema_drift',
+  'call_journal',
 ] as const;
 export type WarehouseTable = (typeof WAREHOUSE_TABLES)[number];
 /** The load's own records: what it loaded, the answers (and media files) as they came, how far each segment was read. */
-const LOAD_RECORDS = ['media_files', 'loaded_landings', 'raw_answers', 'loaded_segments', 'schema_drift'] as const;
+const LOAD_RECORDS = ['media_files', 'loaded_landings', 'raw_answers', 'loaded_segments', 'schema_drift', 'call_journal'] as const;
 /** Tables a load stages rows for: every data table. */
 export type StagedTable = Exclude<WarehouseTable, (typeof LOAD_RECORDS)[number]>;
 export const STAGED_TABLES = WAREHOUSE_TABLES.filter((table): table is StagedTable => !(LOAD_RECORDS as readonly string[]).includes(table));

@@ -62,7 +62,7 @@ export interface WaitingAnswer {
 }
 
 /** The kinds of document the catalog keeps, each by its own key. */
-export type DocumentKind = 'coverage' | 'job' | 'target-job' | 'alert' | 'mark' | 'store';
+export type DocumentKind = 'coverage' | 'job' | 'target-job' | 'alert' | 'mark' | 'store' | 'archiving';
 
 export class PostgresCatalog implements JournalStore {
   private constructor(
@@ -94,6 +94,16 @@ export class PostgresCatalog implements JournalStore {
     if (runIds.length === 0) return;
     await this.query('remove the journals of ended runs', 'DELETE FROM harvester_journal WHERE run_id = ANY($1)', [runIds]);
     await this.query('remove the journals\' claims of ended runs', 'DELETE FROM harvester_journal_claim WHERE run_id = ANY($1)', [runIds]);
+    await this.query('remove the archiving marks of ended runs', "DELETE FROM harvester_document WHERE kind = 'archiving' AND key = ANY($1)", [runIds]);
+  }
+
+  async markArchiving(runIds: readonly string[]): Promise<void> {
+    for (const runId of runIds) await this.putDocument('archiving', runId, { at: new Date().toISOString() });
+  }
+
+  async archivingMarked(runIds: readonly string[]): Promise<Set<string>> {
+    const found = await this.query('read the archiving marks of runs', "SELECT key FROM harvester_document WHERE kind = 'archiving' AND key = ANY($1)", [runIds]);
+    return new Set(found.rows.map((row: { key: string }) => row.key));
   }
 
   journalLog(runId: string, workId: string): PostgresJournalLog {
@@ -220,6 +230,10 @@ export class PostgresJournalLog implements JournalLog {
     private readonly runId: string,
     private readonly workId: string,
   ) {}
+
+  get work(): string {
+    return this.workId;
+  }
 
   async records(): Promise<JournalLine[]> {
     const rows = await this.catalog.query('read a call journal', 'SELECT record FROM harvester_journal WHERE run_id = $1 AND work_id = $2 ORDER BY seq', [this.runId, this.workId]);

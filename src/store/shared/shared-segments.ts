@@ -329,6 +329,10 @@ export class SettledWithAnswer implements JournalLog {
     private readonly runFolder: string,
   ) {}
 
+  get work(): string {
+    return this.log.work;
+  }
+
   records(): Promise<JournalLine[]> {
     return this.log.records();
   }

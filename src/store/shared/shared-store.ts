@@ -52,6 +52,8 @@ export class SharedStore implements Store {
       journalLog: (runId, workId) => new SettledWithAnswer(catalog.journalLog(runId, workId), segments, runId, runFolderOfRun(runId)),
       runJournalLogs: (runId) => catalog.runJournalLogs(runId),
       removeRunJournals: (runIds) => catalog.removeRunJournals(runIds),
+      markArchiving: (runIds) => catalog.markArchiving(runIds),
+      archivingMarked: (runIds) => catalog.archivingMarked(runIds),
     };
   }
 
