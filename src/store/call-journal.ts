@@ -7,7 +7,7 @@
  * A retried activity replays it, so it never spends beyond the work's grant, and the workflow
  * settles a failed activity's grant from it.
  *
- * Where the records live is a JournalLog: a file in the data directory (FileJournalLog, below), or
+ * Where the records live is a JournalLog: a file in the data directory (FileJournalLog, file-journal.ts), or
  * a table of the shared PostgreSQL catalog (src/store/shared), which a retry on another machine
  * replays the same way. Each record is appended, and awaited, before what it records goes on: an
  * intent before its call is sent.
@@ -38,12 +38,7 @@
  * journal and is called before the work's position is checkpointed (one fsync for all the records
  * the checkpoint covers), so no checkpoint outlives the records it relies on.
  */
-import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
-import { crc32 } from 'node:zlib';
-import { FileWriteError, syncDirectory, writeDurableFile, writeFully } from './durable-file.js';
 import type { CallFailure } from '../harvest/progress.js';
-import { journalFile, runJournalFolder } from './layout.js';
 
 export interface JournalTotals {
   /** Settled charges plus the worst case of calls that were in flight when an attempt died. */
@@ -307,186 +302,5 @@ export class CallJournal {
   private async append(line: JournalLine): Promise<void> {
     await this.log.append(line);
     this.apply(line);
-  }
-}
-
-/** A run's archiving mark, in its journal folder beside the journals (no journal's name starts with a dot). */
-const ARCHIVING_MARK = '.archiving';
-
-/** The journals of a data directory: a file per piece of work under `journal/<run>/`. */
-export class FileJournals implements JournalStore {
-  /**
-   * `beforeSync` makes the run's landed answers durable before a journal of the run is: a
-   * checkpoint never outlives the answers it covers (AnswerSegments, src/store/landing.ts).
-   */
-  constructor(
-    private readonly dataDir: string,
-    private readonly beforeSync?: (runId: string) => Promise<void>,
-  ) {}
-
-  journalLog(runId: string, workId: string): JournalLog {
-    const beforeSync = this.beforeSync;
-    return new FileJournalLog(journalFile(this.dataDir, runId, workId), beforeSync && (() => beforeSync(runId)));
-  }
-
-  async removeRunJournals(runIds: readonly string[]): Promise<void> {
-    for (const runId of runIds) rmSync(runJournalFolder(this.dataDir, runId), { recursive: true, force: true });
-  }
-
-  async markArchiving(runIds: readonly string[]): Promise<void> {
-    for (const runId of runIds) writeDurableFile(join(runJournalFolder(this.dataDir, runId), ARCHIVING_MARK), new Date().toISOString(), { what: 'journal archiving mark' });
-  }
-
-  async archivingMarked(runIds: readonly string[]): Promise<Set<string>> {
-    return new Set(runIds.filter((runId) => existsSync(join(runJournalFolder(this.dataDir, runId), ARCHIVING_MARK))));
-  }
-
-  async runJournalLogs(runId: string): Promise<JournalLog[]> {
-    const folder = runJournalFolder(this.dataDir, runId);
-    if (!existsSync(folder)) return [];
-    return readdirSync(folder)
-      .filter((name) => name.endsWith('.ndjson'))
-      .map((name) => new FileJournalLog(join(folder, name)));
-  }
-}
-
-/** Run folders in which this process made a journal file whose name no fsync of the folder has covered yet. */
-const foldersWithNewNames = new Set<string>();
-
-/** A journal in a file, in the format the module's comment describes; its claim in `<file>.owner`. */
-export class FileJournalLog implements JournalLog {
-  readonly work: string;
-  private fd: number | undefined;
-  /** The next record starts with a newline: the file may end in part of a record (a failed append). */
-  private newlineFirst = false;
-  /** Records appended since the last fsync: a work's last checkpoint and its close both sync, the second with nothing new. */
-  private unsynced = false;
-
-  constructor(
-    private readonly file: string,
-    private readonly beforeSync?: () => Promise<void>,
-  ) {
-    this.work = basename(file, '.ndjson');
-  }
-
-  async records(): Promise<JournalLine[]> {
-    if (!existsSync(this.file)) return [];
-    const lines: JournalLine[] = [];
-    for (const text of readFileSync(this.file, 'utf8').split('\n')) {
-      // A cut record is skipped: exact, as the module's comment explains.
-      if (text === '') continue;
-      const line = parseRecord(text);
-      if (line !== undefined) lines.push(line);
-    }
-    return lines;
-  }
-
-  /**
-   * Not fsynced: the claim fences off an earlier attempt still running beside this one, on this
-   * machine (a data directory is one machine's), and a machine crash ends both. Two fsyncs per
-   * work were 12 of the demo's 77.
-   */
-  async claim(attempt: number): Promise<void> {
-    mkdirSync(dirname(this.file), { recursive: true });
-    writeDurableFile(`${this.file}.owner`, String(attempt), { what: 'journal claim', durable: false });
-  }
-
-  async owner(): Promise<number | undefined> {
-    const file = `${this.file}.owner`;
-    return existsSync(file) ? Number(readFileSync(file, 'utf8')) : undefined;
-  }
-
-  /**
-   * Writes a record whole, or throws a FileWriteError naming the journal (the cause's `code`
-   * kept).
-   */
-  async append(line: JournalLine): Promise<void> {
-    try {
-      if (this.fd === undefined) {
-        mkdirSync(dirname(this.file), { recursive: true });
-        const made = !existsSync(this.file);
-        this.fd = openSync(this.file, 'a+');
-        if (made) foldersWithNewNames.add(dirname(this.file));
-        this.newlineFirst = true;
-        this.newlineFirst = !endsWithNewline(this.fd);
-      }
-      const json = JSON.stringify(line);
-      const record = `${this.newlineFirst ? '\n' : ''}${json}\t${checksum(json)}\n`;
-      // Until this record is whole, the file may end in part of it.
-      this.newlineFirst = true;
-      this.unsynced = true;
-      writeFully(this.fd, Buffer.from(record));
-      this.newlineFirst = false;
-    } catch (error) {
-      throw new FileWriteError('call journal', this.file, error);
-    }
-  }
-
-  /** Fsyncs the records appended so far; throws a FileWriteError naming the journal. */
-  async sync(): Promise<void> {
-    await this.beforeSync?.();
-    if (this.fd === undefined || !this.unsynced) return;
-    try {
-      fsyncSync(this.fd);
-      this.unsynced = false;
-      // The journal's name, new in its run's folder: one fsync of the folder covers every journal
-      // of the run this process made before it.
-      const folder = dirname(this.file);
-      if (foldersWithNewNames.delete(folder)) {
-        try {
-          syncDirectory(folder);
-        } catch (error) {
-          foldersWithNewNames.add(folder);
-          throw error;
-        }
-      }
-    } catch (error) {
-      throw new FileWriteError('call journal', this.file, error);
-    }
-  }
-
-  async close(): Promise<void> {
-    if (this.fd !== undefined) closeSync(this.fd);
-    this.fd = undefined;
-  }
-}
-
-function checksum(json: string): string {
-  return crc32(json).toString(16).padStart(8, '0');
-}
-
-/** Whether a file open for appending is empty or ends with a newline. */
-function endsWithNewline(fd: number): boolean {
-  const size = fstatSync(fd).size;
-  if (size === 0) return true;
-  const last = Buffer.alloc(1);
-  return readSync(fd, last, 0, 1, size - 1) === 1 && last[0] === 0x0a;
-}
-
-const CHECKSUM = /\t([0-9a-f]{8})$/;
-
-/**
- * A journal line's record, or undefined when the line is not a whole record (see the module's
- * comment): `<JSON>\t<checksum>` whose checksum matches, or a JSON object without a checksum (an
- * earlier version's line). A record glued after a cut one is found by its checksum.
- */
-function parseRecord(text: string): JournalLine | undefined {
-  const checked = CHECKSUM.exec(text);
-  if (!checked) return text.includes('\t') ? undefined : asRecord(text);
-  const json = text.slice(0, checked.index);
-  if (checksum(json) === checked[1]) return asRecord(json);
-  // A record glued after part of another: it starts at one of the line's `{`.
-  for (let start = json.indexOf('{', 1); start > 0; start = json.indexOf('{', start + 1)) {
-    if (checksum(json.slice(start)) === checked[1]) return asRecord(json.slice(start));
-  }
-  return undefined;
-}
-
-function asRecord(json: string): JournalLine | undefined {
-  try {
-    const value: unknown = JSON.parse(json);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as JournalLine) : undefined;
-  } catch {
-    return undefined;
   }
 }

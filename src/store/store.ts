@@ -12,7 +12,8 @@
 import { resolve } from 'node:path';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { clearCreditsLow, creditsLow, markCreditsLow, type CreditsLow } from './credit-alerts.js';
-import { FileJournals, type JournalStore } from './call-journal.js';
+import type { JournalStore } from './call-journal.js';
+import { FileJournals } from './file-journal.js';
 import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
 import { existsSync } from 'node:fs';
 import { removeRunAnswers } from './answer-segments.js';

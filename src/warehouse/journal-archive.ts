@@ -14,10 +14,13 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { journalArchiveFolder } from '../store/layout.js';
 import type { Store } from '../store/store.js';
 import type { JournalLine, JournalLog } from '../store/call-journal.js';
-import { inTransaction, sqlString } from './duckdb.js';
+import { sqlString } from './duckdb.js';
 import { queryWarehouse } from './query.js';
 
-/** Copies the journals of these ended runs into the lake; returns the runs that had any. */
+/**
+ * Copies the journals of these ended runs into the lake, within the caller's transaction (the load's
+ * last batch, whose commit it then rides); returns the runs that had any.
+ */
 export async function archiveJournals(connection: DuckDBConnection, dataDir: string, store: Store, runIds: readonly string[]): Promise<string[]> {
   const lines: string[] = [];
   const archived: string[] = [];
@@ -39,12 +42,11 @@ export async function archiveJournals(connection: DuckDBConnection, dataDir: str
   const file = join(folder, 'records.jsonl');
   try {
     writeFileSync(file, lines.length > 0 ? `${lines.join('\n')}\n` : '');
-    await inTransaction(connection, async () => {
-      if (marked.size > 0) await connection.run(`DELETE FROM call_journal WHERE run_id IN (${[...marked].map(sqlString).join(', ')})`);
-      if (lines.length === 0) return;
+    if (marked.size > 0) await connection.run(`DELETE FROM call_journal WHERE run_id IN (${[...marked].map(sqlString).join(', ')})`);
+    if (lines.length > 0) {
       await connection.run(`INSERT INTO call_journal SELECT run_id, work, seq, record, now()
         FROM read_json(${sqlString(file)}, format = 'newline_delimited', columns = {run_id: 'VARCHAR', work: 'VARCHAR', seq: 'BIGINT', record: 'JSON'})`);
-    });
+    }
   } finally {
     rmSync(folder, { recursive: true, force: true });
   }

@@ -169,6 +169,15 @@ async function loadPending(
   const packageOf = (index: number) => guarded(extract((plan[index] as PendingAnswer[]).filter((answer) => !answer.skip), loadPackageFolder(dataDir, index % 2)));
   let nextPackage = plan.length > 0 ? packageOf(0) : undefined;
   let batch = 0;
+  /**
+   * The runs over for good whose answers are all in the lake now, and those of them whose journals
+   * were copied there: found, and copied, in the last batch's transaction, so its commit is theirs.
+   */
+  let ending: { folders: string[]; journaled: string[] } | undefined;
+  const endRuns = async () => {
+    const folders = await foldersOfEndedRuns(connection, pending.runFolders);
+    ending = { folders, journaled: await archiveJournals(connection, dataDir, store, folders.flatMap((folder) => pending.runFolders.get(folder) ?? [])) };
+  };
   try {
     for (const [index, answers] of plan.entries()) {
       const loadPackage = await (nextPackage as Promise<LoadPackage>);
@@ -181,6 +190,7 @@ async function loadPending(
       const rows = await merge(connection, loadPackage.keys.length > 0, async () => {
         await recordSegments(connection, segments);
         await recordDrift(connection, loadPackage.drift);
+        if (index === plan.length - 1) await endRuns();
         await options.beforeCommit?.(batch);
       });
       onBatch({ keys: loadPackage.keys, rows });
@@ -191,12 +201,12 @@ async function loadPending(
     await nextPackage?.catch(() => undefined);
     for (const turn of [0, 1]) rmSync(loadPackageFolder(dataDir, turn), { recursive: true, force: true });
   }
-  const ended = await foldersOfEndedRuns(connection, pending.runFolders);
-  if (ended.length === 0) return;
-  const journaled = await archiveJournals(connection, dataDir, store, ended.flatMap((folder) => pending.runFolders.get(folder) ?? []));
+  // No batch to ride (nothing new, or the last had nothing to load): a transaction of their own, when any run ended.
+  if (!ending && (await foldersOfEndedRuns(connection, pending.runFolders)).length > 0) await inTransaction(connection, endRuns);
+  if (!ending || ending.folders.length === 0) return;
   await options.beforeClear?.(1);
-  for (const runFolder of ended) await store.removeRunAnswers(runFolder);
-  await store.journals.removeRunJournals(journaled);
+  for (const runFolder of ending.folders) await store.removeRunAnswers(runFolder);
+  await store.journals.removeRunJournals(ending.journaled);
 }
 
 /** How far a batch loads each segment it reads: the end of its last frame there. */

@@ -2,7 +2,8 @@ import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSy
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CallJournal, FileJournals } from '../../src/store/call-journal.js';
+import { CallJournal } from '../../src/store/call-journal.js';
+import { FileJournals } from '../../src/store/file-journal.js';
 import { journalFile } from '../../src/store/layout.js';
 import { built, runWithFileSizeLimit } from '../support/limited-child.js';
 
@@ -138,7 +139,8 @@ describe('the call journal, record by record', () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'journal-'));
     const result = runWithFileSizeLimit<{ intended: boolean; message?: string; code?: string; totals: unknown }>(
       2,
-      `import { CallJournal, FileJournals } from ${built('src/store/call-journal')};
+      `import { CallJournal } from ${built('src/store/call-journal')};
+import { FileJournals } from ${built('src/store/file-journal')};
 const journal = await CallJournal.load(new FileJournals(${JSON.stringify(dataDir)}), 'run-1', 'w1:target');
 await journal.intend('a', 150);
 await journal.settle('a', 120);

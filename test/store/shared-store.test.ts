@@ -186,7 +186,7 @@ describe('shared storage', () => {
           landed.push(await lander.writeLanding(landingOf(work, n), { untilSync: true }));
           await journal.settle(key, 1);
           // A work checkpoints now and then: its journal's sync uploads what the process landed.
-          if (n % 10 === 9) await journal.sync();
+          if (n % 25 === 24) await journal.sync();
         }
         return landed;
       }),
