@@ -45,6 +45,8 @@ export interface MaintenanceResult {
   duplicatesRemoved: Record<LatestStateTable, number>;
   /** Raw answers deleted for being older than `keepRawAnswersDays`. */
   rawAnswersExpired: number;
+  /** Records of archived call journals (call_journal) deleted for being older than `keepRawAnswersDays`. */
+  journalRecordsExpired: number;
   /** Runs over for good (neither running nor left for a retry) whose call journals were removed. */
   journalsRemoved: number;
   /** The snapshot readers read after maintenance. */
@@ -99,10 +101,15 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
     const snapshotsBefore = await snapshots();
     const duplicatesRemoved = await keepLatestPerKey(db.connection);
     let rawAnswersExpired = 0;
+    let journalRecordsExpired = 0;
     if (options.keepRawAnswersDays !== undefined) {
       const expired = `FROM raw_answers WHERE loaded_at < now() - INTERVAL ${Math.max(0, Math.floor(options.keepRawAnswersDays))} DAY`;
       rawAnswersExpired = await scalarOf(db.connection, `SELECT count(*) ${expired}`);
       if (rawAnswersExpired > 0) await db.connection.run(`DELETE ${expired}`);
+      // The journals' records the loads archived (call_journal) are raw records too, and go with the same retention.
+      const expiredRecords = `FROM call_journal WHERE archived_at < now() - INTERVAL ${Math.max(0, Math.floor(options.keepRawAnswersDays))} DAY`;
+      journalRecordsExpired = await scalarOf(db.connection, `SELECT count(*) ${expiredRecords}`);
+      if (journalRecordsExpired > 0) await db.connection.run(`DELETE ${expiredRecords}`);
     }
     // First the files that the last maintenance left unread, not this one's: a query that began on
     // an expired snapshot just before now may still be reading those. (The function's older_than
@@ -123,6 +130,7 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
       filesDeleted: deleted.currentRowCount,
       duplicatesRemoved,
       rawAnswersExpired,
+      journalRecordsExpired,
       journalsRemoved: journalsRemoved.length,
       snapshot: await latestSnapshot(db.connection),
       durationMs: Date.now() - started,

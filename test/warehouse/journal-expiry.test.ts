@@ -45,6 +45,10 @@ describe('the call journals of runs that are over', () => {
     // A second load has nothing to copy again.
     await loadLandings(dataDir);
     expect((await queryWarehouse(dataDir, "SELECT count(*)::INTEGER AS n FROM call_journal WHERE run_id = 'run-done'")).rows).toEqual([{ n: 2 }]);
+    // They go with the raw answers' retention, when one is set.
+    expect((await maintainLake(dataDir, { keepRawAnswersDays: 1 })).journalRecordsExpired).toBe(0);
+    expect((await maintainLake(dataDir, { keepRawAnswersDays: 0 })).journalRecordsExpired).toBe(2);
+    expect((await archivedJournalLogs(dataDir)).size).toBe(0);
   }, 120_000);
 
   it('a load killed after the copy committed and before the journals went copies them again in place, never twice', async () => {

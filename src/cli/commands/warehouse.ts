@@ -244,7 +244,7 @@ export function maintainCommand(): Command {
   return new Command('maintain')
     .description('Compact the warehouse: merge small data files, expire old snapshots, delete files unread since the last maintenance')
     .option('--keep-hours <hours>', 'keep snapshots this many hours for time travel', wholeNumber(0), DEFAULT_KEEP_SNAPSHOTS_HOURS)
-    .option('--keep-raw-days <days>', 'delete raw answers loaded more than this many days ago (default: keep every answer, so a rebuild can use them)', wholeNumber(0))
+    .option('--keep-raw-days <days>', 'delete raw answers loaded (and journal records archived) more than this many days ago (default: keep every answer, so a rebuild can use them)', wholeNumber(0))
     .option('--restore-media', 'also write back, from the lake, the copies of media files missing from <data dir>/media (after a machine crash)')
     .addHelpText(
       'after',
@@ -258,7 +258,7 @@ export function maintainCommand(): Command {
       }
       const store = await storeFromEnvironment(dataDir);
       const result = await maintainLake(dataDir, { keepSnapshotsHours: options.keepHours, keepRawAnswersDays: options.keepRawDays, store }).finally(() => store.close());
-      const expired = options.keepRawDays === undefined ? '' : `${result.rawAnswersExpired} raw answers older than ${options.keepRawDays} days deleted; `;
+      const expired = options.keepRawDays === undefined ? '' : `${result.rawAnswersExpired} raw answers and ${result.journalRecordsExpired} journal records older than ${options.keepRawDays} days deleted; `;
       process.stderr.write(
         `${duplicatesLine(result.duplicatesRemoved)}${expired}data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`,
       );
