@@ -246,6 +246,23 @@ describe('shared storage', () => {
     expect(row).toEqual({ rows: '1' });
   });
 
+  it('a media file is kept in the catalog until its group is uploaded: a machine that dies first loses no file, and the file costs no PUT of its own', async () => {
+    const env = await sharedStore();
+    const [lander, loader] = [await machine(env), await machine(env)];
+    // The lander's uploads never end, as on a machine that dies before its group is uploaded.
+    const hung = (lander as unknown as { objects: ObjectStorage }).objects;
+    const puts: string[] = [];
+    hung.put = (key: string) => (puts.push(key), new Promise<void>(() => undefined));
+    const bytes = new TextEncoder().encode('a reel that outlives its machine');
+    const stored = await lander.storeMedia('run-shared-media', bytes, 'video/mp4');
+    expect(await waitingInCatalog(env)).toBe(1);
+    expect(puts).toEqual([]);
+    await loadLandings(loader.dataDir, { store: loader });
+    const reader = mkdtempSync(join(tmpdir(), 'reader-'));
+    const rows = (await queryWarehouse(reader, "SELECT sha256, bytes::INTEGER AS bytes, sha256(content) AS hashed FROM media_files WHERE run_id = 'run-shared-media'")).rows;
+    expect(rows).toEqual([{ sha256: stored.sha256, bytes: bytes.length, hashed: stored.sha256 }]);
+  });
+
   it('a landing object of an earlier version (one per answer) is found by its key and loaded once', async () => {
     const env = await sharedStore();
     const [finder, loader] = [await machine(env), await machine(env)];

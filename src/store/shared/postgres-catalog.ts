@@ -126,6 +126,16 @@ export class PostgresCatalog implements JournalStore {
   }
 
   /** Forgets waiting answers by their numbers: their segment object is uploaded. */
+  /** Keeps an answer no settlement carries (a media file) until its group is uploaded; resolves with its number among the waiting. */
+  async keepWaitingAnswer(answer: Omit<WaitingAnswer, 'seq'>): Promise<number> {
+    const inserted = await this.query(
+      'keep an answer until its upload',
+      'INSERT INTO harvester_waiting_answer (run_id, run_folder, key, frame) VALUES ($1, $2, $3, $4) RETURNING seq',
+      [answer.runId, answer.runFolder, answer.key, answer.frame],
+    );
+    return Number((inserted.rows[0] as { seq: string }).seq);
+  }
+
   async forgetWaitingAnswers(seqs: readonly number[]): Promise<void> {
     if (seqs.length === 0) return;
     await this.query('forget answers uploaded', 'DELETE FROM harvester_waiting_answer WHERE seq = ANY($1)', [seqs]);

@@ -137,6 +137,18 @@ export class SharedSegments {
     return key;
   }
 
+  /**
+   * Lands what no settlement carries (a media file) with the run's answers, and keeps it in the
+   * catalog until its group is uploaded: it is readable at once from any machine, and outlives
+   * this process, before the answer that names it lands; the upload stays one PUT per group.
+   */
+  async landKept(landing: Landing): Promise<string> {
+    const key = await this.land(landing, true);
+    const runFolder = runFolderOfKey(key);
+    await this.settle(key, async () => undefined, (frame) => this.catalog.keepWaitingAnswer({ runId: landing.run_id, runFolder, key, frame }));
+    return key;
+  }
+
   /** An answer this process landed and has not uploaded yet. */
   pendingLanding(key: string): Landing | undefined {
     return this.pending.get(key)?.landing;

@@ -180,13 +180,13 @@ export class SharedStore implements Store {
   }
 
   /**
-   * Framed with the run's answers and uploaded before this returns (the group waiting goes with it):
-   * the download's answer, landed next, then never outlives its file, whatever becomes of this
-   * process. One PUT per file, as when each file was an object of its own.
+   * Framed with the run's answers, uploaded with their group, and kept in the catalog until then
+   * (SharedSegments.landKept): the download's answer, landed next, never outlives its file,
+   * whatever becomes of this process, and the file costs no PUT of its own.
    */
   async storeMedia(runId: string, bytes: Uint8Array, mimeType: string): Promise<StoredMedia> {
     const media = describeMedia(bytes, mimeType);
-    await this.writeLanding(mediaLanding(runId, media, bytes));
+    await this.segments.landKept(mediaLanding(runId, media, bytes));
     return media;
   }
 
