@@ -9,8 +9,8 @@
  *
  * A data directory also keeps a copy for reading, `media/<sha256[0:2]>/<sha256>`, written off the
  * event loop as soon as the file is fetched, whole or not at all (a temporary, then renamed), and
- * never fsynced: the lake holds the file, and `harvester media restore` writes back a copy a
- * machine crash lost.
+ * never fsynced: the lake holds the file, and `harvester maintain --restore-media`
+ * (src/warehouse/media-copies.ts) writes back a copy a machine crash lost.
  */
 import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';

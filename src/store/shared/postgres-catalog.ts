@@ -125,7 +125,6 @@ export class PostgresCatalog implements JournalStore {
     }));
   }
 
-  /** Forgets waiting answers by their numbers: their segment object is uploaded. */
   /** Keeps an answer no settlement carries (a media file) until its group is uploaded; resolves with its number among the waiting. */
   async keepWaitingAnswer(answer: Omit<WaitingAnswer, 'seq'>): Promise<number> {
     const inserted = await this.query(
@@ -136,6 +135,7 @@ export class PostgresCatalog implements JournalStore {
     return Number((inserted.rows[0] as { seq: string }).seq);
   }
 
+  /** Forgets waiting answers by their numbers: their segment object is uploaded. */
   async forgetWaitingAnswers(seqs: readonly number[]): Promise<void> {
     if (seqs.length === 0) return;
     await this.query('forget answers uploaded', 'DELETE FROM harvester_waiting_answer WHERE seq = ANY($1)', [seqs]);
