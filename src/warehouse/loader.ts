@@ -174,8 +174,7 @@ async function loadPending(
    * were copied there: found, and copied, in the last batch's transaction, so its commit is theirs.
    */
   let ending: { folders: string[]; journaled: string[] } | undefined;
-  const endRuns = async () => {
-    const folders = await foldersOfEndedRuns(connection, pending.runFolders);
+  const endRuns = async (folders: string[]) => {
     ending = { folders, journaled: await archiveJournals(connection, dataDir, store, folders.flatMap((folder) => pending.runFolders.get(folder) ?? [])) };
   };
   try {
@@ -190,7 +189,7 @@ async function loadPending(
       const rows = await merge(connection, loadPackage.keys.length > 0, async () => {
         await recordSegments(connection, segments);
         await recordDrift(connection, loadPackage.drift);
-        if (index === plan.length - 1) await endRuns();
+        if (index === plan.length - 1) await endRuns(await foldersOfEndedRuns(connection, pending.runFolders));
         await options.beforeCommit?.(batch);
       });
       onBatch({ keys: loadPackage.keys, rows });
@@ -202,7 +201,10 @@ async function loadPending(
     for (const turn of [0, 1]) rmSync(loadPackageFolder(dataDir, turn), { recursive: true, force: true });
   }
   // No batch to ride (nothing new, or the last had nothing to load): a transaction of their own, when any run ended.
-  if (!ending && (await foldersOfEndedRuns(connection, pending.runFolders)).length > 0) await inTransaction(connection, endRuns);
+  if (!ending) {
+    const folders = await foldersOfEndedRuns(connection, pending.runFolders);
+    if (folders.length > 0) await inTransaction(connection, () => endRuns(folders));
+  }
   if (!ending || ending.folders.length === 0) return;
   await options.beforeClear?.(1);
   for (const runFolder of ending.folders) await store.removeRunAnswers(runFolder);

@@ -100,17 +100,10 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
     const dataFilesBefore = await dataFiles();
     const snapshotsBefore = await snapshots();
     const duplicatesRemoved = await keepLatestPerKey(db.connection);
-    let rawAnswersExpired = 0;
-    let journalRecordsExpired = 0;
-    if (options.keepRawAnswersDays !== undefined) {
-      const expired = `FROM raw_answers WHERE loaded_at < now() - INTERVAL ${Math.max(0, Math.floor(options.keepRawAnswersDays))} DAY`;
-      rawAnswersExpired = await scalarOf(db.connection, `SELECT count(*) ${expired}`);
-      if (rawAnswersExpired > 0) await db.connection.run(`DELETE ${expired}`);
-      // The journals' records the loads archived (call_journal) are raw records too, and go with the same retention.
-      const expiredRecords = `FROM call_journal WHERE archived_at < now() - INTERVAL ${Math.max(0, Math.floor(options.keepRawAnswersDays))} DAY`;
-      journalRecordsExpired = await scalarOf(db.connection, `SELECT count(*) ${expiredRecords}`);
-      if (journalRecordsExpired > 0) await db.connection.run(`DELETE ${expiredRecords}`);
-    }
+    const days = options.keepRawAnswersDays;
+    const rawAnswersExpired = days === undefined ? 0 : await deleteOlderThan(db.connection, 'raw_answers', 'loaded_at', days);
+    // The journals' records the loads archived (call_journal) are raw records too, and go with the same retention.
+    const journalRecordsExpired = days === undefined ? 0 : await deleteOlderThan(db.connection, 'call_journal', 'archived_at', days);
     // First the files that the last maintenance left unread, not this one's: a query that began on
     // an expired snapshot just before now may still be reading those. (The function's older_than
     // did not hold them back: it deleted files unread for a second as if an hour.)
@@ -147,4 +140,12 @@ async function journalsOfEndedRuns(connection: DuckDBConnection, keepHours: numb
     `SELECT run_id FROM harvest_runs WHERE status NOT IN (${kept}) AND coalesce(finished_at, started_at) < now() - INTERVAL ${Math.max(0, keepHours)} HOUR`,
   );
   return reader.getRows().map(([runId]) => String(runId));
+}
+
+/** Deletes a table's rows whose `column` is more than `days` days old; returns how many. */
+async function deleteOlderThan(connection: DuckDBConnection, table: 'raw_answers' | 'call_journal', column: string, days: number): Promise<number> {
+  const expired = `FROM ${table} WHERE ${column} < now() - INTERVAL ${Math.max(0, Math.floor(days))} DAY`;
+  const rows = await scalarOf(connection, `SELECT count(*) ${expired}`);
+  if (rows > 0) await connection.run(`DELETE ${expired}`);
+  return rows;
 }
