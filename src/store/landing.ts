@@ -17,14 +17,15 @@
  * leaves nothing under the key.
  */
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, readFileSync, renameSync, existsSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, renameSync, existsSync, rmSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
 import type { CallFailure } from '../harvest/progress.js';
-import { writeDurableFile } from './durable-file.js';
+import { syncDirectory, writeDurableFile } from './durable-file.js';
 import { landingFile, landingRoot, mediaLandingKey, pageLandingKey, parseSegmentFileName, pathSegment, quarantineFile, quarantineRoot, runFolderOfKey, runSegmentFolder, runStatusKey, segmentFileName } from './layout.js';
 import { readFrameText, readSegment, SegmentWriter, type FrameRef } from './segment.js';
+import { mayNeedRepair, repairValue, type TextRepair } from './text-repair.js';
 
 /** The billed call behind a page. Free pages (a job's results) have none; the job is billed once. */
 export interface LandedCall {
@@ -55,6 +56,8 @@ export interface PageLanding {
   /** The list's next cursor and has_more, so a retried activity can resume from the landing alone. */
   next_cursor?: string;
   has_more?: boolean;
+  /** Text of `data` that was not well-formed Unicode (a lone surrogate, a NUL), replaced by U+FFFD as it landed (text-repair.ts). */
+  repairs?: TextRepair[];
   data: unknown;
 }
 
@@ -77,6 +80,10 @@ export interface RunLanding {
   enrichments?: string[];
   /** The run's enrichment calls that failed for good, on its final status: all of them, the latest say. */
   failed_calls?: Omit<CallFailure, 'target'>[];
+  /** The run's answers set aside in quarantine/ (not loaded) when it ended: its status is then `completed_with_errors` at best. */
+  answers_quarantined?: number;
+  /** Text that was not well-formed Unicode, repaired as it landed (text-repair.ts). */
+  repairs?: TextRepair[];
 }
 
 /**
@@ -104,8 +111,25 @@ export function landingKey(landing: Landing): string {
 /**
  * A landing's text. A page's `data` is always its last member: the loader tells list pages from
  * resource pages by the bytes that end the file, without parsing it.
+ *
+ * Text that is not well-formed Unicode (a lone surrogate, a NUL, as an API or a proxy may send) is
+ * repaired here, as it lands (text-repair.ts): the segment, the durable copy, then holds what the
+ * loader can read, and a retried work reading its page back sees what the lake will. A page's
+ * repairs are recorded in its `repairs` member (the lake's `text_repairs`).
  */
 export function landingText(landing: Landing): string {
+  const text = serializedLanding(landing);
+  if (!mayNeedRepair(text)) return text;
+  const repairs: TextRepair[] = [];
+  const repaired = repairValue(landing, '', repairs) as Landing;
+  if (repairs.length === 0) return text;
+  // Paths from the landing's root: `.data[3].caption` is said `data[3].caption`.
+  const recorded = [...(('repairs' in repaired && repaired.repairs) || []), ...repairs.map(({ path, replaced }) => ({ path: path.slice(1), replaced }))];
+  return serializedLanding({ ...repaired, repairs: recorded } as Landing);
+}
+
+/** A landing as JSON, a page's `data` last. */
+function serializedLanding(landing: Landing): string {
   if (landing.kind !== 'page') return JSON.stringify(landing);
   const { data, ...rest } = landing;
   return JSON.stringify({ ...rest, data });
@@ -378,6 +402,36 @@ export function quarantinedLandingsOfRun(dataDir: string, runId: string): string
     .filter((path) => !path.endsWith('.reason') && existsSync(`${path}.reason`))
     .map((file) => quarantineLine({ file, reason: readFileSync(`${file}.reason`, 'utf8').trim() }))
     .sort();
+}
+
+/** The keys of a run's landings in quarantine (those with their reason beside them). */
+function quarantinedKeysOfRun(dataDir: string, runId: string): string[] {
+  const root = quarantineRoot(dataDir);
+  return filesUnder(join(root, pathSegment(runId)))
+    .filter((path) => !path.endsWith('.reason') && existsSync(`${path}.reason`))
+    .map((path) => relative(root, path).split(sep).join('/'))
+    .sort();
+}
+
+/**
+ * Puts a run's landings in quarantine back to be loaded (`harvester retry`): each is written to
+ * its place under `landing/`, as a landing file is (a frame's segment was loaded past it, so only a
+ * file of its own is loaded again), and only once that is durable is its quarantined copy removed,
+ * reason first. A crash between leaves both: the landing loads, and the next retry removes the copy.
+ * A load that still cannot load it sets it aside again, with its reason. Returns how many it put back.
+ */
+export function requeueQuarantinedLandings(dataDir: string, runId: string): number {
+  const keys = quarantinedKeysOfRun(dataDir, runId);
+  for (const key of keys) {
+    const quarantined = quarantineFile(dataDir, key);
+    const target = landingFile(dataDir, key);
+    mkdirSync(dirname(target), { recursive: true });
+    writeDurableFile(target, readFileSync(quarantined), { what: 'landing' });
+    rmSync(`${quarantined}.reason`, { force: true });
+    rmSync(quarantined, { force: true });
+    syncDirectory(dirname(quarantined));
+  }
+  return keys.length;
 }
 
 /**

@@ -22,8 +22,9 @@ import { join, relative, sep } from 'node:path';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { runFoldersWithAnswers } from '../store/answer-segments.js';
-import { filesUnder, notJsonReason, type UnloadableLanding } from '../store/landing.js';
-import { isMediaLandingKey, isRunLandingKey, landingRoot, parseSegmentFileName, quarantineFile, runFolderOfKey, runSegmentFolder, segmentId } from '../store/layout.js';
+import { filesUnder, landingText, notJsonReason, type Landing, type UnloadableLanding } from '../store/landing.js';
+import { mayNeedRepair } from '../store/text-repair.js';
+import { isMediaLandingKey, isRunLandingKey, landingRoot, parseSegmentFileName, quarantineFile, quarantineRoot, runFolderOfKey, runSegmentFolder, segmentId } from '../store/layout.js';
 import { readSegment, type SegmentRead } from '../store/segment.js';
 import { sqlString } from './duckdb.js';
 import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
@@ -167,16 +168,23 @@ async function markLoaded(connection: DuckDBConnection, dataDir: string, answers
 
 /**
  * The run folders whose answers can leave the data directory: every answer of theirs is in the lake
- * (after this load) and their run is over for good, neither running nor left for a retry.
+ * (after this load) and their run is over for good, neither running nor left for a retry. A run
+ * with answers in quarantine/ is not over: its final status is about to say so
+ * (`completed_with_errors`, activities/runs.ts), and its segments stay for the retry that loads them.
  */
-export async function foldersOfEndedRuns(connection: DuckDBConnection, runFolders: Map<string, string | undefined>): Promise<string[]> {
+export async function foldersOfEndedRuns(connection: DuckDBConnection, runFolders: Map<string, string | undefined>, dataDir: string): Promise<string[]> {
   const runOf = new Map<string, string>();
-  for (const [folder, runId] of runFolders) if (runId !== undefined) runOf.set(folder, runId);
+  for (const [folder, runId] of runFolders) if (runId !== undefined && !hasQuarantinedLandings(dataDir, folder)) runOf.set(folder, runId);
   if (runOf.size === 0) return [];
   const kept = ['running', ...RETRYABLE_STATUSES].map(sqlString).join(', ');
   const reader = await connection.runAndReadAll(`SELECT run_id FROM harvest_runs WHERE run_id IN (${[...new Set(runOf.values())].map(sqlString).join(', ')}) AND status NOT IN (${kept})`);
   const ended = new Set(reader.getRows().map((row) => String(row[0])));
   return [...runOf].filter(([, id]) => ended.has(id)).map(([folder]) => folder);
+}
+
+/** Whether a run folder has landings in quarantine/ (each with its reason). */
+function hasQuarantinedLandings(dataDir: string, runFolder: string): boolean {
+  return filesUnder(join(quarantineRoot(dataDir), runFolder)).some((file) => !file.endsWith('.reason') && existsSync(`${file}.reason`));
 }
 
 function runIdOfLandingFile(file: string): string | undefined {
@@ -289,22 +297,47 @@ export async function extract(answers: readonly PendingAnswer[], directory: stri
         rejected.push({ key, reason: notJsonReason(landing.subarray(0, size).toString('utf8')) ?? problem });
         continue;
       }
+      const bytes = repairedLanding(landing.subarray(0, size)) ?? landing.subarray(0, size);
       // The landing's members follow its key: `{"_landing":"<key>",` then the file without its `{`.
       const header = `{"_landing":${JSON.stringify(key)},`;
       const output = outputs[problem.shape];
-      const { buffer, offset } = output.reserve(Buffer.byteLength(header) + size);
+      const { buffer, offset } = output.reserve(Buffer.byteLength(header) + bytes.length);
       let end = offset + buffer.write(header, offset);
-      end += landing.copy(buffer, end, 1, size);
+      end += bytes.copy(buffer, end, 1, bytes.length);
       buffer[end++] = NEWLINE;
       output.commit(end - offset);
       packaged.push(answer);
-      if (problem.shape === 'list' || problem.shape === 'object') drift.consider(landing.subarray(0, size));
+      if (problem.shape === 'list' || problem.shape === 'object') drift.consider(bytes);
     }
   } finally {
     for (const fd of opened.values()) closeSync(fd);
     for (const output of Object.values(outputs)) output.close();
   }
   return { files, keys: packaged.map((answer) => answer.key), answers: packaged, rejected, drift: drift.rows() };
+}
+
+/** `\u`: where a JSON text may escape a lone surrogate or a NUL. */
+const ESCAPE = Buffer.from('\\u');
+
+/**
+ * A landed answer whose text is not well-formed Unicode (a lone surrogate, a NUL), repaired and its
+ * repairs recorded as a landing of this version does as it lands (landingText): an answer landed by
+ * an earlier version, or put back from quarantine by `harvester retry`, loads instead of being set
+ * aside again. Undefined when there is nothing to repair, or when the text is not JSON (the load
+ * sets that aside with its reason). Only answers with a `\u` escape are parsed: most have none.
+ */
+function repairedLanding(bytes: Buffer): Buffer | undefined {
+  if (bytes.indexOf(ESCAPE) === -1) return undefined;
+  const text = bytes.toString('utf8');
+  if (!mayNeedRepair(text)) return undefined;
+  let landing: Landing;
+  try {
+    landing = JSON.parse(text) as Landing;
+  } catch {
+    return undefined;
+  }
+  const repaired = landingText(landing);
+  return repaired === text ? undefined : Buffer.from(repaired);
 }
 
 /**

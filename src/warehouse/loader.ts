@@ -189,7 +189,7 @@ async function loadPending(
       const rows = await merge(connection, loadPackage.keys.length > 0, async () => {
         await recordSegments(connection, segments);
         await recordDrift(connection, loadPackage.drift);
-        if (index === plan.length - 1) await endRuns(await foldersOfEndedRuns(connection, pending.runFolders));
+        if (index === plan.length - 1) await endRuns(await foldersOfEndedRuns(connection, pending.runFolders, dataDir));
         await options.beforeCommit?.(batch);
       });
       onBatch({ keys: loadPackage.keys, rows });
@@ -202,7 +202,7 @@ async function loadPending(
   }
   // No batch to ride (nothing new, or the last had nothing to load): a transaction of their own, when any run ended.
   if (!ending) {
-    const folders = await foldersOfEndedRuns(connection, pending.runFolders);
+    const folders = await foldersOfEndedRuns(connection, pending.runFolders, dataDir);
     if (folders.length > 0) await inTransaction(connection, () => endRuns(folders));
   }
   if (!ending || ending.folders.length === 0) return;

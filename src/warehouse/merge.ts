@@ -173,8 +173,9 @@ const MERGES: Record<StagedTable, string[]> = {
     'harvest_runs',
     ['run_id'],
     `SELECT * EXCLUDE (_landing, seq) FROM stage_harvest_runs QUALIFY row_number() OVER (PARTITION BY run_id ORDER BY seq DESC) = 1`,
-    'status = s.status, finished_at = s.finished_at, budget_credits = s.budget_credits, credits_spent = s.credits_spent, items_landed = s.items_landed, error = s.error, enrichments = coalesce(s.enrichments, harvest_runs.enrichments)',
+    'status = s.status, finished_at = s.finished_at, budget_credits = s.budget_credits, credits_spent = s.credits_spent, items_landed = s.items_landed, error = s.error, enrichments = coalesce(s.enrichments, harvest_runs.enrichments), answers_quarantined = s.answers_quarantined',
   ),
+  text_repairs: [append('text_repairs')],
   // A run's final status lists every failed call it still has: it replaces what its earlier final
   // status (before a retry) listed, an empty list included.
   failed_calls: [

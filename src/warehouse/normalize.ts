@@ -139,7 +139,12 @@ const STAGE_SQL = [
       UNION ALL SELECT _landing, call, run_id, harvest, target, endpoint, params, observed_at FROM raw_object)
     WHERE call IS NOT NULL`,
   `CREATE OR REPLACE TEMP VIEW stage_harvest_runs AS
-    SELECT _landing, run_id, harvest, status, seq, started_at, finished_at, budget_credits, credits_spent, items_landed, error, enrichments FROM raw_run`,
+    SELECT _landing, run_id, harvest, status, seq, started_at, finished_at, budget_credits, credits_spent, items_landed, error, enrichments, answers_quarantined FROM raw_run`,
+  // Text repaired as it landed (src/store/text-repair.ts): which answer, which field, what was replaced.
+  `CREATE OR REPLACE TEMP VIEW stage_text_repairs AS
+    SELECT _landing, _landing AS landing, run_id, request_id, endpoint, repair.path AS field_path, repair.replaced, observed_at
+    FROM (SELECT _landing, run_id, request_id, endpoint, observed_at, unnest(repairs) AS repair FROM raw_list WHERE repairs IS NOT NULL
+      UNION ALL SELECT _landing, run_id, request_id, endpoint, observed_at, unnest(repairs) FROM raw_object WHERE repairs IS NOT NULL)`,
   // A run's final status lists all its failed calls: a retry's final status replaces the list.
   `CREATE OR REPLACE TEMP VIEW stage_failed_calls AS
     SELECT _landing, run_id, seq, failed.endpoint, failed.subject, failed.reason, failed.request_id, failed."at" AS failed_at

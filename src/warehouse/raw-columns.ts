@@ -19,6 +19,7 @@ const PAGE_COLUMNS = {
   observed_at: 'TIMESTAMPTZ',
   call: 'STRUCT(request_id VARCHAR, units BIGINT, credits BIGINT, cache VARCHAR, job_id VARCHAR)',
   rank_offset: 'BIGINT',
+  repairs: 'STRUCT(path VARCHAR, replaced VARCHAR[])[]',
 };
 const ITEM_METRICS = 'views BIGINT, likes BIGINT, comments BIGINT, shares BIGINT';
 const ACCOUNT_METRICS = 'followers BIGINT, following BIGINT, posts BIGINT';
@@ -53,6 +54,7 @@ export const RAW_COLUMNS: Record<LandingShape, Record<string, string>> = {
     error: 'VARCHAR',
     enrichments: 'VARCHAR[]',
     failed_calls: 'STRUCT(endpoint VARCHAR, subject VARCHAR, reason VARCHAR, request_id VARCHAR, "at" TIMESTAMPTZ)[]',
+    answers_quarantined: 'BIGINT',
   },
   media: { _landing: 'VARCHAR', run_id: 'VARCHAR', sha256: 'VARCHAR', mime_type: 'VARCHAR', bytes: 'BIGINT', content_base64: 'VARCHAR' },
 };

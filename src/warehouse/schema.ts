@@ -66,11 +66,17 @@ export const TABLES_DDL = [
     run_id VARCHAR NOT NULL, harvest VARCHAR NOT NULL, status VARCHAR NOT NULL,
     started_at TIMESTAMPTZ NOT NULL, finished_at TIMESTAMPTZ, budget_credits BIGINT, credits_spent BIGINT,
     items_landed BIGINT, error VARCHAR, enrichments VARCHAR[])`,
-  // Warehouses made before runs recorded the enrichments their harvest asked for.
+  // Warehouses made before runs recorded the enrichments their harvest asked for, and their answers left in quarantine.
   `ALTER TABLE harvest_runs ADD COLUMN IF NOT EXISTS enrichments VARCHAR[]`,
+  `ALTER TABLE harvest_runs ADD COLUMN IF NOT EXISTS answers_quarantined BIGINT`,
   `CREATE TABLE IF NOT EXISTS failed_calls (
     run_id VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, subject VARCHAR NOT NULL, reason VARCHAR NOT NULL,
     request_id VARCHAR, failed_at TIMESTAMPTZ NOT NULL)`,
+  // Text the API sent that was not well-formed Unicode (a lone surrogate, a NUL), replaced by U+FFFD
+  // as it landed (src/store/text-repair.ts): one row per answer and field.
+  `CREATE TABLE IF NOT EXISTS text_repairs (
+    landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, request_id VARCHAR, endpoint VARCHAR NOT NULL,
+    field_path VARCHAR NOT NULL, replaced VARCHAR[] NOT NULL, observed_at TIMESTAMPTZ)`,
   `CREATE TABLE IF NOT EXISTS loaded_landings (
     landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, rows BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
   // Every answer the harvest paid for (and every run status), as landed, in the snapshot of the rows
@@ -196,6 +202,7 @@ export const WAREHOUSE_TABLES = [
   'api_calls',
   'harvest_runs',
   'failed_calls',
+  'text_repairs',
   'loaded_landings',
   'raw_answers',
   'loaded_segments',
