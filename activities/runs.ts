@@ -8,7 +8,7 @@ import type { SocialApiClient } from '../src/api/client.js';
 import { PAGE_LIMITS, type PriceTable } from '../src/api-catalog/endpoints.js';
 import { loadPriceTable } from '../src/config/prices.js';
 import { runFailures } from '../src/store/call-journal.js';
-import { quarantineLine } from '../src/store/landing.js';
+import { quarantineLine, type RunLanding } from '../src/store/landing.js';
 import { LocalStore, type Store } from '../src/store/store.js';
 import { coversListing } from '../src/store/listing-coverage.js';
 import { existsSync } from 'node:fs';
@@ -22,7 +22,8 @@ import type { RunIdentity } from './run-guard.js';
 import { asActivity } from './failures.js';
 import { waitOutOutages, type OutageWait } from '../src/store/outage.js';
 import type { Logger } from '../src/logger.js';
-import type { FailedCall } from '../src/harvest/progress.js';
+import { quarantinedText, type AnswersQuarantined, type FailedCall, type HarvestStatus } from '../src/harvest/progress.js';
+import { statusAfterLoad } from '../src/harvest/run-state.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 import type { TrackingForecast } from '../src/harvest/tracking.js';
 
@@ -62,6 +63,8 @@ export interface FinishRunInput extends RunIdentity {
   error?: string;
   /** The enrichments the harvest asked for each listed item, for the warehouse's coverage. */
   enrichments?: string[];
+  /** A retry: the run's answers in quarantine/ are put back to be loaded first. */
+  reloadQuarantined?: boolean;
 }
 
 export interface FinishedRun {
@@ -70,6 +73,12 @@ export interface FinishedRun {
   rowsLoaded: number;
   /** The run's landings that could not be loaded, moved to quarantine/: the file and why. */
   quarantined: string[];
+  /**
+   * The run's own answers in quarantine/ once the load ended, and the first one's reason; with
+   * them its status, when they changed it (statusAfterLoad), as recorded in the warehouse.
+   */
+  answersQuarantined?: AnswersQuarantined;
+  status?: HarvestStatus;
   /** Enrichment calls of the run that failed for good: how many, and the first of them. */
   failedCalls?: { total: number; first: FailedCall[] };
   /** Fields the run's answers carried that no column takes (the warehouse's schema_drift). */
@@ -285,28 +294,51 @@ function knowledgeOf(incremental: TargetPlan[], newest: Map<string, KnownItem[]>
 /** A run's end: its outcome recorded, then its landings loaded into the warehouse, heartbeating meanwhile. */
 async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRunInput): Promise<FinishedRun> {
   const failed = [...(await runFailures(deps.store.journals, input.runId))];
-  await deps.store.writeLanding({
+  const finalStatus = (status: string, quarantined?: AnswersQuarantined): RunLanding => ({
     format: 1,
     kind: 'run',
     run_id: input.runId,
     harvest: input.harvest,
     seq: Date.now(),
-    status: input.status,
+    status,
     started_at: input.startedAt,
     finished_at: new Date().toISOString(),
     budget_credits: input.budgetCredits,
     credits_spent: input.creditsSpent,
     items_landed: input.itemsLanded,
-    ...(input.error ? { error: input.error } : {}),
+    ...(input.error || quarantined ? { error: [input.error, quarantined && quarantinedText(quarantined)].filter(Boolean).join('; ') } : {}),
     ...(input.enrichments ? { enrichments: input.enrichments } : {}),
     failed_calls: failed.map(([, failure]) => ({ endpoint: failure.endpoint, subject: failure.subject, reason: failure.reason, ...(failure.request_id ? { request_id: failure.request_id } : {}), at: failure.at })),
+    ...(quarantined ? { answers_quarantined: quarantined.count } : {}),
   });
+  // A retry puts the run's answers in quarantine back to be loaded: this version loads what an
+  // earlier one could not (text repaired, extract.ts), and sets aside again, with its reason, what it cannot.
+  if (input.reloadQuarantined) {
+    const requeued = await deps.store.requeueQuarantinedLandings(input.runId);
+    if (requeued > 0) deps.logger?.info({ run: input.runId, requeued }, 'answers in quarantine put back to be loaded');
+  }
+  await deps.store.writeLanding(finalStatus(input.status));
   // The load may take minutes: heartbeats let a killed worker's load move on within seconds.
   const context = Context.current();
   const heartbeat = setInterval(() => context.heartbeat(), 5_000);
   try {
     const { schemaDrift, ...loaded } = await finalLoad(deps, loads, input, context);
-    return { ...loaded, failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) }, ...(schemaDrift ? { schemaDrift } : {}) };
+    const answersQuarantined = loaded.answersQuarantined;
+    let status: HarvestStatus | undefined;
+    if (answersQuarantined) {
+      // Answers bought and landed are not in the lake: the run's status says so, in the lake too
+      // (harvest_runs), recorded over the one landed before the load (a higher seq). The loader
+      // kept the run's answers in the data directory meanwhile (foldersOfEndedRuns), for its retry.
+      status = statusAfterLoad(input.status as HarvestStatus, answersQuarantined.count);
+      await deps.store.writeLanding(finalStatus(status, answersQuarantined));
+      await loads.loader.load(deps.dataDir, context.cancellationSignal, input.runId);
+    }
+    return {
+      ...loaded,
+      ...(status !== undefined && status !== input.status ? { status } : {}),
+      failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) },
+      ...(schemaDrift ? { schemaDrift } : {}),
+    };
   } finally {
     clearInterval(heartbeat);
   }
@@ -330,10 +362,17 @@ async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads
   const { landings: landingsLoaded, rows: rowsLoaded, schemaDrift } = result.run ?? { landings: 0, rows: 0, schemaDrift: [] };
   if (schemaDrift.length > 0) deps.logger?.warn({ run: input.runId, schemaDrift }, 'the API\'s answers carry fields no column takes: kept in raw_answers');
   // Its own landings in quarantine, and any other a load during it set aside.
-  const quarantined = [...new Set([...(await deps.store.quarantinedLandingsOfRun(input.runId)), ...quarantinedDuringRun, ...result.quarantined.map(quarantineLine)])].sort();
+  const own = await deps.store.quarantinedLandingsOfRun(input.runId);
+  const quarantined = [...new Set([...own, ...quarantinedDuringRun, ...result.quarantined.map(quarantineLine)])].sort();
   deps.logger?.info(
     { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: rowsLoaded, quarantined: quarantined.length, ms: result.durationMs, snapshot: result.snapshot },
     'run loaded into the warehouse',
   );
-  return { landingsLoaded, rowsLoaded, quarantined, ...(schemaDrift.length > 0 ? { schemaDrift } : {}) };
+  return { landingsLoaded, rowsLoaded, quarantined, ...(own.length > 0 ? { answersQuarantined: { count: own.length, reason: reasonOfLine(own[0] as string) } } : {}), ...(schemaDrift.length > 0 ? { schemaDrift } : {}) };
+}
+
+/** The reason of a quarantined landing, from the line quarantineLine made of it (`<file>: <reason>`). */
+function reasonOfLine(line: string): string {
+  const at = line.indexOf(': ');
+  return at === -1 ? line : line.slice(at + 2);
 }

@@ -19,7 +19,7 @@ import type { Harvest } from '../src/harvest/harvest-types.js';
 import { IDENTITY_REFUSALS, RUN_STOPPING_ERRORS } from '../src/harvest/failures.js';
 import { HARVEST_FAILED, HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery } from './definitions.js';
 import { statusLine, type FailedCall, type HarvestProgress, type RunMemo } from '../src/harvest/progress.js';
-import { failFinalLoad, finalStatus, newBudget, progressOf, stopRun, type HarvestState } from '../src/harvest/run-state.js';
+import { failFinalLoad, finalStatus, newBudget, progressOf, quarantinedAtLoad, statusAfterLoad, stopRun, type HarvestState } from '../src/harvest/run-state.js';
 import { askedEnrichments } from '../src/harvest/rules.js';
 import { planTargets } from '../src/harvest/targets.js';
 import { correctCountedAtWorst } from './bracket.js';
@@ -161,10 +161,14 @@ async function loadRun(input: HarvestInput, state: HarvestState): Promise<{ stat
     itemsLanded: progressOf(state).itemsLanded,
     ...(state.stopped ? { error: state.stopped.reason } : {}),
     enrichments: askedEnrichments(input.harvest),
+    ...(state.reloadQuarantined ? { reloadQuarantined: true } : {}),
     ...identityOf(input),
   };
   try {
-    return { status, loaded: await finishRun({ ...finishInput, status }) };
+    const loaded = await finishRun({ ...finishInput, status });
+    // Answers the load set aside in quarantine/ are lost to the lake: the status says so, as the load recorded it.
+    quarantinedAtLoad(state, loaded.answersQuarantined);
+    return { status: statusAfterLoad(status, loaded.answersQuarantined?.count ?? 0), loaded };
   } catch (error) {
     // What the run bought is landed, but not loaded (a data directory that cannot be written, say):
     // the run ends failed, with its checkpoint, so `harvester retry` or `harvester load` can finish it.

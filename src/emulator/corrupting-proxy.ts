@@ -32,11 +32,21 @@ export type Corruption =
    * An object answer about another entity: a stats-like answer's `entity_id` set to the previous
    * item of its platform the proxy saw, a profile's `handle` to another of `otherHandles`.
    */
-  | { kind: 'other_entity' };
+  | { kind: 'other_entity' }
+  /**
+   * Text that is not well-formed Unicode: a NUL and a lone surrogate (`\u0000`, `\ud800`, as JSON
+   * escapes JavaScript's parser accepts) in a list page's first item's caption (or text), or in an
+   * object answer's `author.name` (or `name`, `text`, `summary`).
+   */
+  | { kind: 'bad_text' }
+  /** An object answer whose `posted_at` has the form of a time and is none (`2026-13-45T99:99:99Z`). */
+  | { kind: 'impossible_time' };
 
 export type CorruptionKind = Corruption['kind'];
-export const CORRUPTION_KINDS: readonly CorruptionKind[] = ['cut_body', 'slow_headers', 'slow_drip', 'oversize', 'empty_id', 'other_entity'];
-const REWRITES = new Set<CorruptionKind>(['oversize', 'empty_id', 'other_entity']);
+export const CORRUPTION_KINDS: readonly CorruptionKind[] = ['cut_body', 'slow_headers', 'slow_drip', 'oversize', 'empty_id', 'other_entity', 'bad_text', 'impossible_time'];
+const REWRITES = new Set<CorruptionKind>(['oversize', 'empty_id', 'other_entity', 'bad_text', 'impossible_time']);
+/** What `bad_text` puts in the middle of a text. */
+export const BAD_TEXT = 'nul:\u0000 surrogate:\ud800 end';
 const HOP_BY_HOP = new Set(['connection', 'keep-alive', 'transfer-encoding', 'content-length', 'proxy-connection', 'upgrade']);
 
 /** A content call on its way through. */
@@ -286,10 +296,33 @@ function rewrite(call: ProxiedCall, envelope: Envelope, corruption: Corruption, 
       const asked = object.handle.toLowerCase();
       object.handle = (otherHandles?.[platform] ?? []).find((handle) => handle.toLowerCase() !== asked) ?? `${object.handle}0`;
     } else return undefined;
+  } else if (corruption.kind === 'bad_text' || corruption.kind === 'impossible_time') {
+    if (!spoilText(data, corruption.kind)) return undefined;
   } else {
     return undefined;
   }
   return Buffer.from(JSON.stringify(envelope));
+}
+
+/** An impossible time of the API's form: month 13, hour 99. */
+export const IMPOSSIBLE_TIME = '2026-13-45T99:99:99Z';
+
+/** Spoils an answer's data in place as `bad_text` or `impossible_time` says; false when it has no field for it. */
+function spoilText(data: unknown, kind: 'bad_text' | 'impossible_time'): boolean {
+  const target = (Array.isArray(data) ? data[0] : data) as Record<string, unknown> | undefined;
+  if (!target || typeof target !== 'object') return false;
+  if (kind === 'impossible_time') {
+    if (Array.isArray(data) || typeof target.posted_at !== 'string') return false;
+    target.posted_at = IMPOSSIBLE_TIME;
+    return true;
+  }
+  const author = target.author as Record<string, unknown> | undefined;
+  const holder = typeof author?.name === 'string' ? author : target;
+  const field = ['caption', 'text', 'name', 'summary'].find((name) => typeof holder[name] === 'string');
+  if (!field) return false;
+  const text = holder[field] as string;
+  holder[field] = `${text.slice(0, 8)}${BAD_TEXT}${text.slice(8)}`;
+  return true;
 }
 
 /** A different id of the same shape: its last character changed (a digit stays a digit). */

@@ -37,5 +37,9 @@ export function resumableState(checkpoint: HarvestState, extraCredits: number): 
     stopped: undefined,
     // Enrichment calls that failed for good are made again, besides the targets that did not finish.
     redoFailedCalls: checkpoint.enrichment.failed > 0,
+    // Answers a load set aside (in quarantine/) are put back to be loaded by the retry's final load,
+    // those of an earlier version's attempt too (which did not count them).
+    answersQuarantined: undefined,
+    reloadQuarantined: true,
   };
 }

@@ -58,7 +58,22 @@ export interface HarvestProgress {
   callsLost: number;
   /** Tracked items (`track.items`): due when the run started, and observed so far. */
   trackedItems?: { due: number; observed: number };
+  /** Answers of the run its final load could not load, set aside in quarantine/: how many, and the first one's reason. */
+  answersQuarantined?: AnswersQuarantined;
   reason?: string;
+}
+
+/** A run's answers in quarantine/ when its final load ended: bought, landed, and not in the lake. */
+export interface AnswersQuarantined {
+  count: number;
+  /** The first one's reason, as the load gave it. */
+  reason: string;
+}
+
+/** What a run's status line and `harvester show` say of its answers in quarantine. */
+export function quarantinedText(quarantined: AnswersQuarantined): string {
+  const answers = `${quarantined.count} answer${quarantined.count === 1 ? '' : 's'}`;
+  return `${answers} bought but not loaded, set aside in quarantine/ (${quarantined.count === 1 ? '' : 'the first: '}${quarantined.reason}); \`harvester retry\` loads ${quarantined.count === 1 ? 'it' : 'them'} once the cause is fixed`;
 }
 
 /** An enrichment call that failed for good: what it was, why, and the API's request id. A retry makes it again. */

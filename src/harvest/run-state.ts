@@ -5,7 +5,7 @@
  * become the run's. Pure: the workflow sandbox imports it.
  */
 import type { PriceTable } from '../api-catalog/endpoints.js';
-import type { HarvestProgress, HarvestStatus, TargetProgress } from './progress.js';
+import { quarantinedText, type AnswersQuarantined, type HarvestProgress, type HarvestStatus, type TargetProgress } from './progress.js';
 import type { TargetPlan } from './targets.js';
 import type { TrackingForecast } from './tracking.js';
 import { ENRICHMENT_FAILED } from './failures.js';
@@ -132,6 +132,10 @@ export interface HarvestState {
    * corrects the run's credits (and its target's) to what the work really spent.
    */
   countedAtWorst?: { workId: string; counted: number; target?: string }[];
+  /** Answers the run's final load set aside in quarantine/ (quarantinedAtLoad). */
+  answersQuarantined?: AnswersQuarantined;
+  /** Set by `harvester retry` when the run ended with answers in quarantine: its final load puts them back to be loaded. */
+  reloadQuarantined?: boolean;
 }
 
 /**
@@ -187,6 +191,22 @@ export function finalStatus(state: HarvestState): HarvestStatus {
 }
 
 
+/**
+ * A run's status once its final load has answered: an answer it bought and landed that the load
+ * could not load (set aside in quarantine/) is an answer lost to the lake, so a run that would have
+ * `completed` ends `completed_with_errors`. The final load (activities/runs.ts) records this status,
+ * and the workflow says it: both by this function.
+ */
+export function statusAfterLoad(status: HarvestStatus, answersQuarantined: number): HarvestStatus {
+  return status === 'completed' && answersQuarantined > 0 ? 'completed_with_errors' : status;
+}
+
+/** The run's final load set aside `quarantined` of its answers (none: undefined), which its progress and summary say. */
+export function quarantinedAtLoad(state: HarvestState, quarantined: AnswersQuarantined | undefined): void {
+  state.answersQuarantined = quarantined && quarantined.count > 0 ? quarantined : undefined;
+  state.reloadQuarantined = undefined;
+}
+
 /** The run's progress, as the CLI, the UI's status line and the run's summary show it. */
 export function progressOf(state: HarvestState, status?: HarvestStatus): HarvestProgress {
   const targets: TargetProgress[] = state.targets.map((target) => ({
@@ -216,6 +236,7 @@ export function progressOf(state: HarvestState, status?: HarvestStatus): Harvest
     enrichment: { calls: state.enrichment.calls, skipped: state.enrichment.skipped, failed: state.enrichment.failed + state.enrichment.unenriched, pending: state.targets.filter((target) => target.unenrichedPages).length },
     callsLost: state.callsLost,
     ...(state.tracking ? { trackedItems: { due: Object.values(state.tracking.due).reduce((sum, count) => sum + count, 0), observed: state.itemsObserved ?? 0 } } : {}),
-    ...(state.stopped ? { reason: state.stopped.reason } : {}),
+    ...(state.answersQuarantined ? { answersQuarantined: state.answersQuarantined } : {}),
+    ...(state.stopped ? { reason: state.stopped.reason } : state.answersQuarantined ? { reason: quarantinedText(state.answersQuarantined) } : {}),
   };
 }

@@ -17,7 +17,7 @@ import { FileJournals } from './file-journal.js';
 import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
 import { existsSync } from 'node:fs';
 import { removeRunAnswers } from './answer-segments.js';
-import { AnswerSegments, quarantinedLandingsOfRun, quarantineLanding, quarantineText, type Landing } from './landing.js';
+import { AnswerSegments, quarantinedLandingsOfRun, quarantineLanding, quarantineText, requeueQuarantinedLandings, type Landing } from './landing.js';
 import { landingFile, runFolderOfRun } from './layout.js';
 import { readCoverage, writeCoverage, type ListingCoverage } from './listing-coverage.js';
 import { lakeMaintainedAt, markLakeMaintained } from './maintenance-mark.js';
@@ -59,6 +59,8 @@ export interface Store {
   quarantineLanding(key: string, reason: string): Promise<string>;
   /** A run's quarantined landings, as quarantineLine says them. */
   quarantinedLandingsOfRun(runId: string): Promise<string[]>;
+  /** Puts a run's quarantined landings back to be loaded (`harvester retry`); returns how many. */
+  requeueQuarantinedLandings(runId: string): Promise<number>;
 
   readCoverage(targetKey: string): Promise<ListingCoverage | undefined>;
   writeCoverage(targetKey: string, coverage: ListingCoverage): Promise<void>;
@@ -140,6 +142,10 @@ export class LocalStore implements Store {
 
   async quarantinedLandingsOfRun(runId: string): Promise<string[]> {
     return quarantinedLandingsOfRun(this.dataDir, runId);
+  }
+
+  async requeueQuarantinedLandings(runId: string): Promise<number> {
+    return requeueQuarantinedLandings(this.dataDir, runId);
   }
 
   async readCoverage(targetKey: string): Promise<ListingCoverage | undefined> {

@@ -4,7 +4,7 @@ import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
-import type { HarvestStatus } from '../../harvest/progress.js';
+import { quarantinedText, type HarvestStatus } from '../../harvest/progress.js';
 import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from '../../harvest/rules.js';
 import { harvestWorkflow, type HarvestSummary } from '../../../workflows/harvest.js';
 import { dataDirFromEnv } from '../../config/environment.js';
@@ -45,11 +45,19 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
     lines.push(`calls whose answers were lost: ${summary.callsLost} (a connection cut or timed out, a landing that could not be written, or a worker that died; charged or perhaps charged, and counted in the credits above)`);
   }
   lines.push(...failedCallLines(summary.failedCalls));
+  lines.push(...quarantineLines(summary, 'loads: '));
   for (const landing of summary.landingsQuarantined ?? []) lines.push(`quarantined (not loaded): ${landing}`);
   for (const drift of summary.schemaDrift ?? []) {
     lines.push(`schema drift: ${drift.endpoint} answers carry ${drift.field} (${drift.answers} compared, ${drift.firstSeenAt} to ${drift.lastSeenAt}), which no column takes: kept in raw_answers for a rebuild`);
   }
   return lines.join('\n');
+}
+
+/** The run's answers in quarantine/, as its summary and `show` say them, unless its status's reason says it already. */
+export function quarantineLines(progress: Pick<HarvestSummary, 'answersQuarantined' | 'reason'>, label: string): string[] {
+  if (!progress.answersQuarantined) return [];
+  const text = quarantinedText(progress.answersQuarantined);
+  return progress.reason === text ? [] : [`${label}${text}`];
 }
 
 /** Tracked items as the run's summary and `show` say them. */

@@ -8,7 +8,7 @@ import type { harvestWorkflow, HarvestSummary } from '../../../workflows/harvest
 import { printableSummary } from '../run-progress.js';
 import { harvestSummary } from '../../temporal/run-summary.js';
 import { describeRun, runAttempts, type RunAttempt } from '../run-queries.js';
-import { failedCallLines, trackedItemsText } from './run.js';
+import { failedCallLines, quarantineLines, trackedItemsText } from './run.js';
 
 /** The run's attempts, oldest first: when each started and ended, how it ended, and its Temporal run ids. */
 function attemptLines(attempts: RunAttempt[]): string[] {
@@ -32,6 +32,7 @@ function describeProgress(progress: HarvestProgress & Pick<HarvestSummary, 'fail
     `items:    ${progress.itemsLanded} in ${progress.pagesLanded} pages`,
     `enrich:   ${progress.enrichment.calls} calls, ${progress.enrichment.skipped} skipped, ${progress.enrichment.failed} failed, ${progress.enrichment.pending} items pending`,
     ...(progress.trackedItems ? [`tracked:  ${trackedItemsText(progress.trackedItems)}`] : []),
+    ...quarantineLines(progress, 'loads:    '),
     'targets:',
   ];
   for (const target of progress.targets) {

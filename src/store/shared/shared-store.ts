@@ -13,7 +13,7 @@ import type { CreditsLow } from '../credit-alerts.js';
 import { writeDurableFile } from '../durable-file.js';
 import type { JobRecord } from '../job-registry.js';
 import { AnswerSegments, removeRunAnswers } from '../answer-segments.js';
-import { quarantineLanding, quarantineLine, quarantineText, type Landing } from '../landing.js';
+import { quarantineLanding, quarantineLine, quarantineText, requeueQuarantinedLandings, type Landing } from '../landing.js';
 import { landingFile, landingRoot, objectKey, pathSegment, quarantineFile, quarantineRoot, runFolderOfKey, runFolderOfRun } from '../layout.js';
 import type { ListingCoverage } from '../listing-coverage.js';
 import { describeMedia, mediaLanding, type StoredMedia } from '../media-store.js';
@@ -135,6 +135,27 @@ export class SharedStore implements Store {
       lines.push(quarantineLine({ file: this.objects.url(object), reason }));
     }
     return lines.sort();
+  }
+
+  /**
+   * As the local store's: each quarantined object is put back as a landing object, and only once
+   * that PUT is acknowledged are its reason and copy deleted; the scratch directory's copies too.
+   */
+  async requeueQuarantinedLandings(runId: string): Promise<number> {
+    const root = `${objectKey(this.dataDir, quarantineRoot(this.dataDir))}/`;
+    const objects = new Set(await this.objects.list(`${root}${pathSegment(runId)}/`));
+    let requeued = 0;
+    for (const object of objects) {
+      if (object.endsWith('.reason') || !objects.has(`${object}.reason`)) continue;
+      const bytes = await this.objects.get(object);
+      if (!bytes) continue;
+      await this.objects.put(this.landingObject(object.slice(root.length)), bytes);
+      await this.objects.delete(`${object}.reason`);
+      await this.objects.delete(object);
+      requeued++;
+    }
+    requeueQuarantinedLandings(this.dataDir, runId);
+    return requeued;
   }
 
   readCoverage(targetKey: string): Promise<ListingCoverage | undefined> {
