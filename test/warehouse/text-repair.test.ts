@@ -2,7 +2,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AnswerSegments, landingText, quarantinedLandingsOfRun, requeueQuarantinedLandings, type PageLanding } from '../../src/store/landing.js';
+import { AnswerSegments, landingText, type PageLanding } from '../../src/store/landing.js';
+import { quarantinedLandingsOfRun, requeueQuarantinedLandings } from '../../src/store/quarantine.js';
 import { pageLandingKey, quarantineFile } from '../../src/store/layout.js';
 import { repairString, repairValue } from '../../src/store/text-repair.js';
 import { loadLandings } from '../../src/warehouse/loader.js';

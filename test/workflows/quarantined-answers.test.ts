@@ -10,7 +10,7 @@ import { SocialApiClient } from '../../src/api/client.js';
 import { IMPOSSIBLE_TIME, startCorruptingProxy, type Corruption, type ProxiedCall } from '../../src/emulator/corrupting-proxy.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { resumableState } from '../../src/harvest/checkpoint.js';
-import { quarantinedLandingsOfRun } from '../../src/store/landing.js';
+import { quarantinedLandingsOfRun } from '../../src/store/quarantine.js';
 import { summaryText } from '../../src/cli/commands/run.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { startHarvestRig } from '../support/harvest-rig.js';

@@ -9,7 +9,7 @@ import { DEFAULT_KEEP_SNAPSHOTS_HOURS, maintainLake } from '../../warehouse/main
 import { rebuildLake } from '../../warehouse/rebuild.js';
 import { restoreMediaCopies } from '../../warehouse/media-copies.js';
 import { mediaFolder } from '../../store/layout.js';
-import { quarantineLine } from '../../store/landing.js';
+import { quarantineLine } from '../../store/quarantine.js';
 import { lakeLocation } from '../../warehouse/lake.js';
 import { streamWarehouseQuery, type QuerySink, type QueryStop, type StreamedQuery } from '../../warehouse/query.js';
 import { cliLogger } from '../context.js';
