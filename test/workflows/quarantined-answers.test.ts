@@ -4,7 +4,7 @@
  * still sets aside in quarantine/ makes its run `completed_with_errors`, which `retry` mends.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import { SocialApiClient } from '../../src/api/client.js';
 import { IMPOSSIBLE_TIME, startCorruptingProxy, type Corruption, type ProxiedCall } from '../../src/emulator/corrupting-proxy.js';
@@ -12,7 +12,9 @@ import { queryWarehouse } from '../../src/warehouse/query.js';
 import { resumableState } from '../../src/harvest/checkpoint.js';
 import { quarantinedLandingsOfRun } from '../../src/store/quarantine.js';
 import { summaryText } from '../../src/cli/commands/run.js';
+import { loadReportData } from '../../src/report/read-report.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
+import { runCli } from '../support/cli.js';
 import { startHarvestRig } from '../support/harvest-rig.js';
 import { executeHarvest, harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';
 
@@ -119,6 +121,11 @@ describe('an answer the load sets aside in quarantine', () => {
     // The lake's record of the run says it too: its status, the count and the reason.
     expect(await runRow(rig.worker, first.runId)).toEqual({ status: 'completed_with_errors', answers_quarantined: 1, error: first.reason });
     expect(await itemCounts(rig.worker, handle)).toEqual({ items: 20, withStats: 19 });
+    // `harvester show` says it in the run's status line.
+    const show = await runCli(['show', first.runId], { TEMPORAL_ADDRESS: inject('temporalAddress'), HARVESTER_DATA_DIR: rig.worker.dataDir, LOG_LEVEL: 'error' });
+    expect(show.stdout).toContain(`status:   completed_with_errors (${first.reason})\n`);
+    // And so does the report, among the runs that ended short.
+    expect((await loadReportData(rig.worker.dataDir)).failures).toEqual([expect.objectContaining({ runId: first.runId, status: 'completed_with_errors', error: first.reason })]);
     const [line] = quarantinedLandingsOfRun(rig.worker.dataDir, first.runId);
     const file = line!.slice(0, line!.indexOf(': '));
 
@@ -139,6 +146,7 @@ describe('an answer the load sets aside in quarantine', () => {
     expect(quarantinedLandingsOfRun(rig.worker.dataDir, first.runId)).toEqual([]);
     expect(await itemCounts(rig.worker, handle)).toEqual({ items: 20, withStats: 20 });
     expect(await runRow(rig.worker, first.runId)).toEqual({ status: 'completed', answers_quarantined: null, error: null });
+    expect((await loadReportData(rig.worker.dataDir)).failures).toEqual([]);
     expect(retried.creditsSpent).toBe(first.creditsSpent);
     expect(retried.creditsSpent).toBe(await ledgerCredits(rig));
   }, 240_000);
