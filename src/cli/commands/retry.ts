@@ -21,7 +21,7 @@ export function retryCommand(): Command {
     .option('--json', 'print the final summary as JSON')
     .addHelpText(
       'after',
-      '\nThe retry is the same run, another attempt at it: `runs`, `show`, the warehouse and the report give its\noutcome under the run id, and `show` lists the attempts. Pages landed before are read back from disk,\nnot bought again.\n\nExample:\n  $ harvester retry run-creators-daily-20261121T060000-ab12 --budget 2000',
+      '\nThe retry is the same run, another attempt at it: `runs`, `show`, the warehouse and the report give its\noutcome under the run id, and `show` lists the attempts. Pages landed before are read back from disk,\nnot bought again. Answers a load set aside in <data>/quarantine/ are put back to be loaded by the\nfinal load of the retry; what still cannot be loaded goes back there with its reason.\n\nExample:\n  $ harvester retry run-creators-daily-20261121T060000-ab12 --budget 2000',
     )
     .action(async (runId: string, options: { budget?: number; localWorker: boolean; json?: boolean }) => {
       const settings = temporalSettingsFromEnv();

@@ -226,7 +226,7 @@ export function loadCommand(): Command {
     .description('Load landed pages into the warehouse now (harvests do this themselves after each run)')
     .addHelpText(
       'after',
-      '\nA landing that cannot be loaded is moved to <data>/quarantine/ (same path as under landing/) with a\n.reason file beside it, and the rest loads; the command then exits 3. Move it back under landing/ to\nload it again. Each batch commits one snapshot of the lake; a warehouse.duckdb of an older version\nis moved into the lake on the first load (renamed *.migrated).\n\nExample:\n  $ harvester load',
+      '\nA landing that cannot be loaded is moved to <data>/quarantine/ (same path as under landing/) with a\n.reason file beside it, and the rest loads; the command then exits 3. Move it back under landing/ to\nload it again (`harvester retry <run>` puts back those of a run). Each batch commits one snapshot of the lake; a warehouse.duckdb of an older version\nis moved into the lake on the first load (renamed *.migrated).\n\nExample:\n  $ harvester load',
     )
     .action(async () => {
       const dataDir = dataDirFromEnv();
