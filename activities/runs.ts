@@ -295,12 +295,14 @@ function knowledgeOf(incremental: TargetPlan[], newest: Map<string, KnownItem[]>
 /** A run's end: its outcome recorded, then its landings loaded into the warehouse, heartbeating meanwhile. */
 async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRunInput): Promise<FinishedRun> {
   const failed = [...(await runFailures(deps.store.journals, input.runId))];
+  let seq = 0;
   const finalStatus = (status: string, quarantined?: AnswersQuarantined): RunLanding => ({
     format: 1,
     kind: 'run',
     run_id: input.runId,
     harvest: input.harvest,
-    seq: Date.now(),
+    // The status landed after the load must win over the one before it, whatever the clock did.
+    seq: (seq = Math.max(Date.now(), seq + 1)),
     status,
     started_at: input.startedAt,
     finished_at: new Date().toISOString(),
@@ -332,7 +334,7 @@ async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRu
       // kept the run's answers in the data directory meanwhile (foldersOfEndedRuns), for its retry.
       status = statusAfterLoad(input.status as HarvestStatus, answersQuarantined.count);
       await deps.store.writeLanding(finalStatus(status, answersQuarantined));
-      await loads.loader.load(deps.dataDir, context.cancellationSignal, input.runId);
+      await runLoad(deps, loads.loader, input.runId, context);
     }
     return {
       ...loaded,
@@ -349,10 +351,7 @@ async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRu
 async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads, input: FinishRunInput, context: Context): Promise<Omit<FinishedRun, 'failedCalls'>> {
   const quarantinedDuringRun = await duringRuns.finished(input.runId);
   const load = loadStarted('final');
-  // The lake's catalog and data files are the shared store's services: their outage is waited out
-  // (the loader commits batch by batch, so a load tried again loads only what is left).
-  const loadOnce = () => loader.load(deps.dataDir, context.cancellationSignal, input.runId);
-  const result = await (deps.outageWait ? waitOutOutages(loadOnce, deps.outageWait) : loadOnce()).catch((error: unknown) => {
+  const result = await runLoad(deps, loader, input.runId, context).catch((error: unknown) => {
     load.failed();
     throw error;
   });
@@ -370,6 +369,15 @@ async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads
     'run loaded into the warehouse',
   );
   return { landingsLoaded, rowsLoaded, quarantined, ...(own.length > 0 ? { answersQuarantined: { count: own.length, reason: reasonOfLine(own[0] as string) } } : {}), ...(schemaDrift.length > 0 ? { schemaDrift } : {}) };
+}
+
+/**
+ * A load of the run's answers. The lake's catalog and data files are the shared store's services:
+ * their outage is waited out (the loader commits batch by batch, so a load tried again loads only what is left).
+ */
+function runLoad(deps: RunActivityDeps, loader: WarmLoader, runId: string, context: Context): ReturnType<WarmLoader['load']> {
+  const loadOnce = () => loader.load(deps.dataDir, context.cancellationSignal, runId);
+  return deps.outageWait ? waitOutOutages(loadOnce, deps.outageWait) : loadOnce();
 }
 
 /** The reason of a quarantined landing, from the line quarantineLine made of it (`<file>: <reason>`). */
