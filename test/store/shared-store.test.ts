@@ -276,6 +276,29 @@ describe('shared storage', () => {
     expect((await loadLandings(finder.dataDir, { store: finder })).landingsLoaded).toBe(0);
   });
 
+  it('a landing one machine\'s load set aside in quarantine is put back by another\'s retry, and loaded once its cause is fixed', async () => {
+    const env = await sharedStore();
+    const [loader, retrier] = [await machine(env), await machine(env)];
+    const { dataDir } = await landedSample(emulator, 'run-shared-quarantine');
+    const page = [...landedAnswers(dataDir).values()].find((landing): landing is PageLanding => landing.kind === 'page' && Array.isArray(landing.data))!;
+    const key = pageLandingKey('run-shared-quarantine', page.target, 1);
+    const items = page.data as Record<string, unknown>[];
+    const spoiled = { ...page, run_id: 'run-shared-quarantine', page: 1, data: items.map((item, index) => (index === 0 ? { ...item, metrics: { views: 'many' } } : item)) };
+    const objects = objectsOf(env);
+    await objects.put(`landing/${key}`, landingText(spoiled));
+    const first = await loadLandings(loader.dataDir, { store: loader });
+    expect(first.quarantined.map((entry) => entry.key)).toEqual([key]);
+    expect(await retrier.quarantinedLandingsOfRun('run-shared-quarantine')).toEqual([expect.stringMatching(/Failed to cast value to numerical: "many"$/)]);
+    // The cause fixed where the answer waits; then the retry puts it back, from another machine.
+    await objects.put(`quarantine/${key}`, landingText({ ...spoiled, data: items }));
+    expect(await retrier.requeueQuarantinedLandings('run-shared-quarantine')).toBe(1);
+    expect(await retrier.quarantinedLandingsOfRun('run-shared-quarantine')).toEqual([]);
+    expect((await objects.list('quarantine/')).filter((object) => object.includes('run-shared-quarantine'))).toEqual([]);
+    const again = await loadLandings(retrier.dataDir, { store: retrier });
+    expect(again.quarantined).toEqual([]);
+    expect(again.landingsLoaded).toBe(1);
+  });
+
   it('a segment object cut short loads the answers whole before the cut, never the cut one', async () => {
     const env = await sharedStore();
     const [lander, loader] = [await machine(env), await machine(env)];
