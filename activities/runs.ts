@@ -75,11 +75,10 @@ export interface FinishedRun {
   /** The run's landings that could not be loaded, moved to quarantine/: the file and why. */
   quarantined: string[];
   /**
-   * The run's own answers in quarantine/ once the load ended, and the first one's reason; with
-   * them its status, when they changed it (statusAfterLoad), as recorded in the warehouse.
+   * The run's own answers in quarantine/ once the load ended, and the first one's reason: the run's
+   * status is then statusAfterLoad's, as recorded in the warehouse.
    */
   answersQuarantined?: AnswersQuarantined;
-  status?: HarvestStatus;
   /** Enrichment calls of the run that failed for good: how many, and the first of them. */
   failedCalls?: { total: number; first: FailedCall[] };
   /** Fields the run's answers carried that no column takes (the warehouse's schema_drift). */
@@ -327,18 +326,15 @@ async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRu
   try {
     const { schemaDrift, ...loaded } = await finalLoad(deps, loads, input, context);
     const answersQuarantined = loaded.answersQuarantined;
-    let status: HarvestStatus | undefined;
     if (answersQuarantined) {
       // Answers bought and landed are not in the lake: the run's status says so, in the lake too
       // (harvest_runs), recorded over the one landed before the load (a higher seq). The loader
       // kept the run's answers in the data directory meanwhile (foldersOfEndedRuns), for its retry.
-      status = statusAfterLoad(input.status as HarvestStatus, answersQuarantined.count);
-      await deps.store.writeLanding(finalStatus(status, answersQuarantined));
+      await deps.store.writeLanding(finalStatus(statusAfterLoad(input.status as HarvestStatus, answersQuarantined.count), answersQuarantined));
       await runLoad(deps, loads.loader, input.runId, context);
     }
     return {
       ...loaded,
-      ...(status !== undefined && status !== input.status ? { status } : {}),
       failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) },
       ...(schemaDrift ? { schemaDrift } : {}),
     };

@@ -134,7 +134,7 @@ export interface HarvestState {
   countedAtWorst?: { workId: string; counted: number; target?: string }[];
   /** Answers the run's final load set aside in quarantine/ (quarantinedAtLoad). */
   answersQuarantined?: AnswersQuarantined;
-  /** Set by `harvester retry` when the run ended with answers in quarantine: its final load puts them back to be loaded. */
+  /** Set by `harvester retry` (resumableState): its final load puts the run's answers in quarantine/ back to be loaded. */
   reloadQuarantined?: boolean;
 }
 
