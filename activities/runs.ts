@@ -333,6 +333,7 @@ async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRu
       await deps.store.writeLanding(finalStatus(statusAfterLoad(input.status as HarvestStatus, answersQuarantined.count), answersQuarantined));
       await runLoad(deps, loads.loader, input.runId, context);
     }
+    runsFinished.inc({ harvest: input.harvest, status: statusAfterLoad(input.status as HarvestStatus, answersQuarantined?.count ?? 0) });
     return {
       ...loaded,
       failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) },
@@ -352,7 +353,6 @@ async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads
     throw error;
   });
   load.succeeded();
-  runsFinished.inc({ harvest: input.harvest, status: input.status });
   // This run's landings only (a load on a shared data directory also loads other runs'), and
   // all of them, the loads during the run's and an earlier attempt's too.
   const { landings: landingsLoaded, rows: rowsLoaded, schemaDrift } = result.run ?? { landings: 0, rows: 0, schemaDrift: [] };
