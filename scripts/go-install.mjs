@@ -8,7 +8,7 @@
  * say) still apply: GOENV names their file. Used by scripts/setup.mjs.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { homedir, platform } from 'node:os';
 import { join } from 'node:path';
 
@@ -52,5 +52,20 @@ export function goInstall(module, { tools, bin }) {
       // Removed below all the same (the files are writable: -modcacherw).
     }
     rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The module and version (`path@version`) a Go binary was built from, as `go version -m` reads it
+ * from the binary, or undefined when there is no such binary, it is not Go's, or there is no go.
+ */
+export function installedGoModule(binary) {
+  if (!existsSync(binary)) return undefined;
+  try {
+    const info = execFileSync('go', ['version', '-m', binary], { encoding: 'utf8', env: { ...process.env, GOTELEMETRY: 'off' }, stdio: ['ignore', 'pipe', 'ignore'] });
+    const mod = /^\tmod\t(\S+)\t(\S+)/m.exec(info);
+    return mod ? `${mod[1]}@${mod[2]}` : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -4,7 +4,7 @@
  * in `.tools/analysts`, which setup installs, whether or not that Python has a duckdb of its own); the data dictionary's lines for
  * DuckDB's CLI, Python, pandas and polars, run as written there from a project root; and
  * `harvester sql -c`. Every one returns rows with their timestamps. pandas and polars come from
- * `.tools/dataframes` (setup --for-tests), standing in for the `pip install` the data dictionary
+ * `.tools/python` (setup --for-tests), standing in for the `pip install` the data dictionary
  * says.
  */
 import { spawnSync } from 'node:child_process';
@@ -16,6 +16,7 @@ import { ANALYST_PYTHON_DIR, pythonReaderLine } from '../../src/cli/analyst-tool
 import { PROJECT_ROOT, TOOLS_DIR } from '../../src/project-paths.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { runCli } from '../support/cli.js';
+import { TEST_PYTHON_DIR } from '../support/python.js';
 import { landedSample } from '../support/sample-harvest.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 
@@ -107,7 +108,7 @@ describe('the lake from the tools analysts use', () => {
     expect(python.stdout.match(/datetime\.datetime\([^)]*tzinfo=<StaticTzInfo 'Etc\/UTC'>\)/g)).toHaveLength(5);
 
     // pandas and polars as a user's `pip install` puts them beside duckdb and pytz.
-    const withDataframes = userEnv({ PYTHONPATH: `${join(TOOLS_DIR, 'analysts')}:${join(TOOLS_DIR, 'dataframes')}` });
+    const withDataframes = userEnv({ PYTHONPATH: `${ANALYST_PYTHON_DIR}:${TEST_PYTHON_DIR}` });
     const rows = spawnSync('python3', ['-c', `${find('python', (code) => code.endsWith('USE lake")'))}\nprint(con.sql("SELECT count(*) FROM item_metrics").fetchone()[0])`], { cwd: projectRoot, env: withDataframes, encoding: 'utf8' });
     expect(rows.stderr).toBe('');
     const observations = Number(rows.stdout.trim());
