@@ -3,14 +3,18 @@
  * with stubbed activities: an hour-long job is polled with the backoff the workflow promises (2 s,
  * doubling, at most a minute between polls) on the workflow's clock, in a few seconds of real time;
  * a job.completed signal ends the wait at once, without the poll that was due; a failed job fails
- * its target and releases its reservation. The real stack's job tests (jobs-and-webhooks.test.ts)
- * show the wiring with the emulator; this one shows the rule.
+ * its target and releases its reservation; an hour of an API that cannot be reached is waited out
+ * by Temporal's retry backoff; a 402 pauses the run and its schedule, a refused key fails it. The
+ * real stack's tests (jobs-and-webhooks.test.ts, outages.test.ts, listing-faults.test.ts) show the
+ * wiring with the emulator; this one shows the rules.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { JobState } from '../../activities/jobs.js';
 import { harvestFrom, prices } from '../support/temporal.js';
 import { startTimeSkipping, stubbedWorker } from '../support/time-skipping.js';
+import { AUTHENTICATION_ERROR, INSUFFICIENT_CREDITS } from '../../src/harvest/failures.js';
 import { jobCompletedSignal } from '../../workflows/definitions.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 
@@ -39,6 +43,8 @@ function jobActivities(jobStatus: (nowMs: number) => JobState) {
   const startedAt: number[] = [];
   const polledAt: number[] = [];
   const finished: { status: string; creditsSpent: number }[] = [];
+  /** The harvests whose schedule the run paused. */
+  const paused: string[] = [];
   const activities = {
     prepareRun: async () => ({ prices, knowledge: {} }),
     startJob: async () => {
@@ -52,12 +58,13 @@ function jobActivities(jobStatus: (nowMs: number) => JobState) {
     },
     landJobResults: async () => ({ count: ITEMS, pages: 2, credits: ITEMS * prices['tiktok/channel-videos'] }),
     workSpent: async () => ({ spent: 0 }),
+    pauseSchedule: async (input: { harvest: string; reason: string }) => void paused.push(input.harvest),
     finishRun: async (input: { status: string; creditsSpent: number }) => {
       finished.push({ status: input.status, creditsSpent: input.creditsSpent });
       return { landingsLoaded: 2, rowsLoaded: ITEMS, quarantined: [] };
     },
   };
-  return { activities, startedAt, polledAt, finished };
+  return { activities, startedAt, polledAt, finished, paused };
 }
 
 const running = (): JobState => ({ status: 'running', itemCount: null, creditsCharged: 0 });
@@ -120,5 +127,66 @@ describe("a run's wait for its job, on the workflow's clock", () => {
     await expect(run).rejects.toThrow();
     expect(stub.finished).toEqual([{ status: 'failed', creditsSpent: 0 }]);
     expect(stub.polledAt).toHaveLength(3);
+  }, 120_000);
+
+  it("an API that fails the job's polls for an hour is waited out by Temporal's retries (1 s doubling to 30 s), and the run completes", async () => {
+    const HOUR = 3_600_000;
+    let outageFrom = 0;
+    const attempts: number[] = [];
+    const stub = jobActivities(() => completed());
+    const worker = await stubbedWorker(env, 'job-wait-outage', {
+      ...stub.activities,
+      checkJob: async () => {
+        const now = await env.currentTimeMs();
+        if (outageFrom === 0) outageFrom = now;
+        if (now - outageFrom < HOUR) {
+          attempts.push(now);
+          throw ApplicationFailure.retryable('the API cannot be reached', 'ServiceUnavailable');
+        }
+        return completed();
+      },
+    });
+    const summary = (await worker.runUntil(env.client.workflow.execute('harvestWorkflow', { taskQueue: 'job-wait-outage', workflowId: 'job-wait-outage', args: [{ harvest }] }))) as HarvestSummary;
+    expect(summary.status).toBe('completed');
+    expect(summary.targets[0]).toMatchObject({ status: 'done', items: ITEMS });
+    const waits = attempts.slice(1).map((at, i) => at - attempts[i]!);
+    const promised = waits.map((_, i) => Math.min(1_000 * 2 ** i, 30_000));
+    expect(waits.length).toBeGreaterThan(100);
+    waits.forEach((wait, i) => {
+      expect(wait, `retry ${i + 1}`).toBeGreaterThanOrEqual(promised[i]!);
+      expect(wait, `retry ${i + 1}`).toBeLessThan(promised[i]! + 5_000);
+    });
+  }, 120_000);
+});
+
+describe('what stops a run at its job', () => {
+  it("a 402 on the job's start pauses the run and its harvest's schedule, once, with nothing spent", async () => {
+    const stub = jobActivities(() => completed());
+    const worker = await stubbedWorker(env, 'job-stop-402', {
+      ...stub.activities,
+      startJob: async () => {
+        throw ApplicationFailure.nonRetryable('the account has 12 credits left', INSUFFICIENT_CREDITS);
+      },
+    });
+    const summary = (await worker.runUntil(env.client.workflow.execute('harvestWorkflow', { taskQueue: 'job-stop-402', workflowId: 'job-stop-402', args: [{ harvest }] }))) as HarvestSummary;
+    expect(summary.status).toBe('paused');
+    expect(summary.reason).toMatch(/^insufficient credits: /);
+    expect(summary.targets[0]).toMatchObject({ status: 'paused', error: { type: INSUFFICIENT_CREDITS } });
+    expect(stub.paused).toEqual(['job-wait']);
+    expect(stub.finished).toEqual([{ status: 'paused', creditsSpent: 0 }]);
+  }, 120_000);
+
+  it('a refused key on the job\'s start fails the run, saying so once, and pauses no schedule', async () => {
+    const stub = jobActivities(() => completed());
+    const worker = await stubbedWorker(env, 'job-stop-401', {
+      ...stub.activities,
+      startJob: async () => {
+        throw ApplicationFailure.nonRetryable('401 unauthorized', AUTHENTICATION_ERROR);
+      },
+    });
+    const run = worker.runUntil(env.client.workflow.execute('harvestWorkflow', { taskQueue: 'job-stop-401', workflowId: 'job-stop-401', args: [{ harvest }] }));
+    await expect(run).rejects.toThrow();
+    expect(stub.paused).toEqual([]);
+    expect(stub.finished).toEqual([{ status: 'failed', creditsSpent: 0 }]);
   }, 120_000);
 });
