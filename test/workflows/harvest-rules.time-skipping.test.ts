@@ -1,12 +1,14 @@
 /**
- * The `jobs` step's wait for a job (workflows/jobs.ts), on Temporal's time-skipping test server
- * with stubbed activities: an hour-long job is polled with the backoff the workflow promises (2 s,
+ * The harvest workflow's rules on Temporal's time-skipping test server, with stubbed activities.
+ * The `jobs` step's wait for a job (workflows/jobs.ts): an hour-long job is polled with the backoff the workflow promises (2 s,
  * doubling, at most a minute between polls) on the workflow's clock, in a few seconds of real time;
  * a job.completed signal ends the wait at once, without the poll that was due; a failed job fails
  * its target and releases its reservation; an hour of an API that cannot be reached is waited out
  * by Temporal's retry backoff; a 402 pauses the run and its schedule, a refused key fails it. The
  * real stack's tests (jobs-and-webhooks.test.ts, outages.test.ts, listing-faults.test.ts) show the
- * wiring with the emulator; this one shows the rules.
+ * wiring with the emulator; this one shows the rules. The `track-items` step (workflows/tracking.ts)
+ * in its bracket (workflows/bracket.ts): a work granted the forecast's worst case, followed by
+ * another for what it left unobserved, and a budget that runs out said so.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApplicationFailure } from '@temporalio/common';
@@ -188,5 +190,61 @@ describe('what stops a run at its job', () => {
     await expect(run).rejects.toThrow();
     expect(stub.paused).toEqual([]);
     expect(stub.finished).toEqual([{ status: 'failed', creditsSpent: 0 }]);
+  }, 120_000);
+});
+
+describe("the track-items step, in its bracket", () => {
+  const trackedHarvest = (budget: number) =>
+    harvestFrom(`
+harvests:
+  - name: job-wait
+    budget: { credits: ${budget} }
+    job_threshold: 500
+    track: { items: { days: 7 } }
+    channels:
+      - { platform: tiktok, handle: some_creator, content: videos, max_items: ${ITEMS} }
+`);
+  const JOB_CREDITS = ITEMS * prices['tiktok/channel-videos'];
+  const KEY = 'channel:tiktok:some_creator:videos';
+  /**
+   * 10 tracked items due, 100 credits at worst; each work, in turn, spends `credits`, makes `calls`,
+   * and reports the due items observed in the run so far (as the activity does) and those left.
+   */
+  function tracking(observed: { credits: number; calls: number; soFar: number; unobserved: number }[]) {
+    const stub = jobActivities(() => completed());
+    const grants: number[] = [];
+    const activities = {
+      ...stub.activities,
+      prepareRun: async () => ({ prices, knowledge: {}, tracking: { asOfMs: 0, due: { [KEY]: 10 }, credits: 100 } }),
+      observeItems: async (input: { grant: number }) => {
+        const work = observed[grants.length]!;
+        grants.push(input.grant);
+        return { credits: work.credits, lostCalls: 0, enrichment: { calls: work.calls, skipped: 0, failed: 0 }, unobserved: work.unobserved, observed: { [KEY]: work.soFar } };
+      },
+    };
+    return { activities, grants, finished: stub.finished };
+  }
+
+  it('a work that leaves items unobserved is followed by another for the rest, each granted the worst case', async () => {
+    const stub = tracking([
+      { credits: 60, calls: 6, soFar: 6, unobserved: 4 },
+      { credits: 40, calls: 4, soFar: 10, unobserved: 0 },
+    ]);
+    const worker = await stubbedWorker(env, 'track-rest', stub.activities);
+    const summary = (await worker.runUntil(env.client.workflow.execute('harvestWorkflow', { taskQueue: 'track-rest', workflowId: 'track-rest', args: [{ harvest: trackedHarvest(100_000) }] }))) as HarvestSummary;
+    expect(summary.status).toBe('completed');
+    expect(stub.grants).toEqual([100, 100]);
+    expect(summary.trackedItems).toEqual({ due: 10, observed: 10 });
+    expect(stub.finished).toEqual([{ status: 'completed', creditsSpent: JOB_CREDITS + 100 }]);
+  }, 120_000);
+
+  it('granted only what the budget has left; when that is spent with items unobserved, the run says the budget ran out', async () => {
+    const stub = tracking([{ credits: 70, calls: 7, soFar: 7, unobserved: 3 }]);
+    const worker = await stubbedWorker(env, 'track-budget', stub.activities);
+    const summary = (await worker.runUntil(env.client.workflow.execute('harvestWorkflow', { taskQueue: 'track-budget', workflowId: 'track-budget', args: [{ harvest: trackedHarvest(JOB_CREDITS + 70) }] }))) as HarvestSummary;
+    expect(stub.grants).toEqual([70]);
+    expect(summary.status).toBe('budget_exhausted');
+    expect(summary.reason).toBe('3 tracked items were not observed: the budget ran out');
+    expect(stub.finished).toEqual([{ status: 'budget_exhausted', creditsSpent: JOB_CREDITS + 70 }]);
   }, 120_000);
 });
