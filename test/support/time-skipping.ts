@@ -23,10 +23,25 @@ export async function startTimeSkipping(): Promise<TestWorkflowEnvironment> {
   if (!existsSync(TEST_SERVER)) throw new Error(`no Temporal test server at ${TEST_SERVER}: run \`npm run setup -- --for-tests\``);
   // Errors only, as for the tests' real workers: the tests assert on what the runs did.
   Runtime.install({ logger: new DefaultLogger('ERROR') });
-  const env = await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEST_SERVER } } });
+  const env = await startTestServer();
   const searchAttributes = Object.fromEntries(Object.keys(SEARCH_ATTRIBUTES).map((name) => [name, INDEXED_VALUE_TYPE_KEYWORD]));
   await env.connection.operatorService.addSearchAttributes({ namespace: env.namespace ?? 'default', searchAttributes });
   return env;
+}
+
+/**
+ * The SDK gives the test server 5 s to answer on its port (a fixed limit in sdk-core), and a JVM
+ * starting on a busy machine can take longer: a server that did not answer in time is killed by the
+ * SDK, and another started, up to three in all. (The second starts faster: its jars are cached.)
+ */
+async function startTestServer(): Promise<TestWorkflowEnvironment> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await TestWorkflowEnvironment.createTimeSkipping({ server: { executable: { type: 'existing-path', path: TEST_SERVER } } });
+    } catch (error) {
+      if (attempt === 3 || !/did not start within/.test(String(error))) throw error;
+    }
+  }
 }
 
 /** A worker of the bundled workflows with `activities` (stubs), on its own task queue. */
