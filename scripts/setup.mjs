@@ -123,7 +123,7 @@ function ensureTemporal() {
  * The MinIO server (S3-compatible object storage) for shared storage on one machine: built from
  * its Go module, as MinIO publishes no package for the registries reachable here (not on PyPI,
  * npm, Maven Central nor in Debian). Pinned, so that the binary in .tools/bin is kept for as long
- * as its module version is this one: built once, never again. Go's module cache, build cache and
+ * as the build information in it names this version: built once, never again. Go's module cache, build cache and
  * telemetry go to a temporary folder in .tools, removed once it is built (scripts/go-install.mjs),
  * so nothing is written to the user's ~/go or config folder.
  */
@@ -145,7 +145,7 @@ function removeLegacyDirectories() {
 }
 
 function ensureMinio() {
-  if (installedGoModule(minioBinary) === MINIO_MODULE) return;
+  if (installedGoModule(minioBinary, MINIO_MODULE.split('@')[0]) === MINIO_MODULE) return;
   log(`building the MinIO server into .tools/bin with \`go install ${MINIO_MODULE}\` (about 3 minutes, once for this version)`);
   const started = Date.now();
   goInstall(MINIO_MODULE, { tools, bin: join(tools, 'bin') });
