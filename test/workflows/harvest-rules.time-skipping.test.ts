@@ -1,7 +1,8 @@
 /**
  * The harvest workflow's rules on Temporal's time-skipping test server, with stubbed activities.
- * The `jobs` step's wait for a job (workflows/jobs.ts): an hour-long job is polled with the backoff the workflow promises (2 s,
- * doubling, at most a minute between polls) on the workflow's clock, in a few seconds of real time;
+ * The `jobs` step's wait for a job (workflows/jobs.ts): an hour-long job is polled with the backoff
+ * the workflow promises (2 s, doubling, at most a minute between polls) on the workflow's clock, in
+ * a few seconds of real time;
  * a job.completed signal ends the wait at once, without the poll that was due; a failed job fails
  * its target and releases its reservation; an hour of an API that cannot be reached is waited out
  * by Temporal's retry backoff; a 402 pauses the run and its schedule, a refused key fails it. The
@@ -59,7 +60,8 @@ function jobActivities(jobStatus: (nowMs: number) => JobState) {
       return jobStatus(now);
     },
     landJobResults: async () => ({ count: ITEMS, pages: 2, credits: ITEMS * prices['tiktok/channel-videos'] }),
-    workSpent: async () => ({ spent: 0 }),
+    // What a failed work's journal says it spent: nothing, here.
+    workSpent: async () => ({ credits: 0, lostCalls: 0 }),
     pauseSchedule: async (input: { harvest: string; reason: string }) => void paused.push(input.harvest),
     finishRun: async (input: { status: string; creditsSpent: number }) => {
       finished.push({ status: input.status, creditsSpent: input.creditsSpent });
