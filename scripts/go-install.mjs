@@ -8,7 +8,7 @@
  * say) still apply: GOENV names their file. Used by scripts/setup.mjs.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { homedir, platform } from 'node:os';
 import { join } from 'node:path';
 
@@ -53,4 +53,22 @@ export function goInstall(module, { tools, bin }) {
     }
     rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * The version of `modulePath` that the Go binary `binary` was built from, as `path@version`, or
+ * undefined when there is no such binary or it names no such module. Read from the build
+ * information Go writes into every binary (a "mod<TAB>path<TAB>version" line, kept by -s -w too),
+ * rather than with `go version -m`, which would write telemetry counters to the user's config folder.
+ */
+export function installedGoModule(binary, modulePath) {
+  if (!existsSync(binary)) return undefined;
+  const content = readFileSync(binary);
+  const marker = Buffer.from(`mod\t${modulePath}\t`);
+  const at = content.indexOf(marker);
+  if (at < 0) return undefined;
+  const start = at + marker.length;
+  const end = content.indexOf('\t', start);
+  if (end < 0 || end - start > 200) return undefined;
+  return `${modulePath}@${content.subarray(start, end).toString('latin1')}`;
 }

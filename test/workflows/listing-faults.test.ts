@@ -14,6 +14,7 @@ import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor } from '../support/emulator.js';
 import { startHarvestRig } from '../support/harvest-rig.js';
+import { watchServedRequests } from '../support/served-requests.js';
 import { executeHarvest, harvestFrom, prices, startTestWorker, temporalClient, type TestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_listing_faults';
@@ -151,9 +152,15 @@ harvests:
     channels:
 ${catalog.tiktok.handles.slice(0, 3).map((handle) => `      - { platform: tiktok, handle: ${handle}, content: videos, max_items: 100 }`).join('\n')}
 `);
-    const started = Date.now();
+    const served = watchServedRequests('/v1/');
+    cleanups.push(async () => served.stop());
     const summary = await execute(temporal, worker, { harvest });
-    expect(Date.now() - started).toBeLessThan(15_000);
+    // At once: no call is tried again after a 401, so the API answered nothing but the first call
+    // of each of the three targets (some may not have called before the run ended).
+    const refusals = served.byStatus.get(401) ?? 0;
+    expect(refusals).toBeGreaterThanOrEqual(1);
+    expect(refusals).toBeLessThanOrEqual(3);
+    expect([...served.byStatus.keys()]).toEqual([401]);
     expect(summary.status).toBe('failed');
     expect(summary.reason).toMatch(/^the API refused the key: /);
     expect(summary.reason).not.toContain('sk_live_not_a_key');
