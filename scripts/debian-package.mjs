@@ -2,7 +2,8 @@
  * One file of a Debian package, as a prebuilt binary for .tools: `apt-get download` fetches the
  * package (checking it against the hashes of the archive's signed index, as apt does for any
  * install) into a temporary folder, and `dpkg-deb` unpacks the one file, without installing the
- * package and without root (but for fetching apt's package lists where a root user has none yet).
+ * package and without root. It never runs `apt-get update`: that writes the system's package lists,
+ * and setup changes nothing outside the project.
  * Used by scripts/setup.mjs.
  */
 import { execFileSync } from 'node:child_process';
@@ -11,19 +12,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 /**
- * `apt-get download` of `name` into `dir`. A machine whose package lists were never fetched (a
- * fresh one) knows no package: as root, the lists are fetched once (`apt-get update`, what any apt
- * install does first) and the download tried again; as another user the error is thrown.
+ * `apt-get download` of `name` into `dir`. A machine whose package lists were never fetched knows
+ * no package, and the error is thrown (the caller then builds the program instead).
  */
 function download(name, dir) {
-  const fetch = () => execFileSync('apt-get', ['download', '--quiet', name], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  try {
-    fetch();
-  } catch (error) {
-    if (process.getuid?.() !== 0) throw error;
-    execFileSync('apt-get', ['update', '--quiet', '--quiet'], { stdio: ['ignore', 'ignore', 'pipe'] });
-    fetch();
-  }
+  execFileSync('apt-get', ['download', '--quiet', name], { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
 }
 
 /**
