@@ -156,7 +156,7 @@ function ensureMinio() {
  * Prometheus's promtool, which the tests check the alert rules (ops/prometheus/) with (`promtool
  * check rules` and `promtool test rules`): the prebuilt binary of Debian's prometheus package,
  * fetched by `apt-get download` (which checks it against the archive's signed index) and unpacked
- * into .tools/bin, in seconds. Where apt cannot fetch it (not Debian, or no package lists and not root), it is
+ * into .tools/bin, in seconds. Where apt cannot fetch it (not Debian, or no package lists), it is
  * built from Prometheus's Go module, pinned (several minutes and 3 GB of memory, once). The marker
  * beside it says which, and while the binary is there and runs, neither is done again.
  */
