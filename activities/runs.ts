@@ -5,7 +5,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
-import { PAGE_LIMITS, type PriceTable } from '../src/api-catalog/endpoints.js';
+import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import { loadPriceTable } from '../src/config/prices.js';
 import { runFailures } from '../src/store/call-journal.js';
 import { quarantineLine } from '../src/store/landing.js';
@@ -25,6 +25,7 @@ import type { Logger } from '../src/logger.js';
 import type { FailedCall } from '../src/harvest/progress.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 import type { TrackingForecast } from '../src/harvest/tracking.js';
+import { firstPageLimit, KNOWN_IDS } from '../src/harvest/plan-history.js';
 
 export interface TargetKnowledge {
   /** Newest ids already in the warehouse: an incremental run stops at the first it meets. */
@@ -203,23 +204,6 @@ class LoadsDuringRuns {
     clearInterval(this.#timer);
     this.#timer = undefined;
   }
-}
-
-const KNOWN_IDS = 100;
-
-/**
- * The first page's size: the items expected since the newest known one was posted, at the rate
- * the known items were posted, with a quarter of headroom and one more (the known item that tells
- * the run to stop). Both times are the API's (its posted_at, and its Date header for now).
- */
-function firstPageLimit(postedAt: number[], apiNowMs: number): number | undefined {
-  if (postedAt.length < 2) return undefined;
-  const newest = Math.max(...postedAt);
-  const oldest = Math.min(...postedAt);
-  if (newest <= oldest) return undefined;
-  const perMs = (postedAt.length - 1) / (newest - oldest);
-  const expected = perMs * Math.max(0, apiNowMs - newest);
-  return Math.min(PAGE_LIMITS.maxSynchronous, Math.max(1, Math.ceil(expected * 1.25) + 1));
 }
 
 /** The worker's loads: its load process, and the loads during the runs it prepared. */
