@@ -26,6 +26,8 @@ import type { FailedCall } from '../src/harvest/progress.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 import type { TrackingForecast } from '../src/harvest/tracking.js';
 import { firstPageLimit, KNOWN_IDS } from '../src/harvest/plan-history.js';
+import type { RunForecast } from '../src/harvest/run-forecast.js';
+import { withForecast, type ForecastInput } from './run-forecast.js';
 
 export interface TargetKnowledge {
   /** Newest ids already in the warehouse: an incremental run stops at the first it meets. */
@@ -34,7 +36,7 @@ export interface TargetKnowledge {
   firstPageLimit?: number;
 }
 
-export interface PrepareRunInput extends RunIdentity {
+export interface PrepareRunInput extends RunIdentity, ForecastInput {
   runId: string;
   harvest: string;
   startedAt: string;
@@ -50,6 +52,8 @@ export interface PreparedRun {
   tracking?: TrackingForecast;
   /** Set when the run must not start: the API said credits are low. */
   blocked?: string;
+  /** What the run is expected to spend, from the lake's history (activities/run-forecast.ts). */
+  forecast?: RunForecast;
 }
 
 export interface FinishRunInput extends RunIdentity {
@@ -223,7 +227,7 @@ export function runActivities(deps: RunActivityDeps) {
 
   return {
     // Both map a refused key and an unwritable data directory to failures that are not retried.
-    prepareRun: (input: PrepareRunInput): Promise<PreparedRun> => asActivity(() => prepareRun(deps, loads, input)),
+    prepareRun: (input: PrepareRunInput): Promise<PreparedRun> => asActivity(async () => withForecast(deps, input, await prepareRun(deps, loads, input))),
     finishRun: (input: FinishRunInput): Promise<FinishedRun> => asActivity(() => finishRun(deps, loads, input)),
 
     async pauseSchedule(input: { harvest: string; reason: string }): Promise<void> {

@@ -1,7 +1,8 @@
 /**
  * A plan from the lake's history: a harvest (channels with comments, searches, tracked accounts
- * and items) is run once; a day later on the API's clock `harvester plan` plans it again from what
- * the lake observed, and the second run spends what that plan expected, within 10%. The plan
+ * and items) is run once; six hours later on the API's clock `harvester plan` plans it again from
+ * what the lake observed, and the second run spends what that plan expected, within 10%; so does
+ * the run's own forecast, and its summary names each part that spent outside its range. The plan
  * from the price table alone (`--no-history`, the plan before history) misses the same run by far
  * more: it forecasts a first run, every list to max_items with max_per_item comments on each item.
  */
@@ -12,13 +13,14 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { CostPlan } from '../../src/harvest/cost-plan.js';
 import { linesOf } from '../../src/harvest/cost-plan.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
+import { summaryText } from '../../src/cli/commands/run.js';
 import { runCli } from '../support/cli.js';
 import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';
 import { executeHarvest, harvestFrom, startTestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_plan_history';
 const VERIFY_KEY = 'sk_live_plan_history_verify';
-const A_DAY_S = 24 * 3600;
+const SIX_HOURS_S = 6 * 3600;
 
 let rig: HarvestRig;
 beforeAll(async () => {
@@ -62,7 +64,7 @@ it("a harvest planned again from the lake's history spends what the plan expecte
     await rig.emulator.admin('clock', { advance_seconds: 24 * 3600 });
     const first = await executeHarvest(rig.temporal, { taskQueue: worker.taskQueue, workflowId: `plan-history-1-${Date.now()}`, input: { harvest } });
     expect(first.status).toBe('completed');
-    await rig.emulator.admin('clock', { advance_seconds: A_DAY_S });
+    await rig.emulator.admin('clock', { advance_seconds: SIX_HOURS_S });
     const at = (await rig.api.serverTime()).getTime();
     const fromHistory = await plan(configFile, worker.dataDir, at);
     const fromPrices = await plan(configFile, worker.dataDir, at, '--no-history');
@@ -93,6 +95,18 @@ it("a harvest planned again from the lake's history spends what the plan expecte
       expect(comments.basis.observations).toBeLessThanOrEqual(Number(bought.n));
       for (const line of linesOf(target)) expect(line.range.low <= line.expected.credits && line.expected.credits <= line.range.high, `${target.key} ${line.what}`).toBe(true);
     }
+    // The run's own forecast, made as it started from the same history, and its parts outside their range named in its summary.
+    const forecast = second.forecast!;
+    expect(forecast.fromHistory).toBeGreaterThan(0);
+    expect(forecast.spent).toBe(charged);
+    expect(Math.abs(forecast.expectedCredits - charged) / charged, `run's forecast ${forecast.expectedCredits}, spent ${charged}`).toBeLessThanOrEqual(0.1);
+    const spentByPart = Object.fromEntries(second.targets.map((target) => [target.key, target.credits]));
+    for (const part of forecast.parts.filter((candidate) => candidate.part in spentByPart)) {
+      const spent = spentByPart[part.part]!;
+      const outside = spent > part.high || spent < part.low;
+      expect(forecast.misses.some((miss) => miss.part === part.part && miss.spent === spent), `${part.part}: spent ${spent}, range ${part.low} to ${part.high}`).toBe(outside);
+    }
+    expect(summaryText(second, 0)).toContain(`forecast: ${forecast.expectedCredits} credits (range ${forecast.low} to ${forecast.high}; ${forecast.fromHistory} lines from the lake's history`);
     expect(fromPrices.targets.every((target) => linesOf(target).every((line) => line.basis.source === 'prices' || line.what === 'tracked'))).toBe(true);
   } finally {
     await worker.stop();
