@@ -8,9 +8,13 @@ import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import { planHarvestCost } from '../src/harvest/cost-plan.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
 import { runForecastOf, type RunForecast } from '../src/harvest/run-forecast.js';
-import { planTargets } from '../src/harvest/targets.js';
+import { planTargets, type TargetPlan } from '../src/harvest/targets.js';
 import type { TrackingForecast } from '../src/harvest/tracking.js';
+import { existsSync } from 'node:fs';
+import type { PlanHistory } from '../src/harvest/plan-history.js';
+import { lakeCatalogFile } from '../src/store/layout.js';
 import { coversListing } from '../src/store/listing-coverage.js';
+import { LocalStore } from '../src/store/store.js';
 import type { RunActivityDeps } from './runs.js';
 
 export interface ForecastInput {
@@ -26,6 +30,18 @@ interface Prepared {
   blocked?: string;
 }
 
+/**
+ * The lake's history of the targets, at the API's time (tracking's, when prepareRun asked it
+ * already). None without a lake: then neither DuckDB is loaded (a third of a second, which the
+ * data directory's first run need not pay) nor the API's time asked.
+ */
+async function lakeHistory(deps: RunActivityDeps, targets: TargetPlan[], incremental: ReadonlySet<string>, asOfMs: number | undefined): Promise<PlanHistory | undefined> {
+  if (deps.store instanceof LocalStore && !existsSync(lakeCatalogFile(deps.dataDir))) return undefined;
+  const [{ lakeExists }, { readPlanHistory }] = await Promise.all([import('../src/warehouse/lake.js'), import('../src/warehouse/plan-history.js')]);
+  if (!(await lakeExists(deps.dataDir))) return undefined;
+  return readPlanHistory(deps.dataDir, targets, incremental, asOfMs ?? (await deps.client.serverTime()).getTime());
+}
+
 /** Adds the run's forecast to what prepareRun gave back, unless the run is blocked or its config was not given. */
 export async function withForecast<P extends Prepared>(deps: RunActivityDeps, input: ForecastInput, prepared: P): Promise<P & { forecast?: RunForecast }> {
   const harvest = input.harvestConfig;
@@ -34,10 +50,8 @@ export async function withForecast<P extends Prepared>(deps: RunActivityDeps, in
     const targets = planTargets(harvest);
     const coverage = await Promise.all(targets.map((target) => deps.store.readCoverage(target.key)));
     const incremental = new Set(targets.filter((target, index) => coversListing(coverage[index], target.maxItems)).map((target) => target.key));
-    const asOfMs = (await deps.client.serverTime()).getTime();
-    const { readPlanHistory } = await import('../src/warehouse/plan-history.js');
-    const history = await readPlanHistory(deps.dataDir, targets, incremental, asOfMs);
-    const plan = planHarvestCost(harvest, prepared.prices, { budgetCredits: input.budgetCredits, history, ...(prepared.tracking ? { tracking: prepared.tracking } : {}) });
+    const history = await lakeHistory(deps, targets, incremental, prepared.tracking?.asOfMs);
+    const plan = planHarvestCost(harvest, prepared.prices, { budgetCredits: input.budgetCredits, ...(history ? { history } : {}), ...(prepared.tracking ? { tracking: prepared.tracking } : {}) });
     return { ...prepared, forecast: runForecastOf(plan) };
   } catch (error) {
     deps.logger?.warn({ err: (error as Error).message }, "the run's forecast could not be made; the run goes on without it");
