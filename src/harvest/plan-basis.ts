@@ -44,9 +44,10 @@ export function historyOfTarget(target: TargetPlan, harvest: Harvest, pageSize: 
   const expectation: TargetExpectation = { commentsPerItem: maxPerItem, known: 0, pageSize, maxItems: target.maxItems };
   const observed = history?.targets[target.key];
   if (!history || !observed) return expectation;
-  const fresh = expectedNewItems(observed.knownPostedAtMs, history.asOfMs);
-  const firstLimit = firstPageLimit(observed.knownPostedAtMs, history.asOfMs);
-  if (observed.incremental && fresh !== undefined && firstLimit !== undefined) {
+  if (observed.incremental && observed.knownPostedAtMs.length > 0) {
+    // As the run: with no posting rate (one known item), its first page is a full one and no new item is expected.
+    const fresh = expectedNewItems(observed.knownPostedAtMs, history.asOfMs) ?? 0;
+    const firstLimit = firstPageLimit(observed.knownPostedAtMs, history.asOfMs) ?? pageSize;
     const expected = Math.min(fresh, target.maxItems);
     const listed = incrementalListed(expected, firstLimit, pageSize, target.maxItems);
     expectation.listing = { listed: listed.items, pages: listed.pages, fresh: expected };

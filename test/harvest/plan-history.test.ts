@@ -85,6 +85,14 @@ harvests:
     expect(plan.totals.worstCredits).toBe(planHarvestCost(harvest, prices).totals.worstCredits);
   });
 
+  it('a target listed completely with one known item is listed again one full page, no job and no new item expected, as the run does', () => {
+    const one: PlanHistory = { asOfMs: 16 * HOUR, targets: { [key]: { incremental: true, knownPostedAtMs: [5 * HOUR] } } };
+    const target = planHarvestCost({ ...harvest, job_threshold: 10 }, prices, { history: one }).targets[0]!;
+    expect(target.list.mode).toBe('pages');
+    expect(target.list.expected).toEqual({ calls: 1, items: 30, credits: 90 });
+    expect(target.enrichment.every((line) => line.expected.credits === 0)).toBe(true);
+  });
+
   it('names a part that spent outside its range, by how far past its edge', () => {
     const forecast = runForecastOf(planHarvestCost(harvest, prices, { history }));
     const part = forecast.parts[0]!;
