@@ -16,7 +16,7 @@
 import type { Harvest } from './harvest-types.js';
 import { PAGE_LIMITS, type Platform, type PriceTable } from '../api-catalog/endpoints.js';
 import { commentsPages, NOTHING, pagesFor, type EnrichmentKind, type ForecastTarget, type PlanLine, type Purchase } from './plan-lines.js';
-import { PRICES_BASIS, historyOfTarget, lineRanges, type TargetExpectation } from './plan-basis.js';
+import { pricesBasis, historyOfTarget, lineRanges, type TargetExpectation } from './plan-basis.js';
 import type { PlanHistory } from './plan-history.js';
 import { commentsPerItem, jobItems, listsPhotoPosts, objectEnrichments, priceOf, refusedByApi, takesJob, trackedAccounts } from './rules.js';
 import { forecastSteps } from './spend-order.js';
@@ -94,7 +94,7 @@ function enrichmentLines(target: TargetPlan, harvest: Harvest, prices: PriceTabl
     const chargedUnitPrice = refusedByApi(platform, kind) ? 0 : unitPrice;
     const units = kind === 'comments' ? perItem : 1;
     const worst: Purchase = { calls: worstItems * (kind === 'comments' ? commentsPages(perItem) : 1), items: worstItems * units, credits: worstItems * units * chargedUnitPrice };
-    const line: PlanLine = { what: kind, endpoint: `${platform}/${kind}`, mode: kind === 'comments' ? 'pages' : 'per-item', unitPrice, chargedUnitPrice, worst, expected: { ...NOTHING }, ...PRICES_BASIS() };
+    const line: PlanLine = { what: kind, endpoint: `${platform}/${kind}`, mode: kind === 'comments' ? 'pages' : 'per-item', unitPrice, chargedUnitPrice, worst, expected: { ...NOTHING }, ...pricesBasis() };
     if (refusedByApi(platform, kind)) line.note = 'refused by the API (download_unavailable): not charged';
     return line;
   });
@@ -108,7 +108,7 @@ function trackedLines(plans: TargetPlan[], prices: PriceTable, tracking: Trackin
     const due = tracking?.due[plan.key] ?? 0;
     if (due === 0) return undefined;
     const price = priceOf(prices, plan.platform, 'stats');
-    return { what: 'tracked', endpoint: `${plan.platform}/stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: due, items: due, credits: due * price }, expected: { ...NOTHING }, ...PRICES_BASIS() };
+    return { what: 'tracked', endpoint: `${plan.platform}/stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: due, items: due, credits: due * price }, expected: { ...NOTHING }, ...pricesBasis() };
   });
 }
 
@@ -118,7 +118,7 @@ function accountLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable)
   return plans.map((plan) => {
     if (!owners.has(plan)) return undefined;
     const price = priceOf(prices, plan.platform, 'channel-stats');
-    return { what: 'account', endpoint: `${plan.platform}/channel-stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: 1, items: 1, credits: price }, expected: { ...NOTHING }, ...PRICES_BASIS() };
+    return { what: 'account', endpoint: `${plan.platform}/channel-stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: 1, items: 1, credits: price }, expected: { ...NOTHING }, ...pricesBasis() };
   });
 }
 
@@ -143,7 +143,7 @@ function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, 
       chargedUnitPrice: price,
       worst: { calls: job ? 1 : pagesFor(wanted, pageSize), items: wanted, credits: wanted * price },
       expected: { ...NOTHING },
-      ...PRICES_BASIS(),
+      ...pricesBasis(),
     };
     if (job && target.maxItems > PAGE_LIMITS.maxJob) list.note = `a job returns at most ${PAGE_LIMITS.maxJob} items; max_items is ${target.maxItems}`;
     const listing = expectation.listing;

@@ -34,7 +34,7 @@ export interface TargetExpectation {
 }
 
 /** A line's basis and range before the forecast fills them in: the price table's. */
-export function PRICES_BASIS(): Pick<PlanLine, 'basis' | 'range'> {
+export function pricesBasis(): Pick<PlanLine, 'basis' | 'range'> {
   return { basis: { source: 'prices', observations: 0, detail: 'price table and config' }, range: { low: 0, high: 0 } };
 }
 
