@@ -68,6 +68,10 @@ it("a harvest planned again from the lake's history spends what the plan expecte
     const at = (await rig.api.serverTime()).getTime();
     const fromHistory = await plan(configFile, worker.dataDir, at);
     const fromPrices = await plan(configFile, worker.dataDir, at, '--no-history');
+    const text = (await runCli(['plan', 'from-history', '--config', configFile, '--at', new Date(at).toISOString()], { HARVESTER_DATA_DIR: worker.dataDir })).stdout;
+    expect(text).toContain(`expected:   ${fromHistory.totals.expectedCredits} credits (range ${fromHistory.totals.expectedRange.low} to ${fromHistory.totals.expectedRange.high})`);
+    expect(text).toContain("expected from the lake's history (planned at ");
+    expect(text).toMatch(/- search:tiktok:keyword:[^,]+, \+ comments: [\d.]+ comments per item, from \d+ items' comments bought, read at the ages the new items are expected to have \(\d+ observations; \d+ to \d+ credits\)/);
     const ledgerBefore = (await rig.emulator.ledger(HARVEST_KEY)).length;
     const second = await executeHarvest(rig.temporal, { taskQueue: worker.taskQueue, workflowId: `plan-history-2-${Date.now()}`, input: { harvest } });
     expect(second.status).toBe('completed');
