@@ -8,10 +8,13 @@
  * Two figures per line:
  * - worst: every list bought in full and every listed item enriched in full, as if the budget
  *   were endless; the plan's total worst case is that sum capped at the budget.
- * - expected: what a first run is expected to spend. Lists are assumed to hold max_items (so
- *   before the budget bites, expected list credits equal worst), TikTok downloads are refused by
- *   the API and cost nothing, and a short budget is spent by walking the steps the workflow walks
- *   (SPEND_STEPS in spend-order.ts), each forecasting what it buys out of what is free.
+ * - expected: what the run is expected to spend. Without history, a first run: lists are assumed
+ *   to hold max_items (so before the budget bites, expected list credits equal worst). With the
+ *   lake's history of a target (plan-basis.ts), what it observed: a listing stops at known items
+ *   after its new ones, and items get the comments observed at their age. TikTok downloads are
+ *   refused by the API and cost nothing, and a short budget is spent by walking the steps the
+ *   workflow walks (SPEND_STEPS in spend-order.ts), each forecasting what it buys out of what is
+ *   free. Each line says what it was worked out from (`basis`) and gives a `range`.
  */
 import type { Harvest } from './harvest-types.js';
 import { PAGE_LIMITS, type Platform, type PriceTable } from '../api-catalog/endpoints.js';
@@ -212,10 +215,10 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
 
 function assumptionsOf(harvest: Harvest, pageSize: number): string[] {
   return [
-    "where the lake has no history of a target, a first run: its list holds max_items and each item gets max_per_item comments (the plan reads no API); where it has, a target listed completely before lists only its new items (expected at the rate its known items were posted, in pages grown from the run's first-page estimate, stopping at a known item), and each item gets the comments its target's items got on average",
+    "where the lake has no history of a target, a first run: its list holds max_items and each item gets max_per_item comments (the plan reads no API); where it has, a target listed completely before lists only its new items (expected at the rate its known items were posted, in pages grown from the run's first-page estimate, stopping at a known item), and each new item gets the comments its target's items had when bought at the same age",
     `targets above job_threshold (${harvest.job_threshold}) are one async job of at most ${PAGE_LIMITS.maxJob} items; the others are pages of ${pageSize}`,
     'each listed item is enriched right after its page is landed; the items a job listed are enriched once its results land',
-    'comments enrichment finds max_per_item comments on every item; instagram photo posts (channel content posts) get no transcript or summary',
+    'without history, comments enrichment finds max_per_item comments on every item; instagram photo posts (channel content posts) get no transcript or summary',
     'tiktok downloads are refused by the API (download_unavailable) and cost nothing',
     "expected spends the budget in the run's order when it is short (jobs reserved first, then each paged target in config order, item by item with its enrichment, then the items jobs listed) and stops buying where the next item's worst case no longer fits",
     ...(harvest.track?.items
