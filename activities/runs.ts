@@ -5,7 +5,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { SocialApiClient } from '../src/api/client.js';
-import { PAGE_LIMITS, type PriceTable } from '../src/api-catalog/endpoints.js';
+import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import { loadPriceTable } from '../src/config/prices.js';
 import { runFailures } from '../src/store/call-journal.js';
 import type { RunLanding } from '../src/store/landing.js';
@@ -27,6 +27,9 @@ import { quarantinedText, type AnswersQuarantined, type FailedCall, type Harvest
 import { statusAfterLoad } from '../src/harvest/run-state.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 import type { TrackingForecast } from '../src/harvest/tracking.js';
+import { firstPageLimit, KNOWN_IDS } from '../src/harvest/plan-history.js';
+import type { RunForecast } from '../src/harvest/run-forecast.js';
+import { withForecast, type ForecastInput } from './run-forecast.js';
 
 export interface TargetKnowledge {
   /** Newest ids already in the warehouse: an incremental run stops at the first it meets. */
@@ -35,7 +38,7 @@ export interface TargetKnowledge {
   firstPageLimit?: number;
 }
 
-export interface PrepareRunInput extends RunIdentity {
+export interface PrepareRunInput extends RunIdentity, ForecastInput {
   runId: string;
   harvest: string;
   startedAt: string;
@@ -51,6 +54,8 @@ export interface PreparedRun {
   tracking?: TrackingForecast;
   /** Set when the run must not start: the API said credits are low. */
   blocked?: string;
+  /** What the run is expected to spend, from the lake's history (activities/run-forecast.ts). */
+  forecast?: RunForecast;
 }
 
 export interface FinishRunInput extends RunIdentity {
@@ -214,23 +219,6 @@ class LoadsDuringRuns {
   }
 }
 
-const KNOWN_IDS = 100;
-
-/**
- * The first page's size: the items expected since the newest known one was posted, at the rate
- * the known items were posted, with a quarter of headroom and one more (the known item that tells
- * the run to stop). Both times are the API's (its posted_at, and its Date header for now).
- */
-function firstPageLimit(postedAt: number[], apiNowMs: number): number | undefined {
-  if (postedAt.length < 2) return undefined;
-  const newest = Math.max(...postedAt);
-  const oldest = Math.min(...postedAt);
-  if (newest <= oldest) return undefined;
-  const perMs = (postedAt.length - 1) / (newest - oldest);
-  const expected = perMs * Math.max(0, apiNowMs - newest);
-  return Math.min(PAGE_LIMITS.maxSynchronous, Math.max(1, Math.ceil(expected * 1.25) + 1));
-}
-
 /** The worker's loads: its load process, and the loads during the runs it prepared. */
 interface RunLoads {
   loader: WarmLoader;
@@ -248,7 +236,7 @@ export function runActivities(deps: RunActivityDeps) {
 
   return {
     // Both map a refused key and an unwritable data directory to failures that are not retried.
-    prepareRun: (input: PrepareRunInput): Promise<PreparedRun> => asActivity(() => prepareRun(deps, loads, input)),
+    prepareRun: (input: PrepareRunInput): Promise<PreparedRun> => asActivity(async () => withForecast(deps, input, await prepareRun(deps, loads, input))),
     finishRun: (input: FinishRunInput): Promise<FinishedRun> => asActivity(() => finishRun(deps, loads, input)),
 
     async pauseSchedule(input: { harvest: string; reason: string }): Promise<void> {

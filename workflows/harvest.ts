@@ -22,6 +22,7 @@ import { statusLine, type FailedCall, type HarvestProgress, type RunMemo } from 
 import { failFinalLoad, finalStatus, newBudget, progressOf, quarantinedAtLoad, statusAfterLoad, stopRun, type HarvestState } from '../src/harvest/run-state.js';
 import { askedEnrichments } from '../src/harvest/rules.js';
 import { planTargets } from '../src/harvest/targets.js';
+import { forecastMisses, spentByPart, type ForecastMiss, type RunForecast } from '../src/harvest/run-forecast.js';
 import { correctCountedAtWorst } from './bracket.js';
 import { failureType, finishRun, messageOf, prepareRun, showStatus, type RunContext } from './run-context.js';
 import { historyFull, walkSteps } from './steps.js';
@@ -65,6 +66,8 @@ export interface HarvestSummary extends HarvestProgress {
   failedCalls?: { total: number; first: FailedCall[] };
   /** The run's final state: `harvester retry` resumes from it, so nothing landed is bought again. */
   checkpoint: HarvestState;
+  /** What the run was expected to spend when it started, what it spent, and the parts that spent outside their range. */
+  forecast?: RunForecast & { spent: number; misses: ForecastMiss[] };
 }
 
 export async function harvestWorkflow(input: HarvestInput): Promise<HarvestSummary> {
@@ -138,6 +141,7 @@ async function finish(input: HarvestInput, state: HarvestState): Promise<Harvest
     ...(loaded.failedCalls && loaded.failedCalls.total > 0 ? { failedCalls: loaded.failedCalls } : {}),
     ...(loaded.schemaDrift && loaded.schemaDrift.length > 0 ? { schemaDrift: loaded.schemaDrift } : {}),
     checkpoint: state,
+    ...(state.forecast ? { forecast: { ...state.forecast, spent: state.budget.spent, misses: forecastMisses(state.forecast, spentByPart(state)) } } : {}),
   };
   // A failed harvest is a failed workflow execution, so Temporal's own status (the UI's list and its
   // Failures filter, `ExecutionStatus = 'Failed'`) says what the harvest's does; the summary rides
@@ -197,6 +201,7 @@ async function startRun(input: HarvestInput, workflowId: string): Promise<Harves
       budgetCredits,
       targets: plans,
       ...(input.harvest.track?.items ? { trackItems: input.harvest.track.items } : {}),
+      harvestConfig: input.harvest,
       ...identityOf(input),
     });
   } catch (error) {
@@ -225,6 +230,7 @@ async function startRun(input: HarvestInput, workflowId: string): Promise<Harves
     callsLost: 0,
     nextWork: 1,
     ...(prepared.tracking ? { tracking: prepared.tracking } : {}),
+    ...(prepared.forecast ? { forecast: prepared.forecast } : {}),
   };
   if (prepared.blocked) stopRun(state, 'paused', prepared.blocked);
   return state;

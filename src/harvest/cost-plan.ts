@@ -8,20 +8,26 @@
  * Two figures per line:
  * - worst: every list bought in full and every listed item enriched in full, as if the budget
  *   were endless; the plan's total worst case is that sum capped at the budget.
- * - expected: what a first run is expected to spend. Lists are assumed to hold max_items (so
- *   before the budget bites, expected list credits equal worst), TikTok downloads are refused by
- *   the API and cost nothing, and a short budget is spent by walking the steps the workflow walks
- *   (SPEND_STEPS in spend-order.ts), each forecasting what it buys out of what is free.
+ * - expected: what the run is expected to spend. Without history, a first run: lists are assumed
+ *   to hold max_items (so before the budget bites, expected list credits equal worst). With the
+ *   lake's history of a target (plan-basis.ts), what it observed: a listing stops at known items
+ *   after its new ones, and items get the comments observed at their age. TikTok downloads are
+ *   refused by the API and cost nothing, and a short budget is spent by walking the steps the
+ *   workflow walks (SPEND_STEPS in spend-order.ts), each forecasting what it buys out of what is
+ *   free. Each line says what it was worked out from (`basis`) and gives a `range`.
  */
 import type { Harvest } from './harvest-types.js';
 import { PAGE_LIMITS, type Platform, type PriceTable } from '../api-catalog/endpoints.js';
 import { commentsPages, NOTHING, pagesFor, type EnrichmentKind, type ForecastTarget, type PlanLine, type Purchase } from './plan-lines.js';
+import { pricesBasis, historyOfTarget, lineRanges, type TargetExpectation } from './plan-basis.js';
+import type { PlanHistory } from './plan-history.js';
 import { commentsPerItem, jobItems, listsPhotoPosts, objectEnrichments, priceOf, refusedByApi, takesJob, trackedAccounts } from './rules.js';
 import { forecastSteps } from './spend-order.js';
 import { planTargets, type TargetKind, type TargetPlan } from './targets.js';
 import type { TrackingForecast } from './tracking.js';
 
 export type { CallMode, EnrichmentKind, PlanLine, Purchase } from './plan-lines.js';
+export type { LineBasis, PlanHistory, TargetHistory } from './plan-history.js';
 
 export interface TargetCost {
   key: string;
@@ -55,7 +61,11 @@ export interface CostPlan {
     /** The worst case capped at the budget: the most the run can spend. */
     worstCreditsCapped: number;
     expectedCredits: number;
+    /** The expected credits' range: the lines' lows and highs summed, the high capped at the budget. */
+    expectedRange: { low: number; high: number };
   };
+  /** When the plan read the lake's history of its targets: the time it planned at (the API's clock). */
+  historyAsOfMs?: number;
   budgetCoversWorstCase: boolean;
   /** The tracked items the plan was given (`track.items`). */
   tracking?: TrackingForecast;
@@ -71,6 +81,8 @@ export interface CostPlanOptions {
   pageSize?: number;
   /** The tracked items due (`track.items`), read from the warehouse at the run's time. */
   tracking?: TrackingForecast;
+  /** What earlier runs observed of the targets (src/warehouse/plan-history.ts): expectations from it, not the price table, where it has them. */
+  history?: PlanHistory;
 }
 
 /** The enrichment lines of one target's items: their worst case as if the budget were endless. */
@@ -85,13 +97,13 @@ function enrichmentLines(target: TargetPlan, harvest: Harvest, prices: PriceTabl
     const chargedUnitPrice = refusedByApi(platform, kind) ? 0 : unitPrice;
     const units = kind === 'comments' ? perItem : 1;
     const worst: Purchase = { calls: worstItems * (kind === 'comments' ? commentsPages(perItem) : 1), items: worstItems * units, credits: worstItems * units * chargedUnitPrice };
-    const line: PlanLine = { what: kind, endpoint: `${platform}/${kind}`, mode: kind === 'comments' ? 'pages' : 'per-item', unitPrice, chargedUnitPrice, worst, expected: { ...NOTHING } };
+    const line: PlanLine = { what: kind, endpoint: `${platform}/${kind}`, mode: kind === 'comments' ? 'pages' : 'per-item', unitPrice, chargedUnitPrice, worst, expected: { ...NOTHING }, ...pricesBasis() };
     if (refusedByApi(platform, kind)) line.note = 'refused by the API (download_unavailable): not charged';
     return line;
   });
 }
 
-type TargetLines = Omit<ForecastTarget, 'target' | 'price' | 'byJob'>;
+type TargetLines = Omit<ForecastTarget, 'target' | 'price' | 'byJob' | 'commentsPerItem' | 'listing'>;
 
 /** The tracked-items line of each target with items due: one stats call each. */
 function trackedLines(plans: TargetPlan[], prices: PriceTable, tracking: TrackingForecast | undefined): (PlanLine | undefined)[] {
@@ -99,7 +111,7 @@ function trackedLines(plans: TargetPlan[], prices: PriceTable, tracking: Trackin
     const due = tracking?.due[plan.key] ?? 0;
     if (due === 0) return undefined;
     const price = priceOf(prices, plan.platform, 'stats');
-    return { what: 'tracked', endpoint: `${plan.platform}/stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: due, items: due, credits: due * price }, expected: { ...NOTHING } };
+    return { what: 'tracked', endpoint: `${plan.platform}/stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: due, items: due, credits: due * price }, expected: { ...NOTHING }, ...pricesBasis() };
   });
 }
 
@@ -109,7 +121,7 @@ function accountLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable)
   return plans.map((plan) => {
     if (!owners.has(plan)) return undefined;
     const price = priceOf(prices, plan.platform, 'channel-stats');
-    return { what: 'account', endpoint: `${plan.platform}/channel-stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: 1, items: 1, credits: price }, expected: { ...NOTHING } };
+    return { what: 'account', endpoint: `${plan.platform}/channel-stats`, mode: 'per-item', unitPrice: price, chargedUnitPrice: price, worst: { calls: 1, items: 1, credits: price }, expected: { ...NOTHING }, ...pricesBasis() };
   });
 }
 
@@ -117,12 +129,14 @@ function accountLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable)
  * Every target's lines, and what a run is expected to buy: the spend steps (SPEND_STEPS in
  * spend-order.ts) walked in order, as the workflow walks them, each spending what is free.
  */
-function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pageSize: number, budget: number, tracking: TrackingForecast | undefined): TargetLines[] {
+function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, pageSize: number, budget: number, options: CostPlanOptions): TargetLines[] {
   const accounts = accountLines(plans, harvest, prices);
-  const tracked = trackedLines(plans, prices, tracking);
+  const tracked = trackedLines(plans, prices, options.tracking);
+  const expectations = plans.map((target) => historyOfTarget(target, harvest, pageSize, options.history));
   const lines = plans.map((target, index) => {
     const price = priceOf(prices, target.platform, target.endpoint);
-    const job = takesJob(target, harvest.job_threshold, false);
+    const expectation = expectations[index] as TargetExpectation;
+    const job = takesJob(target, harvest.job_threshold, expectation.listing !== undefined);
     const wanted = job ? jobItems(target) : target.maxItems;
     const list: PlanLine = {
       what: 'list',
@@ -132,11 +146,14 @@ function targetLines(plans: TargetPlan[], harvest: Harvest, prices: PriceTable, 
       chargedUnitPrice: price,
       worst: { calls: job ? 1 : pagesFor(wanted, pageSize), items: wanted, credits: wanted * price },
       expected: { ...NOTHING },
+      ...pricesBasis(),
     };
     if (job && target.maxItems > PAGE_LIMITS.maxJob) list.note = `a job returns at most ${PAGE_LIMITS.maxJob} items; max_items is ${target.maxItems}`;
-    return { target, price, byJob: job, list, enrichment: enrichmentLines(target, harvest, prices, wanted), account: accounts[index], tracked: tracked[index] };
+    const listing = expectation.listing;
+    return { target, price, byJob: job, list, enrichment: enrichmentLines(target, harvest, prices, wanted), account: accounts[index], tracked: tracked[index], commentsPerItem: expectation.commentsPerItem, ...(listing ? { listing } : {}) };
   });
   forecastSteps({ harvest, prices, pageSize, free: budget, lines });
+  lines.forEach((line, index) => lineRanges(line, expectations[index] as TargetExpectation, options.tracking));
   return lines.map(({ list, enrichment, account, tracked }) => ({ list, enrichment, ...(account ? { account } : {}), ...(tracked ? { tracked } : {}) }));
 }
 
@@ -149,7 +166,7 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
   const pageSize = options.pageSize ?? PAGE_LIMITS.maxSynchronous;
   const budgetCredits = options.budgetCredits ?? harvest.budget.credits;
   const plans = planTargets(harvest);
-  const planned = targetLines(plans, harvest, prices, pageSize, budgetCredits, options.tracking);
+  const planned = targetLines(plans, harvest, prices, pageSize, budgetCredits, options);
   const targets: TargetCost[] = plans.map((plan, index) => {
     const planLines = planned[index] as TargetLines;
     const { list, enrichment, account, tracked } = planLines;
@@ -183,7 +200,12 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
       worstCredits,
       worstCreditsCapped: Math.min(worstCredits, budgetCredits),
       expectedCredits,
+      expectedRange: {
+        low: Math.min(budgetCredits, lines.reduce((sum, line) => sum + line.range.low, 0)),
+        high: Math.min(budgetCredits, lines.reduce((sum, line) => sum + line.range.high, 0)),
+      },
     },
+    ...(options.history ? { historyAsOfMs: options.history.asOfMs } : {}),
     budgetCoversWorstCase: worstCredits <= budgetCredits,
     ...(options.tracking ? { tracking: options.tracking } : {}),
     shortfall: Math.max(0, worstCredits - budgetCredits),
@@ -193,10 +215,10 @@ export function planHarvestCost(harvest: Harvest, prices: PriceTable, options: C
 
 function assumptionsOf(harvest: Harvest, pageSize: number): string[] {
   return [
-    'a first run: every list holds max_items (the plan reads no API, and of the warehouse only tracked items; a later run stops at items it has seen before and usually buys less)',
+    "where the lake has no history of a target, a first run: its list holds max_items and each item gets max_per_item comments (the plan reads no API); where it has, a target listed completely before lists only its new items (expected at the rate its known items were posted, in pages grown from the run's first-page estimate, stopping at a known item), and each new item gets the comments its target's items had when bought at the same age",
     `targets above job_threshold (${harvest.job_threshold}) are one async job of at most ${PAGE_LIMITS.maxJob} items; the others are pages of ${pageSize}`,
     'each listed item is enriched right after its page is landed; the items a job listed are enriched once its results land',
-    'comments enrichment finds max_per_item comments on every item; instagram photo posts (channel content posts) get no transcript or summary',
+    'without history, comments enrichment finds max_per_item comments on every item; instagram photo posts (channel content posts) get no transcript or summary',
     'tiktok downloads are refused by the API (download_unavailable) and cost nothing',
     "expected spends the budget in the run's order when it is short (jobs reserved first, then each paged target in config order, item by item with its enrichment, then the items jobs listed) and stops buying where the next item's worst case no longer fits",
     ...(harvest.track?.items

@@ -5,7 +5,8 @@
  */
 import { PAGE_LIMITS, type EndpointKey, type PriceTable } from '../api-catalog/endpoints.js';
 import type { Harvest } from './harvest-types.js';
-import { commentsPerItem, type ObjectEnrichment } from './rules.js';
+import type { ObjectEnrichment } from './rules.js';
+import type { LineBasis } from './plan-history.js';
 import type { TargetPlan } from './targets.js';
 
 /** The enrichment a listed item gets, in the order the workflow makes the calls. */
@@ -33,6 +34,10 @@ export interface PlanLine {
   chargedUnitPrice: number;
   worst: Purchase;
   expected: Purchase;
+  /** The credits the line is expected to come to, low and high (the plan's range; `expected` lies within). */
+  range: { low: number; high: number };
+  /** What the expectation was worked out from: the lake's history of the target, or the price table. */
+  basis: LineBasis;
   note?: string;
 }
 
@@ -47,6 +52,13 @@ export interface ForecastTarget {
   enrichment: PlanLine[];
   account?: PlanLine;
   tracked?: PlanLine;
+  /** Comments each enriched item is expected to get: from history, or the harvest's max_per_item. */
+  commentsPerItem: number;
+  /**
+   * An incremental listing (after a complete one), from history: the items it is expected to list
+   * (new ones and the known one it stops at, in pages it grows) and how many of them are new.
+   */
+  listing?: { listed: number; pages: number; fresh: number };
 }
 
 /** What a forecast walks the spend steps with: the harvest, the prices, and the credits still free. */
@@ -64,9 +76,9 @@ export function pagesFor(items: number, pageSize: number): number {
   return Math.ceil(items / pageSize);
 }
 
-/** Credits one item's enrichment is expected to be charged (TikTok downloads are free). */
-export function chargedPerItem(lines: PlanLine[], harvest: Harvest): number {
-  return lines.reduce((sum, line) => sum + (line.what === 'comments' ? commentsPerItem(harvest.enrich) : 1) * line.chargedUnitPrice, 0);
+/** Credits one item's enrichment is expected to be charged with `perItem` comments (TikTok downloads are free). */
+export function chargedPerItem(lines: PlanLine[], perItem: number): number {
+  return lines.reduce((sum, line) => sum + (line.what === 'comments' ? perItem : 1) * line.chargedUnitPrice, 0);
 }
 
 /** The comments calls one item's `perItem` comments take: pages of the API's synchronous maximum, as the enricher asks for them. */
@@ -74,11 +86,15 @@ export function commentsPages(perItem: number): number {
   return pagesFor(perItem, PAGE_LIMITS.maxSynchronous);
 }
 
-/** Sets the expected purchases of a target's enrichment lines for `items` enriched items. */
-export function expectEnrichment(lines: PlanLine[], harvest: Harvest, items: number): void {
-  const perItem = commentsPerItem(harvest.enrich);
+/**
+ * Sets the expected purchases of a target's enrichment lines for `items` enriched items, each with
+ * `perItem` comments (rounded to whole items and comments: a plan buys no part of one).
+ */
+export function expectEnrichment(lines: PlanLine[], perItem: number, items: number): void {
+  const enriched = Math.round(items);
   for (const line of lines) {
-    const units = line.what === 'comments' ? perItem : 1;
-    line.expected = { calls: items * (line.what === 'comments' ? commentsPages(perItem) : 1), items: items * units, credits: items * units * line.chargedUnitPrice };
+    const units = line.what === 'comments' ? Math.round(enriched * perItem) : enriched;
+    const calls = line.what === 'comments' ? enriched * Math.max(1, commentsPages(Math.ceil(perItem))) : enriched;
+    line.expected = { calls, items: units, credits: units * line.chargedUnitPrice };
   }
 }

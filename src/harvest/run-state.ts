@@ -4,6 +4,7 @@
  * projection into the progress everyone reads (progress.ts), where the budget's spent credits
  * become the run's. Pure: the workflow sandbox imports it.
  */
+import type { RunForecast } from './run-forecast.js';
 import type { PriceTable } from '../api-catalog/endpoints.js';
 import { quarantinedText, type AnswersQuarantined, type HarvestProgress, type HarvestStatus, type TargetProgress } from './progress.js';
 import type { TargetPlan } from './targets.js';
@@ -125,6 +126,8 @@ export interface HarvestState {
   tracking?: TrackingForecast;
   /** Tracked items observed in this run; set once they were (a retry does not observe them again). */
   itemsObserved?: number;
+  /** What the run was expected to spend when it started, by part (run-forecast.ts). */
+  forecast?: RunForecast;
   stopped?: { status: HarvestStatus; reason: string };
   /**
    * Works whose journals could not be read when they failed (the catalog down past the outage

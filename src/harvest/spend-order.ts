@@ -58,25 +58,37 @@ function forecastJobs(forecast: Forecast): void {
   }
 }
 
+/**
+ * Each paged target, in config order: a first listing buys max_items, each item enriched; an
+ * incremental one (from history) lists what it is expected to (`listing`), of which only the new
+ * items are enriched, so a listed item is charged its price and its share of the enrichment.
+ */
 function forecastPages(forecast: Forecast): void {
   const { harvest, prices, pageSize } = forecast;
   for (const line of forecast.lines.filter((candidate) => !candidate.byJob)) {
     const worst = targetWorst(prices, line.target, harvest.enrich, 1);
-    const perItem = line.price + chargedPerItem(line.enrichment, harvest);
-    const items = itemsBought(forecast.free, worst, perItem, line.target.maxItems);
-    line.list.expected = { calls: pagesFor(items, pageSize), items, credits: items * line.price };
-    expectEnrichment(line.enrichment, harvest, items);
-    forecast.free -= items * perItem;
+    const wanted = line.listing?.listed ?? line.target.maxItems;
+    const freshShare = line.listing ? (wanted === 0 ? 0 : line.listing.fresh / wanted) : 1;
+    const enrichment = chargedPerItem(line.enrichment, line.commentsPerItem);
+    const items = itemsBought(forecast.free, worst, line.price + freshShare * enrichment, wanted);
+    const pages = line.listing && items === wanted ? line.listing.pages : pagesFor(items, pageSize);
+    line.list.expected = { calls: pages, items, credits: items * line.price };
+    expectEnrichment(line.enrichment, line.commentsPerItem, items * freshShare);
+    forecast.free -= line.list.expected.credits + sumCredits(line.enrichment);
   }
+}
+
+function sumCredits(lines: readonly { expected: { credits: number } }[]): number {
+  return lines.reduce((sum, line) => sum + line.expected.credits, 0);
 }
 
 function forecastJobItems(forecast: Forecast): void {
   const { harvest, prices } = forecast;
   for (const line of forecast.lines.filter((candidate) => candidate.byJob && candidate.enrichment.length > 0)) {
     const worst = itemEnrichmentWorst(prices, line.target.platform, harvest.enrich, listsPhotoPosts(line.target));
-    const items = itemsBought(forecast.free, worst, chargedPerItem(line.enrichment, harvest), line.list.expected.items);
-    expectEnrichment(line.enrichment, harvest, items);
-    forecast.free -= items * chargedPerItem(line.enrichment, harvest);
+    const items = itemsBought(forecast.free, worst, chargedPerItem(line.enrichment, line.commentsPerItem), line.list.expected.items);
+    expectEnrichment(line.enrichment, line.commentsPerItem, items);
+    forecast.free -= sumCredits(line.enrichment);
   }
 }
 

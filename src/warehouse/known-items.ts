@@ -23,7 +23,7 @@ export interface KnownItem {
  * The ids of the items a listing target has landed: a channel's items of its kind, or a search's
  * hits of its kind. None for a comments target, whose items are comments.
  */
-function targetItemIds(target: TargetPlan): string | undefined {
+export function targetItemIds(target: TargetPlan): string | undefined {
   const platform = sqlString(target.platform);
   if (target.kind === 'channel') {
     return `SELECT item_id FROM items WHERE platform = ${platform} AND author_handle = ${sqlString(target.params.handle ?? '')} AND kind = '${LIST_KINDS[target.endpoint] ?? 'video'}'`;

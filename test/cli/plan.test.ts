@@ -109,7 +109,8 @@ describe('harvester plan', () => {
       ['pages', 3420, 3420],
       ['pages', 150, 150],
     ]);
-    expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 12030, expectedCredits: 12030 });
+    expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 12030, expectedCredits: 12030, expectedRange: { low: 6930, high: 12030 } });
+    // From the price table every line is what is asked, but comments may be fewer, down to none: 12030 less the 5100 of comments.
     expect(plan.budget).toEqual({ credits: 20000, source: 'harvest', harvestCredits: 20000 });
     expect(plan.budgetCoversWorstCase).toBe(true);
     expect(plan.shortfall).toBe(0);
@@ -124,7 +125,7 @@ describe('harvester plan', () => {
     // buys 28 with the 56. Nothing is left for the items the job listed: 1000 spent.
     const plan = await planJson(['--budget', '1000']);
     expect(plan.budget).toEqual({ credits: 1000, source: 'override', harvestCredits: 20000 });
-    expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 1000, expectedCredits: 1000 });
+    expect(plan.totals).toEqual({ calls: 786, listedItems: 285, worstCredits: 12030, worstCreditsCapped: 1000, expectedCredits: 1000, expectedRange: { low: 760, high: 1000 } });
     expect(plan.budgetCoversWorstCase).toBe(false);
     expect(plan.shortfall).toBe(11030);
     const posts = plan.targets[1]!;

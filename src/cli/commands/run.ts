@@ -44,6 +44,7 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
   if (summary.callsLost > 0) {
     lines.push(`calls whose answers were lost: ${summary.callsLost} (a connection cut or timed out, a landing that could not be written, or a worker that died; charged or perhaps charged, and counted in the credits above)`);
   }
+  lines.push(...forecastLines(summary.forecast));
   lines.push(...failedCallLines(summary.failedCalls));
   lines.push(...quarantineLines(summary, 'loads: '));
   for (const landing of summary.landingsQuarantined ?? []) lines.push(`quarantined (not loaded): ${landing}`);
@@ -58,6 +59,18 @@ export function quarantineLines(progress: Pick<HarvestSummary, 'answersQuarantin
   if (!progress.answersQuarantined) return [];
   const text = quarantinedText(progress.answersQuarantined);
   return progress.reason === text ? [] : [`${label}${text}`];
+}
+
+/** What the run was expected to spend, and each part that spent outside its range: by how much, and its lines. */
+export function forecastLines(forecast: HarvestSummary['forecast']): string[] {
+  if (!forecast) return [];
+  const source = forecast.fromHistory > 0 ? `${forecast.fromHistory} lines from the lake's history, the rest from the price table` : 'from the price table';
+  const lines = [`forecast: ${forecast.expectedCredits} credits (range ${forecast.low} to ${forecast.high}; ${source}); spent ${forecast.spent}`];
+  for (const miss of forecast.misses) {
+    const edge = miss.by > 0 ? `${miss.by} above its high of ${miss.high}` : `${-miss.by} below its low of ${miss.low}`;
+    lines.push(`  outside the forecast: ${miss.part} spent ${miss.spent}, ${edge} (expected ${miss.expected}: ${miss.lines})`);
+  }
+  return lines;
 }
 
 /** Tracked items as the run's summary and `show` say them. */

@@ -1,0 +1,60 @@
+/**
+ * The run's own forecast, made as it starts (wrapped around prepareRun): the cost plan of its
+ * harvest from what the lake observed of the same targets, as `harvester plan` makes it, at the
+ * API's time. A forecast that cannot be made (the lake unreadable, say) is logged and left out:
+ * it never stops a run.
+ */
+import type { PriceTable } from '../src/api-catalog/endpoints.js';
+import { planHarvestCost } from '../src/harvest/cost-plan.js';
+import type { Harvest } from '../src/harvest/harvest-types.js';
+import { runForecastOf, type RunForecast } from '../src/harvest/run-forecast.js';
+import { planTargets, type TargetPlan } from '../src/harvest/targets.js';
+import type { TrackingForecast } from '../src/harvest/tracking.js';
+import { existsSync } from 'node:fs';
+import type { PlanHistory } from '../src/harvest/plan-history.js';
+import { lakeCatalogFile } from '../src/store/layout.js';
+import { coversListing } from '../src/store/listing-coverage.js';
+import { LocalStore } from '../src/store/store.js';
+import type { RunActivityDeps } from './runs.js';
+
+export interface ForecastInput {
+  /** The harvest's config: its targets, enrichment and tracking. */
+  harvestConfig?: Harvest;
+  budgetCredits: number;
+}
+
+/** What prepareRun gives back that the forecast reads: prices and the tracked items due. */
+interface Prepared {
+  prices: PriceTable;
+  tracking?: TrackingForecast;
+  blocked?: string;
+}
+
+/**
+ * The lake's history of the targets, at the API's time (tracking's, when prepareRun asked it
+ * already). None without a lake: then neither DuckDB is loaded (a third of a second, which the
+ * data directory's first run need not pay) nor the API's time asked.
+ */
+async function lakeHistory(deps: RunActivityDeps, targets: TargetPlan[], incremental: ReadonlySet<string>, asOfMs: number | undefined): Promise<PlanHistory | undefined> {
+  if (deps.store instanceof LocalStore && !existsSync(lakeCatalogFile(deps.dataDir))) return undefined;
+  const [{ lakeExists }, { readPlanHistory }] = await Promise.all([import('../src/warehouse/lake.js'), import('../src/warehouse/plan-history.js')]);
+  if (!(await lakeExists(deps.dataDir))) return undefined;
+  return readPlanHistory(deps.dataDir, targets, incremental, asOfMs ?? (await deps.client.serverTime()).getTime());
+}
+
+/** Adds the run's forecast to what prepareRun gave back, unless the run is blocked or its config was not given. */
+export async function withForecast<P extends Prepared>(deps: RunActivityDeps, input: ForecastInput, prepared: P): Promise<P & { forecast?: RunForecast }> {
+  const harvest = input.harvestConfig;
+  if (!harvest || prepared.blocked) return prepared;
+  try {
+    const targets = planTargets(harvest);
+    const coverage = await Promise.all(targets.map((target) => deps.store.readCoverage(target.key)));
+    const incremental = new Set(targets.filter((target, index) => coversListing(coverage[index], target.maxItems)).map((target) => target.key));
+    const history = await lakeHistory(deps, targets, incremental, prepared.tracking?.asOfMs);
+    const plan = planHarvestCost(harvest, prepared.prices, { budgetCredits: input.budgetCredits, ...(history ? { history } : {}), ...(prepared.tracking ? { tracking: prepared.tracking } : {}) });
+    return { ...prepared, forecast: runForecastOf(plan) };
+  } catch (error) {
+    deps.logger?.warn({ err: (error as Error).message }, "the run's forecast could not be made; the run goes on without it");
+    return prepared;
+  }
+}
