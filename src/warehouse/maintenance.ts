@@ -12,6 +12,7 @@ import { LocalStore, type Store } from '../store/store.js';
 import { scalarOf, sqlString } from './duckdb.js';
 import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
 import { keepLatestPerKey, type LatestStateTable } from './merge.js';
+import { repairLake, type LakeRepair } from './lake-repair.js';
 
 export interface MaintenanceOptions {
   /** Snapshots younger than this stay readable with `AT (VERSION => …)`; older ones expire. */
@@ -51,6 +52,8 @@ export interface MaintenanceResult {
   journalsRemoved: number;
   /** The snapshot readers read after maintenance. */
   snapshot: number;
+  /** Files of the lake that were not whole, repaired first (lake-repair.ts), and what was lost. */
+  repair?: LakeRepair | undefined;
   durationMs: number;
 }
 
@@ -97,6 +100,7 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
   const dataFiles = () => scalarOf(db.connection, `SELECT coalesce(sum(file_count), 0) FROM ducklake_table_info(${lake})`);
   const snapshots = () => scalarOf(db.connection, `SELECT count(*) FROM ducklake_snapshots(${lake})`);
   try {
+    const repair = await repairLake(db, dataDir);
     const dataFilesBefore = await dataFiles();
     const snapshotsBefore = await snapshots();
     const duplicatesRemoved = await keepLatestPerKey(db.connection);
@@ -127,6 +131,7 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
       journalsRemoved: journalsRemoved.length,
       snapshot: await latestSnapshot(db.connection),
       durationMs: Date.now() - started,
+      repair,
     };
   } finally {
     await db.close();
