@@ -4,9 +4,10 @@
  * file of which table, and is repaired from the raw answers (lake-health.ts, lake-repair.ts).
  * The loads run in a process of their own under strace, which shows each write and fsync.
  */
-import { mkdtempSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, statSync, truncateSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, segmentRoot } from '../../src/store/layout.js';
@@ -32,6 +33,20 @@ async function tracedLoad(dataDir: string): Promise<TracedCall[]> {
   const trace = join(dataDir, 'load.trace');
   expect(await traced(trace, process.execPath, [script, dataDir])).toBe(0);
   return callsOf(trace);
+}
+
+/** Every file of the lake's data folder that a catalog row names (any snapshot, or scheduled for deletion). */
+async function allNamedFiles(dataDir: string): Promise<string[]> {
+  const lake = await openLake(dataDir, 'read');
+  try {
+    const reader = await lake.connection.runAndReadAll(
+      `SELECT path FROM __ducklake_metadata_lake.ducklake_data_file UNION ALL SELECT path FROM __ducklake_metadata_lake.ducklake_delete_file UNION ALL SELECT path FROM __ducklake_metadata_lake.ducklake_files_scheduled_for_deletion`,
+    );
+    const names = new Set(reader.getRows().map(([path]) => basename(String(path))));
+    return readdirSync(lakeDataFolder(dataDir), { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile() && names.has(entry.name)).map((entry) => join(entry.parentPath, entry.name));
+  } finally {
+    await lake.close();
+  }
 }
 
 async function lakeFiles(dataDir: string): Promise<LakeFile[]> {
@@ -153,5 +168,25 @@ describe('a damaged lake says what it is and mends itself where it can', () => {
     // The lake opens again; the typed tables were whole and are kept as they were.
     expect(await count(dataDir, 'SELECT count(*) FROM raw_answers')).toBe(0);
     expect(await count(dataDir, 'SELECT sum(credits) FROM api_calls')).toBe(expected.credits);
+  });
+
+  it('the maintenance removes files a crash left unnamed, and never a file the catalog names, however old', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'lake-orphans-'));
+    const expected = (await landedSample(emulator, 'run-orphans', dataDir)).expected;
+    await loadLandings(dataDir);
+    const named = await allNamedFiles(dataDir);
+    const itemsFolder = dirname((await lakeFiles(dataDir)).find((file) => file.table === 'items')!.path);
+    const old = new Date(Date.now() - 2 * 3_600_000);
+    const orphan = join(itemsFolder, `ducklake-${randomUUID()}.parquet`);
+    const young = join(itemsFolder, `ducklake-${randomUUID()}.parquet`);
+    const notDuckLake = join(itemsFolder, 'notes.parquet');
+    for (const file of [orphan, young, notDuckLake]) writeFileSync(file, 'PAR1 cut short');
+    // Every file is old: only the catalog's names keep the named ones.
+    for (const file of [orphan, notDuckLake, ...named]) utimesSync(file, old, old);
+    const result = await maintainLake(dataDir);
+    expect(result.orphanedFilesRemoved).toEqual([orphan]);
+    for (const file of [young, notDuckLake]) expect(existsSync(file)).toBe(true);
+    for (const file of await allNamedFiles(dataDir)) expect({ file, there: existsSync(file) }).toEqual({ file, there: true });
+    await expectEverything(dataDir, [expected]);
   });
 });

@@ -263,7 +263,7 @@ export function maintainCommand(): Command {
       process.stderr.write(repairReport(result.repair));
       const expired = options.keepRawDays === undefined ? '' : `${result.rawAnswersExpired} raw answers and ${result.journalRecordsExpired} journal records older than ${options.keepRawDays} days deleted; `;
       process.stderr.write(
-        `${duplicatesLine(result.duplicatesRemoved)}${expired}data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`,
+        `${duplicatesLine(result.duplicatesRemoved)}${expired}data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.orphanedFilesRemoved?.length ?? 0} files no catalog row named (left by a crash) removed; ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`,
       );
     });
 }
