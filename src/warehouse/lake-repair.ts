@@ -18,7 +18,7 @@
  */
 import type { Logger } from '../logger.js';
 import { inTransaction, sqlString } from './duckdb.js';
-import { referencedLakeFiles, type DamagedLakeFile, type LakeFile } from './lake-health.js';
+import { DamagedLakeError, referencedLakeFiles, type DamagedLakeFile, type LakeFile } from './lake-health.js';
 import { lakeLocation, type LakeConnection } from './lake.js';
 import { rederiveTables } from './rebuild.js';
 import { STAGED_TABLES, TABLES_DDL } from './schema.js';
@@ -103,4 +103,19 @@ export function repairReport(repair: LakeRepair | undefined): string {
   const rebuilt = repair.rebuilt ? '  the tables derived from the raw answers were rebuilt from them\n' : '';
   const lost = repair.lost.map(({ table, rows, files }) => `  LOST: ${rows} rows of ${table} (in ${files.length} file${files.length === 1 ? '' : 's'} no whole copy keeps)\n`).join('');
   return `the warehouse was damaged, and was repaired (${repair.rewritten.join(', ')} rewritten from their whole files):\n${found}${rebuilt}${lost}`;
+}
+
+/**
+ * A read of the lake that a damaged lake does not stop: when `read` is refused with a
+ * DamagedLakeError, `repair` (a writer's open, which repairs: a load, makeLake) runs and `read` is
+ * tried once more; a lake still damaged after it throws that read's DamagedLakeError, naming its files.
+ */
+export async function readingRepaired<T>(read: () => Promise<T>, repair: (damage: DamagedLakeError) => Promise<unknown>): Promise<T> {
+  try {
+    return await read();
+  } catch (error) {
+    if (!(error instanceof DamagedLakeError)) throw error;
+    await repair(error);
+    return read();
+  }
 }
