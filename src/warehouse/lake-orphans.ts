@@ -16,6 +16,7 @@ import { readdir, rm, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { lakeDataFolder } from '../store/layout.js';
+import { syncCatalogCommit } from './lake-sync.js';
 
 const META = '__ducklake_metadata_lake';
 const DUCKLAKE_FILE = /^ducklake-[0-9a-f-]{36}(-delete)?\.parquet$/;
@@ -41,6 +42,8 @@ export async function removeOrphanedLakeFiles(connection: DuckDBConnection, data
   }
   const candidates = entries.filter((entry) => entry.isFile() && DUCKLAKE_FILE.test(entry.name)).map((entry) => join(entry.parentPath, entry.name));
   if (candidates.length === 0) return [];
+  // Every commit that unnamed a file is on disk before the file goes (lake-sync.ts).
+  await syncCatalogCommit(dataDir);
   // Read after the listing: a file named by a commit before the listing is in the catalog read here.
   const named = await namedFiles(connection);
   const removed: string[] = [];

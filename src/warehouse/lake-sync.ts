@@ -17,19 +17,21 @@
  * version of a table's rows is a new file), so a name seen before was synced by the transaction
  * that wrote it.
  *
- * After a COMMIT that changed the catalog, the catalog's folder is fsynced before COMMIT returns to
- * its caller: SQLite's rollback journal (the catalog's journal mode) commits by unlinking the journal
- * without syncing its folder (syncing it is SQLite's `synchronous = EXTRA`, which DuckLake does not
- * set), so a power loss right after COMMIT could find the journal again and roll the commit back,
- * after the loader had removed the segments it loaded. So when the writer's COMMIT returns, the
- * commit is on disk, and an earlier copy of what it loaded may go.
+ * A commit of the catalog is made durable before anything relies on it having happened:
+ * SQLite's rollback journal (the catalog's journal mode) commits by unlinking the journal without
+ * syncing its folder (syncing it is SQLite's `synchronous = EXTRA`, which DuckLake does not set),
+ * so a power loss right after COMMIT could find the journal again and roll the commit back. SQLite
+ * fsyncs the catalog's folder when it makes the next commit's journal, so only the latest commit is
+ * ever at risk; `syncCatalogCommit` fsyncs the folder for it, and is called before an earlier copy
+ * of what a commit holds is removed (the loader, before a run's segments and journals go) and before
+ * the lake's files that commits unnamed are deleted (DuckLake's cleanup, the orphans' removal).
  *
  * With shared storage (a PostgreSQL catalog, data files in the object store) nothing is synced here:
  * DuckDB writes each data file to the object store as an upload it completes when the file is closed,
  * during the statement that wrote it, so every PUT is acknowledged before the COMMIT that names it
  * (test/warehouse/lake-sync.test.ts checks it against MinIO), and PostgreSQL's commit is durable.
  */
-import { open, readdir, stat } from 'node:fs/promises';
+import { open, readdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { lakeCatalogFile, lakeDataFolder } from '../store/layout.js';
@@ -91,22 +93,17 @@ export function lakeNamesNow(dataDir: string): Promise<Set<string>> {
   return namesUnder(lakeDataFolder(dataDir));
 }
 
-/** The catalog file's version: changed by every commit that wrote to it. */
-async function catalogVersion(dataDir: string): Promise<string> {
-  const file = await stat(lakeCatalogFile(dataDir), { bigint: true }).catch(() => undefined);
-  return file ? `${file.ino}:${file.size}:${file.mtimeNs}:${file.ctimeNs}` : '';
+/**
+ * Makes the catalog's latest commit durable: fsyncs the catalog's folder, so the unlink of SQLite's
+ * rollback journal, its commit, survives a power loss (see the module's comment). A shared lake's
+ * catalog (PostgreSQL) commits durably by itself.
+ */
+export async function syncCatalogCommit(dataDir: string, shared = false): Promise<void> {
+  if (!shared) await fsyncPath(dirname(lakeCatalogFile(dataDir)));
 }
 
-/**
- * Makes the catalog's commit durable, if `before` (its version when the transaction began) changed:
- * fsyncs the catalog's folder, so the unlink of SQLite's rollback journal, its commit, survives a
- * power loss.
- */
-async function syncCatalogCommit(dataDir: string, before: string): Promise<boolean> {
-  if ((await catalogVersion(dataDir)) === before) return false;
-  await fsyncPath(dirname(lakeCatalogFile(dataDir)));
-  return true;
-}
+/** Statements that delete files earlier commits unnamed: the catalog's commits are made durable first. */
+const DELETES_UNNAMED_FILES = /ducklake_(cleanup_old_files|delete_orphaned_files)/i;
 
 /** Totals of what a writer connection synced, for the load's log and the measurements. */
 export interface LakeSyncTotals {
@@ -114,7 +111,7 @@ export interface LakeSyncTotals {
   commits: number;
   files: number;
   folders: number;
-  /** Commits that changed the catalog, whose folder was then fsynced. */
+  /** Fsyncs of the catalog's folder before a cleanup deleted files (syncCatalogCommit). */
   catalogSyncs: number;
   ms: number;
 }
@@ -126,9 +123,7 @@ export interface LakeSyncTotals {
  */
 export function syncingLakeWrites(connection: DuckDBConnection, dataDir: string, totals: LakeSyncTotals): DuckDBConnection {
   let before: Set<string> | undefined;
-  let catalogBefore = '';
   const begin = async () => {
-    catalogBefore = await catalogVersion(dataDir);
     before = await lakeNamesNow(dataDir);
   };
   const sync = async () => {
@@ -139,11 +134,7 @@ export function syncingLakeWrites(connection: DuckDBConnection, dataDir: string,
     totals.folders += report.folders;
     totals.ms += report.ms;
   };
-  const committed = async () => {
-    const started = performance.now();
-    if (await syncCatalogCommit(dataDir, catalogBefore)) totals.catalogSyncs++;
-    totals.ms += performance.now() - started;
-  };
+
   const statement = <T>(run: (sql: string) => Promise<T>) => async (sql: string, ...rest: unknown[]): Promise<T> => {
     const call = (text: string) => (run as (text: string, ...rest: unknown[]) => Promise<T>)(text, ...rest);
     if (BEGIN.test(sql)) {
@@ -153,13 +144,15 @@ export function syncingLakeWrites(connection: DuckDBConnection, dataDir: string,
     if (COMMIT.test(sql)) {
       await sync();
       before = undefined;
-      const result = await call(sql);
-      await committed();
-      return result;
+      return call(sql);
     }
     if (ROLLBACK.test(sql)) {
       before = undefined;
       return call(sql);
+    }
+    if (DELETES_UNNAMED_FILES.test(sql)) {
+      await syncCatalogCommit(dataDir);
+      totals.catalogSyncs++;
     }
     if (before || READ_ONLY_STATEMENT.test(sql)) return call(sql);
     // A write outside a transaction: a transaction of its own, synced before its commit.
@@ -169,7 +162,6 @@ export function syncingLakeWrites(connection: DuckDBConnection, dataDir: string,
       const result = await call(sql);
       await sync();
       await connection.run('COMMIT');
-      await committed();
       return result;
     } catch (error) {
       await connection.run('ROLLBACK').catch(() => undefined);

@@ -21,6 +21,7 @@ import { keepLatestPerKey } from './merge.js';
 import { extract, foldersOfEndedRuns, pendingAnswers, type LoadPackage, type PendingAnswer } from './extract.js';
 import { archiveJournals } from './journal-archive.js';
 import { repairLake, type LakeRepair } from './lake-repair.js';
+import { syncCatalogCommit } from './lake-sync.js';
 import { merge } from './merge.js';
 import { recordDrift } from './schema-drift.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
@@ -213,6 +214,8 @@ async function loadPending(
   }
   if (!ending || ending.folders.length === 0) return;
   await options.beforeClear?.(1);
+  // The commit that holds them is on disk before the run's answers and journals leave the data directory.
+  await syncCatalogCommit(dataDir, lakeLocation(dataDir).shared);
   for (const runFolder of ending.folders) await store.removeRunAnswers(runFolder);
   await store.journals.removeRunJournals(ending.journaled);
 }
