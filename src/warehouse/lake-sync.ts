@@ -85,7 +85,7 @@ export async function syncNewLakeFiles(dataDir: string, before: ReadonlySet<stri
   // fs/promises' fsyncs run on libuv's thread pool, several at once: a batch's files take about the time of one.
   await Promise.all(fresh.filter((path) => !folders.has(path)).map(fsyncPath));
   await Promise.all([...folders].map(fsyncPath));
-  return { files: fresh.length, folders: folders.size, ms: performance.now() - started };
+  return { files: fresh.filter((path) => !folders.has(path)).length, folders: folders.size, ms: performance.now() - started };
 }
 
 /** The names under the lake's data folder now: what a transaction starts from. */
