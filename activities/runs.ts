@@ -168,9 +168,12 @@ class LoadsDuringRuns {
 
   #makeLake(): void {
     this.#track(
-      this.loader.makeLake(this.dataDir).catch((error: Error) => {
-        this.logger?.warn({ err: error.message }, 'making the lake at the run\'s start failed; the final load makes it');
-      }),
+      this.loader.makeLake(this.dataDir).then(
+        () => undefined,
+        (error: Error) => {
+          this.logger?.warn({ err: error.message }, 'making the lake at the run\'s start failed; the final load makes it');
+        },
+      ),
     );
   }
 
@@ -262,9 +265,18 @@ async function prepareRun(deps: RunActivityDeps, loads: RunLoads, input: Prepare
   // Loaded here, not at the top: DuckDB costs a third of a second to load, which a first run
   // (and the start of every `harvester run`) need not pay.
   const { newestKnownItems, forecastTracking } = await import('../src/warehouse/known-items.js');
-  const knowledge = knowledgeOf(incremental, await newestKnownItems(deps.dataDir, incremental, KNOWN_IDS), apiNow);
-  if (!input.trackItems) return { prices, knowledge };
-  return { prices, knowledge, tracking: await forecastTracking(deps.dataDir, input.targets, input.trackItems.days, apiNow, prices) };
+  // A lake whose files are not whole is repaired by the load process first (lake-repair.ts), then read again.
+  const { readingRepaired, repairReport } = await import('../src/warehouse/lake-repair.js');
+  const repaired = <T>(read: () => Promise<T>) =>
+    readingRepaired(read, async (damage) => {
+      deps.logger?.warn({ err: damage.message }, 'the warehouse is damaged: repairing it before the run reads it');
+      const { repair } = await loads.loader.makeLake(deps.dataDir);
+      if (repair) deps.logger?.warn({ repair: repairReport(repair) }, 'repaired the warehouse');
+    });
+  const knowledge = knowledgeOf(incremental, await repaired(() => newestKnownItems(deps.dataDir, incremental, KNOWN_IDS)), apiNow);
+  const trackItems = input.trackItems;
+  if (!trackItems) return { prices, knowledge };
+  return { prices, knowledge, tracking: await repaired(() => forecastTracking(deps.dataDir, input.targets, trackItems.days, apiNow, prices)) };
 }
 
 /** What each incremental target's run knows from the warehouse: the ids to stop at, and the first page's size. */

@@ -86,7 +86,8 @@ export function writeDurableFile(path: string, data: string | Uint8Array, option
   const bytes = typeof data === 'string' ? Buffer.from(data) : data;
   let fd: number | undefined;
   try {
-    mkdirSync(directory, { recursive: true });
+    if (options.durable ?? true) makeDurableDirectory(directory);
+    else mkdirSync(directory, { recursive: true });
     fd = openSync(temporary, 'wx', options.mode ?? 0o666);
     writeFully(fd, bytes, options.write);
     const durable = options.durable ?? true;
@@ -122,6 +123,38 @@ export function writeDurableFile(path: string, data: string | Uint8Array, option
       // Left behind, it is removed at the next worker start (removeStrayTemporaries).
     }
     throw new FileWriteError(options.what, path, error);
+  }
+}
+
+/**
+ * `mkdir -p` whose new folders survive a machine crash: each folder it makes is a new name in its
+ * parent, so each such parent is fsynced once the folders below it are made (the deepest first).
+ * Folders already there cost one stat and no fsync. Returns the folders it made.
+ */
+export function makeDurableDirectory(directory: string): string[] {
+  const made: string[] = [];
+  for (let folder = directory; !isDirectory(folder); folder = dirname(folder)) {
+    made.unshift(folder);
+    if (dirname(folder) === folder) break;
+  }
+  for (const folder of made) {
+    try {
+      mkdirSync(folder);
+    } catch (error) {
+      // Made meanwhile by another writer: its name is as new, and synced below all the same.
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    }
+  }
+  for (const folder of [...made].reverse()) syncDirectory(dirname(folder));
+  return made;
+}
+
+function isDirectory(path: string): boolean {
+  try {
+    return lstatSync(path).isDirectory();
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return false;
+    throw error;
   }
 }
 

@@ -1,8 +1,8 @@
-import { mkdirSync, readFileSync, truncateSync } from 'node:fs';
+import { existsSync, readFileSync, truncateSync } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { WebhookPayload } from '../api-catalog/resources.js';
-import { FileWriteError } from './durable-file.js';
+import { FileWriteError, makeDurableDirectory, syncDirectory } from './durable-file.js';
 
 /**
  * The receiver's durable record of deliveries, one JSON line each: `accepted` once an event is
@@ -28,7 +28,7 @@ export class EventJournal {
   ) {}
 
   static async open(path: string): Promise<EventJournal> {
-    mkdirSync(dirname(path), { recursive: true });
+    makeDurableDirectory(dirname(path));
     const seen = new Set<string>();
     const unhandled = new Map<string, WebhookPayload>();
     let text = '';
@@ -56,7 +56,11 @@ export class EventJournal {
       if (entry.kind === 'accepted' && entry.payload) unhandled.set(entry.id, entry.payload);
       else unhandled.delete(entry.id);
     }
-    return new EventJournal(path, await open(path, 'a'), seen, unhandled);
+    const made = !existsSync(path);
+    const journal = new EventJournal(path, await open(path, 'a'), seen, unhandled);
+    // A new journal's name in its folder is on disk before its first line is acknowledged.
+    if (made) syncDirectory(dirname(path));
+    return journal;
   }
 
   /** Appends and fsyncs; only then may the receiver acknowledge the delivery. */

@@ -8,7 +8,7 @@ import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readd
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import type { JournalLine, JournalLog, JournalStore } from './call-journal.js';
-import { FileWriteError, syncDirectory, writeDurableFile, writeFully } from './durable-file.js';
+import { FileWriteError, makeDurableDirectory, syncDirectory, writeDurableFile, writeFully } from './durable-file.js';
 import { journalFile, runJournalFolder } from './layout.js';
 
 /** A run's archiving mark, in its journal folder beside the journals (no journal's name starts with a dot). */
@@ -104,7 +104,8 @@ export class FileJournalLog implements JournalLog {
   async append(line: JournalLine): Promise<void> {
     try {
       if (this.fd === undefined) {
-        mkdirSync(dirname(this.file), { recursive: true });
+        // A run's journal folder, new in journal/, is a new name there: its parents are synced as it is made.
+        makeDurableDirectory(dirname(this.file));
         const made = !existsSync(this.file);
         this.fd = openSync(this.file, 'a+');
         if (made) foldersWithNewNames.add(dirname(this.file));

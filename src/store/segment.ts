@@ -18,10 +18,10 @@
  * segment's last; its call was never settled as landed, so the journal counts it as the call in
  * flight it was (re-bought by a retry, or counted as lost).
  */
-import { mkdir, open, type FileHandle } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
-import { FileWriteError, syncDirectory } from './durable-file.js';
+import { FileWriteError, makeDurableDirectory, syncDirectory } from './durable-file.js';
 
 const MAGIC = 'social-harvester segment 1';
 const FRAME_HEADER_BYTES = 8;
@@ -287,7 +287,8 @@ export class SegmentWriter {
   /** Opens the file on the first group, writing its header. */
   private async open(): Promise<void> {
     if (this.handle) return;
-    await mkdir(dirname(this.file), { recursive: true });
+    // The run's folder, when new, is a name in segments/ that must outlive a crash as the segment's does.
+    makeDurableDirectory(dirname(this.file));
     const handle = await open(this.file, 'wx');
     this.handle = handle;
     const header = Buffer.from(segmentHeaderText(this.header), 'utf8');

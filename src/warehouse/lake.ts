@@ -9,14 +9,17 @@
  * loaded by path from .tools/duckdb-extensions, where `npm run setup` put them.
  */
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
 import { outageOf } from '../store/outage.js';
 import { objectStorageSettings, redactedUrl } from '../store/shared/shared-settings.js';
+import { syncDirectory } from '../store/durable-file.js';
 import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames, withDefaultDatabase } from './duckdb.js';
+import { syncingLakeWrites, type LakeSyncTotals } from './lake-sync.js';
+import { DamagedLakeError, damagedLakeFiles, type DamagedLakeFile } from './lake-health.js';
 
 /** The name the lake is attached under; the readers' and the loader's default database. */
 export const LAKE = 'lake';
@@ -149,8 +152,13 @@ export function readerSql(dataDir: string): string {
   return location.redact([...extensionLoads(location), ...location.credentials, lakeAttach(location, true), `USE ${LAKE}`].join('; '));
 }
 
-/** Attaches the data directory's lake to `connection` as its default database. */
-async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number, readTimeoutSeconds?: number): Promise<void> {
+/**
+ * Attaches the data directory's lake to `connection` as its default database, and checks that the
+ * files its latest snapshot reads are whole (lake-health.ts; a lake in the data directory): a reader
+ * of a damaged lake is refused with a DamagedLakeError naming each file and table, before any query
+ * meets them; a writer is told which (to repair them, lake-repair.ts). Returns those files.
+ */
+async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number, readTimeoutSeconds?: number): Promise<DamagedLakeFile[]> {
   const location = lakeLocation(dataDir);
   await prepareFor(connection, location);
   if (location.shared && readTimeoutSeconds !== undefined) {
@@ -166,6 +174,9 @@ async function attachLake(connection: DuckDBConnection, dataDir: string, access:
     throw new Error(`cannot attach ${location.description}: ${location.redact((error as Error).message)}`);
   }
   await connection.run(`USE ${LAKE}`);
+  // A reader of an older snapshot (time travel, an export) reads older files: the latest's are not its concern.
+  const damaged = location.shared || snapshot !== undefined ? [] : await damagedLakeFiles(connection, location.dataPath);
+  if (damaged.length > 0 && access !== 'write') throw new DamagedLakeError(damaged);
   if (access === 'sandboxed') {
     // Settings that only tighten, in this order: the lake's data files stay readable (DuckLake reads
     // them through DuckDB's file system), then every other file is switched off, then the settings lock.
@@ -174,6 +185,7 @@ async function attachLake(connection: DuckDBConnection, dataDir: string, access:
     await connection.run('SET autoload_known_extensions = false');
     await connection.run('SET lock_configuration = true');
   }
+  return damaged;
 }
 
 /** Loads the location's extensions and gives DuckDB its credentials, before its ATTACH. */
@@ -199,6 +211,14 @@ export interface LakeConnection {
   home: string;
   /** Whether this open made the lake (given its schema by `create`): nothing else can have changed it yet. */
   created: boolean;
+  /**
+   * A writer of a lake in the data directory: what its commits synced so far (lake-sync.ts, which
+   * syncs each transaction's new data and delete files before its COMMIT). Undefined for readers
+   * and for a shared lake, whose object store acknowledges each file before the commit.
+   */
+  synced?: LakeSyncTotals;
+  /** A writer's: the files of the latest snapshot that were not whole when it attached (lake-health.ts). */
+  damaged: DamagedLakeFile[];
   close(): Promise<void>;
 }
 
@@ -250,7 +270,7 @@ export async function openLake(
   } else if (!(await lakeExists(dataDir))) {
     throw new Error(`no warehouse at ${location.description} yet: run a harvest (or a load) first`);
   }
-  let lake: Omit<LakeConnection, 'home' | 'created'>;
+  let lake: Omit<LakeConnection, 'home' | 'created' | 'damaged'>;
   if (access === 'write' && engine) {
     const connection = await engine.connect();
     lake = {
@@ -279,8 +299,10 @@ export async function openLake(
     // A shared lake is made by the writer's first schema transaction: its readers know it by its tables.
     const created = access === 'write' && create !== undefined && !location.shared && !existsSync(lakeCatalogFile(dataDir));
     if (created) await createLake(lake.connection, home, location, create);
-    await attachLake(lake.connection, dataDir, access, snapshot, readTimeoutSeconds);
-    return { ...lake, home, created };
+    const damaged = await attachLake(lake.connection, dataDir, access, snapshot, readTimeoutSeconds);
+    if (access !== 'write' || location.shared) return { ...lake, home, created, damaged };
+    const synced: LakeSyncTotals = { commits: 0, files: 0, folders: 0, catalogSyncs: 0, ms: 0 };
+    return { ...lake, connection: syncingLakeWrites(lake.connection, dataDir, synced), synced, home, created, damaged };
   } catch (error) {
     await lake.close();
     throw error;
@@ -332,7 +354,11 @@ async function createLake(connection: DuckDBConnection, home: string, location: 
   } finally {
     await connection.run(`DETACH ${LAKE}`);
   }
+  // The catalog's name, and the data folder's (made by openLake), into the lake's folder, and that
+  // folder's into the data directory's, before any load can commit to it. SQLite synced the file.
   renameSync(draft, catalog);
+  syncDirectory(dirname(catalog));
+  syncDirectory(dirname(dirname(catalog)));
 }
 
 /**

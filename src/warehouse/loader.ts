@@ -20,6 +20,8 @@ import { LAKE, lakeLocation, latestSnapshot, openLakeWriter, type LakeConnection
 import { keepLatestPerKey } from './merge.js';
 import { extract, foldersOfEndedRuns, pendingAnswers, type LoadPackage, type PendingAnswer } from './extract.js';
 import { archiveJournals } from './journal-archive.js';
+import { repairLake, type LakeRepair } from './lake-repair.js';
+import { syncCatalogCommit } from './lake-sync.js';
 import { merge } from './merge.js';
 import { recordDrift } from './schema-drift.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
@@ -71,6 +73,8 @@ export interface LoadResult {
   snapshot: number;
   /** For `countRun`: its landings in the lake after this load, their rows, and the fields its answers carried that no column takes. */
   run?: { landings: number; rows: number; schemaDrift: SchemaDrift[] };
+  /** Files of the lake that were not whole when the load began, repaired before it loaded (lake-repair.ts), and what was lost. */
+  repair?: LakeRepair;
   durationMs: number;
 }
 
@@ -92,7 +96,8 @@ export async function makeLake(dataDir: string, options: Pick<LoadOptions, 'engi
     const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
     try {
       if (db.created) schemaCheckedIn.add(lakeKey(dataDir));
-      return { landingsLoaded: 0, quarantined: [], rowsLoaded: 0, batches: 0, snapshot: await latestSnapshot(db.connection), durationMs: Date.now() - started };
+      const repair = await repairBeforeWriting(db, dataDir, undefined);
+      return { landingsLoaded: 0, quarantined: [], rowsLoaded: 0, batches: 0, snapshot: await latestSnapshot(db.connection), durationMs: Date.now() - started, ...(repair ? { repair } : {}) };
     } finally {
       await db.close();
     }
@@ -103,6 +108,7 @@ async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions)
   const started = Date.now();
   const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
   try {
+    const repair = await repairBeforeWriting(db, dataDir, options.logger);
     // A lake made by an earlier version: its schema is brought up to date, and the duplicate rows
     // that version's loads may have left (docs/ducklake-merge-duplicates.md) are repaired once.
     const lake = lakeKey(dataDir);
@@ -140,9 +146,10 @@ async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions)
         await quarantine(error.landings);
       }
     }
+    if (db.synced && db.synced.commits > 0) options.logger?.info({ lakeSync: db.synced }, 'synced the lake\'s new files before each commit');
     const snapshot = await latestSnapshot(db.connection);
     const run = options.countRun === undefined ? undefined : await landingsOfRun(db.connection, options.countRun);
-    return { landingsLoaded, rowsLoaded, batches, snapshot, ...(run ? { run } : {}), quarantined, durationMs: Date.now() - started };
+    return { landingsLoaded, rowsLoaded, batches, snapshot, ...(run ? { run } : {}), ...(repair ? { repair } : {}), quarantined, durationMs: Date.now() - started };
   } finally {
     await db.close();
   }
@@ -207,8 +214,24 @@ async function loadPending(
   }
   if (!ending || ending.folders.length === 0) return;
   await options.beforeClear?.(1);
+  // The commit that holds them is on disk before the run's answers and journals leave the data directory.
+  await syncCatalogCommit(dataDir, lakeLocation(dataDir).shared);
   for (const runFolder of ending.folders) await store.removeRunAnswers(runFolder);
   await store.journals.removeRunJournals(ending.journaled);
+}
+
+/**
+ * Repairs the files of the lake that were not whole when the writer attached (lake-repair.ts), so
+ * no load merges into a table it cannot read; a repaired lake's schema (a table made again lost
+ * its comment, the schema's mark) is asked again.
+ */
+async function repairBeforeWriting(db: LakeConnection, dataDir: string, logger: Logger | undefined): Promise<LakeRepair | undefined> {
+  const repair = await repairLake(db, dataDir, { logger });
+  if (repair) {
+    schemaCheckedIn.delete(lakeKey(dataDir));
+    await ensureSchema(db.connection);
+  }
+  return repair;
 }
 
 /** How far a batch loads each segment it reads: the end of its last frame there. */

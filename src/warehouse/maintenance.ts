@@ -10,8 +10,10 @@ import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { scalarOf, sqlString } from './duckdb.js';
-import { LAKE, latestSnapshot, openLakeWriter } from './lake.js';
+import { LAKE, lakeLocation, latestSnapshot, openLakeWriter } from './lake.js';
 import { keepLatestPerKey, type LatestStateTable } from './merge.js';
+import { repairLake, type LakeRepair } from './lake-repair.js';
+import { removeOrphanedLakeFiles } from './lake-orphans.js';
 
 export interface MaintenanceOptions {
   /** Snapshots younger than this stay readable with `AT (VERSION => …)`; older ones expire. */
@@ -51,6 +53,10 @@ export interface MaintenanceResult {
   journalsRemoved: number;
   /** The snapshot readers read after maintenance. */
   snapshot: number;
+  /** Files of the lake that were not whole, repaired first (lake-repair.ts), and what was lost. */
+  repair?: LakeRepair | undefined;
+  /** Files a crash left that no catalog row names, removed (lake-orphans.ts). */
+  orphanedFilesRemoved?: string[];
   durationMs: number;
 }
 
@@ -97,6 +103,7 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
   const dataFiles = () => scalarOf(db.connection, `SELECT coalesce(sum(file_count), 0) FROM ducklake_table_info(${lake})`);
   const snapshots = () => scalarOf(db.connection, `SELECT count(*) FROM ducklake_snapshots(${lake})`);
   try {
+    const repair = await repairLake(db, dataDir);
     const dataFilesBefore = await dataFiles();
     const snapshotsBefore = await snapshots();
     const duplicatesRemoved = await keepLatestPerKey(db.connection);
@@ -108,6 +115,7 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
     // an expired snapshot just before now may still be reading those. (The function's older_than
     // did not hold them back: it deleted files unread for a second as if an hour.)
     const deleted = await db.connection.runAndReadAll(`CALL ducklake_cleanup_old_files(${lake}, cleanup_all => true)`);
+    const orphanedFilesRemoved = lakeLocation(dataDir).shared ? [] : await removeOrphanedLakeFiles(db.connection, dataDir);
     await db.connection.run(`CALL ducklake_merge_adjacent_files(${lake})`);
     await db.connection.run(`CALL ducklake_expire_snapshots(${lake}, older_than => now() - INTERVAL ${Math.max(0, keepHours)} HOUR)`);
     // The call journals of runs over for good are kept as long as the snapshots (a post-mortem
@@ -127,6 +135,8 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
       journalsRemoved: journalsRemoved.length,
       snapshot: await latestSnapshot(db.connection),
       durationMs: Date.now() - started,
+      repair,
+      orphanedFilesRemoved,
     };
   } finally {
     await db.close();

@@ -12,7 +12,8 @@ import type { Logger } from '../logger.js';
 import { loadPackageFolder } from '../store/layout.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { inTransaction, scalarOf } from './duckdb.js';
-import { latestSnapshot, openLakeWriter } from './lake.js';
+import { latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
+import { repairLake, type LakeRepair } from './lake-repair.js';
 import type { LoadPackage } from './extract.js';
 import type { LandingShape } from './raw-columns.js';
 import { ensureSchema } from './loader.js';
@@ -31,6 +32,8 @@ export interface RebuildOptions {
 
 export interface RebuildResult {
   answers: number;
+  /** What was damaged in the lake, set aside before the rebuild, and what of it was lost. */
+  repair?: LakeRepair;
   snapshot: number;
   durationMs: number;
 }
@@ -40,28 +43,39 @@ export async function rebuildLake(dataDir: string, options: RebuildOptions = {})
   return store.asLakeWriter(async () => {
     const started = Date.now();
     const lake = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
-    const { connection } = lake;
     try {
-      await ensureSchema(connection);
-      const total = await scalarOf(connection, 'SELECT count(*) FROM raw_answers');
-      const step = options.batchAnswers ?? 5000;
-      const folder = loadPackageFolder(dataDir, 0);
-      await inTransaction(connection, async () => {
-        for (const table of STAGED_TABLES) await connection.run(`DELETE FROM ${table}`);
-        // In the order they were loaded: each step as a load's batch was, so merges meet rows as the loads did.
-        for (let offset = 0; offset < total; offset += step) {
-          const reader = await connection.runAndReadAll(`SELECT kind, answer::VARCHAR FROM raw_answers ORDER BY loaded_at, landing LIMIT ${step} OFFSET ${offset}`);
-          await normalize(lake, dataDir, packageOf(folder, reader.getRows().map(([kind, answer]) => ({ kind: String(kind), text: String(answer) }))));
-          await mergeStaged(connection);
-          options.logger?.info({ answers: Math.min(total, offset + step), of: total }, 'rebuilt from raw answers');
-        }
-      });
-      rmSync(folder, { recursive: true, force: true });
-      return { answers: total, snapshot: await latestSnapshot(connection), durationMs: Date.now() - started };
+      // Files of the lake that are not whole are set aside first (a table with one cannot even be emptied).
+      const repair = await repairLake(lake, dataDir, { logger: options.logger, rebuild: false });
+      await ensureSchema(lake.connection);
+      const answers = await rederiveTables(lake, dataDir, options);
+      return { answers, snapshot: await latestSnapshot(lake.connection), durationMs: Date.now() - started, ...(repair ? { repair } : {}) };
     } finally {
       await lake.close();
     }
   });
+}
+
+/**
+ * Derives every staged table again from `raw_answers`, in one transaction of the open writer
+ * `lake`: the rebuild, and the repair of a damaged lake (lake-repair.ts). Returns the answers read.
+ */
+export async function rederiveTables(lake: LakeConnection, dataDir: string, options: Pick<RebuildOptions, 'batchAnswers' | 'logger'> = {}): Promise<number> {
+  const { connection } = lake;
+  const total = await scalarOf(connection, 'SELECT count(*) FROM raw_answers');
+  const step = options.batchAnswers ?? 5000;
+  const folder = loadPackageFolder(dataDir, 0);
+  await inTransaction(connection, async () => {
+    for (const table of STAGED_TABLES) await connection.run(`DELETE FROM ${table}`);
+    // In the order they were loaded: each step as a load's batch was, so merges meet rows as the loads did.
+    for (let offset = 0; offset < total; offset += step) {
+      const reader = await connection.runAndReadAll(`SELECT kind, answer::VARCHAR FROM raw_answers ORDER BY loaded_at, landing LIMIT ${step} OFFSET ${offset}`);
+      await normalize(lake, dataDir, packageOf(folder, reader.getRows().map(([kind, answer]) => ({ kind: String(kind), text: String(answer) }))));
+      await mergeStaged(connection);
+      options.logger?.info({ answers: Math.min(total, offset + step), of: total }, 'rebuilt from raw answers');
+    }
+  });
+  rmSync(folder, { recursive: true, force: true });
+  return total;
 }
 
 /**

@@ -54,9 +54,12 @@ export class WarmLoader {
     return this.#oneAtATime(() => this.#load({ dataDir, ...(countRun === undefined ? {} : { countRun }) }, signal));
   }
 
-  /** Makes the data directory's lake, if it is not made, loading nothing (a run's start on a new data directory). */
-  async makeLake(dataDir: string): Promise<void> {
-    await this.#oneAtATime(() => this.#load({ dataDir, makeLakeOnly: true }, undefined));
+  /**
+   * Makes the data directory's lake, if it is not made, loading nothing (a run's start on a new data
+   * directory); a lake whose files are not whole is repaired (lake-repair.ts: the result's `repair`).
+   */
+  makeLake(dataDir: string): Promise<LoadResult> {
+    return this.#oneAtATime(() => this.#load({ dataDir, makeLakeOnly: true }, undefined));
   }
 
   /**

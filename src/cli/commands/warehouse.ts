@@ -11,6 +11,7 @@ import { restoreMediaCopies } from '../../warehouse/media-copies.js';
 import { mediaFolder } from '../../store/layout.js';
 import { quarantineLine } from '../../store/quarantine.js';
 import { lakeLocation } from '../../warehouse/lake.js';
+import { repairReport } from '../../warehouse/lake-repair.js';
 import { streamWarehouseQuery, type QuerySink, type QueryStop, type StreamedQuery } from '../../warehouse/query.js';
 import { cliLogger } from '../context.js';
 import { columnWidths, textTable } from '../text-table.js';
@@ -232,6 +233,7 @@ export function loadCommand(): Command {
       const dataDir = dataDirFromEnv();
       const store = await storeFromEnvironment(dataDir);
       const result = await loadLandings(dataDir, { logger: cliLogger(), store }).finally(() => store.close());
+      process.stderr.write(repairReport(result.repair));
       const quarantined = result.quarantined.length > 0 ? `; ${result.quarantined.length} quarantined (not loaded)` : '';
       process.stderr.write(`loaded ${result.landingsLoaded} landings (${result.rowsLoaded} rows) in ${result.batches} batches, ${result.durationMs} ms${quarantined}; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`);
       for (const landing of result.quarantined) process.stderr.write(`quarantined ${quarantineLine(landing)}\n`);
@@ -258,9 +260,10 @@ export function maintainCommand(): Command {
       }
       const store = await storeFromEnvironment(dataDir);
       const result = await maintainLake(dataDir, { keepSnapshotsHours: options.keepHours, keepRawAnswersDays: options.keepRawDays, store }).finally(() => store.close());
+      process.stderr.write(repairReport(result.repair));
       const expired = options.keepRawDays === undefined ? '' : `${result.rawAnswersExpired} raw answers and ${result.journalRecordsExpired} journal records older than ${options.keepRawDays} days deleted; `;
       process.stderr.write(
-        `${duplicatesLine(result.duplicatesRemoved)}${expired}data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`,
+        `${duplicatesLine(result.duplicatesRemoved)}${expired}data files ${result.dataFilesBefore} -> ${result.dataFilesAfter}; snapshots ${result.snapshotsBefore} -> ${result.snapshotsAfter}; ${result.filesDeleted} unread files deleted; ${result.orphanedFilesRemoved?.length ?? 0} files no catalog row named (left by a crash) removed; ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`,
       );
     });
 }
@@ -282,6 +285,7 @@ export function rebuildCommand(): Command {
       const dataDir = dataDirFromEnv();
       const store = await storeFromEnvironment(dataDir);
       const result = await rebuildLake(dataDir, { store }).finally(() => store.close());
+      process.stderr.write(repairReport(result.repair));
       process.stderr.write(`rebuilt the tables from ${result.answers} raw answers in ${result.durationMs} ms; warehouse: ${lakeLocation(dataDir).description} at snapshot ${result.snapshot}\n`);
     });
 }

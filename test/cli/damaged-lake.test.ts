@@ -1,0 +1,67 @@
+/**
+ * A lake whose catalog names a torn data file (made by hand: the power loss of an older version, or
+ * a disk fault) is reported by `harvester query` and `harvester maintain` with the file and its
+ * table named, and `maintain` repairs it from the raw answers, which are whole.
+ */
+import { mkdtempSync, statSync, truncateSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { lakeDataFolder } from '../../src/store/layout.js';
+import { openLake } from '../../src/warehouse/lake.js';
+import { referencedLakeFiles } from '../../src/warehouse/lake-health.js';
+import { runCli } from '../support/cli.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { landedSample } from '../support/sample-harvest.js';
+
+let emulator: TestEmulator;
+beforeAll(async () => {
+  emulator = await startTestEmulator();
+});
+afterAll(() => emulator.close());
+
+async function dataFileOf(dataDir: string, table: string): Promise<string> {
+  const lake = await openLake(dataDir, 'read');
+  try {
+    return (await referencedLakeFiles(lake.connection, `${lakeDataFolder(dataDir)}/`)).find((file) => file.table === table && file.kind === 'data')!.path;
+  } finally {
+    await lake.close();
+  }
+}
+
+describe('a torn data file of the lake', () => {
+  it('query names the file and table and refuses to guess; maintain names them, rebuilds the table from the raw answers, and query answers again', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cli-torn-'));
+    const { expected } = await landedSample(emulator, 'run-cli-torn', dataDir);
+    const env = { HARVESTER_DATA_DIR: dataDir };
+    expect((await runCli(['load'], env)).code).toBe(0);
+    const file = await dataFileOf(dataDir, 'item_metrics');
+    truncateSync(file, statSync(file).size - 100);
+
+    const query = await runCli(['query', 'SELECT count(*) AS n FROM items', '--format', 'json'], env);
+    expect(query.code).not.toBe(0);
+    expect(query.stderr).toContain(`table item_metrics: data file ${file} is `);
+    expect(query.stderr).toContain('harvester maintain');
+
+    const maintain = await runCli(['maintain'], env);
+    expect(maintain.code).toBe(0);
+    expect(maintain.stderr).toContain(`table item_metrics: data file ${file} was `);
+    expect(maintain.stderr).toContain('rebuilt from them');
+    expect(maintain.stderr).not.toContain('LOST');
+
+    const again = await runCli(['query', 'SELECT count(*) AS n FROM item_metrics', '--format', 'json'], env);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual([{ n: expected.metricRows }]);
+  });
+
+  it('a torn raw_answers file: maintain reports its rows as lost, with their count', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'cli-torn-raw-'));
+    const { expected } = await landedSample(emulator, 'run-cli-torn-raw', dataDir);
+    const env = { HARVESTER_DATA_DIR: dataDir };
+    expect((await runCli(['load'], env)).code).toBe(0);
+    truncateSync(await dataFileOf(dataDir, 'raw_answers'), 0);
+    const maintain = await runCli(['maintain'], env);
+    expect(maintain.code).toBe(0);
+    expect(maintain.stderr).toContain(`LOST: ${expected.landings} rows of raw_answers`);
+  });
+});

@@ -1,0 +1,45 @@
+/**
+ * A new folder is a new name in its parent: a file written durably into folders that did not exist
+ * is on the disk only once each new folder's parent is fsynced too. Shown with strace on the built
+ * writeDurableFile and the call journal's first record.
+ */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { PROJECT_ROOT } from '../../src/project-paths.js';
+import { callsOf, indexOf, traced } from '../support/strace.js';
+
+const built = (path: string) => JSON.stringify(join(PROJECT_ROOT, 'dist', 'src', 'store', path));
+
+describe('new folders are durable', () => {
+  it('writeDurableFile into folders that did not exist fsyncs each new folder\'s parent', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'durable-folders-'));
+    const script = join(dir, 'write.mjs');
+    writeFileSync(script, `import { writeDurableFile } from ${built('durable-file.js')};\nwriteDurableFile(process.argv[2], 'x', { what: 'test file' });\n`);
+    const target = join(dir, 'data', 'coverage', 'deep', 'file.json');
+    const trace = join(dir, 'write.trace');
+    expect(await traced(trace, process.execPath, [script, target])).toBe(0);
+    const calls = callsOf(trace);
+    for (const parent of [dir, join(dir, 'data'), join(dir, 'data', 'coverage'), join(dir, 'data', 'coverage', 'deep')]) {
+      expect({ parent, synced: indexOf(calls, (call) => call.call === 'fsync' && call.path === parent) >= 0 }).toEqual({ parent, synced: true });
+    }
+  });
+
+  it('the call journal\'s first record of a run makes its run folder\'s name durable in journal/', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'durable-journal-'));
+    const script = join(dir, 'journal.mjs');
+    writeFileSync(
+      script,
+      `import { FileJournals } from ${built('file-journal.js')};
+const log = new FileJournals(process.argv[2]).journalLog('run-1', 'work-1');
+await log.append({ intent: 'k', worst: 1 });
+await log.sync();
+await log.close();\n`,
+    );
+    const trace = join(dir, 'journal.trace');
+    expect(await traced(trace, process.execPath, [script, dir])).toBe(0);
+    const calls = callsOf(trace);
+    expect(indexOf(calls, (call) => call.call === 'fsync' && call.path === join(dir, 'journal'))).toBeGreaterThanOrEqual(0);
+  });
+});
