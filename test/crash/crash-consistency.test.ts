@@ -1,0 +1,287 @@
+/**
+ * The crash-consistency harness (issue 38): a harvest runs under strace, which records every write
+ * and sync its worker and load process make in the data directory; at a crash point the process tree
+ * is SIGKILLed, and the data directory is made what a disk keeps after a power loss there (every
+ * write not synced before the point dropped, every name not synced lost: test/support/crash-disk.ts).
+ * Then, as after a reboot: the lake opens and every table reads whole; every answer and call the
+ * lake had committed before the point is there, once; a new worker finishes the run; every item is
+ * there once; each call's credits in the lake are the ledger's; no answer the lake had loaded is
+ * bought again; and the next run completes.
+ *
+ * Every crash point asserts all of that: on a tree where the lake's files and a job's results are
+ * synced before anything names them, each passes. The suite runs four points (CRASH_POINTS=all,
+ * set by bench/crash-consistency.mjs, runs all six; or names, comma-separated); CRASH_REPORT=<file> appends what each found.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import type { SocialApiClient } from '../../src/api/client.js';
+import type { HarvestSummary } from '../../workflows/harvest.js';
+import { CLI } from '../support/cli.js';
+import { clientFor } from '../support/client.js';
+import { copyAtKill, parseTrace, pathsUnder, reconstructDisk, type Reconstruction, type TraceCall } from '../support/crash-disk.js';
+import { crashWhen, duplicates, killTree, readLake, recordServed, startTraced, type LakeFacts, type Served, type TracedProcess } from '../support/crash-harness.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { harvestFrom, temporalClient } from '../support/temporal.js';
+
+type Catalog = Awaited<ReturnType<TestEmulator['catalog']>>;
+
+interface CrashPoint {
+  name: string;
+  inSuite: boolean;
+  /** The harvest (YAML) and the channels whose first items it must hold in the end. */
+  harvest(catalog: Catalog): { yaml: string; channels: Array<{ handle: string; items: number }> };
+  /** strace `-e inject=` rules (a kill with no watcher's delay). */
+  inject?: string[];
+  /** Kill when this is true of a call of the record; or `afterRun`: once the run completed; `maintain`: after `harvester maintain`. */
+  trigger?: (call: TraceCall, earlier: TraceCall[]) => boolean;
+  when?: 'afterRun' | 'afterMaintenance';
+}
+
+const isSegment = (path: string) => path.endsWith('.seg');
+const isParquet = (path: string) => path.endsWith('.parquet');
+const channel = (handle: string, items: number, extra = '') => `
+harvests:
+  - name: crash
+    budget: { credits: 200000 }
+    concurrency: { targets: 2, calls: 4 }${extra}
+    channels:
+      - { platform: tiktok, handle: ${handle}, content: videos, max_items: ${items} }
+    enrich: { stats: true }
+`;
+
+const POINTS: CrashPoint[] = [
+  {
+    // A listing's pages landing: the kill comes at a page's write after the segment was synced once
+    // (a checkpoint heartbeated), so the retry resumes from a checkpoint with pages past it lost.
+    name: 'listing-pages',
+    inSuite: true,
+    harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[3]!, 160), channels: [{ handle: catalog.tiktok.handles[3]!, items: 160 }] }),
+    trigger: (call, earlier) => call.name === 'write' && isSegment(call.path) && call.text.includes('/channel_') && earlier.filter((c) => c.name === 'sync' && isSegment(c.path)).length >= 2,
+  },
+  {
+    // An async job's results landing: killed on entering the first fdatasync of the run (the
+    // first group commit after the results pages were written), before it runs.
+    name: 'job-results',
+    inSuite: true,
+    harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[4]!, 450, '\n    job_threshold: 100'), channels: [{ handle: catalog.tiktok.handles[4]!, items: 450 }] }),
+    inject: ['fdatasync:signal=KILL:when=1'],
+  },
+  {
+    // Right after a load's commit: SQLite removes the catalog's journal (the commit is done) after
+    // the load wrote its Parquet files.
+    name: 'after-load-commit',
+    inSuite: true,
+    harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[5]!, 60), channels: [{ handle: catalog.tiktok.handles[5]!, items: 60 }] }),
+    trigger: (call, earlier) => call.name === 'unlink' && call.path.endsWith('catalog.sqlite-journal') && earlier.some((c) => c.name === 'write' && isParquet(c.path)),
+  },
+  {
+    // In the middle of a load: its first Parquet write, before its commit.
+    name: 'mid-load',
+    inSuite: false,
+    harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[6]!, 60), channels: [{ handle: catalog.tiktok.handles[6]!, items: 60 }] }),
+    trigger: (call) => call.name === 'write' && isParquet(call.path),
+  },
+  {
+    // After `harvester maintain` merged and cleaned up the files of two runs' loads.
+    name: 'after-maintenance',
+    inSuite: false,
+    harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[7]!, 60), channels: [{ handle: catalog.tiktok.handles[7]!, items: 60 }] }),
+    when: 'afterMaintenance',
+  },
+  {
+    // After the run's end: it completed (its final load committed, its segments and journals removed).
+    name: 'after-run-end',
+    inSuite: true,
+    harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[8]!, 60), channels: [{ handle: catalog.tiktok.handles[8]!, items: 60 }] }),
+    when: 'afterRun',
+  },
+];
+
+const wanted = process.env.CRASH_POINTS;
+const selected = wanted === 'all' ? POINTS : wanted ? POINTS.filter((point) => wanted.split(',').includes(point.name)) : POINTS.filter((point) => point.inSuite);
+const keyOf = (point: CrashPoint) => `sk_live_crash_${point.name.replaceAll('-', '_')}`;
+
+let emulator: TestEmulator;
+let temporal: Client;
+let verify: SocialApiClient;
+let served: ReturnType<typeof recordServed>;
+beforeAll(async () => {
+  emulator = await startTestEmulator({ apiKeys: ['sk_live_crash_verify', ...POINTS.map(keyOf)], latencyMs: 15, jobStepMs: 200 });
+  temporal = await temporalClient();
+  verify = clientFor(emulator, { apiKey: 'sk_live_crash_verify' });
+  served = recordServed();
+});
+afterAll(async () => {
+  served.stop();
+  await verify.close();
+  await temporal.connection.close();
+  await emulator.close();
+});
+
+async function firstIds(handle: string, n: number): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const page of verify.pages('tiktok', 'channel-videos', { handle }, { maxItems: n })) ids.push(...page.items.map((item) => `tiktok:${item.id}`));
+  return ids;
+}
+
+/** A failed run's own reason (Temporal's error wraps it as its cause), on one line. */
+function failedRun(error: Error): { status: string } {
+  let cause: Error = error;
+  while (cause.cause instanceof Error) cause = cause.cause;
+  return { status: `failed: ${cause.message.split('\n')[0]}` };
+}
+
+function startWorker(env: Record<string, string>): ChildProcess {
+  return spawn(process.execPath, [CLI, 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: 'error' }, stdio: ['ignore', 'ignore', 'inherit'] });
+}
+
+async function stopWorker(worker: ChildProcess): Promise<void> {
+  if (worker.exitCode !== null || worker.signalCode !== null) return;
+  const exited = new Promise((resolve) => worker.once('exit', resolve));
+  worker.kill('SIGTERM');
+  await exited;
+}
+
+/** What the crash found at one point, for the report. */
+interface PointReport {
+  point: string;
+  trigger: string;
+  recorded: { calls: number; syncs: number };
+  reconstruction: Reconstruction;
+  lakeAtKill: Record<string, number> | string;
+  failures: string[];
+}
+
+/** Runs the harvest under strace to the crash point and crashes it there; gives the run's handle and the record's text. */
+async function runToCrash(point: CrashPoint, base: string, env: Record<string, string>, yaml: string) {
+  const dataDir = env.HARVESTER_DATA_DIR!;
+  const harvest = harvestFrom(yaml);
+  const traced: TracedProcess = startTraced(['worker'], env, join(base, 'worker.trace'), dataDir, point.inject ?? []);
+  const start = (suffix: string) => temporal.workflow.start('harvestWorkflow', { taskQueue: env.HARVESTER_TASK_QUEUE!, workflowId: `crash-${point.name}-${suffix}-${Date.now()}`, args: [{ harvest, pageSize: 20 }] });
+  const run = await start('a');
+  const logs = [traced.log];
+  let trigger = point.when ?? 'injected kill';
+  if (point.trigger || point.inject) {
+    const call = await crashWhen(traced, point.trigger ?? (() => false), 120_000, point.name);
+    if (call) trigger = `${call.name} ${call.path.slice(dataDir.length + 1)} (record line ${call.line})`;
+  } else {
+    await run.result();
+    if (point.when === 'afterMaintenance') {
+      // A second run, so the lake has two loads' small files to merge; then the maintenance alone.
+      await (await start('b')).result();
+      await killTree(traced);
+      const maintain = startTraced(['maintain', '--keep-hours', '0'], env, join(base, 'maintain.trace'), dataDir);
+      await maintain.exited;
+      logs.push(maintain.log);
+    } else {
+      await killTree(traced);
+    }
+  }
+  return { run, trigger, text: logs.map((log) => readFileSync(log, 'latin1')).join('\n'), start };
+}
+
+async function checkPoint(point: CrashPoint): Promise<PointReport> {
+  const base = mkdtempSync(join(tmpdir(), `crash-${point.name}-`));
+  const dataDir = join(base, 'data');
+  mkdirSync(dataDir);
+  const apiKey = keyOf(point);
+  const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), HARVESTER_TASK_QUEUE: `crash-${point.name}-${Date.now()}`, HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: emulator.baseUrl, SOCIAL_API_KEY: apiKey };
+  const { yaml, channels } = point.harvest(await emulator.catalog());
+  const existing = pathsUnder(dataDir);
+  const { run, trigger, text, start } = await runToCrash(point, base, env, yaml);
+  const servedAtKill = served.served.length;
+
+  // The power loss: first what the processes had said (the page cache), then what the disk kept.
+  const calls = parseTrace(text, dataDir);
+  const atKillDir = join(base, 'at-kill');
+  copyAtKill(dataDir, atKillDir);
+  const atKill = existsSync(join(atKillDir, 'lake', 'catalog.sqlite')) ? await readLake(atKillDir).catch((error: Error) => error.message) : 'no lake yet';
+  const reconstruction = reconstructDisk(dataDir, calls, existing);
+  const failures: string[] = [];
+  const report: PointReport = {
+    point: point.name,
+    trigger,
+    recorded: { calls: calls.length, syncs: calls.filter((call) => call.name === 'sync').length },
+    reconstruction,
+    lakeAtKill: typeof atKill === 'string' ? atKill : atKill.tables,
+    failures,
+  };
+
+  // 1. The lake opens and every table reads whole; what it had committed is there, once.
+  let afterCrash: LakeFacts | undefined;
+  if (typeof atKill !== 'string') {
+    try {
+      afterCrash = await readLake(dataDir);
+    } catch (error) {
+      failures.push(`the lake does not open after the crash: ${(error as Error).message.split('\n')[0]}`);
+    }
+    if (afterCrash) {
+      const landings = new Set(afterCrash.landings);
+      const lost = atKill.landings.filter((landing) => !landings.has(landing));
+      if (lost.length) failures.push(`${lost.length} landings the lake had committed are gone after the crash, e.g. ${lost[0]}`);
+    }
+  }
+
+  // 2. A new worker finishes the run.
+  const worker = startWorker(env);
+  try {
+    const summary = (await Promise.race([
+      run.result(),
+      new Promise((_, reject) => setTimeout(() => reject(new Error('the run did not end within 150 s of the restart')), 150_000)),
+    ]).catch(failedRun)) as HarvestSummary;
+    if (summary.status !== 'completed') failures.push(`the run after the restart ended ${summary.status}`);
+
+    // 3. The next run completes.
+    const servedBeforeNext = served.served.length;
+    const next = (await (await start('next')).result().catch(failedRun)) as HarvestSummary;
+    if (next.status !== 'completed') failures.push(`the next run ended ${next.status}`);
+
+    // 4. Every item, landing and call once; each call's credits the ledger's; nothing loaded bought again.
+    let final: LakeFacts | undefined;
+    try {
+      final = await readLake(dataDir);
+    } catch (error) {
+      failures.push(`the lake does not open after the next run: ${(error as Error).message.split('\n')[0]}`);
+    }
+    if (final) await checkFinal(final, typeof atKill === 'string' ? undefined : atKill, { channels, apiKey, servedAtKill, servedBeforeNext }, failures);
+  } finally {
+    await stopWorker(worker);
+  }
+  if (process.env.CRASH_REPORT) appendFileSync(process.env.CRASH_REPORT, `${JSON.stringify(report)}\n`);
+  return report;
+}
+
+async function checkFinal(final: LakeFacts, atKill: LakeFacts | undefined, context: { channels: Array<{ handle: string; items: number }>; apiKey: string; servedAtKill: number; servedBeforeNext: number }, failures: string[]) {
+  const items = new Set(final.items);
+  for (const { handle, items: n } of context.channels) {
+    const missing = (await firstIds(handle, n)).filter((id) => !items.has(id));
+    if (missing.length) failures.push(`${missing.length} of the first ${n} items of ${handle} are not in the lake, e.g. ${missing[0]}`);
+  }
+  for (const [what, values] of [['items', final.items], ['landings', final.landings], ['calls', final.calls.map((call) => call.requestId)]] as const) {
+    const twice = duplicates([...values]);
+    if (twice.length) failures.push(`${twice.length} ${what} are in the lake more than once, e.g. ${twice[0]}`);
+  }
+  const ledger = await emulator.ledger(context.apiKey);
+  const charged = new Map(ledger.map((row) => [row.request_id, row.credits]));
+  const wrong = final.calls.filter((call) => charged.get(call.requestId) !== call.credits);
+  if (wrong.length) failures.push(`${wrong.length} calls in the lake are not at the ledger's credits, e.g. ${wrong[0]!.requestId}`);
+  if (atKill) {
+    const loaded = new Set(atKill.calls.map((call) => call.requestId));
+    const urlOf = new Map<string, Served>(served.served.filter((row) => loaded.has(row.requestId)).map((row) => [row.url, row]));
+    const again = served.served.slice(context.servedAtKill, context.servedBeforeNext).filter((row) => row.status === 200 && urlOf.has(row.url) && charged.has(row.requestId));
+    if (again.length) failures.push(`${again.length} answers the lake had loaded were bought again after the crash, e.g. ${again[0]!.url}`);
+  }
+}
+
+describe('a power loss at each crash point loses nothing acknowledged and buys nothing loaded again', () => {
+  for (const point of selected) {
+    it(`crash point: ${point.name}`, async () => {
+      const report = await checkPoint(point);
+      expect(report.failures, JSON.stringify({ trigger: report.trigger, dropped: report.reconstruction.dropped }, null, 1)).toEqual([]);
+    }, 420_000);
+  }
+});
