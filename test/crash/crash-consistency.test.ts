@@ -59,8 +59,8 @@ const POINTS: CrashPoint[] = [
     // (a checkpoint heartbeated), so the retry resumes from a checkpoint with pages past it lost.
     name: 'listing-pages',
     inSuite: true,
-    harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[3]!, 160), channels: [{ handle: catalog.tiktok.handles[3]!, items: 160 }] }),
-    trigger: (call, earlier) => call.name === 'write' && isSegment(call.path) && call.text.includes('/channel_') && earlier.filter((c) => c.name === 'sync' && isSegment(c.path)).length >= 2,
+    harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[3]!, 300), channels: [{ handle: catalog.tiktok.handles[3]!, items: 300 }] }),
+    trigger: (call, earlier) => call.name === 'write' && isSegment(call.path) && call.text.includes('/channel_') && earlier.some((c) => c.name === 'sync' && isSegment(c.path)),
   },
   {
     // An async job's results landing: killed on entering the first fdatasync of the run (the
@@ -132,7 +132,8 @@ async function firstIds(handle: string, n: number): Promise<string[]> {
 function failedRun(error: Error): { status: string } {
   let cause: Error = error;
   while (cause.cause instanceof Error) cause = cause.cause;
-  return { status: `failed: ${cause.message.split('\n')[0]}` };
+  const reason = cause.message.split('\n')[0]!;
+  return { status: reason.startsWith('failed') ? reason : `failed: ${reason}` };
 }
 
 function startWorker(env: Record<string, string>): ChildProcess {
@@ -211,14 +212,10 @@ async function checkPoint(point: CrashPoint): Promise<PointReport> {
     failures,
   };
 
-  // 1. The lake opens and every table reads whole; what it had committed is there, once.
-  let afterCrash: LakeFacts | undefined;
+  // 1. The lake opens and every table reads whole; what it had committed is there, once. (A lake
+  // made but holding no load yet may be lost whole: nothing in it was acknowledged.)
   if (typeof atKill !== 'string') {
-    try {
-      afterCrash = await readLake(dataDir);
-    } catch (error) {
-      failures.push(`the lake does not open after the crash: ${(error as Error).message.split('\n')[0]}`);
-    }
+    const afterCrash = await lakeOrFailure(dataDir, 'after the crash', failures, atKill.landings.length === 0);
     if (afterCrash) {
       const landings = new Set(afterCrash.landings);
       const lost = atKill.landings.filter((landing) => !landings.has(landing));
@@ -226,28 +223,19 @@ async function checkPoint(point: CrashPoint): Promise<PointReport> {
     }
   }
 
-  // 2. A new worker finishes the run.
+  // 2. A new worker finishes the run: every item once, each call at the ledger's credits, nothing loaded bought again.
   const worker = startWorker(env);
   try {
-    const summary = (await Promise.race([
-      run.result(),
-      new Promise((_, reject) => setTimeout(() => reject(new Error('the run did not end within 150 s of the restart')), 150_000)),
-    ]).catch(failedRun)) as HarvestSummary;
+    const summary = await withinSeconds(150, run.result(), 'the run did not end within 150 s of the restart');
     if (summary.status !== 'completed') failures.push(`the run after the restart ended ${summary.status}`);
+    const afterRun = await lakeOrFailure(dataDir, 'after the run', failures);
+    if (afterRun) await checkRun(afterRun, typeof atKill === 'string' ? undefined : atKill, { channels, apiKey, servedAtKill }, failures);
 
-    // 3. The next run completes.
-    const servedBeforeNext = served.served.length;
-    const next = (await (await start('next')).result().catch(failedRun)) as HarvestSummary;
+    // 3. The next run completes, and the lake still holds everything once.
+    const next = await withinSeconds(150, (await start('next')).result(), 'the next run did not end within 150 s');
     if (next.status !== 'completed') failures.push(`the next run ended ${next.status}`);
-
-    // 4. Every item, landing and call once; each call's credits the ledger's; nothing loaded bought again.
-    let final: LakeFacts | undefined;
-    try {
-      final = await readLake(dataDir);
-    } catch (error) {
-      failures.push(`the lake does not open after the next run: ${(error as Error).message.split('\n')[0]}`);
-    }
-    if (final) await checkFinal(final, typeof atKill === 'string' ? undefined : atKill, { channels, apiKey, servedAtKill, servedBeforeNext }, failures);
+    const afterNext = await lakeOrFailure(dataDir, 'after the next run', failures);
+    if (afterNext) noDuplicates(afterNext, failures, 'after the next run');
   } finally {
     await stopWorker(worker);
   }
@@ -255,24 +243,60 @@ async function checkPoint(point: CrashPoint): Promise<PointReport> {
   return report;
 }
 
-async function checkFinal(final: LakeFacts, atKill: LakeFacts | undefined, context: { channels: Array<{ handle: string; items: number }>; apiKey: string; servedAtKill: number; servedBeforeNext: number }, failures: string[]) {
-  const items = new Set(final.items);
+/** A run's summary, or `failed: <why>` when it failed or did not end in time. */
+async function withinSeconds(seconds: number, result: Promise<unknown>, late: string): Promise<HarvestSummary> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise((_, reject) => (timer = setTimeout(() => reject(new Error(late)), seconds * 1000)));
+  try {
+    return (await Promise.race([result, timeout])) as HarvestSummary;
+  } catch (error) {
+    return failedRun(error as Error) as HarvestSummary;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Reads the lake whole, or notes why it cannot be read; `mayBeMissing`: no catalog is no failure. */
+async function lakeOrFailure(dataDir: string, when: string, failures: string[], mayBeMissing = false): Promise<LakeFacts | undefined> {
+  if (mayBeMissing && !existsSync(join(dataDir, 'lake', 'catalog.sqlite'))) return undefined;
+  try {
+    return await readLake(dataDir);
+  } catch (error) {
+    failures.push(`the lake does not open ${when}: ${(error as Error).message.split('\n')[0]}`);
+    return undefined;
+  }
+}
+
+function noDuplicates(lake: LakeFacts, failures: string[], when: string) {
+  for (const [what, values] of [['items', lake.items], ['landings', lake.landings], ['calls', lake.calls.map((call) => call.requestId)]] as const) {
+    const twice = duplicates([...values]);
+    if (twice.length) failures.push(`${twice.length} ${what} are in the lake more than once ${when}, e.g. ${twice[0]}`);
+  }
+}
+
+/** Calls in flight at a kill, at most (concurrency: 2 targets, 4 calls): paid, and their answers lost with the process. */
+const CALLS_IN_FLIGHT = 6;
+
+async function checkRun(lake: LakeFacts, atKill: LakeFacts | undefined, context: { channels: Array<{ handle: string; items: number }>; apiKey: string; servedAtKill: number }, failures: string[]) {
+  const items = new Set(lake.items);
   for (const { handle, items: n } of context.channels) {
     const missing = (await firstIds(handle, n)).filter((id) => !items.has(id));
-    if (missing.length) failures.push(`${missing.length} of the first ${n} items of ${handle} are not in the lake, e.g. ${missing[0]}`);
+    if (missing.length) failures.push(`${missing.length} of the first ${n} items of ${handle} are not in the lake after the run, e.g. ${missing[0]}`);
   }
-  for (const [what, values] of [['items', final.items], ['landings', final.landings], ['calls', final.calls.map((call) => call.requestId)]] as const) {
-    const twice = duplicates([...values]);
-    if (twice.length) failures.push(`${twice.length} ${what} are in the lake more than once, e.g. ${twice[0]}`);
-  }
+  noDuplicates(lake, failures, 'after the run');
   const ledger = await emulator.ledger(context.apiKey);
   const charged = new Map(ledger.map((row) => [row.request_id, row.credits]));
-  const wrong = final.calls.filter((call) => charged.get(call.requestId) !== call.credits);
+  const wrong = lake.calls.filter((call) => charged.get(call.requestId) !== call.credits);
   if (wrong.length) failures.push(`${wrong.length} calls in the lake are not at the ledger's credits, e.g. ${wrong[0]!.requestId}`);
+  const inLake = new Set(lake.calls.map((call) => call.requestId));
+  const paidNotInLake = ledger.filter((row) => !inLake.has(row.request_id));
+  if (paidNotInLake.length > CALLS_IN_FLIGHT) {
+    failures.push(`${paidNotInLake.length} calls the ledger charged (${paidNotInLake.reduce((sum, row) => sum + row.credits, 0)} credits) are not in the lake, more than the ${CALLS_IN_FLIGHT} a kill can leave in flight`);
+  }
   if (atKill) {
     const loaded = new Set(atKill.calls.map((call) => call.requestId));
     const urlOf = new Map<string, Served>(served.served.filter((row) => loaded.has(row.requestId)).map((row) => [row.url, row]));
-    const again = served.served.slice(context.servedAtKill, context.servedBeforeNext).filter((row) => row.status === 200 && urlOf.has(row.url) && charged.has(row.requestId));
+    const again = served.served.slice(context.servedAtKill).filter((row) => row.status === 200 && urlOf.has(row.url) && charged.has(row.requestId));
     if (again.length) failures.push(`${again.length} answers the lake had loaded were bought again after the crash, e.g. ${again[0]!.url}`);
   }
 }

@@ -94,8 +94,13 @@ export async function crashWhen(traced: TracedProcess, trigger: (call: TraceCall
   const deadline = Date.now() + timeoutMs;
   let ended = false;
   void traced.exited.then(() => (ended = true));
+  let lastNote = Date.now();
   for (;;) {
     const calls = readNew(traced, state);
+    if (process.env.CRASH_DEBUG && Date.now() - lastNote > 5000) {
+      lastNote = Date.now();
+      console.error(`crash point ${what}: ${traced.reader.calls.length} calls read, offset ${state.offset}, pid ${traced.pid()}`);
+    }
     for (const call of calls) {
       if (trigger(call, traced.reader.calls)) {
         await killTree(traced);
@@ -111,7 +116,8 @@ export async function crashWhen(traced: TracedProcess, trigger: (call: TraceCall
     }
     if (Date.now() > deadline) {
       await killTree(traced);
-      throw new Error(`timed out after ${timeoutMs} ms waiting for the crash point: ${what}`);
+      const seen = traced.reader.calls;
+      throw new Error(`timed out after ${timeoutMs} ms waiting for the crash point: ${what} (the record had ${seen.length} calls on the data directory, ${seen.filter((call) => call.name === 'sync').length} syncs)`);
     }
     await sleep(10);
   }
