@@ -69,7 +69,7 @@ export interface TraceCall {
   text: string;
 }
 
-const HEAD = /^(\d+) (?:(\w+)\((.*?) <unfinished \.\.\.>|<\.\.\. (\w+) resumed>(.*)|(\w+)\((.*))$/;
+const HEAD = /^(\d+) +(?:(\w+)\((.*?) <unfinished \.\.\.>|<\.\.\. (\w+) resumed>(.*)|(\w+)\((.*))$/;
 const RESULT = /\)\s+=\s+(-?\d+)(?:<[^>]*>)?(?:\s+\S+\s+\(.*\))?$/;
 
 /**
