@@ -23,7 +23,7 @@ import type { HarvestSummary } from '../../workflows/harvest.js';
 import { CLI } from '../support/cli.js';
 import { clientFor } from '../support/client.js';
 import { copyAtKill, parseTrace, pathsUnder, reconstructDisk, type Reconstruction, type TraceCall } from '../support/crash-disk.js';
-import { crashWhen, duplicates, killTree, readLake, recordServed, startTraced, type LakeFacts, type Served, type TracedProcess } from '../support/crash-harness.js';
+import { crashWhen, debugNote, duplicates, killTree, readLake, recordServed, startTraced, type LakeFacts, type Served, type TracedProcess } from '../support/crash-harness.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { harvestFrom, temporalClient } from '../support/temporal.js';
 
@@ -163,7 +163,9 @@ async function runToCrash(point: CrashPoint, base: string, env: Record<string, s
   const harvest = harvestFrom(yaml);
   const traced: TracedProcess = startTraced(['worker'], env, join(base, 'worker.trace'), dataDir, point.inject ?? []);
   const start = (suffix: string) => temporal.workflow.start('harvestWorkflow', { taskQueue: env.HARVESTER_TASK_QUEUE!, workflowId: `crash-${point.name}-${suffix}-${Date.now()}`, args: [{ harvest, pageSize: 20 }] });
+  debugNote(`${point.name}: starting the run`);
   const run = await start('a');
+  debugNote(`${point.name}: started ${run.workflowId}`);
   const logs = [traced.log];
   let trigger = point.when ?? 'injected kill';
   if (point.trigger || point.inject) {

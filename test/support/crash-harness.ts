@@ -5,7 +5,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
-import { closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { withWarehouseQueries } from '../../src/warehouse/query.js';
@@ -40,21 +40,22 @@ export function startTraced(args: string[], env: Record<string, string>, log: st
   let pid: number | undefined;
   return {
     strace,
-    pid: () => (pid ??= childOf(strace.pid!)),
+    pid: () => (pid ??= firstPidOf(log)),
     reader: new TraceReader(root),
     log,
     exited,
   };
 }
 
-/** The first child of a process (strace's tracee), from /proc. */
-function childOf(pid: number): number | undefined {
-  try {
-    const children = readFileText(`/proc/${pid}/task/${pid}/children`).trim().split(/\s+/).filter(Boolean).map(Number);
-    return children[0];
-  } catch {
-    return undefined;
-  }
+/**
+ * The traced process: the pid of the record's first line. (Not strace's first child in /proc:
+ * strace forks short-lived children of its own at start to probe ptrace, and one of them was
+ * taken for the worker once, so the crash killed nothing and waited for good.)
+ */
+function firstPidOf(log: string): number | undefined {
+  if (!existsSync(log)) return undefined;
+  const head = /^(\d+) /.exec(readFileText(log));
+  return head ? Number(head[1]) : undefined;
 }
 
 function readFileText(path: string): string {
@@ -95,20 +96,25 @@ export async function crashWhen(traced: TracedProcess, trigger: (call: TraceCall
   let ended = false;
   void traced.exited.then(() => (ended = true));
   let lastNote = Date.now();
-  for (;;) {
+  for (let round = 0; ; round++) {
+    if (round < 3) debugNote(`crash point ${what}: round ${round}, offset ${state.offset}`);
     const calls = readNew(traced, state);
-    if (process.env.CRASH_DEBUG && Date.now() - lastNote > 5000) {
+    if (round < 3) debugNote(`crash point ${what}: round ${round} read ${calls.length} calls`);
+    if (Date.now() - lastNote > 5000) {
       lastNote = Date.now();
-      console.error(`crash point ${what}: ${traced.reader.calls.length} calls read, offset ${state.offset}, pid ${traced.pid()}`);
+      debugNote(`crash point ${what}: ${traced.reader.calls.length} calls read, offset ${state.offset}, pid ${traced.pid()}`);
     }
     for (const call of calls) {
       if (trigger(call, traced.reader.calls)) {
+        debugNote(`crash point ${what}: triggered by ${call.name} ${call.path}, killing ${traced.pid()}`);
         await killTree(traced);
+        debugNote(`crash point ${what}: killed`);
         readNew(traced, state);
         return call;
       }
     }
     if (ended || gone(traced.pid())) {
+      debugNote(`crash point ${what}: the process ended (${ended ? 'strace exited' : `${traced.pid()} gone`})`);
       // Killed by an injection: the load process it forked goes with it, as in a power loss.
       await killTree(traced);
       readNew(traced, state);
@@ -121,6 +127,11 @@ export async function crashWhen(traced: TracedProcess, trigger: (call: TraceCall
     }
     await sleep(10);
   }
+}
+
+/** With CRASH_DEBUG=<file>: where the harness is, appended to that file (vitest holds a test's console output back). */
+export function debugNote(note: string): void {
+  if (process.env.CRASH_DEBUG) appendFileSync(process.env.CRASH_DEBUG, `${new Date().toISOString()} ${note}\n`);
 }
 
 /** True when a process that was there is gone (or a zombie). */
