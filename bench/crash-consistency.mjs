@@ -44,6 +44,7 @@ for (const line of readFileSync(report, 'utf8').trim().split('\n')) {
   for (const file of dropped) console.log(`  ${file.what.padEnd(12)} ${place(file.path)}${file.sizeAtKill === undefined ? '' : ` (${file.sizeAtKill} → ${file.sizeKept} bytes)`}`);
   if (keptAsWritten.length) console.log(`database files kept as written (writes after their last sync): ${keptAsWritten.join(', ')}`);
   console.log(`folders made whose parent was never fsynced (kept): ${foldersNeverSynced.map(place).join(', ') || 'none'}`);
+  if (point.paidNotInLake) console.log(`paid, not in the lake after the run (landed unsynced and lost with the power, or in flight; bought again): ${point.paidNotInLake.calls} calls, ${point.paidNotInLake.credits} credits`);
   for (const failure of point.failures) console.log(`  FAILED: ${failure}`);
 }
 console.log(`\n${points} in ${((Date.now() - started) / 1000).toFixed(0)} s; vitest exited ${vitest.status}`);

@@ -5,9 +5,11 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
-import { appendFileSync, closeSync, existsSync, openSync, readSync, statSync } from 'node:fs';
+import { appendFileSync, closeSync, existsSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { readFrameText, readSegment } from '../../src/store/segment.js';
 import { withWarehouseQueries } from '../../src/warehouse/query.js';
 import { CLI } from './cli.js';
 import { straceArgs, TraceReader, type TraceCall } from './crash-disk.js';
@@ -212,4 +214,25 @@ export function duplicates(values: string[]): string[] {
   const twice = new Set<string>();
   for (const value of values) (seen.has(value) ? twice : seen).add(value);
   return [...twice];
+}
+
+/**
+ * The request ids of every answer whole in the data directory's segments (after the crash: the
+ * answers the disk kept), a job's charge with its first results page included.
+ */
+export async function answersInSegments(dataDir: string): Promise<Set<string>> {
+  const ids = new Set<string>();
+  const folder = join(dataDir, 'segments');
+  if (!existsSync(folder)) return ids;
+  for (const run of readdirSync(folder)) {
+    for (const name of readdirSync(join(folder, run)).filter((file) => file.endsWith('.seg'))) {
+      const file = join(folder, run, name);
+      for (const frame of (await readSegment(file)).frames) {
+        const landing = JSON.parse(await readFrameText(file, frame)) as { request_id?: string; call?: { request_id?: string } };
+        if (landing.request_id) ids.add(landing.request_id);
+        if (landing.call?.request_id) ids.add(landing.call.request_id);
+      }
+    }
+  }
+  return ids;
 }
