@@ -131,7 +131,12 @@ async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Pr
       journal,
       key,
       worst: input.worst,
-      call: async (options) => ({ ...(await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit }, options)), creditsCharged: 0 }),
+      call: async (options) => {
+        // The intent is on the disk before the job can exist: after a machine crash, a retry finds
+        // it open and does not start (and pay for) a second job (hasOpenIntent above).
+        await journal.sync();
+        return { ...(await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit }, options)), creditsCharged: 0 };
+      },
       land: ({ job, requestId }) => store.registerJob({ jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key }),
       meter: { harvest: input.harvest ?? '', endpoint: `${input.target.platform}/${input.target.endpoint}:job` },
       neverRepeat: (lost) => {
@@ -149,10 +154,14 @@ async function landJobResults({ client, store }: JobDeps, input: LandJobResultsI
   const file = await store.findJob(input.jobId);
   if (!file) throw new Error(`no record of job ${input.jobId} in the job registry of ${store.description}`);
   const job = await client.getJob(input.jobId);
-  // The job's charge counts once its results are landed; shown live meanwhile.
+  // The job's charge counts once its results are landed; shown live meanwhile. A position is
+  // heartbeated only once the pages before it are on the disk (the run's segment synced), and the
+  // work returns only once every page is: a machine crash never leaves a checkpoint, or a result
+  // the workflow enriches from, past pages the disk does not have.
   const checkpoint = new CheckpointHeartbeat<ResultsProgress>(
     () => ({ pages: 0, count: 0 }),
     (durable) => ({ credits: job.credits_charged, items: durable.count, pages: durable.pages, enriched: 0 }),
+    () => store.makeRunDurable(input.runId),
   );
   const progress = checkpoint.resumed;
   // Results pages of 200, not the API's 1,000: a 1,000-result page's text is large enough for
@@ -169,6 +178,7 @@ async function landJobResults({ client, store }: JobDeps, input: LandJobResultsI
       progress.cursor = results.nextCursor;
       checkpoint.commit(progress);
     }
+    await checkpoint.flush();
   } finally {
     checkpoint.stop();
   }

@@ -126,8 +126,12 @@ async function enrichLanded(deps: WorkFrameDeps, input: EnrichLandedInput): Prom
     const enricher = new ItemEnricher({ ...frame.enricherParts, target: input.target });
     const tally = progress.enrichment;
     for (; progress.page <= input.toPage && !enricher.stop; progress.page++) {
-      const landing = await deps.store.findLanding(pageLandingKey(input.runId, input.target, progress.page));
-      const items = landing?.kind === 'page' && Array.isArray(landing.data) ? (landing.data as { url?: string }[]) : [];
+      const key = pageLandingKey(input.runId, input.target, progress.page);
+      const landing = await deps.store.findLanding(key);
+      // A page landJobResults returned is durable: one missing was lost (a damaged disk), and read
+      // as empty its items would be left out of a run that says it completed.
+      if (landing?.kind !== 'page' || !Array.isArray(landing.data)) throw new Error(`the job results page ${key} is not in ${deps.store.description}: its items cannot be enriched`);
+      const items = landing.data as { url?: string }[];
       const urls: string[] = [];
       for (const item of items) {
         if (!item.url) continue;

@@ -63,6 +63,13 @@ export interface Store {
   /** Puts a run's quarantined landings back to be loaded (`harvester retry`); returns how many. */
   requeueQuarantinedLandings(runId: string): Promise<number>;
 
+  /**
+   * Makes every answer of the run that this process landed outlive a machine crash: its segment
+   * fdatasynced (in a data directory), its uploads acknowledged (with shared storage). For work
+   * that lands answers without a journal of its own (a job's results) before it checkpoints.
+   */
+  makeRunDurable(runId: string): Promise<void>;
+
   readCoverage(targetKey: string): Promise<ListingCoverage | undefined>;
   writeCoverage(targetKey: string, coverage: ListingCoverage): Promise<void>;
 
@@ -127,6 +134,10 @@ export class LocalStore implements Store {
 
   async stageLandings(): Promise<void> {
     // The data directory is the store.
+  }
+
+  async makeRunDurable(runId: string): Promise<void> {
+    await AnswerSegments.of(this.dataDir).syncRun(runFolderOfRun(runId));
   }
 
   async removeRunAnswers(runFolder: string): Promise<void> {

@@ -63,6 +63,12 @@ export class SharedStore implements Store {
     return this.#journals;
   }
 
+  async makeRunDurable(): Promise<void> {
+    // Every upload of this process, whatever its run: a landing without `untilSync` is already
+    // uploaded when it resolves, so this waits only for those landed with it.
+    await this.segments.flush();
+  }
+
   /** Landed once the segment object holding it is uploaded, or with `untilSync` at the journal's next sync (shared-segments.ts). */
   writeLanding(landing: Landing, options: LandingOptions = {}): Promise<string> {
     return this.segments.land(landing, options.untilSync ?? false);
