@@ -19,7 +19,7 @@ import { lakeCatalogFile, landingFile, legacyWarehouseFiles, loadPackageFolder }
 import { LAKE, lakeLocation, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
 import { keepLatestPerKey } from './merge.js';
 import { extract, foldersOfEndedRuns, pendingAnswers, type LoadPackage, type PendingAnswer } from './extract.js';
-import { archiveJournals } from './journal-archive.js';
+import { archiveJournals, archiveLateRecords } from './journal-archive.js';
 import { merge } from './merge.js';
 import { recordDrift } from './schema-drift.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
@@ -205,10 +205,14 @@ async function loadPending(
     const folders = await foldersOfEndedRuns(connection, pending.runFolders);
     if (folders.length > 0) await inTransaction(connection, () => endRuns(folders));
   }
-  if (!ending || ending.folders.length === 0) return;
-  await options.beforeClear?.(1);
-  for (const runFolder of ending.folders) await store.removeRunAnswers(runFolder);
-  await store.journals.removeRunJournals(ending.journaled);
+  if (ending && ending.folders.length > 0) {
+    await options.beforeClear?.(1);
+    for (const runFolder of ending.folders) await store.removeRunAnswers(runFolder);
+    await store.journals.removeRunJournals(ending.journaled);
+  }
+  // Late records of ended runs (issue 39): into the lake with their runs' corrections, then out of the store.
+  const late = await store.journals.lateLogs();
+  if (late.length > 0) await store.journals.removeLateLogs(await inTransaction(connection, () => archiveLateRecords(connection, dataDir, late)));
 }
 
 /** How far a batch loads each segment it reads: the end of its last frame there. */
