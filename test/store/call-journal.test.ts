@@ -51,7 +51,12 @@ describe('the call journal, on real files', () => {
     await earlier.intend('a', 10);
     const later = await load(dataDir);
     await later.claim(2);
-    await expect(earlier.intend('b', 10)).rejects.toThrow(/attempt 1 of this work was superseded/);
+    // Refused at the fence, right before the call would go on the wire (issue 39): its intent is cancelled.
+    await earlier.intend('b', 10);
+    await expect(earlier.fence()).rejects.toThrow(/attempt 1 of work .* was superseded by attempt 2/);
+    await earlier.cancel('b');
+    // And it cannot take the journal back.
+    await expect((await load(dataDir)).claim(1)).rejects.toThrow(/superseded by attempt 2: it claims nothing/);
     await earlier.settle('a', 10);
     await earlier.close();
     await later.intend('c', 10);
