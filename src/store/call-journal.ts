@@ -91,7 +91,11 @@ export interface JournalLog {
   claim(attempt: number): Promise<void>;
   /** The attempt that claimed the journal last, if any; none once the run's journals were removed. */
   owner(): Promise<number | undefined>;
-  /** Appends a record whole, or throws naming where (a RunJournalsEndedError once the run's journals were removed). */
+  /**
+   * Appends a record whole, or throws naming where: a RunJournalsEndedError once the run's journals
+   * were removed, a SupersededAttemptError when the attempt that claimed the journal through this
+   * log no longer holds the claim.
+   */
   append(line: JournalLine): Promise<void>;
   /** Makes the records appended so far outlive a machine crash. */
   sync(): Promise<void>;
@@ -365,15 +369,17 @@ export class CallJournal {
   }
 
   /**
-   * The record counts only once its log has it whole. A record of a run whose journals were removed
-   * (an attempt woken after its run ended, settling a call that was on the wire) goes to the run's
-   * late records, which the next load archives and adds to the run's figures.
+   * The record counts only once its log has it whole. A record of an attempt that lost its claim
+   * (woken after a later attempt took its work over, or after its run ended, settling a call that
+   * was on the wire) goes to the run's late records: the attempt that took over may already have
+   * read the journal for the run's figures. The load that archives the run's journals, or the next,
+   * adds them to the run's figures.
    */
   private async append(line: JournalLine): Promise<void> {
     try {
       await this.log.append(line);
     } catch (error) {
-      if (!(error instanceof RunJournalsEndedError) || !this.late) throw error;
+      if (!(error instanceof RunJournalsEndedError || error instanceof SupersededAttemptError) || !this.late) throw error;
       this.lateRecords ??= this.late();
       await this.lateRecords.append(line);
     }

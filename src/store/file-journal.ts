@@ -99,6 +99,8 @@ export class FileJournalLog implements JournalLog {
   private newlineFirst = false;
   /** Records appended since the last fsync: a work's last checkpoint and its close both sync, the second with nothing new. */
   private unsynced = false;
+  /** The attempt that claimed the journal through this log: only while it holds the claim are records appended. */
+  private claimed: number | undefined;
 
   constructor(
     private readonly file: string,
@@ -135,6 +137,7 @@ export class FileJournalLog implements JournalLog {
     if (owner !== undefined && owner > attempt) throw new SupersededAttemptError(`attempt ${attempt} of work ${this.work} was superseded by attempt ${owner}: it claims nothing`);
     mkdirSync(dirname(this.file), { recursive: true });
     writeDurableFile(`${this.file}.owner`, String(attempt), { what: 'journal claim', durable: false });
+    this.claimed = attempt;
   }
 
   async owner(): Promise<number | undefined> {
@@ -150,6 +153,10 @@ export class FileJournalLog implements JournalLog {
     // Checked at every record, not only at the open: a woken worker may hold the file open after
     // its removal, and what it appended there would be lost.
     if (this.ended()) throw new RunJournalsEndedError(`the journals of work ${this.work}'s run were removed (the run is over): ${this.file} takes no more records`);
+    if (this.claimed !== undefined) {
+      const owner = await this.owner();
+      if (owner !== this.claimed) throw new SupersededAttemptError(`attempt ${this.claimed} of work ${this.work} lost its claim (to ${owner === undefined ? 'the run\'s end' : `attempt ${owner}`}): it appends nothing to ${this.file}`);
+    }
     try {
       if (this.fd === undefined) {
         mkdirSync(dirname(this.file), { recursive: true });

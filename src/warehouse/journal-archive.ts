@@ -60,8 +60,9 @@ export async function archiveJournals(connection: DuckDBConnection, dataDir: str
 const LATE_SEQ = 1_000_000_000;
 
 /**
- * Copies the late records of ended runs (what a worker woken after its run's end learnt of its calls
- * that were on the wire: a charge, or a call its fence kept from being sent) into the lake, within
+ * Copies the late records of ended runs (what an attempt that lost its claim, its worker frozen, then
+ * woken, learnt of its calls that were on the wire: a charge, or a call its fence kept from being
+ * sent) into the lake, once the run's journals are there, within
  * the caller's transaction, and corrects each run's `credits_spent` by what they change in its
  * journals' totals (replayed by the journal's own arithmetic, CallJournal): exact, whatever the
  * records are. `credits_late` says by how much the figure was corrected. The late records are read
@@ -71,9 +72,14 @@ const LATE_SEQ = 1_000_000_000;
  */
 export async function archiveLateRecords(connection: DuckDBConnection, dataDir: string, late: readonly LateLogs[]): Promise<string[]> {
   if (late.length === 0) return [];
+  // A run still going (its superseded attempt's records came first) waits: its journals, and the
+  // figures its late records correct, are not in the lake yet.
+  const archivedRuns = await connection.runAndReadAll(`SELECT DISTINCT run_id FROM call_journal WHERE seq < ${LATE_SEQ} AND run_id IN (${late.map(({ runId }) => sqlString(runId)).join(', ')})`);
+  const ended = new Set((archivedRuns.getRows() as [string][]).map(([runId]) => runId));
   const lines: string[] = [];
   const corrections = new Map<string, number>();
   for (const { runId, logs } of late) {
+    if (!ended.has(runId)) continue;
     const archived = await archivedRecords(connection, runId);
     let correction = 0;
     for (const log of logs) {
@@ -86,6 +92,7 @@ export async function archiveLateRecords(connection: DuckDBConnection, dataDir: 
     corrections.set(runId, correction);
   }
   const runs = [...corrections.keys()];
+  if (runs.length === 0) return [];
   const folder = journalArchiveFolder(dataDir);
   mkdirSync(folder, { recursive: true });
   const file = join(folder, 'late.jsonl');

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meteredCall } from '../../activities/metered-call.js';
 import type { SocialApiClient } from '../../src/api/client.js';
 import { CallJournal, SupersededAttemptError } from '../../src/store/call-journal.js';
+import { FileJournals } from '../../src/store/file-journal.js';
 import { LocalStore } from '../../src/store/store.js';
 import { clientFor, prices } from '../support/client.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
@@ -65,7 +66,17 @@ describe('calls waiting at the rate gate when their work is claimed by a later a
     const ledger = await emulator.ledger(API_KEY);
     // Sent: only the calls that passed the fence before the claim; each answered one was charged.
     expect(ledger.length).toBe(settled.length - refused.length);
-    const replayed = await CallJournal.load(store.journals, 'run-fence', 'w1');
+    // The refused calls' cancellations, and the settlements of the calls that went out, came after
+    // the claim: they are the run's late records (which the load archiving the run adds to it). The
+    // journal with them counts exactly what the API charged.
+    const records = await store.journals.journalLog('run-fence', 'w1').records();
+    const late = await store.journals.lateLog('run-fence', 'w1').records();
+    expect(late.filter((record) => 'cancelled' in record)).toHaveLength(refused.length);
+    const together = new FileJournals(mkdtempSync(join(tmpdir(), 'fence-at-send-')));
+    const log = together.journalLog('run-fence', 'w1');
+    for (const record of [...records, ...late]) await log.append(record);
+    await log.close();
+    const replayed = await CallJournal.load(together, 'run-fence', 'w1');
     expect(replayed.totals()).toEqual({ credits: ledger.reduce((sum, row) => sum + row.credits, 0), settledCalls: ledger.length, lostCalls: 0, lostCredits: 0 });
     await journal.close();
     await taker.close();

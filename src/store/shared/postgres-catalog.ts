@@ -7,7 +7,7 @@
  * in tables of its own (ducklake_*).
  */
 import pg from 'pg';
-import { RunJournalsEndedError, SupersededAttemptError, type JournalLine, type JournalLog, type JournalStore, type LateLogs } from '../call-journal.js';
+import { SupersededAttemptError, type JournalLine, type JournalLog, type JournalStore, type LateLogs } from '../call-journal.js';
 import { newStoreId, type StoreIdentity } from '../store-identity.js';
 import { redactedUrl } from './shared-settings.js';
 
@@ -263,11 +263,21 @@ export class PostgresCatalog implements JournalStore {
 }
 
 /**
+ * When a journal's record may be appended ($1 the run, $2 the work, $4 the attempt that claimed it
+ * through this log, if any): its run is not over, and that attempt still holds the claim. Checked
+ * inside the INSERT: no round trip of its own.
+ */
+const APPENDABLE = `NOT EXISTS (SELECT 1 FROM harvester_run_ended WHERE run_id = $1)
+  AND ($4::integer IS NULL OR EXISTS (SELECT 1 FROM harvester_journal_claim WHERE run_id = $1 AND work_id = $2 AND attempt = $4::integer))`;
+
+/**
  * A journal as rows: each record is committed by its INSERT before `append` returns, so a worker
  * killed at any moment leaves every record it appended, and none cut.
  */
 export class PostgresJournalLog implements JournalLog {
   private readonly table: 'harvester_journal' | 'harvester_late_record';
+  /** The attempt that claimed the journal through this log: only while it holds the claim are records appended. */
+  private claimed: number | undefined;
 
   constructor(
     private readonly catalog: PostgresCatalog,
@@ -301,6 +311,7 @@ export class PostgresJournalLog implements JournalLog {
       [this.runId, this.workId, attempt],
     );
     if (claimed.rowCount === 0) throw new SupersededAttemptError(`attempt ${attempt} of work ${this.workId} was superseded by a later attempt, or its run is over: it claims nothing`);
+    this.claimed = attempt;
   }
 
   async owner(): Promise<number | undefined> {
@@ -314,16 +325,17 @@ export class PostgresJournalLog implements JournalLog {
       await this.catalog.query('append a late record', 'INSERT INTO harvester_late_record (run_id, work_id, record) VALUES ($1, $2, $3)', [this.runId, this.workId, JSON.stringify(line)]);
       return;
     }
-    const appended = await this.catalog.query(
-      'append to a call journal',
-      'INSERT INTO harvester_journal (run_id, work_id, record) SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM harvester_run_ended WHERE run_id = $1)',
-      [this.runId, this.workId, JSON.stringify(line)],
-    );
-    if (appended.rowCount === 0) throw this.ended();
+    const appended = await this.catalog.query('append to a call journal', `INSERT INTO harvester_journal (run_id, work_id, record) SELECT $1, $2, $3 WHERE ${APPENDABLE}`, [
+      this.runId,
+      this.workId,
+      JSON.stringify(line),
+      this.claimed ?? null,
+    ]);
+    if (appended.rowCount === 0) throw this.refused();
   }
 
-  private ended(): RunJournalsEndedError {
-    return new RunJournalsEndedError(`the journals of run ${this.runId} were removed (the run is over): work ${this.workId}'s journal takes no more records`);
+  private refused(): SupersededAttemptError {
+    return new SupersededAttemptError(`attempt ${this.claimed} of work ${this.workId} lost its claim (to a later attempt, or its run's end): it appends nothing to the journal`);
   }
 
   /**
@@ -333,13 +345,13 @@ export class PostgresJournalLog implements JournalLog {
   async appendWithAnswer(line: JournalLine, answer: Omit<WaitingAnswer, 'seq'>): Promise<number> {
     const inserted = await this.catalog.query(
       'append to a call journal with its answer',
-      `WITH open AS (SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM harvester_run_ended WHERE run_id = $1)),
+      `WITH open AS (SELECT 1 WHERE ${APPENDABLE.replaceAll('$4', '$8')}),
        answer AS (INSERT INTO harvester_waiting_answer (run_id, run_folder, key, frame) SELECT $4, $5, $6, $7 FROM open RETURNING seq),
        journal AS (INSERT INTO harvester_journal (run_id, work_id, record) SELECT $1, $2, $3 FROM open)
        SELECT seq FROM answer`,
-      [this.runId, this.workId, JSON.stringify(line), answer.runId, answer.runFolder, answer.key, answer.frame],
+      [this.runId, this.workId, JSON.stringify(line), answer.runId, answer.runFolder, answer.key, answer.frame, this.claimed ?? null],
     );
-    if (inserted.rows.length === 0) throw this.ended();
+    if (inserted.rows.length === 0) throw this.refused();
     return Number((inserted.rows[0] as { seq: string }).seq);
   }
 
