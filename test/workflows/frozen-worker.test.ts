@@ -46,7 +46,7 @@ afterAll(async () => {
 });
 
 function startWorker(env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, [CLI, 'worker'], { env: { ...process.env, ...env, LOG_LEVEL: 'error' }, stdio: ['ignore', 'ignore', 'inherit'] });
+  return spawn(process.execPath, [CLI, 'worker'], { env: { ...process.env, LOG_LEVEL: 'error', ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
 }
 
 async function stop(worker: ChildProcess | undefined): Promise<void> {
