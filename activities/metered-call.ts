@@ -153,7 +153,7 @@ export async function inWorkFrame<P extends object, R>(
   asFailure: (failure: unknown, checkpoint: CheckpointHeartbeat<P>) => unknown = (failure) => asActivityFailure(failure),
 ): Promise<R> {
   const context = Context.current();
-  const journal = await claimJournal(deps.store, input.runId, input.workId, context.info.attempt);
+  const journal = await claimJournal(deps.store, input.runId, input.workId, context.info.attempt, context.cancellationSignal);
   const budget = new WorkBudget(input.grant, journal);
   // The journal's sync makes the run's answers durable first, then the journal (a group commit):
   // a checkpoint is heartbeated only once it has run after it.
@@ -196,10 +196,10 @@ export async function inWorkFrame<P extends object, R>(
  * attempt still running stops buying. A store that cannot be read or written fails the attempt as
  * the run-stopping failure it is, before anything is bought.
  */
-export async function claimJournal(store: Store, runId: string, workId: string, attempt: number): Promise<CallJournal> {
+export async function claimJournal(store: Store, runId: string, workId: string, attempt: number, signal?: AbortSignal): Promise<CallJournal> {
   try {
     const journal = await CallJournal.load(store.journals, runId, workId);
-    await journal.claim(attempt);
+    await journal.claim(attempt, signal);
     return journal;
   } catch (error) {
     throw asActivityFailure(error);
@@ -282,15 +282,28 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
   const onRetry = (error: SocialApiError) => {
     if (error instanceof RateLimitedError) calls.inc({ ...labels, outcome: 'rate_limited' });
   };
+  // The fence, right before each attempt goes on the wire: an attempt refused there was journaled
+  // and never sent, so its intent is cancelled (in its run's late records if the run is over).
+  let fenced = false;
+  const beforeSend = async () => {
+    try {
+      await journal.fence();
+    } catch (error) {
+      fenced = true;
+      throw error;
+    }
+  };
   let result: R;
   try {
-    result = await call({ beforeRepeat, onRetry });
+    result = await call({ beforeRepeat, onRetry, beforeSend });
   } catch (error) {
     creditsHeld.dec({ harvest: meter.harvest }, worst);
-    const charged = await settleFailure(journal, key, error);
+    let charged: number | undefined;
+    if (fenced) await journal.cancel(key);
+    else charged = await settleFailure(journal, key, error);
     // Its earlier lost attempts stay open at their worst case, their charge unknown.
     if (charged !== undefined) creditsCharged.inc(labels, charged);
-    calls.inc({ ...labels, outcome: error instanceof RateLimitedError ? 'rate_limited' : neverCharged(error) ? 'refused' : 'lost' });
+    calls.inc({ ...labels, outcome: error instanceof RateLimitedError ? 'rate_limited' : fenced || neverCharged(error) ? 'refused' : 'lost' });
     throw error;
   }
   // Answered: its hold is released, and it was charged, landed or not. Each lost attempt was

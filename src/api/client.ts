@@ -107,6 +107,12 @@ export interface CallOptions {
   beforeRepeat?: (lost: NetworkError) => void | Promise<void>;
   /** Told of each failed attempt the client tries again (a 429, a 5xx, a lost answer): what the caller's metrics count. */
   onRetry?: (error: SocialApiError) => void;
+  /**
+   * Called right before each attempt goes on the wire, after the rate gate, any backoff and
+   * `beforeRepeat`: the caller's fence (a work that lost its claim throws, and the attempt is not
+   * sent). What it throws is the call's error, as it was thrown; the client tries nothing again.
+   */
+  beforeSend?: () => void | Promise<void>;
 }
 
 /** How long a call may take in all, its retries included, unless the caller says otherwise. */
@@ -365,13 +371,12 @@ export class SocialApiClient {
           unsent.unchargedAttempt = lost === undefined;
           throw unsent;
         }
-        if (lost) {
-          try {
-            await options.beforeRepeat?.(lost);
-          } catch (error) {
-            this.rateGate.unsent();
-            throw error;
-          }
+        try {
+          if (lost) await options.beforeRepeat?.(lost);
+          await options.beforeSend?.();
+        } catch (error) {
+          this.rateGate.unsent();
+          throw error;
         }
         lost = undefined;
         let response: RawResponse;

@@ -61,17 +61,41 @@ export type JournalLine =
   | { cancelled: string }
   | ({ failed: string } & CallFailure);
 
+/**
+ * A work's attempt that lost its journal's claim: a later attempt claimed it, or its run is over
+ * and its journals were removed. It makes no further billed call.
+ */
+export class SupersededAttemptError extends Error {
+  override readonly name = 'SupersededAttemptError';
+}
+
+/**
+ * A record for a run whose journals were removed (its run over and archived in the lake): nothing
+ * is appended there any more. A late record goes to the run's late records (JournalStore.lateLog).
+ */
+export class RunJournalsEndedError extends Error {
+  override readonly name = 'RunJournalsEndedError';
+}
+
 /** Where one journal's records live, in the order they were appended. */
 export interface JournalLog {
   /** The piece of work whose journal this is. */
   readonly work: string;
   /** Every whole record, in order. */
   records(): Promise<JournalLine[]>;
-  /** Makes `attempt` the journal's only writer (see CallJournal.claim). */
+  /**
+   * Makes `attempt` the journal's only writer (see CallJournal.claim); throws a
+   * SupersededAttemptError when a later attempt holds the claim, or the run's journals were
+   * removed (a stale task of an ended run), claiming nothing.
+   */
   claim(attempt: number): Promise<void>;
-  /** The attempt that claimed the journal last, if any. */
+  /** The attempt that claimed the journal last, if any; none once the run's journals were removed. */
   owner(): Promise<number | undefined>;
-  /** Appends a record whole, or throws naming where. */
+  /**
+   * Appends a record whole, or throws naming where: a RunJournalsEndedError once the run's journals
+   * were removed, a SupersededAttemptError when the attempt that claimed the journal through this
+   * log no longer holds the claim.
+   */
   append(line: JournalLine): Promise<void>;
   /** Makes the records appended so far outlive a machine crash. */
   sync(): Promise<void>;
@@ -84,10 +108,22 @@ export interface JournalStore {
   /** The logs of every journal of a run. */
   runJournalLogs(runId: string): Promise<JournalLog[]>;
   /**
-   * Removes the journals of runs that are over for good, and their archiving marks: once the lake
-   * keeps their records (src/warehouse/journal-archive.ts), or by the daily maintenance.
+   * Removes the journals of runs that are over for good, their claims and their archiving marks:
+   * once the lake keeps their records (src/warehouse/journal-archive.ts), or by the daily
+   * maintenance. What stays is that the run ended: no attempt claims, and no record is appended to,
+   * a journal of it after (a frozen worker's stale task).
    */
   removeRunJournals(runIds: readonly string[]): Promise<void>;
+  /**
+   * Where the records of an ended run's work go once its journal was removed: what a woken attempt
+   * learns of its calls that were on the wire (charged, or never sent). The next load archives them
+   * with the run's journal and corrects the run's figures (src/warehouse/journal-archive.ts).
+   */
+  lateLog(runId: string, workId: string): JournalLog;
+  /** The late records waiting for a load: each work's log, by run. */
+  lateLogs(): Promise<LateLogs[]>;
+  /** Removes late records a load archived, by run (each run's records read before, in `lateLogs`). */
+  removeLateLogs(runIds: readonly string[]): Promise<void>;
   /**
    * Marks, durably, that these runs' journals are being copied into the lake: a load that finds a
    * mark replaces what an earlier copy may have committed before it could remove the journals.
@@ -95,6 +131,12 @@ export interface JournalStore {
   markArchiving(runIds: readonly string[]): Promise<void>;
   /** Which of these runs carry an archiving mark. */
   archivingMarked(runIds: readonly string[]): Promise<Set<string>>;
+}
+
+/** A run's late records waiting for a load: a log per work. */
+export interface LateLogs {
+  runId: string;
+  logs: JournalLog[];
 }
 
 /**
@@ -127,16 +169,23 @@ export class CallJournal {
   private lostSettledCalls = 0;
   private lostSettledCredits = 0;
   private attempt: number | undefined;
+  /** Aborted when Temporal has given this attempt up (its heartbeat refused): its fence is shut. */
+  private signal: AbortSignal | undefined;
+  private lateRecords: JournalLog | undefined;
 
-  private constructor(private readonly log: JournalLog) {}
+  private constructor(
+    private readonly log: JournalLog,
+    /** Where records go once the run's journals were removed (JournalStore.lateLog); none when only read. */
+    private readonly late?: () => JournalLog,
+  ) {}
 
   /** The journal of a piece of work, replayed from its log when an earlier attempt wrote one. */
   static async load(journals: JournalStore, runId: string, workId: string): Promise<CallJournal> {
-    return CallJournal.replay(journals.journalLog(runId, workId));
+    return CallJournal.replay(journals.journalLog(runId, workId), () => journals.lateLog(runId, workId));
   }
 
-  static async replay(log: JournalLog): Promise<CallJournal> {
-    const journal = new CallJournal(log);
+  static async replay(log: JournalLog, late?: () => JournalLog): Promise<CallJournal> {
+    const journal = new CallJournal(log, late);
     for (const line of await log.records()) journal.apply(line);
     return journal;
   }
@@ -161,9 +210,29 @@ export class CallJournal {
    * but that is still running (its worker cut off from Temporal) finds the claim gone at its next
    * call and stops, instead of buying alongside the new attempt.
    */
-  async claim(attempt: number): Promise<void> {
+  async claim(attempt: number, signal?: AbortSignal): Promise<void> {
     this.attempt = attempt;
+    this.signal = signal;
     await this.log.claim(attempt);
+  }
+
+  /**
+   * The fence, checked right before each billed request goes on the wire (the client's
+   * `beforeSend`, after its rate gate, backoff and any freeze of the process): throws a
+   * SupersededAttemptError unless this attempt still holds the journal's claim and Temporal has not
+   * given it up. One read of the claim (a small file, or one indexed row in the shared catalog).
+   */
+  async fence(): Promise<void> {
+    if (this.attempt === undefined) return;
+    if (this.signal?.aborted) throw new SupersededAttemptError(`attempt ${this.attempt} of work ${this.log.work} was given up by Temporal: it makes no more calls`);
+    const owner = await this.log.owner();
+    if (owner !== this.attempt) {
+      throw new SupersededAttemptError(
+        owner === undefined
+          ? `attempt ${this.attempt} of work ${this.log.work} belongs to a run that is over (its journals were removed): it makes no more calls`
+          : `attempt ${this.attempt} of work ${this.log.work} was superseded by attempt ${owner}: it makes no more calls`,
+      );
+    }
   }
 
   async intend(key: string, worst: number): Promise<void> {
@@ -171,12 +240,12 @@ export class CallJournal {
     // intent takes over, and another call that checks the grant meanwhile (while the claim is read
     // and the record written, a round trip to a shared catalog) must find it committed. Withdrawn
     // if the record cannot be written, since then the call is not sent.
+    // The claim is not read here: the fence is read right before the call goes on the wire
+    // (`fence`, through the client's `beforeSend`), after whatever waiting comes between. An intent a
+    // superseded attempt journals there is cancelled when its fence refuses the call.
     const line = { intent: key, worst };
     this.apply(line);
     try {
-      if (this.attempt !== undefined && (await this.log.owner()) !== this.attempt) {
-        throw new Error(`attempt ${this.attempt} of this work was superseded by a later one: it makes no more calls`);
-      }
       await this.log.append(line);
     } catch (error) {
       const worsts = this.open.get(key);
@@ -256,6 +325,7 @@ export class CallJournal {
 
   async close(): Promise<void> {
     await this.log.close();
+    await this.lateRecords?.close();
   }
 
   private apply(line: JournalLine): void {
@@ -298,9 +368,21 @@ export class CallJournal {
     this.settledKeys.add(line.settled);
   }
 
-  /** The record counts only once its log has it whole. */
+  /**
+   * The record counts only once its log has it whole. A record of an attempt that lost its claim
+   * (woken after a later attempt took its work over, or after its run ended, settling a call that
+   * was on the wire) goes to the run's late records: the attempt that took over may already have
+   * read the journal for the run's figures. The load that archives the run's journals, or the next,
+   * adds them to the run's figures.
+   */
   private async append(line: JournalLine): Promise<void> {
-    await this.log.append(line);
+    try {
+      await this.log.append(line);
+    } catch (error) {
+      if (!(error instanceof RunJournalsEndedError || error instanceof SupersededAttemptError) || !this.late) throw error;
+      this.lateRecords ??= this.late();
+      await this.lateRecords.append(line);
+    }
     this.apply(line);
   }
 }

@@ -7,12 +7,16 @@
 import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
-import type { JournalLine, JournalLog, JournalStore } from './call-journal.js';
+import { RunJournalsEndedError, SupersededAttemptError, type JournalLine, type JournalLog, type JournalStore, type LateLogs } from './call-journal.js';
 import { FileWriteError, makeDurableDirectory, syncDirectory, writeDurableFile, writeFully } from './durable-file.js';
-import { journalFile, runJournalFolder } from './layout.js';
+import { journalFile, lateJournalFile, lateJournalRoot, runJournalFolder } from './layout.js';
 
 /** A run's archiving mark, in its journal folder beside the journals (no journal's name starts with a dot). */
 const ARCHIVING_MARK = '.archiving';
+/** Left in a run's journal folder when its journals are removed: the run is over (see removeRunJournals). */
+const ENDED_MARK = '.ended';
+/** The run id a late-records folder is for (its name is the id made safe for a path). */
+const RUN_NAME = '.run';
 
 /** The journals of a data directory: a file per piece of work under `journal/<run>/`. */
 export class FileJournals implements JournalStore {
@@ -27,11 +31,44 @@ export class FileJournals implements JournalStore {
 
   journalLog(runId: string, workId: string): JournalLog {
     const beforeSync = this.beforeSync;
-    return new FileJournalLog(journalFile(this.dataDir, runId, workId), beforeSync && (() => beforeSync(runId)));
+    return new FileJournalLog(journalFile(this.dataDir, runId, workId), beforeSync && (() => beforeSync(runId)), join(runJournalFolder(this.dataDir, runId), ENDED_MARK));
   }
 
+  /**
+   * The run's ended mark is written (fsynced) first, then everything else in its folder removed:
+   * a claim or an append that comes after finds the mark (a frozen worker's stale attempt), and
+   * nothing recreates the journals. The mark is a few bytes a run.
+   */
   async removeRunJournals(runIds: readonly string[]): Promise<void> {
-    for (const runId of runIds) rmSync(runJournalFolder(this.dataDir, runId), { recursive: true, force: true });
+    for (const runId of runIds) {
+      const folder = runJournalFolder(this.dataDir, runId);
+      writeDurableFile(join(folder, ENDED_MARK), new Date().toISOString(), { what: 'ended run\'s journal mark' });
+      for (const name of readdirSync(folder)) if (name !== ENDED_MARK) rmSync(join(folder, name), { recursive: true, force: true });
+    }
+  }
+
+  lateLog(runId: string, workId: string): JournalLog {
+    const file = lateJournalFile(this.dataDir, runId, workId);
+    writeDurableFile(join(dirname(file), RUN_NAME), runId, { what: 'late records\' run' });
+    return new FileJournalLog(file);
+  }
+
+  async lateLogs(): Promise<LateLogs[]> {
+    const root = lateJournalRoot(this.dataDir);
+    if (!existsSync(root)) return [];
+    const found: LateLogs[] = [];
+    for (const name of readdirSync(root)) {
+      const folder = join(root, name);
+      if (!existsSync(join(folder, RUN_NAME))) continue;
+      const runId = readFileSync(join(folder, RUN_NAME), 'utf8');
+      const logs = readdirSync(folder).filter((file) => file.endsWith('.ndjson')).map((file) => new FileJournalLog(join(folder, file)));
+      found.push({ runId, logs });
+    }
+    return found;
+  }
+
+  async removeLateLogs(runIds: readonly string[]): Promise<void> {
+    for (const runId of runIds) rmSync(dirname(lateJournalFile(this.dataDir, runId, 'any')), { recursive: true, force: true });
   }
 
   async markArchiving(runIds: readonly string[]): Promise<void> {
@@ -62,10 +99,14 @@ export class FileJournalLog implements JournalLog {
   private newlineFirst = false;
   /** Records appended since the last fsync: a work's last checkpoint and its close both sync, the second with nothing new. */
   private unsynced = false;
+  /** The attempt that claimed the journal through this log: only while it holds the claim are records appended. */
+  private claimed: number | undefined;
 
   constructor(
     private readonly file: string,
     private readonly beforeSync?: () => Promise<void>,
+    /** The run's ended mark (FileJournals.removeRunJournals): present, no claim is made and no record appended. */
+    private readonly endedMark?: string,
   ) {
     this.work = basename(file, '.ndjson');
   }
@@ -85,11 +126,18 @@ export class FileJournalLog implements JournalLog {
   /**
    * Not fsynced: the claim fences off an earlier attempt still running beside this one, on this
    * machine (a data directory is one machine's), and a machine crash ends both. Two fsyncs per
-   * work were 12 of the demo's 77.
+   * work were 12 of the demo's 77. An attempt older than the claim's, or of an ended run, claims
+   * nothing: a frozen worker's stale task, woken, must not take the journal back. (Read, then
+   * written by rename: two attempts claiming in the same instant could both pass the read; the
+   * later attempt's next fence then fails and its retry claims again, above both.)
    */
   async claim(attempt: number): Promise<void> {
+    if (this.ended()) throw new SupersededAttemptError(`attempt ${attempt} of work ${this.work} belongs to a run that is over (its journals were removed): it claims nothing`);
+    const owner = await this.owner();
+    if (owner !== undefined && owner > attempt) throw new SupersededAttemptError(`attempt ${attempt} of work ${this.work} was superseded by attempt ${owner}: it claims nothing`);
     mkdirSync(dirname(this.file), { recursive: true });
     writeDurableFile(`${this.file}.owner`, String(attempt), { what: 'journal claim', durable: false });
+    this.claimed = attempt;
   }
 
   async owner(): Promise<number | undefined> {
@@ -102,6 +150,13 @@ export class FileJournalLog implements JournalLog {
    * kept).
    */
   async append(line: JournalLine): Promise<void> {
+    // Checked at every record, not only at the open: a woken worker may hold the file open after
+    // its removal, and what it appended there would be lost.
+    if (this.ended()) throw new RunJournalsEndedError(`the journals of work ${this.work}'s run were removed (the run is over): ${this.file} takes no more records`);
+    if (this.claimed !== undefined) {
+      const owner = await this.owner();
+      if (owner !== this.claimed) throw new SupersededAttemptError(`attempt ${this.claimed} of work ${this.work} lost its claim (to ${owner === undefined ? 'the run\'s end' : `attempt ${owner}`}): it appends nothing to ${this.file}`);
+    }
     try {
       if (this.fd === undefined) {
         // A run's journal folder, new in journal/, is a new name there: its parents are synced as it is made.
@@ -150,6 +205,10 @@ export class FileJournalLog implements JournalLog {
   async close(): Promise<void> {
     if (this.fd !== undefined) closeSync(this.fd);
     this.fd = undefined;
+  }
+
+  private ended(): boolean {
+    return this.endedMark !== undefined && existsSync(this.endedMark);
   }
 }
 

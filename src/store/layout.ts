@@ -7,6 +7,8 @@
  *                                             its path below landing/ is the answer's landing key (pageLandingKey, runStatusKey)
  *   quarantine/…                              landings the loader cannot load, each with a .reason
  *   journal/<run>/<work>.ndjson               each piece of work's billed calls (call-journal.ts); copied into the lake (call_journal) and removed by the load that clears its run's answers
+ *   journal/<run>/.ended                      left when they are removed: the run is over, and no attempt claims or appends to a journal of it
+ *   journal-late/<run>/<work>.ndjson          records of an ended run a woken attempt made (a charge of a call on the wire): archived and added to the run by the next load
  *   coverage/<target>.json                    how far a target's last listing reached
  *   jobs/<job>.json, jobs/by-run/<run>/<target>.json   the job registry
  *   state/credits-low.json                    the API's credits.low alert, while it stands
@@ -153,6 +155,15 @@ export function journalFile(dataDir: string, runId: string, workId: string): str
   return join(runJournalFolder(dataDir, runId), `${pathSegment(workId)}.ndjson`);
 }
 
+/** Where the late records of ended runs wait for a load (src/store/file-journal.ts). */
+export function lateJournalRoot(dataDir: string): string {
+  return join(dataDir, 'journal-late');
+}
+
+export function lateJournalFile(dataDir: string, runId: string, workId: string): string {
+  return join(lateJournalRoot(dataDir), pathSegment(runId), `${pathSegment(workId)}.ndjson`);
+}
+
 export function coverageFile(dataDir: string, targetKey: string): string {
   return join(dataDir, 'coverage', `${pathSegment(targetKey)}.json`);
 }
@@ -191,7 +202,7 @@ export function objectKey(dataDir: string, path: string): string {
 }
 
 /** The folders whose files are written by writeDurableFile (or were, as temporaries, by earlier versions). */
-export const DURABLY_WRITTEN_FOLDERS = ['landing', 'quarantine', 'coverage', 'jobs', 'state', 'webhooks', 'journal', 'media'] as const;
+export const DURABLY_WRITTEN_FOLDERS = ['landing', 'quarantine', 'coverage', 'jobs', 'state', 'webhooks', 'journal', 'journal-late', 'media'] as const;
 
 export function mediaFolder(dataDir: string): string {
   return join(dataDir, 'media');

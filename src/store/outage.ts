@@ -188,7 +188,8 @@ export function storeRidingOutages<S extends object>(store: S, wait: OutageWait 
       get(target, property) {
         const value = Reflect.get(target, property);
         if (typeof value !== 'function') return value;
-        if (property === 'journalLog') return (...args: unknown[]) => journalLog(value.apply(target, args) as object);
+        // A journal's log, and a run's late records' (call-journal.ts), are made at once: their calls wait out outages.
+        if (property === 'journalLog' || property === 'lateLog') return (...args: unknown[]) => journalLog(value.apply(target, args) as object);
         if (property === 'runJournalLogs') return async (...args: unknown[]) => ((await waitOutOutages(() => value.apply(target, args) as Promise<object[]>, wait)) ?? []).map(journalLog);
         return (...args: unknown[]) => waitOutOutages(async () => value.apply(target, args), wait);
       },

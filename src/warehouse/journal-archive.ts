@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { journalArchiveFolder } from '../store/layout.js';
 import type { Store } from '../store/store.js';
-import type { JournalLine, JournalLog } from '../store/call-journal.js';
+import { CallJournal, type JournalLine, type JournalLog, type LateLogs } from '../store/call-journal.js';
 import { sqlString } from './duckdb.js';
 import { queryWarehouse } from './query.js';
 
@@ -51,6 +51,84 @@ export async function archiveJournals(connection: DuckDBConnection, dataDir: str
     rmSync(folder, { recursive: true, force: true });
   }
   return archived;
+}
+
+/**
+ * Where a run's late records are numbered in `call_journal`: after any journal's own records (a
+ * work journals far fewer), so they read back after the records they settle.
+ */
+const LATE_SEQ = 1_000_000_000;
+
+/**
+ * Copies the late records of ended runs (what an attempt that lost its claim, its worker frozen, then
+ * woken, learnt of its calls that were on the wire: a charge, or a call its fence kept from being
+ * sent) into the lake, once the run's journals are there, within
+ * the caller's transaction, and corrects each run's `credits_spent` by what they change in its
+ * journals' totals (replayed by the journal's own arithmetic, CallJournal): exact, whatever the
+ * records are. `credits_late` says by how much the figure was corrected. The late records are read
+ * whole each time until removed, so a load killed after its commit and before the removal sets the
+ * same rows and the same correction again. Returns the runs whose late records are in the lake:
+ * the caller removes them from the store once committed.
+ */
+export async function archiveLateRecords(connection: DuckDBConnection, dataDir: string, late: readonly LateLogs[]): Promise<string[]> {
+  if (late.length === 0) return [];
+  // A run still going (its superseded attempt's records came first) waits: its journals, and the
+  // figures its late records correct, are not in the lake yet.
+  const archivedRuns = await connection.runAndReadAll(`SELECT DISTINCT run_id FROM call_journal WHERE seq < ${LATE_SEQ} AND run_id IN (${late.map(({ runId }) => sqlString(runId)).join(', ')})`);
+  const ended = new Set((archivedRuns.getRows() as [string][]).map(([runId]) => runId));
+  const lines: string[] = [];
+  const corrections = new Map<string, number>();
+  for (const { runId, logs } of late) {
+    if (!ended.has(runId)) continue;
+    const archived = await archivedRecords(connection, runId);
+    let correction = 0;
+    for (const log of logs) {
+      const records = await log.records();
+      await log.close();
+      const before = archived.get(log.work) ?? [];
+      correction += (await totalCredits([...before, ...records])) - (await totalCredits(before));
+      for (const [index, record] of records.entries()) lines.push(JSON.stringify({ run_id: runId, work: log.work, seq: LATE_SEQ + index, record }));
+    }
+    corrections.set(runId, correction);
+  }
+  const runs = [...corrections.keys()];
+  if (runs.length === 0) return [];
+  const folder = journalArchiveFolder(dataDir);
+  mkdirSync(folder, { recursive: true });
+  const file = join(folder, 'late.jsonl');
+  try {
+    writeFileSync(file, lines.length > 0 ? `${lines.join('\n')}\n` : '');
+    await connection.run(`DELETE FROM call_journal WHERE seq >= ${LATE_SEQ} AND run_id IN (${runs.map(sqlString).join(', ')})`);
+    if (lines.length > 0) {
+      await connection.run(`INSERT INTO call_journal SELECT run_id, work, seq, record, now()
+        FROM read_json(${sqlString(file)}, format = 'newline_delimited', columns = {run_id: 'VARCHAR', work: 'VARCHAR', seq: 'BIGINT', record: 'JSON'})`);
+    }
+    for (const [runId, correction] of corrections) {
+      await connection.run(
+        `UPDATE harvest_runs SET credits_spent = credits_spent - coalesce(credits_late, 0) + ${correction}, credits_late = ${correction} WHERE run_id = ${sqlString(runId)}`,
+      );
+    }
+  } finally {
+    rmSync(folder, { recursive: true, force: true });
+  }
+  return runs;
+}
+
+/** A run's journal records in the lake, before its late ones, by work. */
+async function archivedRecords(connection: DuckDBConnection, runId: string): Promise<Map<string, JournalLine[]>> {
+  const reader = await connection.runAndReadAll(`SELECT work, record::VARCHAR AS record FROM call_journal WHERE run_id = ${sqlString(runId)} AND seq < ${LATE_SEQ} ORDER BY work, seq`);
+  const byWork = new Map<string, JournalLine[]>();
+  for (const [work, record] of reader.getRows() as [string, string][]) {
+    const lines = byWork.get(work) ?? [];
+    lines.push(JSON.parse(record) as JournalLine);
+    byWork.set(work, lines);
+  }
+  return byWork;
+}
+
+/** What a journal of these records counts as spent (its `totals().credits`). */
+async function totalCredits(records: JournalLine[]): Promise<number> {
+  return (await CallJournal.replay(new ArchivedJournalLog('', records))).totals().credits;
 }
 
 /**

@@ -19,7 +19,7 @@ import { lakeCatalogFile, landingFile, legacyWarehouseFiles, loadPackageFolder }
 import { LAKE, lakeLocation, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
 import { keepLatestPerKey } from './merge.js';
 import { extract, foldersOfEndedRuns, pendingAnswers, type LoadPackage, type PendingAnswer } from './extract.js';
-import { archiveJournals } from './journal-archive.js';
+import { archiveJournals, archiveLateRecords } from './journal-archive.js';
 import { repairLake, type LakeRepair } from './lake-repair.js';
 import { syncCatalogCommit } from './lake-sync.js';
 import { merge } from './merge.js';
@@ -212,12 +212,21 @@ async function loadPending(
     const folders = await foldersOfEndedRuns(connection, pending.runFolders, dataDir);
     if (folders.length > 0) await inTransaction(connection, () => endRuns(folders));
   }
-  if (!ending || ending.folders.length === 0) return;
-  await options.beforeClear?.(1);
-  // The commit that holds them is on disk before the run's answers and journals leave the data directory.
-  await syncCatalogCommit(dataDir, lakeLocation(dataDir).shared);
-  for (const runFolder of ending.folders) await store.removeRunAnswers(runFolder);
-  await store.journals.removeRunJournals(ending.journaled);
+  if (ending && ending.folders.length > 0) {
+    await options.beforeClear?.(1);
+    // The commit that holds them is on disk before the run's answers and journals leave the data directory.
+    await syncCatalogCommit(dataDir, lakeLocation(dataDir).shared);
+    for (const runFolder of ending.folders) await store.removeRunAnswers(runFolder);
+    await store.journals.removeRunJournals(ending.journaled);
+  }
+  // Late records of ended runs (issue 39): into the lake with their runs' corrections, then, once
+  // that commit is on the disk, out of the store.
+  const late = await store.journals.lateLogs();
+  if (late.length > 0) {
+    const archived = await inTransaction(connection, () => archiveLateRecords(connection, dataDir, late));
+    await syncCatalogCommit(dataDir, lakeLocation(dataDir).shared);
+    await store.journals.removeLateLogs(archived);
+  }
 }
 
 /**

@@ -69,6 +69,10 @@ export const TABLES_DDL = [
   // Warehouses made before runs recorded the enrichments their harvest asked for, and their answers left in quarantine.
   `ALTER TABLE harvest_runs ADD COLUMN IF NOT EXISTS enrichments VARCHAR[]`,
   `ALTER TABLE harvest_runs ADD COLUMN IF NOT EXISTS answers_quarantined BIGINT`,
+
+  // A run's credits corrected after its end by late records (a charge of a call on the wire when
+  // its worker froze): included in credits_spent, by this much (src/warehouse/journal-archive.ts).
+  `ALTER TABLE harvest_runs ADD COLUMN IF NOT EXISTS credits_late BIGINT`,
   `CREATE TABLE IF NOT EXISTS failed_calls (
     run_id VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, subject VARCHAR NOT NULL, reason VARCHAR NOT NULL,
     request_id VARCHAR, failed_at TIMESTAMPTZ NOT NULL)`,

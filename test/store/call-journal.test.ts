@@ -49,14 +49,32 @@ describe('the call journal, on real files', () => {
     const earlier = await load(dataDir);
     await earlier.claim(1);
     await earlier.intend('a', 10);
+    await earlier.intend('b', 10);
     const later = await load(dataDir);
     await later.claim(2);
-    await expect(earlier.intend('b', 10)).rejects.toThrow(/attempt 1 of this work was superseded/);
+    // Refused at the fence, right before its call would go on the wire (issue 39): its intent is cancelled.
+    await expect(earlier.fence()).rejects.toThrow(/attempt 1 of work .* was superseded by attempt 2/);
+    await earlier.cancel('b');
+    // No new intent, and it cannot take the journal back.
+    await expect(earlier.intend('c', 10)).rejects.toThrow(/attempt 1 of work .* lost its claim \(to attempt 2\)/);
+    await expect((await load(dataDir)).claim(1)).rejects.toThrow(/superseded by attempt 2: it claims nothing/);
+    // Its answer in flight settles, in the run's late records: the later attempt may have read the
+    // journal for the run's figures already (the load that archives the run adds them, journal-archive.ts).
     await earlier.settle('a', 10);
     await earlier.close();
-    await later.intend('c', 10);
+    await later.intend('d', 10);
     await later.close();
-    expect((await load(dataDir)).totals()).toEqual({ credits: 20, settledCalls: 1, lostCalls: 1, lostCredits: 10 });
+    expect((await load(dataDir)).totals()).toEqual({ credits: 30, settledCalls: 0, lostCalls: 3, lostCredits: 30 });
+    const [late] = await new FileJournals(dataDir).lateLogs();
+    expect(late?.runId).toBe('run-1');
+    const lateRecords = await late!.logs[0]!.records();
+    expect(lateRecords).toEqual([{ cancelled: 'b' }, { settled: 'a', credits: 10 }]);
+    // The journal and its late records, read as one (as the lake's archive has them): exact.
+    const together = mkdtempSync(join(tmpdir(), 'journal-'));
+    const log = new FileJournals(together).journalLog('run-1', 'w1:target');
+    for (const record of [...(await new FileJournals(dataDir).journalLog('run-1', 'w1:target').records()), ...lateRecords]) await log.append(record);
+    await log.close();
+    expect((await load(together)).totals()).toEqual({ credits: 20, settledCalls: 1, lostCalls: 1, lostCredits: 10 });
   });
 });
 

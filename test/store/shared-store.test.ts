@@ -137,9 +137,30 @@ describe('shared storage', () => {
     const replayed = await CallJournal.load(second.journals, 'run-j', 'work-1');
     expect(replayed.totals()).toEqual({ credits: 270, settledCalls: 1, lostCalls: 1, lostCredits: 150 });
     await replayed.claim(2);
-    await expect(journal.intend('c', 10)).rejects.toThrow(/attempt 1 of this work was superseded/);
+    await expect(journal.intend('c', 10)).rejects.toThrow(/attempt 1 of work work-1 lost its claim/);
+    await expect(journal.fence()).rejects.toThrow(/attempt 1 of work work-1 was superseded by attempt 2/);
     await replayed.fail('b', { target: 't', endpoint: 'tiktok/stats', subject: 'u', reason: 'gone', at: '2026-01-01T00:00:00Z' });
     expect([...(await runFailures(first.journals, 'run-j')).keys()]).toEqual(['b']);
+  });
+
+  it('a run whose journals were removed takes no claim and no record: a woken attempt\'s records are its late records', async () => {
+    const env = await sharedStore();
+    const [first, second] = [await machine(env), await machine(env)];
+    const journal = await CallJournal.load(first.journals, 'run-ended', 'work-1');
+    await journal.claim(1);
+    await journal.intend('a', 10);
+    await second.journals.removeRunJournals(['run-ended']);
+    await expect(journal.intend('b', 10)).rejects.toThrow(/attempt 1 of work work-1 lost its claim/);
+    await expect(journal.fence()).rejects.toThrow(/belongs to a run that is over/);
+    await expect((await CallJournal.load(second.journals, 'run-ended', 'work-1')).claim(2)).rejects.toThrow(/it claims nothing/);
+    // Its answer on the wire settles among the run's late records, not in a journal brought back.
+    await journal.settle('a', 7);
+    expect(await second.journals.journalLog('run-ended', 'work-1').records()).toEqual([]);
+    const late = (await second.journals.lateLogs()).find((run) => run.runId === 'run-ended');
+    expect(late?.logs.map((log) => log.work)).toEqual(['work-1']);
+    expect(await late!.logs[0]!.records()).toEqual([{ settled: 'a', credits: 7 }]);
+    await second.journals.removeLateLogs(['run-ended']);
+    expect((await second.journals.lateLogs()).find((run) => run.runId === 'run-ended')).toBeUndefined();
   });
 
   it('landings, coverage, jobs, the credits-low alert and media files are seen from every machine', async () => {

@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -11,6 +11,12 @@ import { maintainLake } from '../../src/warehouse/maintenance.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample } from '../support/sample-harvest.js';
+
+/** Whether a run's journals are still in the data directory: removed, its folder keeps only the mark that the run ended. */
+function hasJournals(dataDir: string, runId: string): boolean {
+  const folder = runJournalFolder(dataDir, runId);
+  return existsSync(folder) && readdirSync(folder).some((name) => name !== '.ended');
+}
 
 let emulator: TestEmulator;
 beforeAll(async () => {
@@ -32,8 +38,8 @@ describe('the call journals of runs that are over', () => {
       await log.close();
     }
     await loadLandings(dataDir);
-    expect(existsSync(runJournalFolder(dataDir, 'run-done'))).toBe(false);
-    expect(existsSync(runJournalFolder(dataDir, 'run-failed'))).toBe(true);
+    expect(hasJournals(dataDir, 'run-done')).toBe(false);
+    expect(hasJournals(dataDir, 'run-failed')).toBe(true);
     const archived = (await archivedJournalLogs(dataDir)).get('run-done') ?? [];
     expect(archived.map((log) => log.work)).toEqual(['work-1']);
     expect(await archived[0]!.records()).toEqual([
@@ -67,9 +73,9 @@ describe('the call journals of runs that are over', () => {
         },
       }),
     ).rejects.toThrow('killed');
-    expect(existsSync(runJournalFolder(dataDir, 'run-killed'))).toBe(true);
+    expect(hasJournals(dataDir, 'run-killed')).toBe(true);
     await loadLandings(dataDir);
-    expect(existsSync(runJournalFolder(dataDir, 'run-killed'))).toBe(false);
+    expect(hasJournals(dataDir, 'run-killed')).toBe(false);
     expect((await queryWarehouse(dataDir, "SELECT count(*)::INTEGER AS n FROM call_journal WHERE run_id = 'run-killed'")).rows).toEqual([{ n: 2 }]);
   }, 120_000);
 
@@ -83,8 +89,8 @@ describe('the call journals of runs that are over', () => {
     await log.append({ intent: 'run-old/t/page-000001.json', worst: 10 });
     await log.close();
     expect((await maintainLake(dataDir)).journalsRemoved).toBe(0);
-    expect(existsSync(runJournalFolder(dataDir, 'run-old'))).toBe(true);
+    expect(hasJournals(dataDir, 'run-old')).toBe(true);
     expect((await maintainLake(dataDir, { keepSnapshotsHours: 0 })).journalsRemoved).toBe(1);
-    expect(existsSync(runJournalFolder(dataDir, 'run-old'))).toBe(false);
+    expect(hasJournals(dataDir, 'run-old')).toBe(false);
   }, 120_000);
 });

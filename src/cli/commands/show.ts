@@ -9,6 +9,22 @@ import { printableSummary } from '../run-progress.js';
 import { harvestSummary } from '../../temporal/run-summary.js';
 import { describeRun, runAttempts, type RunAttempt } from '../run-queries.js';
 import { failedCallLines, quarantineLines, trackedItemsText } from './run.js';
+import { dataDirFromEnv } from '../../config/environment.js';
+import { queryWarehouse } from '../../warehouse/query.js';
+import { sqlString } from '../../warehouse/duckdb.js';
+
+/**
+ * A run's credits as the lake has them once late charges (charges that arrived after the run ended,
+ * issue 39) corrected them: undefined when there were none, or the lake cannot be read here.
+ */
+async function lateCorrection(runId: string): Promise<{ creditsLate: number; creditsSpent: number } | undefined> {
+  try {
+    const { rows } = await queryWarehouse(dataDirFromEnv(), `SELECT credits_late::BIGINT AS late, credits_spent::BIGINT AS spent FROM harvest_runs WHERE run_id = ${sqlString(runId)} AND credits_late IS NOT NULL`);
+    return rows[0] ? { creditsLate: Number(rows[0].late), creditsSpent: Number(rows[0].spent) } : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The run's attempts, oldest first: when each started and ended, how it ended, and its Temporal run ids. */
 function attemptLines(attempts: RunAttempt[]): string[] {
@@ -87,7 +103,9 @@ export function showCommand(): Command {
             throw new Error(`run ${runId} ${description.status.name.toLowerCase()}: ${error.cause?.message ?? error.message}`);
           }
         }
-        process.stdout.write(options.json ? `${JSON.stringify({ ...progress, attempts }, null, 2)}\n` : `${describeProgress(progress, attempts)}\n`);
+        const late = description.status.name === 'RUNNING' ? undefined : await lateCorrection(runId);
+        const lateLine = late ? `\nlate:     ${late.creditsLate >= 0 ? '+' : ''}${late.creditsLate} credits settled after the run ended (a frozen worker's calls that were on the wire): ${late.creditsSpent} spent in all, as the lake's harvest_runs has it` : '';
+        process.stdout.write(options.json ? `${JSON.stringify({ ...progress, ...(late ? { late } : {}), attempts }, null, 2)}\n` : `${describeProgress(progress, attempts)}${lateLine}\n`);
       } finally {
         await client.connection.close();
       }

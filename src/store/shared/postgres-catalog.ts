@@ -7,7 +7,7 @@
  * in tables of its own (ducklake_*).
  */
 import pg from 'pg';
-import type { JournalLine, JournalLog, JournalStore } from '../call-journal.js';
+import { SupersededAttemptError, type JournalLine, type JournalLog, type JournalStore, type LateLogs } from '../call-journal.js';
 import { newStoreId, type StoreIdentity } from '../store-identity.js';
 import { redactedUrl } from './shared-settings.js';
 
@@ -32,6 +32,16 @@ CREATE TABLE IF NOT EXISTS harvester_journal_claim (
   work_id text NOT NULL,
   attempt integer NOT NULL,
   PRIMARY KEY (run_id, work_id)
+);
+CREATE TABLE IF NOT EXISTS harvester_run_ended (
+  run_id text PRIMARY KEY,
+  ended_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS harvester_late_record (
+  seq bigserial PRIMARY KEY,
+  run_id text NOT NULL,
+  work_id text NOT NULL,
+  record jsonb NOT NULL
 );
 CREATE TABLE IF NOT EXISTS harvester_waiting_answer (
   seq bigserial PRIMARY KEY,
@@ -90,8 +100,10 @@ export class PostgresCatalog implements JournalStore {
     return catalog;
   }
 
+  /** The runs are marked ended first (a row each, kept): a stale attempt's claim or append after it finds the mark. */
   async removeRunJournals(runIds: readonly string[]): Promise<void> {
     if (runIds.length === 0) return;
+    await this.query('mark runs ended', 'INSERT INTO harvester_run_ended (run_id) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING', [runIds]);
     await this.query('remove the journals of ended runs', 'DELETE FROM harvester_journal WHERE run_id = ANY($1)', [runIds]);
     await this.query('remove the journals\' claims of ended runs', 'DELETE FROM harvester_journal_claim WHERE run_id = ANY($1)', [runIds]);
     await this.query('remove the archiving marks of ended runs', "DELETE FROM harvester_document WHERE kind = 'archiving' AND key = ANY($1)", [runIds]);
@@ -108,6 +120,26 @@ export class PostgresCatalog implements JournalStore {
 
   journalLog(runId: string, workId: string): PostgresJournalLog {
     return new PostgresJournalLog(this, runId, workId);
+  }
+
+  lateLog(runId: string, workId: string): PostgresJournalLog {
+    return new PostgresJournalLog(this, runId, workId, 'late');
+  }
+
+  async lateLogs(): Promise<LateLogs[]> {
+    const found = await this.query('list the late records of ended runs', 'SELECT DISTINCT run_id, work_id FROM harvester_late_record ORDER BY run_id, work_id', []);
+    const byRun = new Map<string, PostgresJournalLog[]>();
+    for (const row of found.rows as { run_id: string; work_id: string }[]) {
+      const logs = byRun.get(row.run_id) ?? [];
+      logs.push(this.lateLog(row.run_id, row.work_id));
+      byRun.set(row.run_id, logs);
+    }
+    return [...byRun].map(([runId, logs]) => ({ runId, logs }));
+  }
+
+  async removeLateLogs(runIds: readonly string[]): Promise<void> {
+    if (runIds.length === 0) return;
+    await this.query('remove the late records a load archived', 'DELETE FROM harvester_late_record WHERE run_id = ANY($1)', [runIds]);
   }
 
   /** The answers waiting for their upload: a run's (by its folder), or every run's. */
@@ -231,31 +263,55 @@ export class PostgresCatalog implements JournalStore {
 }
 
 /**
+ * When a journal's record may be appended ($1 the run, $2 the work, $4 the attempt that claimed it
+ * through this log, if any): its run is not over, and that attempt still holds the claim. Checked
+ * inside the INSERT: no round trip of its own.
+ */
+const APPENDABLE = `NOT EXISTS (SELECT 1 FROM harvester_run_ended WHERE run_id = $1)
+  AND ($4::integer IS NULL OR EXISTS (SELECT 1 FROM harvester_journal_claim WHERE run_id = $1 AND work_id = $2 AND attempt = $4::integer))`;
+
+/**
  * A journal as rows: each record is committed by its INSERT before `append` returns, so a worker
  * killed at any moment leaves every record it appended, and none cut.
  */
 export class PostgresJournalLog implements JournalLog {
+  private readonly table: 'harvester_journal' | 'harvester_late_record';
+  /** The attempt that claimed the journal through this log: only while it holds the claim are records appended. */
+  private claimed: number | undefined;
+
   constructor(
     private readonly catalog: PostgresCatalog,
     private readonly runId: string,
     private readonly workId: string,
-  ) {}
+    /** `late`: the run's late records (harvester_late_record), appended after its journals were removed. */
+    kind: 'journal' | 'late' = 'journal',
+  ) {
+    this.table = kind === 'late' ? 'harvester_late_record' : 'harvester_journal';
+  }
 
   get work(): string {
     return this.workId;
   }
 
   async records(): Promise<JournalLine[]> {
-    const rows = await this.catalog.query('read a call journal', 'SELECT record FROM harvester_journal WHERE run_id = $1 AND work_id = $2 ORDER BY seq', [this.runId, this.workId]);
+    const rows = await this.catalog.query('read a call journal', `SELECT record FROM ${this.table} WHERE run_id = $1 AND work_id = $2 ORDER BY seq`, [this.runId, this.workId]);
     return rows.rows.map((row: { record: JournalLine }) => row.record);
   }
 
+  /**
+   * One statement: claimed unless a later attempt holds the claim or the run is marked ended (a
+   * frozen worker's stale task, woken), in which case nothing changes and it throws.
+   */
   async claim(attempt: number): Promise<void> {
-    await this.catalog.query(
+    const claimed = await this.catalog.query(
       'claim a call journal',
-      'INSERT INTO harvester_journal_claim (run_id, work_id, attempt) VALUES ($1, $2, $3) ON CONFLICT (run_id, work_id) DO UPDATE SET attempt = excluded.attempt',
+      `INSERT INTO harvester_journal_claim (run_id, work_id, attempt)
+       SELECT $1, $2, $3 WHERE NOT EXISTS (SELECT 1 FROM harvester_run_ended WHERE run_id = $1)
+       ON CONFLICT (run_id, work_id) DO UPDATE SET attempt = excluded.attempt WHERE harvester_journal_claim.attempt <= excluded.attempt`,
       [this.runId, this.workId, attempt],
     );
+    if (claimed.rowCount === 0) throw new SupersededAttemptError(`attempt ${attempt} of work ${this.workId} was superseded by a later attempt, or its run is over: it claims nothing`);
+    this.claimed = attempt;
   }
 
   async owner(): Promise<number | undefined> {
@@ -263,8 +319,23 @@ export class PostgresJournalLog implements JournalLog {
     return rows.rows[0]?.attempt as number | undefined;
   }
 
+  /** Appended unless the run is marked ended (its journals removed), in one statement; then it throws RunJournalsEndedError. */
   async append(line: JournalLine): Promise<void> {
-    await this.catalog.query('append to a call journal', 'INSERT INTO harvester_journal (run_id, work_id, record) VALUES ($1, $2, $3)', [this.runId, this.workId, JSON.stringify(line)]);
+    if (this.table === 'harvester_late_record') {
+      await this.catalog.query('append a late record', 'INSERT INTO harvester_late_record (run_id, work_id, record) VALUES ($1, $2, $3)', [this.runId, this.workId, JSON.stringify(line)]);
+      return;
+    }
+    const appended = await this.catalog.query('append to a call journal', `INSERT INTO harvester_journal (run_id, work_id, record) SELECT $1, $2, $3 WHERE ${APPENDABLE}`, [
+      this.runId,
+      this.workId,
+      JSON.stringify(line),
+      this.claimed ?? null,
+    ]);
+    if (appended.rowCount === 0) throw this.refused();
+  }
+
+  private refused(): SupersededAttemptError {
+    return new SupersededAttemptError(`attempt ${this.claimed} of work ${this.workId} lost its claim (to a later attempt, or its run's end): it appends nothing to the journal`);
   }
 
   /**
@@ -274,11 +345,13 @@ export class PostgresJournalLog implements JournalLog {
   async appendWithAnswer(line: JournalLine, answer: Omit<WaitingAnswer, 'seq'>): Promise<number> {
     const inserted = await this.catalog.query(
       'append to a call journal with its answer',
-      `WITH answer AS (INSERT INTO harvester_waiting_answer (run_id, run_folder, key, frame) VALUES ($4, $5, $6, $7) RETURNING seq),
-       journal AS (INSERT INTO harvester_journal (run_id, work_id, record) VALUES ($1, $2, $3))
+      `WITH open AS (SELECT 1 WHERE ${APPENDABLE.replaceAll('$4', '$8')}),
+       answer AS (INSERT INTO harvester_waiting_answer (run_id, run_folder, key, frame) SELECT $4, $5, $6, $7 FROM open RETURNING seq),
+       journal AS (INSERT INTO harvester_journal (run_id, work_id, record) SELECT $1, $2, $3 FROM open)
        SELECT seq FROM answer`,
-      [this.runId, this.workId, JSON.stringify(line), answer.runId, answer.runFolder, answer.key, answer.frame],
+      [this.runId, this.workId, JSON.stringify(line), answer.runId, answer.runFolder, answer.key, answer.frame, this.claimed ?? null],
     );
+    if (inserted.rows.length === 0) throw this.refused();
     return Number((inserted.rows[0] as { seq: string }).seq);
   }
 

@@ -55,6 +55,9 @@ export class SharedStore implements Store {
       removeRunJournals: (runIds) => catalog.removeRunJournals(runIds),
       markArchiving: (runIds) => catalog.markArchiving(runIds),
       archivingMarked: (runIds) => catalog.archivingMarked(runIds),
+      lateLog: (runId, workId) => catalog.lateLog(runId, workId),
+      lateLogs: () => catalog.lateLogs(),
+      removeLateLogs: (runIds) => catalog.removeLateLogs(runIds),
     };
   }
 
