@@ -1,7 +1,8 @@
 /**
  * The load as a process of its own, kept warm by src/warehouse/warm-loader.ts: forked with an IPC
  * channel, it takes `{ dataDir }` messages one at a time, loads every pending landing of that data
- * directory, and answers `{ result }` or `{ error }`. A run's final load runs here rather than in
+ * directory, and answers `{ result }` or `{ error }` (and says `{ maintaining }` around the daily
+ * maintenance it runs after a run's final load). A run's final load runs here rather than in
  * the worker, so DuckDB's memory (bounded by the batch) never adds to the worker's, which stays
  * flat however many items runs land. Importing the loader (DuckDB's native library) is most of
  * this process's start, which is why it is started before it is needed and then reused.
@@ -58,10 +59,21 @@ process.on('message', (request: LoadRequest) => {
       // load asked meanwhile (another run's) waits for it (the store's writer queue: one writer at a
       // time, in this process too), and it writes through this process's engine, as loads do; one
       // cut short is safe, and is done again.
+      // The worker is told while it runs, so that it does not replace this process under it (the
+      // warm loader's renewal of an idle process): a maintenance longer than the renewal time (a
+      // busy machine, a year of tables to compact) was cut short every day and never done.
       if (request.countRun === undefined) return;
+      reply({ maintaining: true });
       Promise.all([engine, storeOf(request.dataDir)])
         .then(([ready, store]) => maintainIfDue(request.dataDir, Date.now(), store, ready))
-        .catch((error: unknown) => process.stderr.write(`maintenance of ${request.dataDir} failed: ${error instanceof Error ? error.message : String(error)}\n`));
+        .catch((error: unknown) => process.stderr.write(`maintenance of ${request.dataDir} failed: ${error instanceof Error ? error.message : String(error)}\n`))
+        .finally(() => {
+          try {
+            reply({ maintaining: false });
+          } catch {
+            // The worker went away meanwhile: this process exits on the disconnect.
+          }
+        });
     },
     (error: unknown) => reply({ error: error instanceof Error ? error.message : String(error) }),
   );

@@ -29,6 +29,12 @@ export const LOAD_PROCESS_RENEW_MS = 60_000;
 const STDERR_TAIL_CHARS = 2_000;
 
 type LoadReply = { result: LoadResult } | { error: string };
+/** Said by the load process around the maintenance it runs after a run's final load (load-process.ts). */
+type MaintenanceNotice = { maintaining: boolean };
+
+function isMaintenanceNotice(message: unknown): message is MaintenanceNotice {
+  return typeof message === 'object' && message !== null && 'maintaining' in message;
+}
 
 export class WarmLoader {
   #child: ChildProcess | undefined;
@@ -36,6 +42,8 @@ export class WarmLoader {
   #childLoaded = false;
   #stderrTail = '';
   #renewTimer: NodeJS.Timeout | undefined;
+  /** The process runs the daily maintenance: it is not replaced until that ends (nor cut short by a renewal). */
+  #maintaining = false;
   readonly #oneAtATime = pLimit(1);
 
   constructor(private readonly renewAfterMs = LOAD_PROCESS_RENEW_MS) {}
@@ -91,6 +99,13 @@ export class WarmLoader {
       this.#stderrTail = (this.#stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
     });
     child.on('error', () => undefined); // a failed start shows as 'exit' to the load waiting on it
+    this.#maintaining = false;
+    child.on('message', (message: unknown) => {
+      if (!isMaintenanceNotice(message) || this.#child !== child) return;
+      this.#maintaining = message.maintaining;
+      // Ended while idle: the renewal that waited for it is scheduled afresh.
+      if (!message.maintaining && this.#oneAtATime.activeCount === 0 && this.#oneAtATime.pendingCount === 0) this.#idle();
+    });
     child.on('exit', () => {
       if (this.#child === child) this.#child = undefined;
     });
@@ -108,6 +123,8 @@ export class WarmLoader {
   }
 
   #renew(): void {
+    // A maintenance under way is let finish: the notice that it ended schedules the renewal again.
+    if (this.#maintaining) return;
     this.close();
     setHeld(this.#running(), false);
   }
@@ -126,7 +143,8 @@ export class WarmLoader {
           child.off('exit', onExit);
           signal?.removeEventListener('abort', onAbort);
         };
-        const onMessage = (reply: LoadReply) => {
+        const onMessage = (reply: LoadReply | MaintenanceNotice) => {
+          if (isMaintenanceNotice(reply)) return;
           settle();
           if ('error' in reply) reject(new Error(`the load of ${dataDir} failed: ${reply.error}`));
           else resolve(reply.result);

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { WarmLoader } from '../../src/warehouse/warm-loader.js';
+import { LocalStore } from '../../src/store/store.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample } from '../support/sample-harvest.js';
 
@@ -71,6 +72,29 @@ describe('the warm load process', () => {
     expect(loadProcesses()).toEqual(renewed);
     loader.close();
   });
+
+  it('lets the daily maintenance it runs after a run\'s final load end before it is replaced, however soon renewal is due', async () => {
+    // Renewed 50 ms after a load: before, the process was replaced under a maintenance that took
+    // longer (a year of tables to compact on a busy machine), which then never ended, day after day.
+    const loader = new WarmLoader(50);
+    const runId = 'run-warm-maintained';
+    const { dataDir } = await landedSample(emulator, runId);
+    const store = new LocalStore(dataDir);
+    // Maintained two days ago: due after the run's final load.
+    const backdated = Date.now() - 2 * 24 * 3_600_000;
+    await store.markLakeMaintained(backdated);
+    try {
+      await loader.load(dataDir, undefined, runId);
+      // The maintenance runs after the load's answer; it moves the mark when it ends.
+      for (let waited = 0; waited < 60_000 && (await store.lakeMaintainedAt())! <= backdated; waited += 100) {
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      expect(await store.lakeMaintainedAt()).toBeGreaterThan(backdated);
+    } finally {
+      loader.close();
+      await store.close();
+    }
+  }, 90_000);
 
   it('loads two data directories asked at once, one after the other, each whole', async () => {
     const loader = new WarmLoader();
