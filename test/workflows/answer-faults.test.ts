@@ -1,12 +1,11 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
-import { SocialApiClient } from '../../src/api/client.js';
-import { startCorruptingProxy, type Corruption, type ProxiedCall } from '../../src/emulator/corrupting-proxy.js';
+import { type Corruption, type ProxiedCall } from '../../src/emulator/corrupting-proxy.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { resumableState } from '../../src/harvest/checkpoint.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
-import { startHarvestRig } from '../support/harvest-rig.js';
-import { executeHarvest, harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';
+import { channelWithStats as channelHarvest, ledgerCredits as ledgerOf, startCorruptedRig } from '../support/corrupted-rig.js';
+import { executeHarvest, harvestFrom, prices, type TestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_answer_faults';
 const VERIFY_KEY = 'sk_live_answer_faults_verify';
@@ -16,36 +15,18 @@ afterAll(async () => {
 });
 
 /** A harvest rig whose worker reaches the emulator through a proxy that spoils the answers `choose` picks. */
-async function setup(choose: (call: ProxiedCall) => Corruption | undefined) {
-  const rig = await startHarvestRig({ harvest: HARVEST_KEY, verify: VERIFY_KEY });
-  const proxy = await startCorruptingProxy({ upstream: new URL(rig.emulator.baseUrl).origin, choose });
-  const api = new SocialApiClient({ baseUrl: proxy.baseUrl, apiKey: HARVEST_KEY, prices, retry: { minDelayMs: 5, maxDelayMs: 50, maxElapsedMs: 20_000 } });
-  const worker = await startTestWorker(api);
-  cleanups.push(
-    () => rig.close(),
-    () => proxy.close(),
-    () => api.close(),
-    () => worker.stop(),
-  );
-  return { ...rig, proxy, worker };
+function setup(choose: (call: ProxiedCall) => Corruption | undefined) {
+  return startCorruptedRig({ harvest: HARVEST_KEY, verify: VERIFY_KEY }, choose, cleanups);
 }
 
 function execute(temporal: Client, worker: TestWorker, input: HarvestInput, id = `answers-${Math.random().toString(36).slice(2)}`): Promise<HarvestSummary> {
   return executeHarvest(temporal, { taskQueue: worker.taskQueue, workflowId: id, input });
 }
 
-const channelWithStats = (handle: string, maxItems: number) =>
-  harvestFrom(`
-harvests:
-  - name: answers
-    budget: { credits: 100000 }
-    channels:
-      - { platform: tiktok, handle: ${handle}, content: videos, max_items: ${maxItems} }
-    enrich: { stats: true }
-`);
+const channelWithStats = (handle: string, maxItems: number) => channelHarvest('answers', handle, maxItems);
 
-async function ledgerCredits(rig: { emulator: { ledger(key: string): Promise<{ credits: number }[]> } }): Promise<number> {
-  return (await rig.emulator.ledger(HARVEST_KEY)).reduce((sum, row) => sum + row.credits, 0);
+function ledgerCredits(rig: { emulator: { ledger(key: string): Promise<{ credits: number }[]> } }): Promise<number> {
+  return ledgerOf(rig.emulator, HARVEST_KEY);
 }
 
 async function itemCounts(worker: TestWorker, handle: string) {

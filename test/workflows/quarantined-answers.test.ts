@@ -6,8 +6,7 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { afterAll, describe, expect, inject, it } from 'vitest';
 import type { Client } from '@temporalio/client';
-import { SocialApiClient } from '../../src/api/client.js';
-import { IMPOSSIBLE_TIME, startCorruptingProxy, type Corruption, type ProxiedCall } from '../../src/emulator/corrupting-proxy.js';
+import { IMPOSSIBLE_TIME, type Corruption, type ProxiedCall } from '../../src/emulator/corrupting-proxy.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { resumableState } from '../../src/harvest/checkpoint.js';
 import { quarantinedLandingsOfRun } from '../../src/store/quarantine.js';
@@ -15,8 +14,8 @@ import { summaryText } from '../../src/cli/commands/run.js';
 import { loadReportData } from '../../src/report/read-report.js';
 import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { runCli } from '../support/cli.js';
-import { startHarvestRig } from '../support/harvest-rig.js';
-import { executeHarvest, harvestFrom, prices, startTestWorker, type TestWorker } from '../support/temporal.js';
+import { channelWithStats as channelHarvest, ledgerCredits as ledgerOf, startCorruptedRig } from '../support/corrupted-rig.js';
+import { executeHarvest, type TestWorker } from '../support/temporal.js';
 
 const HARVEST_KEY = 'sk_live_quarantined_answers';
 const VERIFY_KEY = 'sk_live_quarantined_answers_verify';
@@ -26,36 +25,18 @@ afterAll(async () => {
 });
 
 /** A harvest rig whose worker reaches the emulator through a proxy that spoils the answers `choose` picks. */
-async function setup(choose: (call: ProxiedCall) => Corruption | undefined) {
-  const rig = await startHarvestRig({ harvest: HARVEST_KEY, verify: VERIFY_KEY });
-  const proxy = await startCorruptingProxy({ upstream: new URL(rig.emulator.baseUrl).origin, choose });
-  const api = new SocialApiClient({ baseUrl: proxy.baseUrl, apiKey: HARVEST_KEY, prices, retry: { minDelayMs: 5, maxDelayMs: 50, maxElapsedMs: 20_000 } });
-  const worker = await startTestWorker(api);
-  cleanups.push(
-    () => rig.close(),
-    () => proxy.close(),
-    () => api.close(),
-    () => worker.stop(),
-  );
-  return { ...rig, proxy, worker };
+function setup(choose: (call: ProxiedCall) => Corruption | undefined) {
+  return startCorruptedRig({ harvest: HARVEST_KEY, verify: VERIFY_KEY }, choose, cleanups);
 }
 
 function execute(temporal: Client, worker: TestWorker, input: HarvestInput, id = `quarantine-${Math.random().toString(36).slice(2)}`): Promise<HarvestSummary> {
   return executeHarvest(temporal, { taskQueue: worker.taskQueue, workflowId: id, input });
 }
 
-const channelWithStats = (handle: string, maxItems: number) =>
-  harvestFrom(`
-harvests:
-  - name: quarantined
-    budget: { credits: 100000 }
-    channels:
-      - { platform: tiktok, handle: ${handle}, content: videos, max_items: ${maxItems} }
-    enrich: { stats: true }
-`);
+const channelWithStats = (handle: string, maxItems: number) => channelHarvest('quarantined', handle, maxItems);
 
-async function ledgerCredits(rig: { emulator: { ledger(key: string): Promise<{ credits: number }[]> } }): Promise<number> {
-  return (await rig.emulator.ledger(HARVEST_KEY)).reduce((sum, row) => sum + row.credits, 0);
+function ledgerCredits(rig: { emulator: { ledger(key: string): Promise<{ credits: number }[]> } }): Promise<number> {
+  return ledgerOf(rig.emulator, HARVEST_KEY);
 }
 
 async function itemCounts(worker: TestWorker, handle: string) {
