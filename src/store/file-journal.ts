@@ -4,7 +4,7 @@
  * claim in `<file>.owner`. The store's other backend keeps the same records in PostgreSQL
  * (src/store/shared/postgres-catalog.ts).
  */
-import { closeSync, existsSync, fstatSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
+import { closeSync, existsSync, fstatSync, fsyncSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { RunJournalsEndedError, SupersededAttemptError, type JournalLine, type JournalLog, type JournalStore, type LateLogs } from './call-journal.js';
@@ -135,7 +135,9 @@ export class FileJournalLog implements JournalLog {
     if (this.ended()) throw new SupersededAttemptError(`attempt ${attempt} of work ${this.work} belongs to a run that is over (its journals were removed): it claims nothing`);
     const owner = await this.owner();
     if (owner !== undefined && owner > attempt) throw new SupersededAttemptError(`attempt ${attempt} of work ${this.work} was superseded by attempt ${owner}: it claims nothing`);
-    mkdirSync(dirname(this.file), { recursive: true });
+    // The run's journal folder may be made here, before any record: its name is synced in its
+    // parent as it is made (the records' own sync covers only the names inside it).
+    makeDurableDirectory(dirname(this.file));
     writeDurableFile(`${this.file}.owner`, String(attempt), { what: 'journal claim', durable: false });
     this.claimed = attempt;
   }

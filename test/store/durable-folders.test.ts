@@ -42,4 +42,24 @@ await log.close();\n`,
     const calls = callsOf(trace);
     expect(indexOf(calls, (call) => call.call === 'fsync' && call.path === join(dir, 'journal'))).toBeGreaterThanOrEqual(0);
   });
+
+  it('a work\'s claim, made before its first record, makes its run folder\'s name durable in journal/ too', async () => {
+    // As every work starts (claimJournal): the claim made the run folder with a plain mkdir, so the
+    // first record found it there and synced only the names inside it (found by the crash harness).
+    const dir = mkdtempSync(join(tmpdir(), 'durable-claim-'));
+    const script = join(dir, 'claim.mjs');
+    writeFileSync(
+      script,
+      `import { FileJournals } from ${built('file-journal.js')};
+const log = new FileJournals(process.argv[2]).journalLog('run-1', 'work-1');
+await log.claim(1);
+await log.append({ intent: 'k', worst: 1 });
+await log.sync();
+await log.close();\n`,
+    );
+    const trace = join(dir, 'claim.trace');
+    expect(await traced(trace, process.execPath, [script, dir])).toBe(0);
+    const calls = callsOf(trace);
+    expect(indexOf(calls, (call) => call.call === 'fsync' && call.path === join(dir, 'journal'))).toBeGreaterThanOrEqual(0);
+  });
 });
