@@ -48,6 +48,8 @@ export interface EndpointSpec {
   unit: string;
   /** meta.item of a list response; comments have none. */
   item?: 'video' | 'post' | 'reel' | 'result';
+  /** A search's hits (meta.item `result`): the kind of item they are. */
+  finds?: ItemKind;
   cache: CachePolicy;
   formats: readonly ResponseFormat[];
 }
@@ -71,8 +73,8 @@ export const ENDPOINTS: readonly EndpointSpec[] = [
     { name: 'comments', shape: 'list', param: 'url', unit: 'comment', cache: AGE_AWARE, formats: LIST_FORMATS },
     { name: 'channel-stats', shape: 'object', param: 'handle', unit: 'profile', cache: { kind: 'fixed', seconds: 12 * HOUR }, formats: OBJECT_FORMATS },
     { name: 'channel-videos', shape: 'list', param: 'handle', unit: 'video', item: 'video', cache: CHANNEL_LIST, formats: LIST_FORMATS },
-    { name: 'search', shape: 'list', param: 'query', unit: 'result', item: 'result', cache: AGE_AWARE, formats: LIST_FORMATS },
-    { name: 'hashtag-search', shape: 'list', param: 'query', unit: 'result', item: 'result', cache: AGE_AWARE, formats: LIST_FORMATS },
+    { name: 'search', shape: 'list', param: 'query', unit: 'result', item: 'result', finds: 'video', cache: AGE_AWARE, formats: LIST_FORMATS },
+    { name: 'hashtag-search', shape: 'list', param: 'query', unit: 'result', item: 'result', finds: 'video', cache: AGE_AWARE, formats: LIST_FORMATS },
     { name: 'download', shape: 'object', param: 'url', unit: 'video', cache: { kind: 'fixed', seconds: 7 * 24 * HOUR }, formats: OBJECT_FORMATS },
   ]),
   ...define('instagram', [
@@ -83,7 +85,7 @@ export const ENDPOINTS: readonly EndpointSpec[] = [
     { name: 'channel-stats', shape: 'object', param: 'handle', unit: 'profile', cache: { kind: 'fixed', seconds: 12 * HOUR }, formats: OBJECT_FORMATS },
     { name: 'channel-posts', shape: 'list', param: 'handle', unit: 'post', item: 'post', cache: CHANNEL_LIST, formats: LIST_FORMATS },
     { name: 'channel-reels', shape: 'list', param: 'handle', unit: 'reel', item: 'reel', cache: CHANNEL_LIST, formats: LIST_FORMATS },
-    { name: 'reels-search', shape: 'list', param: 'query', unit: 'result', item: 'result', cache: AGE_AWARE, formats: LIST_FORMATS },
+    { name: 'reels-search', shape: 'list', param: 'query', unit: 'result', item: 'result', finds: 'reel', cache: AGE_AWARE, formats: LIST_FORMATS },
     { name: 'download', shape: 'object', param: 'url', unit: 'video', cache: { kind: 'fixed', seconds: 7 * 24 * HOUR }, formats: OBJECT_FORMATS },
   ]),
 ];
@@ -96,6 +98,11 @@ export type PriceTable = Readonly<Record<EndpointKey, number>>;
 
 export function endpointKey(spec: Pick<EndpointSpec, 'platform' | 'name'>): EndpointKey {
   return `${spec.platform}/${spec.name}`;
+}
+
+/** The kind of item a list endpoint's answer holds: a channel list's own kind, a search's hits' kind; undefined for comments and objects. */
+export function listedItemKind(spec: EndpointSpec): ItemKind | undefined {
+  return spec.item === 'result' ? spec.finds : spec.item;
 }
 
 export function findEndpoint(platform: string, name: string): EndpointSpec | undefined {

@@ -155,6 +155,19 @@ export const LIST_ITEM_SCHEMAS = {
   'reels-search': searchResultSchema,
 } as const satisfies Partial<Record<EndpointName, z.ZodType>>;
 
+/**
+ * Every endpoint's resource, whatever its shape: the two tables above as one, so an endpoint the
+ * catalog names without a resource fails the typecheck here. What reads a resource's fields derives
+ * them from this: the client's checks, the emulator's OpenAPI document, and the warehouse's raw
+ * columns and schema drift (src/warehouse/raw-columns.ts, schema-drift.ts).
+ */
+export const RESOURCE_SCHEMAS: Readonly<Record<EndpointName, z.ZodObject>> = { ...OBJECT_SCHEMAS, ...LIST_ITEM_SCHEMAS } satisfies Record<EndpointName, z.ZodObject>;
+
+/** Whether a schema member is an ISO 8601 UTC timestamp (the warehouse reads it as a TIMESTAMPTZ). */
+export function isTimestampSchema(schema: z.ZodType): boolean {
+  return schema === isoTimestamp;
+}
+
 export function envelopeSchema<T extends z.ZodType>(data: T) {
   return z.object({ data, meta: z.record(z.string(), z.unknown()).optional(), request_id: requestIdSchema });
 }

@@ -2,7 +2,7 @@
  * What each content endpoint answers, computed from the world: resolving the request's
  * identifying parameter, and building the spec's data objects and list items.
  */
-import type { EndpointSpec, ItemKind } from '../api-catalog/endpoints.js';
+import { listedItemKind, type EndpointSpec } from '../api-catalog/endpoints.js';
 import { ApiError, invalidParameter, missingParameter } from './api-error.js';
 import { isoSeconds } from './clock.js';
 import type { Account, Item, SearchBoundary, World } from './world/world.js';
@@ -26,15 +26,6 @@ export interface ListAnswer {
   hasMore: boolean;
   contentAgeMs: number;
 }
-
-const LIST_ITEM_KIND: Partial<Record<string, ItemKind>> = {
-  'channel-videos': 'video',
-  'channel-posts': 'post',
-  'channel-reels': 'reel',
-  'tiktok/search': 'video',
-  'tiktok/hashtag-search': 'video',
-  'instagram/reels-search': 'reel',
-};
 
 export class ContentProducer {
   constructor(private readonly world: World) {}
@@ -119,7 +110,7 @@ export class ContentProducer {
         contentAgeMs: nowMs - item.postedAtMs,
       };
     }
-    const kind = LIST_ITEM_KIND[spec.name] ?? LIST_ITEM_KIND[`${spec.platform}/${spec.name}`];
+    const kind = listedItemKind(spec);
     if (!kind) throw new Error(`${spec.platform}/${spec.name} is not a list endpoint`);
     if (target.kind === 'account') {
       const page = this.world.listPage(target.account, kind, nowMs, position as number | undefined, limit);

@@ -32,7 +32,9 @@ const endpointNames = (test: (spec: EndpointSpec) => boolean) => [...new Set(END
 /** Channel lists, with the kind of item each lists (the API's meta.item). */
 export const LIST_KINDS = Object.fromEntries(ENDPOINTS.filter((spec) => spec.shape === 'list' && spec.param === 'handle').map((spec) => [spec.name, spec.item as string]));
 /** Searches, with the kind the warehouse records for their hits. */
-export const SEARCH_KINDS: Record<string, string> = { search: 'search', 'hashtag-search': 'hashtag', 'reels-search': 'reels' };
+export const SEARCH_KINDS: Record<string, string> = Object.fromEntries(
+  ENDPOINTS.filter((spec) => spec.shape === 'list' && spec.param === 'query').map((spec) => [spec.name, spec.name === 'search' ? 'search' : spec.name.replace(/-search$/, '')]),
+);
 const LIST_ENDPOINTS = endpointNames((spec) => spec.shape === 'list');
 const OBJECT_ENDPOINTS = endpointNames((spec) => spec.shape === 'object');
 /** Endpoints whose subject is the content URL in `params.url`. */
@@ -94,7 +96,8 @@ const STAGE_SQL = [
     FROM pages_object WHERE name = 'stats'`,
   `CREATE OR REPLACE TEMP VIEW stage_item_metrics AS
     SELECT _landing, platform, item.id AS item_id, observed_at, item.metrics.views AS views, item.metrics.likes AS likes, item.metrics.comments AS comments,
-      item.metrics.shares AS shares, from_cache, endpoint AS source_endpoint, request_id, run_id
+      -- No list item carries shares (src/api-catalog/resources.ts): only stats does.
+      NULL::BIGINT AS shares, from_cache, endpoint AS source_endpoint, request_id, run_id
     FROM listed WHERE name <> 'comments'
     UNION ALL
     SELECT _landing, platform, coalesce(data.entity_id, subject_id), observed_at,

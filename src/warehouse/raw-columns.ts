@@ -1,7 +1,13 @@
 /**
- * The columns a load reads each shape of answer with (normalize.ts), and what they read of an
- * answer's data: the schema drift check (schema-drift.ts) compares answers with it.
+ * The columns a load reads each shape of answer with (normalize.ts). What it reads of an answer's
+ * data is derived from the API catalog's one table of resources (src/api-catalog/resources.ts,
+ * RESOURCE_SCHEMAS) and what the harvester adds as it lands: a resource added there is read here,
+ * and known to the schema drift check (schema-drift.ts), with no list to copy it into.
  */
+import { z } from 'zod';
+import { ENDPOINTS, type EndpointName } from '../api-catalog/endpoints.js';
+import { isTimestampSchema, RESOURCE_SCHEMAS } from '../api-catalog/resources.js';
+
 /**
  * What a landing holds, which decides the column types DuckDB reads it with: a page whose data is
  * a list of items, a page whose data is one resource, a run's status, or a media file.
@@ -21,25 +27,71 @@ const PAGE_COLUMNS = {
   rank_offset: 'BIGINT',
   repairs: 'STRUCT(path VARCHAR, replaced VARCHAR[])[]',
 };
-const ITEM_METRICS = 'views BIGINT, likes BIGINT, comments BIGINT, shares BIGINT';
-const ACCOUNT_METRICS = 'followers BIGINT, following BIGINT, posts BIGINT';
+/**
+ * What the harvester itself adds to an answer's data as it lands it: a download's media file, which
+ * it stored (src/store/media-store.ts).
+ */
+const LANDED_ADDITIONS: Partial<Record<EndpointName, z.ZodObject>> = {
+  download: z.object({ media: z.object({ sha256: z.string(), bytes: z.number().int(), mime_type: z.string() }) }),
+};
+
+/** Each endpoint's resource as it is landed: the API's (RESOURCE_SCHEMAS) with what the harvester adds. */
+export const LANDED_RESOURCES = Object.fromEntries(
+  Object.entries(RESOURCE_SCHEMAS).map(([name, schema]) => {
+    const added = LANDED_ADDITIONS[name as EndpointName];
+    return [name, added ? schema.extend(added.shape) : schema];
+  }),
+) as Readonly<Record<EndpointName, z.ZodObject>>;
+
+/** A DuckDB type as a tree, so the resources of one shape can be read with one type: the union of their members. */
+type ColumnType = { struct: Map<string, ColumnType> } | { list: ColumnType } | { scalar: string };
+
+/** The DuckDB type a JSON value of `schema` is read as; throws for a kind of member the load cannot type. */
+function columnTypeOf(schema: z.ZodType, path: string): ColumnType {
+  if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) return columnTypeOf(schema.unwrap() as z.ZodType, path);
+  if (schema instanceof z.ZodObject) {
+    return { struct: new Map(Object.entries(schema.shape as Record<string, z.ZodType>).map(([name, member]) => [name, columnTypeOf(member, `${path}.${name}`)])) };
+  }
+  if (schema instanceof z.ZodArray) return { list: columnTypeOf(schema.element as z.ZodType, path) };
+  if (schema instanceof z.ZodString) return { scalar: isTimestampSchema(schema) ? 'TIMESTAMPTZ' : 'VARCHAR' };
+  if (schema instanceof z.ZodEnum) return { scalar: 'VARCHAR' };
+  if (schema instanceof z.ZodNumber) return { scalar: schema.format === 'safeint' ? 'BIGINT' : 'DOUBLE' };
+  if (schema instanceof z.ZodBoolean) return { scalar: 'BOOLEAN' };
+  throw new Error(`${path}: no DuckDB type for a ${schema.constructor.name} member of a resource (src/warehouse/raw-columns.ts)`);
+}
+
+/** Two resources' types of one member, as one: structs take both's members; anything else must agree. */
+function unionOf(a: ColumnType, b: ColumnType, path: string): ColumnType {
+  if ('struct' in a && 'struct' in b) {
+    const members = new Map(a.struct);
+    for (const [name, type] of b.struct) members.set(name, members.has(name) ? unionOf(members.get(name) as ColumnType, type, `${path}.${name}`) : type);
+    return { struct: members };
+  }
+  if ('list' in a && 'list' in b) return { list: unionOf(a.list, b.list, path) };
+  if ('scalar' in a && 'scalar' in b && a.scalar === b.scalar) return a;
+  throw new Error(`${path}: resources of one shape give this member two types (${sqlTypeOf(a)} and ${sqlTypeOf(b)}), which one column cannot read`);
+}
+
+function sqlTypeOf(type: ColumnType): string {
+  if ('scalar' in type) return type.scalar;
+  if ('list' in type) return `${sqlTypeOf(type.list)}[]`;
+  return `STRUCT(${[...type.struct].map(([name, member]) => `"${name}" ${sqlTypeOf(member)}`).join(', ')})`;
+}
+
+/** The type of the `data` of a page of `shape`: the union of the landed resources of the endpoints of that shape. */
+function dataTypeOf(shape: 'list' | 'object'): string {
+  const names = [...new Set(ENDPOINTS.filter((spec) => spec.shape === shape).map((spec) => spec.name))];
+  const item = names.map((name) => columnTypeOf(LANDED_RESOURCES[name], name)).reduce((a, b) => unionOf(a, b, shape));
+  return sqlTypeOf(shape === 'list' ? { list: item } : item);
+}
 
 /**
  * The columns each shape is read with. A page's `data` is typed as the union of the fields of
- * the resources of that shape (members a resource lacks read as NULL, unknown members are ignored):
- * every field typed here costs time for each item read.
+ * the resources of that shape (members a resource lacks read as NULL, unknown members are ignored).
  */
 export const RAW_COLUMNS: Record<LandingShape, Record<string, string>> = {
-  list: {
-    ...PAGE_COLUMNS,
-    data: `STRUCT(id VARCHAR, url VARCHAR, caption VARCHAR, text VARCHAR, likes BIGINT, posted_at TIMESTAMPTZ, author STRUCT(handle VARCHAR), metrics STRUCT(${ITEM_METRICS}))[]`,
-  },
-  object: {
-    ...PAGE_COLUMNS,
-    data: `STRUCT(entity_id VARCHAR, url VARCHAR, handle VARCHAR, name VARCHAR, bio VARCHAR, verified BOOLEAN, author STRUCT(handle VARCHAR), posted_at TIMESTAMPTZ,
-      metrics STRUCT(${ITEM_METRICS}, ${ACCOUNT_METRICS}), language VARCHAR, source VARCHAR, text VARCHAR, summary VARCHAR, segments STRUCT(start DOUBLE, "end" DOUBLE, text VARCHAR)[],
-      media_url VARCHAR, mime_type VARCHAR, expires_at TIMESTAMPTZ, media STRUCT(sha256 VARCHAR, bytes BIGINT))`,
-  },
+  list: { ...PAGE_COLUMNS, data: dataTypeOf('list') },
+  object: { ...PAGE_COLUMNS, data: dataTypeOf('object') },
   run: {
     _landing: 'VARCHAR',
     run_id: 'VARCHAR',
