@@ -30,6 +30,7 @@ import type { TrackingForecast } from '../src/harvest/tracking.js';
 import { firstPageLimit, KNOWN_IDS } from '../src/harvest/plan-history.js';
 import type { RunForecast } from '../src/harvest/run-forecast.js';
 import { withForecast, type ForecastInput } from './run-forecast.js';
+import { DEFAULT_SCHEMA_CONTRACT, type HarvestSchemaContract, type SchemaContracts } from '../src/harvest/schema-contract.js';
 
 export interface TargetKnowledge {
   /** Newest ids already in the warehouse: an incremental run stops at the first it meets. */
@@ -71,6 +72,8 @@ export interface FinishRunInput extends RunIdentity {
   enrichments?: string[];
   /** A retry: the run's answers in quarantine/ are put back to be loaded first. */
   reloadQuarantined?: boolean;
+  /** The harvest's schema contract (absent: evolve), which this run's loads apply to its answers. */
+  schemaContract?: HarvestSchemaContract;
 }
 
 export interface FinishedRun {
@@ -124,6 +127,12 @@ class LoadsDuringRuns {
   readonly #runs = new Map<string, { since: number; quarantined: string[] }>();
   /** The loads during runs that have not answered yet. */
   readonly #loading = new Set<Promise<void>>();
+  /**
+   * The schema contract of each harvest this worker ran, as its latest run declared it: every load
+   * applies them all, since a load takes the pending answers of every run, not only its own.
+   * A harvest this worker has not run loads under evolve (src/harvest/schema-contract.ts).
+   */
+  readonly #contracts = new Map<string, HarvestSchemaContract>();
   #timer: NodeJS.Timeout | undefined;
 
   constructor(
@@ -140,7 +149,8 @@ class LoadsDuringRuns {
    * lake is made, while the run buys, so its final load has neither to do (a lake's creation
    * was about 0.15 s of a short run's final load).
    */
-  started(runId: string): void {
+  started(runId: string, harvest: string, contract: HarvestSchemaContract | undefined): void {
+    this.declared(harvest, contract);
     if (!this.#runs.has(runId)) this.#runs.set(runId, { since: Date.now(), quarantined: [] });
     if (this.#timer) return;
     // Unref'd: a worker with nothing else to do exits, whatever its runs' schedule.
@@ -149,6 +159,16 @@ class LoadsDuringRuns {
       (first) => (first === 'load' ? this.#tick() : first === 'make lake' ? this.#makeLake() : undefined),
       () => this.#tick(),
     );
+  }
+
+  /** A run of `harvest` declares its schema contract (absent: evolve): the loads from now on apply it. */
+  declared(harvest: string, contract: HarvestSchemaContract | undefined): void {
+    this.#contracts.set(harvest, contract ?? { default: DEFAULT_SCHEMA_CONTRACT });
+  }
+
+  /** The contracts every load of this worker applies. */
+  contracts(): SchemaContracts {
+    return Object.fromEntries(this.#contracts);
   }
 
   /**
@@ -212,6 +232,7 @@ class LoadsDuringRuns {
         load.failed();
         this.logger?.warn({ err: error.message }, 'a load during the run failed; the final load loads what it did not');
       },
+      this.contracts(),
     );
     this.#track(loading);
   }
@@ -250,7 +271,7 @@ export function runActivities(deps: RunActivityDeps) {
 
 /** A run's start: refused while credits are low, else recorded, with today's prices and what earlier runs saw. */
 async function prepareRun(deps: RunActivityDeps, loads: RunLoads, input: PrepareRunInput): Promise<PreparedRun> {
-  loads.duringRuns.started(input.runId);
+  loads.duringRuns.started(input.runId, input.harvest, input.harvestConfig?.schema_contract);
   const prices = loadPriceTable(deps.pricesFile);
   const low = await deps.store.creditsLow();
   if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
@@ -293,6 +314,8 @@ function knowledgeOf(incremental: TargetPlan[], newest: Map<string, KnownItem[]>
 
 /** A run's end: its outcome recorded, then its landings loaded into the warehouse, heartbeating meanwhile. */
 async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRunInput): Promise<FinishedRun> {
+  // As the run's attempt declares it now: a retry may load what an earlier attempt's contract set aside.
+  loads.duringRuns.declared(input.harvest, input.schemaContract);
   const failed = [...(await runFailures(deps.store.journals, input.runId))];
   let seq = 0;
   const finalStatus = (status: string, quarantined?: AnswersQuarantined): RunLanding => ({
@@ -331,7 +354,7 @@ async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRu
       // (harvest_runs), recorded over the one landed before the load (a higher seq). The loader
       // kept the run's answers in the data directory meanwhile (foldersOfEndedRuns), for its retry.
       await deps.store.writeLanding(finalStatus(statusAfterLoad(input.status as HarvestStatus, answersQuarantined.count), answersQuarantined));
-      await runLoad(deps, loads.loader, input.runId, context);
+      await runLoad(deps, loads, input.runId, context);
     }
     runsFinished.inc({ harvest: input.harvest, status: statusAfterLoad(input.status as HarvestStatus, answersQuarantined?.count ?? 0) });
     return {
@@ -348,7 +371,7 @@ async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRu
 async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads, input: FinishRunInput, context: Context): Promise<Omit<FinishedRun, 'failedCalls'>> {
   const quarantinedDuringRun = await duringRuns.finished(input.runId);
   const load = loadStarted('final');
-  const result = await runLoad(deps, loader, input.runId, context).catch((error: unknown) => {
+  const result = await runLoad(deps, { loader, duringRuns }, input.runId, context).catch((error: unknown) => {
     load.failed();
     throw error;
   });
@@ -356,7 +379,7 @@ async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads
   // This run's landings only (a load on a shared data directory also loads other runs'), and
   // all of them, the loads during the run's and an earlier attempt's too.
   const { landings: landingsLoaded, rows: rowsLoaded, schemaDrift } = result.run ?? { landings: 0, rows: 0, schemaDrift: [] };
-  if (schemaDrift.length > 0) deps.logger?.warn({ run: input.runId, schemaDrift }, 'the API\'s answers carry fields no column takes: kept in raw_answers');
+  if (schemaDrift.length > 0) deps.logger?.warn({ run: input.runId, schemaDrift }, 'the API\'s answers carry fields beyond their schema: each handled by the harvest\'s schema contract (schema_drift)');
   // Its own landings in quarantine, and any other a load during it set aside.
   const own = await deps.store.quarantinedLandingsOfRun(input.runId);
   const quarantined = [...new Set([...own, ...quarantinedDuringRun, ...result.quarantined.map(quarantineLine)])].sort();
@@ -371,8 +394,8 @@ async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads
  * A load of the run's answers. The lake's catalog and data files are the shared store's services:
  * their outage is waited out (the loader commits batch by batch, so a load tried again loads only what is left).
  */
-function runLoad(deps: RunActivityDeps, loader: WarmLoader, runId: string, context: Context): ReturnType<WarmLoader['load']> {
-  const loadOnce = () => loader.load(deps.dataDir, context.cancellationSignal, runId);
+function runLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads, runId: string, context: Context): ReturnType<WarmLoader['load']> {
+  const loadOnce = () => loader.load(deps.dataDir, context.cancellationSignal, runId, duringRuns.contracts());
   return deps.outageWait ? waitOutOutages(loadOnce, deps.outageWait) : loadOnce();
 }
 

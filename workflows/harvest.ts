@@ -166,6 +166,7 @@ async function loadRun(input: HarvestInput, state: HarvestState): Promise<{ stat
     ...(state.stopped ? { error: state.stopped.reason } : {}),
     enrichments: askedEnrichments(input.harvest),
     ...(state.reloadQuarantined ? { reloadQuarantined: true } : {}),
+    ...(input.harvest.schema_contract ? { schemaContract: input.harvest.schema_contract } : {}),
     ...identityOf(input),
   };
   try {

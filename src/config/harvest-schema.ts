@@ -4,11 +4,12 @@
  */
 import { z } from 'zod';
 import { parseContentUrl } from '../api-catalog/content-urls.js';
-import { PAGE_LIMITS, PLATFORMS, type Platform } from '../api-catalog/endpoints.js';
+import { ENDPOINTS, PAGE_LIMITS, PLATFORMS, type EndpointName, type Platform } from '../api-catalog/endpoints.js';
 import type { CommentTarget, Enrichment, Harvest, SearchTarget } from '../harvest/harvest-types.js';
 import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from '../harvest/rules.js';
 import { planTargets } from '../harvest/targets.js';
 import { MAX_TRACKED_DAYS } from '../harvest/tracking.js';
+import { SCHEMA_CONTRACTS, type HarvestSchemaContract, type SchemaContract } from '../harvest/schema-contract.js';
 
 const MAX_TARGET_ITEMS = 100_000;
 const DEFAULT_JOB_THRESHOLD = 500;
@@ -179,6 +180,26 @@ const concurrencySchema = mapping(
   'a mapping of targets and calls: { targets: 8, calls: 16 }',
 );
 
+const schemaContractValue = z.enum(SCHEMA_CONTRACTS, { error: `expected a schema contract: ${SCHEMA_CONTRACTS.join(', ')}` });
+/** The resources a contract may name: the API's endpoints, by name (either platform's). */
+const RESOURCE_NAMES = [...new Set(ENDPOINTS.map((spec) => spec.name))];
+
+/** `schema_contract: freeze`, or by resource: `{ default: evolve, stats: freeze }` (src/harvest/schema-contract.ts). */
+const schemaContractSchema = z
+  .union([
+    schemaContractValue,
+    mapping(
+      { default: schemaContractValue.optional(), ...Object.fromEntries(RESOURCE_NAMES.map((name) => [name, schemaContractValue.optional()])) },
+      `a schema contract by resource: { default: evolve, stats: freeze }, the resources being ${RESOURCE_NAMES.join(', ')}`,
+    ),
+  ], { error: `expected a schema contract (${SCHEMA_CONTRACTS.join(', ')}), or a mapping of them by resource: { default: evolve, stats: freeze }` })
+  .transform((value): HarvestSchemaContract => {
+    if (typeof value === 'string') return { default: value };
+    const { default: all, ...resources } = value as Record<string, SchemaContract | undefined>;
+    const named = Object.entries(resources).filter((entry): entry is [EndpointName, SchemaContract] => entry[1] !== undefined);
+    return { default: all ?? 'evolve', ...(named.length > 0 ? { resources: Object.fromEntries(named) } : {}) };
+  });
+
 /** Five fields of digits, names and * , - / ? (a basic check; the scheduler has the last word). */
 const CRON_FIELD = /^[0-9A-Za-z*,/?-]+$/;
 
@@ -236,6 +257,7 @@ const harvestSchema = mapping(
     concurrency: z.preprocess(nullAsMissing, concurrencySchema.default(() => ({ ...DEFAULT_CONCURRENCY }))),
     call_deadline_seconds: z.preprocess(nullAsMissing, wholeNumber(1, 3_600, ' of seconds one billed call may take, its retries included').default(DEFAULT_CALL_DEADLINE_SECONDS)),
     track: z.preprocess(nullAsMissing, trackSchema.optional()),
+    schema_contract: z.preprocess(nullAsMissing, schemaContractSchema.optional()),
   },
   'a harvest: { name, budget, channels, searches, comments, ... }',
 ).check((ctx) => {

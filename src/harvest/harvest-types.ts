@@ -2,6 +2,7 @@
  * What a harvest config file (config/harvests.yaml) describes, after loading and checking by
  * ../config/harvest-config.ts. Pure types, no runtime imports: Temporal workflows import this module.
  */
+import type { HarvestSchemaContract } from './schema-contract.js';
 
 export type ContentKind = 'videos' | 'posts' | 'reels';
 
@@ -62,6 +63,11 @@ export interface Harvest {
    * as they age (src/harvest/tracking.ts). Absent from runs started before the setting existed.
    */
   track?: Tracking;
+  /**
+   * What a load does with a field the API's answers carry beyond their resource's schema: `evolve`
+   * (absent: the default), `freeze` or `discard`, for all resources or by resource (schema-contract.ts).
+   */
+  schema_contract?: HarvestSchemaContract;
 }
 
 export interface Tracking {

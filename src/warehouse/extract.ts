@@ -13,9 +13,9 @@
  * parsed in JavaScript: DuckDB's JSON reader parses them several times faster, and parsing,
  * normalizing and re-serializing in JavaScript was most of a load's time. Each landing goes into
  * the package file of its shape, with its key added as `_landing`, so every row read stays
- * traceable to the file it came from. The first answers of each run and endpoint are also parsed
- * here, as they are packaged, for the fields no column takes (DriftSampler; schema-drift.ts says
- * which fields are known and records what drifted).
+ * traceable to the file it came from. Page answers are also compared, as they are packaged, with
+ * their resource's schema, under their harvest's schema contract (schema-drift.ts's DriftSampler:
+ * which answers are compared, what is recorded, and which are cut or set aside).
  */
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
@@ -28,7 +28,8 @@ import { isMediaLandingKey, isRunLandingKey, landingRoot, parseSegmentFileName, 
 import { readSegment, type SegmentRead } from '../store/segment.js';
 import { sqlString } from './duckdb.js';
 import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
-import { DRIFT_SAMPLE, KNOWN_PATHS, type SchemaDriftRow } from './schema-drift.js';
+import { DriftSampler, type SchemaDriftRow } from './schema-drift.js';
+import type { SchemaContracts } from '../harvest/schema-contract.js';
 import type { LandingShape } from './raw-columns.js';
 
 /** One answer to load: its landing key and where its text lies (a whole landing file, or a frame of a segment). */
@@ -264,7 +265,7 @@ const LANDINGS_PER_TURN = 100;
  * It yields to the event loop every few landings, so the loader can write the next batch's package
  * while DuckDB loads the current one: the reads here and DuckDB's work then share the cores.
  */
-export async function extract(answers: readonly PendingAnswer[], directory: string): Promise<LoadPackage> {
+export async function extract(answers: readonly PendingAnswer[], directory: string, contracts: SchemaContracts = {}): Promise<LoadPackage> {
   rmSync(directory, { recursive: true, force: true });
   mkdirSync(directory, { recursive: true });
   const files = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, join(directory, `${shape}.jsonl`)])) as Record<LandingShape, string>;
@@ -272,7 +273,7 @@ export async function extract(answers: readonly PendingAnswer[], directory: stri
   let landing = Buffer.allocUnsafe(1 << 20);
   const packaged: PendingAnswer[] = [];
   const rejected: UnloadableLanding[] = [];
-  const drift = new DriftSampler();
+  const drift = new DriftSampler(contracts);
   // A segment holds many answers: its file is opened once for the batch.
   const opened = new Map<string, number>();
   try {
@@ -297,7 +298,16 @@ export async function extract(answers: readonly PendingAnswer[], directory: stri
         rejected.push({ key, reason: notJsonReason(landing.subarray(0, size).toString('utf8')) ?? problem });
         continue;
       }
-      const bytes = repairedLanding(landing.subarray(0, size)) ?? landing.subarray(0, size);
+      let bytes = repairedLanding(landing.subarray(0, size)) ?? landing.subarray(0, size);
+      // A page's fields beyond its resource's schema, under its harvest's contract (schema-drift.ts).
+      if (problem.shape === 'list' || problem.shape === 'object') {
+        const verdict = drift.consider(bytes);
+        if ('rejected' in verdict) {
+          rejected.push({ key, reason: verdict.rejected });
+          continue;
+        }
+        bytes = verdict.bytes;
+      }
       // The landing's members follow its key: `{"_landing":"<key>",` then the file without its `{`.
       const header = `{"_landing":${JSON.stringify(key)},`;
       const output = outputs[problem.shape];
@@ -307,7 +317,6 @@ export async function extract(answers: readonly PendingAnswer[], directory: stri
       buffer[end++] = NEWLINE;
       output.commit(end - offset);
       packaged.push(answer);
-      if (problem.shape === 'list' || problem.shape === 'object') drift.consider(bytes);
     }
   } finally {
     for (const fd of opened.values()) closeSync(fd);
@@ -366,82 +375,4 @@ function shapeOf(key: string, bytes: Buffer): LandingShape | undefined {
   if (last === CLOSE_BRACKET) return 'list';
   if (last === CLOSE_BRACE) return 'object';
   return undefined;
-}
-
-/** How far into an answer its run and endpoint are looked for: the harvester writes them among the first members. */
-const HEAD_BYTES = 1024;
-
-/** Every member path of `value` below `prefix`, lists read past, as DuckDB's json_tree names them. */
-function memberPaths(value: unknown, prefix: string, into: Set<string>): void {
-  if (Array.isArray(value)) {
-    for (const element of value) memberPaths(element, prefix, into);
-    return;
-  }
-  if (value === null || typeof value !== 'object') return;
-  for (const [name, member] of Object.entries(value)) {
-    const path = `${prefix}.${/^[A-Za-z_][A-Za-z0-9_]*$/.test(name) ? name : JSON.stringify(name)}`;
-    into.add(path);
-    memberPaths(member, path, into);
-  }
-}
-
-/** Samples a batch's page answers as they are packaged, and says what drifted. */
-export class DriftSampler {
-  private readonly sampled = new Map<string, number>();
-  private readonly found = new Map<string, SchemaDriftRow>();
-
-  /** Compares a page answer (its bytes, one JSON object) if its run and endpoint still want a sample. */
-  consider(bytes: Buffer): void {
-    const head = bytes.subarray(0, HEAD_BYTES);
-    const runId = stringMember(head, 'run_id');
-    const endpoint = stringMember(head, 'endpoint');
-    if (runId === undefined || endpoint === undefined) return;
-    const sample = `${runId}\n${endpoint}`;
-    const taken = this.sampled.get(sample) ?? 0;
-    if (taken >= DRIFT_SAMPLE) return;
-    this.sampled.set(sample, taken + 1);
-    let answer: { data?: unknown; observed_at?: unknown };
-    try {
-      answer = JSON.parse(bytes.toString('utf8')) as typeof answer;
-    } catch {
-      return; // Not JSON: the load sets it aside with its reason (extract, normalize.ts).
-    }
-    const known = KNOWN_PATHS[Array.isArray(answer.data) ? 'list' : 'object'];
-    const paths = new Set<string>();
-    memberPaths(answer.data, '$', paths);
-    const seen = typeof answer.observed_at === 'string' ? answer.observed_at : new Date().toISOString();
-    for (const path of paths) {
-      if (known.has(path)) continue;
-      const field = `data${path.slice(1)}`;
-      const key = `${sample}\n${field}`;
-      const row = this.found.get(key);
-      if (!row) this.found.set(key, { run_id: runId, endpoint, field_path: field, first_seen_at: seen, last_seen_at: seen, answers: 1 });
-      else {
-        row.answers++;
-        if (Date.parse(seen) < Date.parse(row.first_seen_at)) row.first_seen_at = seen;
-        if (Date.parse(seen) > Date.parse(row.last_seen_at)) row.last_seen_at = seen;
-      }
-    }
-  }
-
-  rows(): SchemaDriftRow[] {
-    return [...this.found.values()];
-  }
-}
-
-/**
- * A string member of an answer, read from its first bytes without parsing it (the sample is
- * chosen before anything is parsed). Undefined for a value with an escape in it: such a run id or
- * endpoint is none the harvester writes.
- */
-function stringMember(head: Buffer, name: string): string | undefined {
-  const member = Buffer.from(`"${name}":"`);
-  const at = head.indexOf(member);
-  if (at < 0) return undefined;
-  const start = at + member.length;
-  const end = head.indexOf(0x22, start);
-  if (end < 0) return undefined;
-  const escape = head.indexOf(0x5c, start);
-  if (escape !== -1 && escape < end) return undefined;
-  return head.toString('utf8', start, end);
 }

@@ -12,6 +12,7 @@ import type { Store } from '../store/store.js';
 import { createLakeEngine } from './lake.js';
 import { loadLandings, makeLake } from './loader.js';
 import { maintainIfDue } from './maintenance.js';
+import type { SchemaContracts } from '../harvest/schema-contract.js';
 
 export interface LoadRequest {
   dataDir: string;
@@ -19,6 +20,8 @@ export interface LoadRequest {
   countRun?: string;
   /** Only make the lake, if it is not made: load nothing. */
   makeLakeOnly?: boolean;
+  /** The schema contracts of the harvests whose answers may be pending (loader.ts's LoadOptions). */
+  schemaContracts?: SchemaContracts;
 }
 
 if (!process.send) {
@@ -49,7 +52,12 @@ process.on('message', (request: LoadRequest) => {
   const load = Promise.all([engine, storeOf(request.dataDir)]).then(([ready, landings]) =>
     request.makeLakeOnly
       ? makeLake(request.dataDir, { engine: ready, store: landings })
-      : loadLandings(request.dataDir, { engine: ready, store: landings, ...(request.countRun === undefined ? {} : { countRun: request.countRun }) }),
+      : loadLandings(request.dataDir, {
+          engine: ready,
+          store: landings,
+          ...(request.countRun === undefined ? {} : { countRun: request.countRun }),
+          ...(request.schemaContracts === undefined ? {} : { schemaContracts: request.schemaContracts }),
+        }),
   );
   load.then(
     (result) => {

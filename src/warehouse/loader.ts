@@ -24,6 +24,7 @@ import { repairLake, type LakeRepair } from './lake-repair.js';
 import { syncCatalogCommit } from './lake-sync.js';
 import { merge } from './merge.js';
 import { recordDrift } from './schema-drift.js';
+import type { SchemaContract, SchemaContracts } from '../harvest/schema-contract.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
 import { TABLES_DDL, VIEWS_DDL, WAREHOUSE_TABLES } from './schema.js';
 
@@ -47,6 +48,8 @@ export interface LoadOptions {
   engine?: DuckDBInstance;
   /** Where the landings are: the data directory by default; a shared store's are staged into it first. */
   store?: Store;
+  /** The schema contract of each harvest whose answers may be pending (schema-drift.ts); one not named loads under `evolve`. */
+  schemaContracts?: SchemaContracts;
 }
 
 /**
@@ -173,7 +176,7 @@ async function loadPending(
   const pending = await pendingAnswers(connection, dataDir);
   const plan = batchesOf(pending.answers, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
   // Each batch's package is written while the batch before it loads (two package folders take turns).
-  const packageOf = (index: number) => guarded(extract((plan[index] as PendingAnswer[]).filter((answer) => !answer.skip), loadPackageFolder(dataDir, index % 2)));
+  const packageOf = (index: number) => guarded(extract((plan[index] as PendingAnswer[]).filter((answer) => !answer.skip), loadPackageFolder(dataDir, index % 2), options.schemaContracts));
   let nextPackage = plan.length > 0 ? packageOf(0) : undefined;
   let batch = 0;
   /**
@@ -190,7 +193,7 @@ async function loadPending(
       nextPackage = index + 1 < plan.length ? packageOf(index + 1) : undefined;
       await quarantine(loadPackage.rejected);
       const segments = segmentsLoadedBy(answers);
-      if (loadPackage.keys.length === 0 && segments.length === 0) continue;
+      if (loadPackage.keys.length === 0 && segments.length === 0 && loadPackage.drift.length === 0) continue;
       batch++;
       if (loadPackage.keys.length > 0) await normalize(lake, dataDir, loadPackage);
       const rows = await merge(connection, loadPackage.keys.length > 0, async () => {
@@ -302,14 +305,24 @@ export interface SchemaDrift {
   answers: number;
   firstSeenAt: string;
   lastSeenAt: string;
+  /** What the loads did with it: kept (evolve), set the answers aside (freeze), or dropped it (discard). */
+  contract: SchemaContract;
 }
 
 async function landingsOfRun(connection: DuckDBConnection, runId: string): Promise<{ landings: number; rows: number; schemaDrift: SchemaDrift[] }> {
   const row = (await connection.runAndReadAll(`SELECT count(*), coalesce(sum(rows), 0) FROM loaded_landings WHERE run_id = ${sqlString(runId)}`)).getRows()[0];
   const drift = await connection.runAndReadAll(
-    `SELECT endpoint, field_path, sum(answers), strftime(min(first_seen_at), '%Y-%m-%dT%H:%M:%SZ'), strftime(max(last_seen_at), '%Y-%m-%dT%H:%M:%SZ') FROM schema_drift WHERE run_id = ${sqlString(runId)} GROUP BY ALL ORDER BY 1, 2`,
+    `SELECT endpoint, field_path, sum(answers), strftime(min(first_seen_at), '%Y-%m-%dT%H:%M:%SZ'), strftime(max(last_seen_at), '%Y-%m-%dT%H:%M:%SZ'), coalesce(contract, 'evolve')
+    FROM schema_drift WHERE run_id = ${sqlString(runId)} GROUP BY ALL ORDER BY 1, 2, 6`,
   );
-  const schemaDrift = drift.getRows().map(([endpoint, field, answers, first, last]) => ({ endpoint: String(endpoint), field: String(field), answers: Number(answers), firstSeenAt: String(first), lastSeenAt: String(last) }));
+  const schemaDrift = drift.getRows().map(([endpoint, field, answers, first, last, contract]) => ({
+    endpoint: String(endpoint),
+    field: String(field),
+    answers: Number(answers),
+    firstSeenAt: String(first),
+    lastSeenAt: String(last),
+    contract: String(contract) as SchemaContract,
+  }));
   return { landings: Number(row?.[0] ?? 0), rows: Number(row?.[1] ?? 0), schemaDrift };
 }
 

@@ -88,11 +88,14 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS raw_answers (
     landing VARCHAR NOT NULL, run_id VARCHAR NOT NULL, kind VARCHAR NOT NULL, request_id VARCHAR, endpoint VARCHAR,
     params JSON, observed_at TIMESTAMPTZ, answer JSON NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
-  // Schema drift: fields answers carried that no column takes, by run, endpoint and path, per load
-  // batch (normalize.ts says which answers are compared). The answers keep them (raw_answers).
+  // Schema drift: fields answers carried beyond their resource's schema, by run, endpoint and path,
+  // per load batch (schema-drift.ts says which answers are compared, and what each contract does).
   `CREATE TABLE IF NOT EXISTS schema_drift (
     run_id VARCHAR NOT NULL, endpoint VARCHAR NOT NULL, field_path VARCHAR NOT NULL,
     first_seen_at TIMESTAMPTZ NOT NULL, last_seen_at TIMESTAMPTZ NOT NULL, answers BIGINT NOT NULL)`,
+  // What the load did with the field, by its harvest's schema contract (evolve, freeze, discard);
+  // null in rows recorded before contracts existed, which were all evolve.
+  `ALTER TABLE schema_drift ADD COLUMN IF NOT EXISTS contract VARCHAR`,
   // The call journals of runs over for good, record by record, copied by the load that cleared their
   // answers (journal-archive.ts): a run's ledger, beside the rows it paid for.
   `CREATE TABLE IF NOT EXISTS call_journal (

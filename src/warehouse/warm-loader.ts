@@ -19,6 +19,7 @@ import pLimit from 'p-limit';
 import { PROJECT_ROOT } from '../project-paths.js';
 import type { LoadRequest } from './load-process.js';
 import type { LoadResult } from './loader.js';
+import type { SchemaContracts } from '../harvest/schema-contract.js';
 
 const LOAD_PROCESS = join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'load-process.js');
 
@@ -55,11 +56,12 @@ export class WarmLoader {
   }
 
   /**
-   * Loads every pending landing of `dataDir`; an abort kills the load (batches commit one by one, so
-   * nothing is lost). With `countRun`, the result counts that run's landings in the lake.
+   * Loads every pending landing of `dataDir`, under the harvests' `schemaContracts`; an abort kills
+   * the load (batches commit one by one, so nothing is lost). With `countRun`, the result counts
+   * that run's landings in the lake.
    */
-  load(dataDir: string, signal?: AbortSignal, countRun?: string): Promise<LoadResult> {
-    return this.#oneAtATime(() => this.#load({ dataDir, ...(countRun === undefined ? {} : { countRun }) }, signal));
+  load(dataDir: string, signal?: AbortSignal, countRun?: string, schemaContracts?: SchemaContracts): Promise<LoadResult> {
+    return this.#oneAtATime(() => this.#load({ dataDir, ...(countRun === undefined ? {} : { countRun }), ...(schemaContracts === undefined ? {} : { schemaContracts }) }, signal));
   }
 
   /**
@@ -77,9 +79,9 @@ export class WarmLoader {
    * run's final load loads what this one did not, or fails the run saying why. Settles once the
    * load and its callback are done (at once when skipped).
    */
-  loadInBackground(dataDir: string, onLoaded: (result: LoadResult) => void, onError: (error: Error) => void): Promise<void> {
+  loadInBackground(dataDir: string, onLoaded: (result: LoadResult) => void, onError: (error: Error) => void, schemaContracts?: SchemaContracts): Promise<void> {
     if (this.#oneAtATime.pendingCount > 0) return Promise.resolve();
-    return this.load(dataDir).then(onLoaded, onError);
+    return this.load(dataDir, undefined, undefined, schemaContracts).then(onLoaded, onError);
   }
 
   /** Stops the load process, if one runs. */

@@ -1,4 +1,4 @@
-import { Command } from 'commander';
+import { Command, Option } from 'commander';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { RETRYABLE_STATUSES, resumableState } from '../../harvest/checkpoint.js';
@@ -11,19 +11,23 @@ import { harvestSummary } from '../../temporal/run-summary.js';
 import { describeRun, runAttempts } from '../run-queries.js';
 import { wholeNumber } from '../options.js';
 import { RUN_EXIT_CODES, summaryText } from './run.js';
+import { SCHEMA_CONTRACTS, type SchemaContract } from '../../harvest/schema-contract.js';
 
 export function retryCommand(): Command {
   return new Command('retry')
     .description('Re-run a failed, paused or budget-exhausted run from its last checkpoint, paying for no page twice')
     .argument('<run>', 'the run id (workflow id) to retry')
     .option('--budget <credits>', "credits this attempt may spend (default: the harvest's budget)", wholeNumber(1))
+    .addOption(
+      new Option('--schema-contract <contract>', "the schema contract this attempt's loads apply to all the harvest's resources (default: the harvest's, as the run started)").choices(SCHEMA_CONTRACTS),
+    )
     .option('--no-local-worker', 'rely on running `harvester worker` processes')
     .option('--json', 'print the final summary as JSON')
     .addHelpText(
       'after',
-      '\nThe retry is the same run, another attempt at it: `runs`, `show`, the warehouse and the report give its\noutcome under the run id, and `show` lists the attempts. Pages landed before are read back from disk,\nnot bought again. Answers a load set aside in <data>/quarantine/ are put back to be loaded by the\nfinal load of the retry; what still cannot be loaded goes back there with its reason.\n\nExample:\n  $ harvester retry run-creators-daily-20261121T060000-ab12 --budget 2000',
+      '\nThe retry is the same run, another attempt at it: `runs`, `show`, the warehouse and the report give its\noutcome under the run id, and `show` lists the attempts. Pages landed before are read back from disk,\nnot bought again. Answers a load set aside in <data>/quarantine/ are put back to be loaded by the\nfinal load of the retry; what still cannot be loaded goes back there with its reason. Answers a `schema_contract: freeze` set aside\nload on a retry with --schema-contract evolve (kept) or discard (the new fields dropped).\n\nExample:\n  $ harvester retry run-creators-daily-20261121T060000-ab12 --budget 2000',
     )
-    .action(async (runId: string, options: { budget?: number; localWorker: boolean; json?: boolean }) => {
+    .action(async (runId: string, options: { budget?: number; schemaContract?: SchemaContract; localWorker: boolean; json?: boolean }) => {
       const settings = temporalSettingsFromEnv();
       const client = await connectClient(settings);
       // As for `harvester run`: a local worker on a queue of its own serves this retry only. The retry
@@ -47,6 +51,7 @@ export function retryCommand(): Command {
         if (!payload) throw new Error(`run ${runId}: its start input cannot be read`);
         const startInput = JSON.parse(Buffer.from(payload).toString('utf8')) as Parameters<typeof harvestWorkflow>[0];
         const budget = options.budget ?? startInput.harvest.budget.credits;
+        const harvest = options.schemaContract ? { ...startInput.harvest, schema_contract: { default: options.schemaContract } } : startInput.harvest;
         const attempt = (await runAttempts(client, runId)).length + 1;
         // The same run: a new execution of its workflow id (Temporal allows one once the last has
         // closed), resumed from its checkpoint, so the run id stays the run's everywhere.
@@ -59,7 +64,7 @@ export function retryCommand(): Command {
             workflowIdReusePolicy: 'ALLOW_DUPLICATE',
             workflowIdConflictPolicy: 'FAIL',
             staticSummary: `${startInput.harvest.name}: attempt ${attempt} (a retry), ${budget} more credits`,
-            args: [{ ...startInput, resume: resumableState(previous.checkpoint, budget) }],
+            args: [{ ...startInput, harvest, resume: resumableState(previous.checkpoint, budget) }],
           });
         } catch (error) {
           if (error instanceof WorkflowExecutionAlreadyStartedError) throw new Error(`run ${runId} is being retried already (\`harvester show ${runId}\` follows it)`);

@@ -6,6 +6,7 @@ import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../con
 import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
 import { quarantinedText, type HarvestStatus } from '../../harvest/progress.js';
 import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from '../../harvest/rules.js';
+import type { SchemaContract } from '../../harvest/schema-contract.js';
 import { harvestWorkflow, type HarvestSummary } from '../../../workflows/harvest.js';
 import { dataDirFromEnv } from '../../config/environment.js';
 import type { StoreIdentity } from '../../store/store-identity.js';
@@ -49,10 +50,17 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
   lines.push(...quarantineLines(summary, 'loads: '));
   for (const landing of summary.landingsQuarantined ?? []) lines.push(`quarantined (not loaded): ${landing}`);
   for (const drift of summary.schemaDrift ?? []) {
-    lines.push(`schema drift: ${drift.endpoint} answers carry ${drift.field} (${drift.answers} compared, ${drift.firstSeenAt} to ${drift.lastSeenAt}), which no column takes: kept in raw_answers for a rebuild`);
+    lines.push(`schema drift: ${drift.endpoint} answers carry ${drift.field} (${drift.answers} compared, ${drift.firstSeenAt} to ${drift.lastSeenAt}), beyond their schema: ${DRIFT_HANDLED[drift.contract ?? 'evolve']}`);
   }
   return lines.join('\n');
 }
+
+/** What the load did with a drifted field, by the harvest's schema contract (src/harvest/schema-contract.ts). */
+const DRIFT_HANDLED: Record<SchemaContract, string> = {
+  evolve: 'kept in raw_answers for a rebuild (schema contract evolve)',
+  freeze: 'those answers were not loaded but set aside in quarantine/ (schema contract freeze)',
+  discard: 'dropped from the answers loaded (schema contract discard)',
+};
 
 /** The run's answers in quarantine/, as its summary and `show` say them, unless its status's reason says it already. */
 export function quarantineLines(progress: Pick<HarvestSummary, 'answersQuarantined' | 'reason'>, label: string): string[] {
