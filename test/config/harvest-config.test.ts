@@ -342,6 +342,21 @@ describe('harvest fields', () => {
     expectProblem(yaml(...HEAD, '    concurrency: { targets: 0 }', ...ONE_CHANNEL), { at: 'targets: 0', path: 'harvests[0].concurrency.targets', hints: ['whole number from 1 to 256', 'targets listed at once'] });
   });
 
+  it('takes schema_contract for all resources or by resource, absent meaning evolve, and names file, line, field and value of a bad one', () => {
+    const contractOf = (line?: string) => parse(yaml(...HEAD, ...(line ? [line] : []), ...ONE_CHANNEL)).harvests[0]!.schema_contract;
+    expect(contractOf()).toBeUndefined();
+    expect(contractOf('    schema_contract: freeze')).toEqual({ default: 'freeze' });
+    expect(contractOf('    schema_contract: { stats: freeze, comments: discard }')).toEqual({ default: 'evolve', resources: { stats: 'freeze', comments: 'discard' } });
+    expect(contractOf('    schema_contract: { default: discard, channel-stats: evolve }')).toEqual({ default: 'discard', resources: { 'channel-stats': 'evolve' } });
+    expectProblem(yaml(...HEAD, '    schema_contract: frozen', ...ONE_CHANNEL), { at: 'schema_contract: frozen', path: 'harvests[0].schema_contract', hints: ['evolve', 'freeze', 'discard', 'got "frozen"'] });
+    expectProblem(yaml(...HEAD, '    schema_contract: { stats: keep }', ...ONE_CHANNEL), {
+      at: 'schema_contract: { stats: keep }',
+      path: 'harvests[0].schema_contract.stats',
+      hints: ['expected a schema contract: evolve, freeze, discard', 'got "keep"'],
+    });
+    expectProblem(yaml(...HEAD, '    schema_contract: { stat: freeze }', ...ONE_CHANNEL), { at: 'schema_contract: { stat: freeze }', path: 'harvests[0].schema_contract.stat', hints: ['unknown key "stat"', 'did you mean stats?'] });
+  });
+
   it('takes call_deadline_seconds, 120 unless given, and rejects 0 and more than an hour', () => {
     expect(parse(yaml(...HEAD, ...ONE_CHANNEL)).harvests[0]!.call_deadline_seconds).toBe(120);
     expect(parse(yaml(...HEAD, '    call_deadline_seconds: 15', ...ONE_CHANNEL)).harvests[0]!.call_deadline_seconds).toBe(15);

@@ -45,19 +45,20 @@ describe('schema drift', () => {
       const result = await loadLandings(dataDir, { countRun: 'run-drift' });
       expect(result.landingsLoaded).toBe(expected.landings);
       expect(result.quarantined).toEqual([]);
-      const drift = result.run!.schemaDrift.map(({ endpoint, field, answers }) => ({ endpoint, field, answers }));
+      const drift = result.run!.schemaDrift.map(({ endpoint, field, answers, contract }) => ({ endpoint, field, answers, contract }));
       // Three channel-videos pages and one stats answer carried the new fields; nothing else is drift.
+      // A harvest with no schema_contract is under evolve: recorded, and kept.
       expect(drift).toEqual([
-        { endpoint: 'tiktok/channel-videos', field: 'data.duet_of', answers: 3 },
-        { endpoint: 'tiktok/stats', field: 'data.sponsor', answers: 1 },
-        { endpoint: 'tiktok/stats', field: 'data.sponsor.name', answers: 1 },
+        { endpoint: 'tiktok/channel-videos', field: 'data.duet_of', answers: 3, contract: 'evolve' },
+        { endpoint: 'tiktok/stats', field: 'data.sponsor', answers: 1, contract: 'evolve' },
+        { endpoint: 'tiktok/stats', field: 'data.sponsor.name', answers: 1, contract: 'evolve' },
       ]);
       expect(result.run!.schemaDrift.every((row) => row.firstSeenAt <= row.lastSeenAt)).toBe(true);
       // The run is otherwise what it was: the same rows in every table.
       expect(await rowsOf(dataDir)).toEqual(await rowsOf(plain.dataDir));
       // The answers keep the field, for a rebuild once a column takes it.
       expect(await count(dataDir, "SELECT count(*) FROM raw_answers WHERE endpoint = 'tiktok/stats' AND json_extract_string(answer, '$.data.sponsor.name') = 'Acme'")).toBe(1);
-      expect(await count(dataDir, "SELECT count(*) FROM schema_drift WHERE run_id = 'run-drift'")).toBe(3);
+      expect(await count(dataDir, "SELECT count(*) FROM schema_drift WHERE run_id = 'run-drift' AND contract = 'evolve'")).toBe(3);
     } finally {
       await emulator.admin('faults', { extra_fields: {} });
     }
