@@ -187,7 +187,8 @@ const RESOURCE_NAMES = [...new Set(ENDPOINTS.map((spec) => spec.name))];
 /** `schema_contract: freeze`, or by resource: `{ default: evolve, stats: freeze }` (src/harvest/schema-contract.ts). */
 const schemaContractSchema = z
   .union([
-    schemaContractValue,
+    // A string first: so a mapping given is told about its members, not that it is no contract (config-problems.ts picks the branch).
+    z.string().pipe(schemaContractValue),
     mapping(
       { default: schemaContractValue.optional(), ...Object.fromEntries(RESOURCE_NAMES.map((name) => [name, schemaContractValue.optional()])) },
       `a schema contract by resource: { default: evolve, stats: freeze }, the resources being ${RESOURCE_NAMES.join(', ')}`,
