@@ -31,7 +31,7 @@ function readJson(file: string, shape: LandingShape, withData = true): string {
 const endpointNames = (test: (spec: EndpointSpec) => boolean) => [...new Set(ENDPOINTS.filter(test).map((spec) => spec.name))];
 /** Channel lists, with the kind of item each lists (the API's meta.item). */
 export const LIST_KINDS = Object.fromEntries(ENDPOINTS.filter((spec) => spec.shape === 'list' && spec.param === 'handle').map((spec) => [spec.name, spec.item as string]));
-/** Searches, with the kind the warehouse records for their hits. */
+/** Searches, with the kind the warehouse records for their hits: the endpoint's name without `-search` (`hashtag`, `reels`), and `search` for the keyword search. */
 export const SEARCH_KINDS: Record<string, string> = Object.fromEntries(
   ENDPOINTS.filter((spec) => spec.shape === 'list' && spec.param === 'query').map((spec) => [spec.name, spec.name === 'search' ? 'search' : spec.name.replace(/-search$/, '')]),
 );

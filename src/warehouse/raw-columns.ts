@@ -46,7 +46,12 @@ export const LANDED_RESOURCES = Object.fromEntries(
 /** A DuckDB type as a tree, so the resources of one shape can be read with one type: the union of their members. */
 type ColumnType = { struct: Map<string, ColumnType> } | { list: ColumnType } | { scalar: string };
 
-/** The DuckDB type a JSON value of `schema` is read as; throws for a kind of member the load cannot type. */
+/**
+ * The DuckDB type a JSON value of `schema` is read as; throws for a kind of member the load cannot
+ * type (a resource given one fails every load at once, not one answer). Written by hand: a few lines
+ * for the zod kinds the resources use, where zod's JSON Schema export would still need a JSON Schema
+ * to DuckDB step, and would lose which strings are timestamps.
+ */
 function columnTypeOf(schema: z.ZodType, path: string): ColumnType {
   if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) return columnTypeOf(schema.unwrap() as z.ZodType, path);
   if (schema instanceof z.ZodObject) {
