@@ -1,3 +1,6 @@
+import { z } from 'zod';
+import { listedItemKind, type EndpointSpec } from '../api-catalog/endpoints.js';
+import { RESOURCE_SCHEMAS } from '../api-catalog/resources.js';
 import { csvLine } from '../text/csv.js';
 
 /**
@@ -19,10 +22,19 @@ export function toCsv(items: readonly Record<string, unknown>[], columns: readon
   return `${lines.join('\r\n')}\r\n`;
 }
 
-/** The CSV columns of each list endpoint, fixed so even an empty page has its header row. */
-export function csvColumns(endpointName: string, platform: string): string[] {
-  if (endpointName === 'comments') return ['id', 'text', 'author_handle', 'likes', 'posted_at'];
-  if (endpointName.endsWith('search')) return ['id', 'url', 'caption', 'author_handle', 'metrics_views', 'metrics_likes', 'posted_at'];
-  const views = platform === 'instagram' && endpointName === 'channel-posts' ? [] : ['metrics_views'];
-  return ['id', 'url', 'caption', 'posted_at', ...views, 'metrics_likes', 'metrics_comments'];
+/**
+ * The CSV columns of a list endpoint: its item's members in the one table of resources
+ * (src/api-catalog/resources.ts), flattened as the rows are, so even an empty page has its header
+ * row. A photo post has no views (its schema's `metrics.views` is optional), so a list of posts
+ * leaves that column out.
+ */
+export function csvColumns(spec: EndpointSpec): string[] {
+  const columns = schemaColumns(RESOURCE_SCHEMAS[spec.name]);
+  return listedItemKind(spec) === 'post' ? columns.filter((column) => column !== 'metrics_views') : columns;
+}
+
+function schemaColumns(schema: z.ZodType, prefix = ''): string[] {
+  if (schema instanceof z.ZodOptional || schema instanceof z.ZodNullable) return schemaColumns(schema.unwrap() as z.ZodType, prefix);
+  if (!(schema instanceof z.ZodObject)) return [prefix];
+  return Object.entries(schema.shape as Record<string, z.ZodType>).flatMap(([name, member]) => schemaColumns(member, prefix ? `${prefix}_${name}` : name));
 }

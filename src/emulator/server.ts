@@ -363,7 +363,7 @@ class EmulatorServer {
     if (call.format === 'csv') {
       headers['x-has-more'] = String(page.hasMore);
       if (cursor) headers['x-next-cursor'] = cursor;
-      return { status: 200, body: toCsv(page.items, csvColumns(spec.name, spec.platform)), contentType: 'text/csv; charset=utf-8', headers };
+      return { status: 200, body: toCsv(page.items, csvColumns(spec)), contentType: 'text/csv; charset=utf-8', headers };
     }
     const meta = { count: page.items.length, limit, ...(spec.item ? { item: spec.item } : {}), ...(cursor ? { cursor } : {}), has_more: page.hasMore };
     const extra = this.faults.extra_fields[key];

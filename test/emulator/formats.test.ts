@@ -1,4 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { findEndpoint } from '../../src/api-catalog/endpoints.js';
+import { csvColumns } from '../../src/emulator/csv.js';
 import { q, startTestEmulator, type TestEmulator } from '../support/emulator.js';
 
 let emulator: TestEmulator;
@@ -74,5 +76,15 @@ describe('formats', () => {
     expect(text.headers['x-request-id']).toMatch(/^req_/);
     const summary = await emulator.call<{ data: { summary: string } }>(`/tiktok/summary?url=${q(videoUrl)}`);
     expect((await emulator.call(`/tiktok/summary?url=${q(videoUrl)}&format=text`)).text).toBe(summary.json.data.summary);
+  });
+});
+
+describe('csv columns', () => {
+  it('are each list item\'s members in the one table of resources, flattened; a list of photo posts has no views column', () => {
+    const columnsOf = (platform: string, name: string) => csvColumns(findEndpoint(platform, name)!);
+    expect(columnsOf('instagram', 'channel-reels')).toEqual(['id', 'url', 'caption', 'posted_at', 'metrics_views', 'metrics_likes', 'metrics_comments']);
+    expect(columnsOf('instagram', 'channel-posts')).toEqual(['id', 'url', 'caption', 'posted_at', 'metrics_likes', 'metrics_comments']);
+    expect(columnsOf('instagram', 'reels-search')).toEqual(['id', 'url', 'caption', 'author_handle', 'metrics_views', 'metrics_likes', 'posted_at']);
+    expect(columnsOf('instagram', 'comments')).toEqual(['id', 'text', 'author_handle', 'likes', 'posted_at']);
   });
 });
