@@ -128,10 +128,12 @@ export class DriftSampler {
     // An endpoint the catalog does not know: the load sets it aside (normalize.ts), drift or none.
     if (!known) return { bytes };
     const contract = contractOf(this.contracts, stringMember(head, 'harvest'), endpoint);
-    const sample = `${runId}\n${endpoint}`;
-    const taken = this.sampled.get(sample) ?? 0;
-    if (contract === 'evolve' && taken >= DRIFT_SAMPLE) return { bytes };
-    this.sampled.set(sample, taken + 1);
+    if (contract === 'evolve') {
+      const sample = `${runId}\n${endpoint}`;
+      const taken = this.sampled.get(sample) ?? 0;
+      if (taken >= DRIFT_SAMPLE) return { bytes };
+      this.sampled.set(sample, taken + 1);
+    }
     let answer: { data?: unknown; observed_at?: unknown };
     try {
       answer = JSON.parse(bytes.toString('utf8')) as typeof answer;
