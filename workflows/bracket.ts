@@ -8,7 +8,7 @@
  */
 import { log } from '@temporalio/workflow';
 import type { WorkSpent } from '../activities/landed-enrichment.js';
-import type { WorkFrameInput } from '../activities/metered-call.js';
+import type { WorkFrameInput } from '../activities/work-frame.js';
 import type { RunIdentity } from '../activities/run-guard.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
 import { availableCredits, grant, reserve, settle, type HarvestState, type Reservation, type TargetState } from '../src/harvest/run-state.js';
