@@ -59,7 +59,7 @@ function jobActivities(jobStatus: (nowMs: number) => JobState) {
       polledAt.push(now);
       return jobStatus(now);
     },
-    landJobResults: async () => ({ count: ITEMS, pages: 2, credits: ITEMS * prices['tiktok/channel-videos'] }),
+    landJobResults: async () => ({ count: ITEMS, pages: 2, credits: ITEMS * prices['tiktok/channel-videos'], lostCalls: 0 }),
     // What a failed work's journal says it spent: nothing, here.
     workSpent: async () => ({ credits: 0, lostCalls: 0 }),
     pauseSchedule: async (input: { harvest: string; reason: string }) => void paused.push(input.harvest),
