@@ -36,13 +36,14 @@ export class CheckpointHeartbeat<P extends object> {
   private readonly timer: NodeJS.Timeout;
 
   /**
-   * `makeDurable` makes what the work landed and journaled so far outlive a machine crash; without
-   * it, a committed point is durable as it is (its work keeps nothing a crash could lose).
+   * `makeDurable` makes what the work landed and journaled so far outlive a machine crash (the work
+   * frame's journal sync, activities/work-frame.ts): every work lands or journals something, so no
+   * point is heartbeated before it has run.
    */
   constructor(
     start: () => P,
     private readonly live: (durable: P) => LiveWork,
-    private readonly makeDurable?: () => Promise<void>,
+    private readonly makeDurable: () => Promise<void>,
   ) {
     const heartbeated = this.context.info.heartbeatDetails as P | undefined;
     this.resumed = heartbeated ?? start();
@@ -53,18 +54,13 @@ export class CheckpointHeartbeat<P extends object> {
   /** A point a retry may resume from once it is durable. Throws if an earlier point's sync failed. */
   commit(point: P): void {
     if (this.failure !== undefined) throw this.failure;
-    if (!this.makeDurable) {
-      this.durable = structuredClone(point);
-      this.beat();
-      return;
-    }
     this.pending = structuredClone(point);
     if (Date.now() - this.lastSync >= DURABLE_EVERY_MS) this.syncInBackground();
   }
 
   /**
-   * Makes what the work landed and journaled so far durable (with `makeDurable`, even when no point
-   * is pending) and heartbeats the latest committed point; throws if a sync failed.
+   * Makes what the work landed and journaled so far durable (even when no point is pending) and
+   * heartbeats the latest committed point; throws if a sync failed.
    */
   async flush(): Promise<void> {
     this.syncInBackground(true);
@@ -89,7 +85,7 @@ export class CheckpointHeartbeat<P extends object> {
       this.pending = undefined;
       this.lastSync = Date.now();
       try {
-        await this.makeDurable?.();
+        await this.makeDurable();
       } catch (error) {
         this.failure = error;
         return;

@@ -8,15 +8,15 @@ import type { JobResultsPage, ListEndpoint, SocialApiClient } from '../src/api/c
 import { endpointKey, type EndpointName, type Platform } from '../src/api-catalog/endpoints.js';
 import type { Job } from '../src/api-catalog/resources.js';
 import { JOB_LOST } from '../src/harvest/failures.js';
-import { CallJournal } from '../src/store/call-journal.js';
 import { type PageLanding } from '../src/store/landing.js';
 import { pageLandingKey } from '../src/store/layout.js';
 import type { JobRecord } from '../src/store/job-registry.js';
 import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';
-import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivity } from './failures.js';
 import { meteredCall } from './metered-call.js';
+import { pageLanding } from './page-landing.js';
+import { inRunJournal, inWorkFrame, type WorkFrameInput, type WorkSpent } from './work-frame.js';
 import { creditsCharged, itemsLanded, landingsWaiting } from '../src/metrics/worker-metrics.js';
 
 export interface TargetRef {
@@ -44,9 +44,8 @@ export interface JobState {
   error?: string;
 }
 
-export interface LandJobResultsInput extends RunIdentity {
-  runId: string;
-  harvest: string;
+/** Given the job's hold as its grant (workflows/bracket.ts), under its own work id. */
+export interface LandJobResultsInput extends RunIdentity, WorkFrameInput {
   target: TargetRef;
   jobId: string;
   /** Page number the first results page lands as. */
@@ -54,10 +53,10 @@ export interface LandJobResultsInput extends RunIdentity {
   rankOffset: number;
 }
 
-export interface JobResultsSummary {
+/** What a job's results came to: items and pages landed, and the job's charge as what the work spent. */
+export interface JobResultsSummary extends WorkSpent {
   count: number;
   pages: number;
-  credits: number;
 }
 
 interface ResultsProgress {
@@ -120,8 +119,7 @@ export function jobActivities(deps: JobDeps) {
  * the target fails saying so.
  */
 async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Promise<{ jobId: string }> {
-  const journal = await CallJournal.load(store.journals, input.runId, `job:${input.target.key}`);
-  try {
+  return inRunJournal(store, input.runId, `job:${input.target.key}`, async (journal) => {
     const key = `job:${input.target.key}`;
     if (journal.hasOpenIntent(key)) throw jobLost('a worker died while starting this target\'s job', input.limit);
     // The job's worst case is held until it is registered: a start whose answer never came
@@ -144,68 +142,67 @@ async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Pr
       },
     });
     return { jobId: job.job_id };
-  } finally {
-    await journal.close();
-  }
+  });
 }
 
-/** Lands a job's results page by page, heartbeating where it got to, so a retry resumes there. */
-async function landJobResults({ client, store }: JobDeps, input: LandJobResultsInput): Promise<JobResultsSummary> {
+/**
+ * Lands a job's results page by page in the work frame, the job's charge being what it spent: a
+ * page's position is heartbeated only once the pages before it are on the disk (the frame's group
+ * commit syncs the journal, which makes the run's answers durable first), and the work returns only
+ * once every page is, so a machine crash never leaves a checkpoint, or a result the workflow
+ * enriches from, past pages the disk does not have.
+ */
+async function landJobResults(deps: JobDeps, input: LandJobResultsInput): Promise<JobResultsSummary> {
+  const { client, store } = deps;
   const file = await store.findJob(input.jobId);
   if (!file) throw new Error(`no record of job ${input.jobId} in the job registry of ${store.description}`);
   const job = await client.getJob(input.jobId);
-  // The job's charge counts once its results are landed; shown live meanwhile. A position is
-  // heartbeated only once the pages before it are on the disk (the run's segment synced), and the
-  // work returns only once every page is: a machine crash never leaves a checkpoint, or a result
-  // the workflow enriches from, past pages the disk does not have.
-  const checkpoint = new CheckpointHeartbeat<ResultsProgress>(
-    () => ({ pages: 0, count: 0 }),
-    (durable) => ({ credits: job.credits_charged, items: durable.count, pages: durable.pages, enriched: 0 }),
-    () => store.makeRunDurable(input.runId),
-  );
-  const progress = checkpoint.resumed;
-  // Results pages of 200, not the API's 1,000: a 1,000-result page's text is large enough for
-  // V8 to allocate it outside the young generation, where garbage waits for a full collection,
-  // and the worker's memory then grew with the items a run landed (bench/harvest-e2e.mjs).
-  const pages = client.jobResults(input.jobId, { cursor: progress.cursor, pageSize: 200 });
-  try {
-    for await (const results of pages) {
+  // The job's charge counts once its results are landed; shown live meanwhile.
+  const checkpoint = {
+    start: (): ResultsProgress => ({ pages: 0, count: 0 }),
+    live: (durable: ResultsProgress) => ({ credits: job.credits_charged, items: durable.count, pages: durable.pages, enriched: 0 }),
+  };
+  return inWorkFrame(deps, input, checkpoint, async (frame) => {
+    const progress = frame.checkpoint.resumed;
+    // Results pages of 200, not the API's 1,000: a 1,000-result page's text is large enough for
+    // V8 to allocate it outside the young generation, where garbage waits for a full collection,
+    // and the worker's memory then grew with the items a run landed (bench/harvest-e2e.mjs).
+    for await (const results of client.jobResults(input.jobId, { cursor: progress.cursor, pageSize: 200 })) {
       const landing = resultsLanding(input, job, file, progress, results);
       // A page an earlier attempt landed is not landed again.
       if (!(await store.isLanded(pageLandingKey(input.runId, input.target.key, landing.page)))) await landResults(store, landing, results.items.length);
       progress.pages++;
       progress.count += results.items.length;
       progress.cursor = results.nextCursor;
-      checkpoint.commit(progress);
+      frame.checkpoint.commit(progress);
     }
-    await checkpoint.flush();
-  } finally {
-    checkpoint.stop();
-  }
-  return { count: progress.count, pages: progress.pages, credits: job.credits_charged };
+    await frame.durable();
+    // The job is one billed call, charged when it completed and landed with its first results
+    // page, not journaled: its charge is what this work spent, settled against the job's hold.
+    return { count: progress.count, pages: progress.pages, credits: job.credits_charged, lostCalls: 0 };
+  });
 }
 
 /** The landing of a job's next results page, where `progress` has got to. */
 function resultsLanding(input: LandJobResultsInput, job: Job, file: JobRecord, progress: ResultsProgress, results: JobResultsPage): PageLanding {
-  return {
-    format: 1,
-    kind: 'page',
-    run_id: input.runId,
+  const place = {
+    runId: input.runId,
     harvest: input.harvest,
     target: input.target.key,
     page: input.firstPage + progress.pages,
-    endpoint: endpointKey({ platform: input.target.platform, name: input.target.endpoint }),
     params: input.target.params,
-    request_id: results.requestId,
+    rankOffset: input.rankOffset + progress.count,
+    ...(results.nextCursor ? { nextCursor: results.nextCursor } : {}),
+    hasMore: results.nextCursor !== undefined,
+  };
+  return pageLanding(place, {
+    endpoint: endpointKey({ platform: input.target.platform, name: input.target.endpoint }),
+    requestId: results.requestId,
     // The API's clock when the job fetched the results, not this worker's.
-    observed_at: job.completed_at ?? new Date().toISOString(),
+    observedAt: job.completed_at ?? new Date().toISOString(),
     // The job is one billed call: its charge lands once, with its first results page.
     ...(progress.pages === 0 ? { call: { request_id: file.requestId, units: job.item_count ?? 0, credits: job.credits_charged, job_id: input.jobId } } : {}),
-    rank_offset: input.rankOffset + progress.count,
-    ...(results.nextCursor ? { next_cursor: results.nextCursor } : {}),
-    has_more: results.nextCursor !== undefined,
-    data: results.items,
-  };
+  }, results.items);
 }
 
 /** Lands a results page of `items` items and counts it in the worker's metrics. */

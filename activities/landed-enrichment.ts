@@ -14,7 +14,8 @@ import type { RunIdentity } from './run-guard.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { priceOf } from '../src/harvest/rules.js';
 import { ItemEnricher, settleAll, TargetEnrichers } from './item-enricher.js';
-import { inWorkFrame, type WorkBudget, type WorkFrameDeps, type WorkFrameInput, type WorkSpent } from './metered-call.js';
+import type { WorkBudget } from '../src/harvest/work-budget.js';
+import { inWorkFrame, type WorkFrameDeps, type WorkFrameInput, type WorkSpent } from './work-frame.js';
 import type { WorkStop } from '../src/harvest/failures.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
 

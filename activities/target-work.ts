@@ -16,12 +16,15 @@ import { itemEnrichmentWorst, listsPhotoPosts, priceOf } from '../src/harvest/ru
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import type { ListingPosition } from '../src/harvest/run-state.js';
 import type { TargetPlan } from '../src/harvest/targets.js';
+import { MAX_RELISTS, Paginator } from '../src/harvest/paginator.js';
 import type { RunIdentity } from './run-guard.js';
 import { asActivityFailure } from './failures.js';
 import { withWorkProgress } from './outages.js';
 import { describe, ItemEnricher, workStopOf } from './item-enricher.js';
 import type { WorkStop } from '../src/harvest/failures.js';
-import { inWorkFrame, landAt, meteredCall, type WorkFrame, type WorkFrameDeps, type WorkFrameInput } from './metered-call.js';
+import { meteredCall } from './metered-call.js';
+import { landAt } from './page-landing.js';
+import { inWorkFrame, type WorkFrame, type WorkFrameDeps, type WorkFrameInput } from './work-frame.js';
 
 /** Where a target's listing stands: where the next page comes from, and what the run has of it. */
 export interface TargetWorkInput extends RunIdentity, WorkFrameInput {
@@ -60,9 +63,6 @@ export type WorkProgress = Pick<Progress, 'position' | 'pagesLanded' | 'itemsLan
 
 export type TargetWorkDeps = WorkFrameDeps;
 
-/** A cursor that keeps expiring before the next page is fetched would re-buy the list forever. */
-const MAX_RELISTS = 3;
-
 /** Pages whose items are enriched at once (besides the page being listed). */
 const PAGES_ENRICHED_AT_ONCE = 3;
 
@@ -82,57 +82,6 @@ async function landedIds(store: Store, runId: string, targetKey: string, page: n
     if (landing?.kind === 'page' && Array.isArray(landing.data)) for (const item of landing.data as ListedItem[]) ids.add(item.id);
   }
   return ids;
-}
-
-/**
- * A target's paging (as a Singer SDK paginator is a stream's): where the listing stands, the next
- * page's size, how a page moves it on, and starting again from the top after a refused cursor.
- */
-class Paginator {
-  constructor(
-    readonly position: ListingPosition,
-    private readonly pageSize: number,
-    private readonly maxItems: number,
-    /** An incremental run: pages start at the estimate of what is new and grow from there. */
-    private readonly incremental: boolean,
-  ) {}
-
-  /** Items still wanted; none left once max_items are landed. */
-  wanted(): number {
-    return this.maxItems - this.position.items;
-  }
-
-  /** The next page's size, before the budget has its say. */
-  nextSize(): number {
-    return Math.min(this.pageSize, this.wanted(), this.position.nextLimit ?? this.pageSize);
-  }
-
-  /** A page of `limit` was bought: an incremental run's next page may be twice the size. */
-  bought(limit: number): void {
-    if (this.incremental) this.position.nextLimit = Math.min(this.pageSize, limit * 2);
-  }
-
-  /** Past a landed page, with `fresh` new items of it. */
-  advance(page: Page, fresh: number): void {
-    this.position.page++;
-    this.position.items += fresh;
-    this.position.offset += page.items.length;
-    this.position.cursor = page.nextCursor;
-  }
-
-  /**
-   * Starts the list again from the top after its cursor was refused (cursors are short-lived, and
-   * one may be refused outright): the items the run already has are recognised, not counted twice.
-   * False once it was started again MAX_RELISTS times.
-   */
-  relist(): boolean {
-    if (this.position.relists >= MAX_RELISTS) return false;
-    this.position.relists++;
-    this.position.cursor = undefined;
-    this.position.offset = 0;
-    this.position.nextLimit = this.pageSize;
-    return true;
-  }
 }
 
 /** What fetching the next page came to: a page (read back or bought) with its enrichment hold, or why the listing stops. */

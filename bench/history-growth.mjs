@@ -68,7 +68,7 @@ if (what === 'history') {
   result = { maintenance: await maintainLake(dataDir) };
 } else if (what === 'run') {
   const { SocialApiClient } = await import(dist + '/src/api/client.js');
-  const { landingOfCall } = await import(dist + '/activities/metered-call.js');
+  const { landingOfCall } = await import(dist + '/activities/page-landing.js');
   const { loadPriceTable } = await import(dist + '/src/config/prices.js');
   const client = new SocialApiClient({ baseUrl: arg, apiKey: 'sk_live_emulator_42', prices: loadPriceTable() });
   const catalog = (await (await fetch(new URL('/_emulator/catalog', arg))).json()).data;

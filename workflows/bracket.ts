@@ -8,11 +8,11 @@
  */
 import { log } from '@temporalio/workflow';
 import type { WorkSpent } from '../activities/landed-enrichment.js';
-import type { WorkFrameInput } from '../activities/metered-call.js';
+import type { WorkFrameInput } from '../activities/work-frame.js';
 import type { RunIdentity } from '../activities/run-guard.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
-import { availableCredits, grant, reserve, settle, type HarvestState, type Reservation, type TargetState } from '../src/harvest/run-state.js';
-import { messageOf, nextWorkId, workSpent, type RunContext } from './run-context.js';
+import { availableCredits, grant, reserve, settle, uncount, type HarvestState, type Reservation, type TargetState } from '../src/harvest/run-state.js';
+import { messageOf, nextWorkId, runInput, workSpent, type RunContext } from './run-context.js';
 
 /** What a bracketed work came to: its result, or the failure it ended with (its spend settled either way). */
 export type WorkOutcome<R> = { ok: true; result: R } | { ok: false; error: unknown };
@@ -50,13 +50,46 @@ export async function grantedWork<I extends object, R extends WorkSpent>(
 
 /** The run's part of a work's input: the grant, with the work's id and what every work of the run is given. */
 function workInput(run: RunContext, workId: string, credits: number): WorkInput {
-  const { state } = run;
-  return { runId: state.runId, harvest: state.harvestName, workId, grant: credits, prices: state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest), ...run.identity };
+  return { ...runInput(run), workId, grant: credits, prices: run.state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest) };
 }
 
 /** Each billed call's overall deadline, from the harvest's `call_deadline_seconds`. */
 function callDeadlineMs(harvest: Harvest): number | undefined {
   return harvest.call_deadline_seconds === undefined ? undefined : harvest.call_deadline_seconds * 1_000;
+}
+
+/**
+ * A job's worst case, held out of what is free from its start until the work landing its results
+ * is granted it (jobResultsWork): a job is charged when it completes, whoever waits for it. Kept in
+ * the target (`jobReserved`) across continue-as-new and retries (src/harvest/checkpoint.ts).
+ * Returns the credits held.
+ */
+export function holdForJob(run: RunContext, target: TargetState, worst: number): number {
+  target.jobReserved = reserve(run.state.budget, grant(availableCredits(run.state.budget), worst)).credits;
+  return target.jobReserved;
+}
+
+/**
+ * Settles a job's hold when no results work will: its job failed or never started (spent
+ * nothing), or its start was lost with a dying worker (`lost`: the job may exist and be charged, so
+ * its whole worst case stays spent, as a lost call).
+ */
+export function settleJobHold(run: RunContext, target: TargetState, lost = false): void {
+  const held = target.jobReserved ?? 0;
+  settle(run.state.budget, { credits: held }, lost ? held : 0);
+  if (lost) run.state.callsLost++;
+  target.jobReserved = 0;
+}
+
+/**
+ * The work that lands a job's results, granted the job's hold and settled with the job's charge
+ * like any granted work (counted against `target`). The hold is given back and granted again in
+ * the same step (no await between), so nothing else can take it meanwhile.
+ */
+export function jobResultsWork<I extends object, R extends WorkSpent>(run: RunContext, target: TargetState, activity: (input: I & WorkInput) => Promise<R>, input: I): Promise<WorkOutcome<R>> {
+  const held = target.jobReserved ?? 0;
+  settleJobHold(run, target);
+  return grantedWork(run, `job-results:${target.plan.key}`, held, activity, input, target);
 }
 
 /** Settles a piece of work's grant with what it spent, and counts that against its target. */
@@ -102,7 +135,7 @@ export async function correctCountedAtWorst(run: RunContext): Promise<void> {
       continue;
     }
     const overcounted = work.counted - spent.credits;
-    state.budget.spent -= overcounted;
+    uncount(state.budget, overcounted);
     state.callsLost += spent.lostCalls;
     const target = state.targets.find((candidate) => candidate.plan.key === work.target);
     if (target) target.credits -= overcounted;

@@ -19,7 +19,7 @@ import type { Harvest } from '../src/harvest/harvest-types.js';
 import { IDENTITY_REFUSALS, RUN_STOPPING_ERRORS } from '../src/harvest/failures.js';
 import { HARVEST_FAILED, HARVEST_NAME, HARVEST_STATUS, jobCompletedSignal, progressQuery } from './definitions.js';
 import { statusLine, type FailedCall, type HarvestProgress, type RunMemo } from '../src/harvest/progress.js';
-import { failFinalLoad, finalStatus, newBudget, progressOf, quarantinedAtLoad, statusAfterLoad, stopRun, type HarvestState } from '../src/harvest/run-state.js';
+import { creditsSpent, failFinalLoad, finalStatus, newBudget, progressOf, quarantinedAtLoad, statusAfterLoad, stopRun, type HarvestState } from '../src/harvest/run-state.js';
 import { askedEnrichments } from '../src/harvest/rules.js';
 import { planTargets } from '../src/harvest/targets.js';
 import { forecastMisses, spentByPart, type ForecastMiss, type RunForecast } from '../src/harvest/run-forecast.js';
@@ -93,7 +93,7 @@ async function harvest(input: HarvestInput): Promise<HarvestSummary> {
   upsertMemo({ startedAt: state.startedAt } satisfies Partial<RunMemo>);
   // The worker's log says what each run does, one line per event, each with the run id.
   if (!input.resume) log.info('run started', { run: state.runId, harvest: state.harvestName, budget: state.budget.limit, targets: state.targets.length, ...(state.stopped ? { reason: state.stopped.reason } : {}) });
-  else if (!info.continuedFromExecutionRunId) log.info('run resumed from its checkpoint', { run: state.runId, harvest: state.harvestName, budget: state.budget.limit, spent: state.budget.spent });
+  else if (!info.continuedFromExecutionRunId) log.info('run resumed from its checkpoint', { run: state.runId, harvest: state.harvestName, budget: state.budget.limit, spent: creditsSpent(state) });
   const completedJobs = new Set<string>();
   setHandler(jobCompletedSignal, ({ jobId }) => void completedJobs.add(jobId));
   setHandler(progressQuery, () => progressOf(state));
@@ -141,7 +141,7 @@ async function finish(input: HarvestInput, state: HarvestState): Promise<Harvest
     ...(loaded.failedCalls && loaded.failedCalls.total > 0 ? { failedCalls: loaded.failedCalls } : {}),
     ...(loaded.schemaDrift && loaded.schemaDrift.length > 0 ? { schemaDrift: loaded.schemaDrift } : {}),
     checkpoint: state,
-    ...(state.forecast ? { forecast: { ...state.forecast, spent: state.budget.spent, misses: forecastMisses(state.forecast, spentByPart(state)) } } : {}),
+    ...(state.forecast ? { forecast: { ...state.forecast, spent: creditsSpent(state), misses: forecastMisses(state.forecast, spentByPart(state, creditsSpent(state))) } } : {}),
   };
   // A failed harvest is a failed workflow execution, so Temporal's own status (the UI's list and its
   // Failures filter, `ExecutionStatus = 'Failed'`) says what the harvest's does; the summary rides
@@ -161,7 +161,7 @@ async function loadRun(input: HarvestInput, state: HarvestState): Promise<{ stat
     harvest: state.harvestName,
     startedAt: state.startedAt,
     budgetCredits: state.budget.limit,
-    creditsSpent: state.budget.spent,
+    creditsSpent: creditsSpent(state),
     itemsLanded: progressOf(state).itemsLanded,
     ...(state.stopped ? { error: state.stopped.reason } : {}),
     enrichments: askedEnrichments(input.harvest),

@@ -6,11 +6,11 @@
 import { condition, workflowInfo } from '@temporalio/workflow';
 import { addTally } from '../src/harvest/enrichment-tally.js';
 import { JOB_FAILED, JOB_LOST } from '../src/harvest/failures.js';
-import { availableCredits, finishListing, reserve, settle, stopRun, type TargetState } from '../src/harvest/run-state.js';
+import { availableCredits, finishListing, type TargetState } from '../src/harvest/run-state.js';
 import { itemEnrichmentWorst, jobLimit, listsPhotoPosts, priceOf, takesJob } from '../src/harvest/rules.js';
-import { grantedWork } from './bracket.js';
-import { checkJob, enrichLanded, failureType, landJobResults, startJob, targetRef, type RunContext } from './run-context.js';
-import { recordFailure, recordStop, recordWorkStop, warnEmpty } from './stops.js';
+import { grantedWork, holdForJob, jobResultsWork, settleJobHold } from './bracket.js';
+import { checkJob, enrichLanded, failureType, landJobResults, runInput, startJob, targetRef, type RunContext } from './run-context.js';
+import { recordFailure, recordStop, recordWorkStop, stopForBudget, warnEmpty } from './stops.js';
 
 /**
  * The `jobs` step: big pulls go through async jobs, all of them started first, so the API
@@ -25,63 +25,59 @@ export async function startJobs(run: RunContext): Promise<void> {
   }
 }
 
-/** Starts a target's job, its worst case reserved; a budget too small for a job leaves it to paging. */
+/** Starts a target's job, its worst case held (bracket.ts); a budget too small for a job leaves it to paging. */
 async function startTargetJob(run: RunContext, target: TargetState): Promise<void> {
   const { state } = run;
   const { plan } = target;
-  const price = priceOf(state.prices, plan.platform, plan.endpoint);
   const limit = jobLimit(state.prices, plan, availableCredits(state.budget));
   if (limit === 0) {
     target.paged = true;
     return;
   }
   // Held across continue-as-new in the target (jobReserved) until the job's results settle it.
-  const reservation = reserve(state.budget, limit * price);
+  const worst = holdForJob(run, target, limit * priceOf(state.prices, plan.platform, plan.endpoint));
   try {
-    const { jobId } = await startJob({ runId: state.runId, harvest: state.harvestName, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...run.identity });
+    const { jobId } = await startJob({ ...runInput(run), target: targetRef(plan), limit, worst, workflowId: workflowInfo().workflowId });
     target.jobId = jobId;
-    target.jobReserved = reservation.credits;
   } catch (error) {
     // A job lost with a dying worker may still be charged: its worst case stays spent.
-    const lost = failureType(error) === JOB_LOST;
-    settle(state.budget, reservation, lost ? reservation.credits : 0);
-    if (lost) state.callsLost++;
+    settleJobHold(run, target, failureType(error) === JOB_LOST);
     await recordFailure(state, target, error);
   }
 }
 
-/** Waits for a target's job, lands its results, and settles its reservation with what it cost. */
+/** Waits for a target's job, lands its results in a work granted the job's hold, and settles it with what the job cost. */
 export async function finishTargetJob(run: RunContext, target: TargetState): Promise<void> {
   const { state } = run;
   const jobId = target.jobId as string;
-  const reservation = { credits: target.jobReserved ?? 0 };
-  const release = (charged: number) => {
-    settle(state.budget, reservation, charged);
-    target.jobReserved = 0;
-  };
+  let job: Awaited<ReturnType<typeof checkJob>>;
   try {
-    const job = await jobFinished(run, jobId);
-    if (job.status === 'failed') {
-      release(0);
-      const paused = /insufficient_credits/.test(job.error ?? '');
-      await recordStop(state, target, paused ? 'paused' : 'failed', { type: JOB_FAILED, message: `job ${jobId}: ${job.error ?? 'the job failed'}` });
-      return;
-    }
-    // Waiting is free, but landing holds results pages in the worker: `targets` jobs land at once.
-    await condition(() => run.jobsLanding < run.targets);
-    run.jobsLanding++;
-    const results = await landJobResults({ runId: state.runId, harvest: state.harvestName, target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items, ...run.identity }).finally(() => run.jobsLanding--);
-    release(results.credits);
-    if (target.plan.enrich && results.pages > 0) target.unenrichedPages = { from: target.pages + 1, to: target.pages + results.pages };
-    target.credits += results.credits;
-    target.pages += results.pages;
-    target.items += results.count;
-    target.status = target.items === 0 ? 'empty' : 'done';
-    if (target.status === 'empty') warnEmpty(state, target);
+    job = await jobFinished(run, jobId);
   } catch (error) {
-    release(0);
+    settleJobHold(run, target);
     await recordFailure(state, target, error);
+    return;
   }
+  if (job.status === 'failed') {
+    settleJobHold(run, target);
+    const paused = /insufficient_credits/.test(job.error ?? '');
+    await recordStop(state, target, paused ? 'paused' : 'failed', { type: JOB_FAILED, message: `job ${jobId}: ${job.error ?? 'the job failed'}` });
+    return;
+  }
+  // Waiting is free, but landing holds results pages in the worker: `targets` jobs land at once.
+  await condition(() => run.jobsLanding < run.targets);
+  run.jobsLanding++;
+  const outcome = await jobResultsWork(run, target, landJobResults, { target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items }).finally(() => run.jobsLanding--);
+  if (!outcome.ok) {
+    await recordFailure(state, target, outcome.error);
+    return;
+  }
+  const results = outcome.result;
+  if (target.plan.enrich && results.pages > 0) target.unenrichedPages = { from: target.pages + 1, to: target.pages + results.pages };
+  target.pages += results.pages;
+  target.items += results.count;
+  target.status = target.items === 0 ? 'empty' : 'done';
+  if (target.status === 'empty') warnEmpty(state, target);
 }
 
 /** Woken by the job.completed webhook (a signal); polling backs it up, slower and slower. */
@@ -123,5 +119,5 @@ export async function enrichJobPages(run: RunContext, target: TargetState): Prom
   target.unenrichedPages = undefined;
   target.failedCalls = (target.failedCalls ?? 0) + result.enrichment.failed;
   finishListing(target);
-  if (result.unenriched > 0) stopRun(state, 'budget_exhausted', `${result.unenriched} items ${target.plan.key} listed were not enriched: the budget ran out`);
+  if (result.unenriched > 0) stopForBudget(state, `${result.unenriched} items ${target.plan.key} listed were not enriched`);
 }

@@ -49,6 +49,11 @@ export interface RunContext {
   identity: RunIdentity;
 }
 
+/** The run's part of every activity's input, written here once: its id, its harvest, and the API and store it carries. */
+export function runInput(run: RunContext): { runId: string; harvest: string } & RunIdentity {
+  return { runId: run.state.runId, harvest: run.state.harvestName, ...run.identity };
+}
+
 export function nextWorkId(state: HarvestState, what: string): string {
   return `w${state.nextWork++}:${what}`;
 }

@@ -5,12 +5,13 @@
  * target in one loop (several targets at once), and `last` steps run once after it.
  */
 import { workflowInfo } from '@temporalio/workflow';
-import { availableCredits, stopRun, type TargetState } from '../src/harvest/run-state.js';
+import { availableCredits, type TargetState } from '../src/harvest/run-state.js';
 import { targetWorst } from '../src/harvest/rules.js';
 import { mayEnrichJobItems, mayList, SPEND_STEPS, type SpendStep, type StepName } from '../src/harvest/spend-order.js';
 import { enrichJobPages, finishTargetJob, jobEnrichmentWorst, startJobs } from './jobs.js';
 import { listTarget } from './listing.js';
 import { logTargetFinished, showStatus, type RunContext } from './run-context.js';
+import { stopForBudget } from './stops.js';
 import { observeTrackedAccounts, observeTrackedItems, redoFailed } from './tracking.js';
 
 /** What the loop of `together` steps knows while it picks each target's next work. */
@@ -113,7 +114,7 @@ async function runTogether(run: RunContext, steps: ReturnType<typeof togetherSte
       target.status = 'budget_exhausted';
       logTargetFinished(state, target);
     }
-    if (target.unenrichedPages) stopRun(state, 'budget_exhausted', `no budget left to enrich the items ${target.plan.key} listed`);
+    if (target.unenrichedPages) stopForBudget(state, `the items ${target.plan.key} listed were not enriched`);
   }
   return 'done';
 }

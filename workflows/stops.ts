@@ -5,7 +5,7 @@
  */
 import { log } from '@temporalio/workflow';
 import type { WorkStop } from '../src/harvest/failures.js';
-import { INSUFFICIENT_CREDITS, runStoppingReason, saidOnce } from '../src/harvest/failures.js';
+import { budgetRanOut, INSUFFICIENT_CREDITS, runStoppingReason, saidOnce } from '../src/harvest/failures.js';
 import { emptyWarning, stopRun, type HarvestState, type TargetState } from '../src/harvest/run-state.js';
 import { failureType, messageOf, pauseSchedule, requestIdOf } from './run-context.js';
 
@@ -36,6 +36,11 @@ export function stopOnRunStoppingError(state: HarvestState, type: string, messag
 export async function recordWorkStop(state: HarvestState, stop: WorkStop, what: string): Promise<void> {
   if (stop.status === 'paused') await stopForCredits(state, stop.error.message);
   else stopRun(state, 'failed', runStoppingReason(stop.error.type, stop.error.message) ?? saidOnce(what, stop.error.message));
+}
+
+/** Work left undone because the budget ran out (`left` says what): the run stops `budget_exhausted`, with the one message for it. */
+export function stopForBudget(state: HarvestState, left: string): void {
+  stopRun(state, 'budget_exhausted', budgetRanOut(left));
 }
 
 /** A 402: stop buying, and pause the harvest's schedule, instead of retrying into the wall. */

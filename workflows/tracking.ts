@@ -6,12 +6,11 @@ import { log } from '@temporalio/workflow';
 import type { WorkStop } from '../src/harvest/failures.js';
 import type { WorkSpent } from '../activities/landed-enrichment.js';
 import { addTally, type EnrichmentTally } from '../src/harvest/enrichment-tally.js';
-import { runStoppingReason } from '../src/harvest/failures.js';
-import { availableCredits, finishListing, stopRun } from '../src/harvest/run-state.js';
+import { availableCredits, finishListing } from '../src/harvest/run-state.js';
 import { accountsWorst, itemEnrichmentWorst, listsPhotoPosts, trackedAccounts } from '../src/harvest/rules.js';
 import { grantedWork, type WorkInput } from './bracket.js';
 import { failureType, messageOf, observeAccounts, observeItems, redoFailedCalls, type RunContext } from './run-context.js';
-import { recordWorkStop, stopForCredits, stopOnRunStoppingError } from './stops.js';
+import { recordWorkStop, stopForBudget, stopForCredits, stopOnRunStoppingError } from './stops.js';
 
 /**
  * The `redo-failed` step of a retry: the enrichment calls that failed for good in the run so far,
@@ -85,7 +84,7 @@ async function trackingWorks<I extends object, R extends TrackingResult>(run: Ru
     const outcome = await grantedWork(run, `track-${what}`, worst, observe, input);
     if (!outcome.ok) {
       log.warn(`tracked ${what} could not be observed`, { message: messageOf(outcome.error) });
-      stopRun(state, 'failed', runStoppingReason(failureType(outcome.error), messageOf(outcome.error)) ?? `tracked ${what} could not be observed: ${messageOf(outcome.error)}`);
+      await recordWorkStop(state, { status: 'failed', error: { type: failureType(outcome.error), message: messageOf(outcome.error) } }, `tracked ${what} could not be observed`);
       return undefined;
     }
     const { result } = outcome;
@@ -93,7 +92,7 @@ async function trackingWorks<I extends object, R extends TrackingResult>(run: Ru
     if (result.stop) await recordWorkStop(state, result.stop, 'tracking stopped');
     if (result.stop || result.unobserved === 0) return result;
     if (result.credits === 0 || availableCredits(state.budget) === 0) {
-      stopRun(state, 'budget_exhausted', `${result.unobserved} tracked ${what} were not observed: the budget ran out`);
+      stopForBudget(state, `${result.unobserved} tracked ${what} were not observed`);
       return result;
     }
   }

@@ -54,6 +54,14 @@ export const RUN_STOPPING_ERRORS: Readonly<Record<string, string>> = {
 /** A worker's refusals of a run set up for another API or store (activities/run-guard.ts). */
 export const IDENTITY_REFUSALS: readonly string[] = [WRONG_API, WRONG_API_KEY, WRONG_STORE];
 
+/**
+ * The one message of a run stopped with work left undone because its budget ran out, whatever
+ * work it was (items left unenriched, tracked items or accounts left unobserved): `left` says what.
+ */
+export function budgetRanOut(left: string): string {
+  return `${left}: the budget ran out`;
+}
+
 /** A run-stopping reason said once: a message that already says why is not prefixed with it again. */
 export function saidOnce(why: string, message: string): string {
   return message.startsWith(why) ? message : `${why}: ${message}`;

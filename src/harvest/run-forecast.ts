@@ -57,12 +57,12 @@ export function runForecastOf(plan: CostPlan): RunForecast {
   };
 }
 
-/** What each part of the run spent: each target's work, and tracking's (the rest of the run's credits). */
-export function spentByPart(state: HarvestState): Record<string, number> {
+/** What each part of the run spent: each target's work, and tracking's (the rest of the run's `creditsSpent`). */
+export function spentByPart(state: Pick<HarvestState, 'targets'>, creditsSpent: number): Record<string, number> {
   const spent: Record<string, number> = {};
   for (const target of state.targets) spent[target.plan.key] = target.credits;
   const targets = state.targets.reduce((total, target) => total + target.credits, 0);
-  spent[TRACKING_PART] = Math.max(0, state.budget.spent - targets);
+  spent[TRACKING_PART] = Math.max(0, creditsSpent - targets);
   return spent;
 }
 

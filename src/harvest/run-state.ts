@@ -57,6 +57,19 @@ export function settle(budget: BudgetState, reservation: Reservation, charged: n
 }
 
 /**
+ * Takes back `credits` counted as spent that were not: a work counted at its whole grant when its
+ * journal could not be read, corrected once a retry reads what it spent (workflows/bracket.ts).
+ */
+export function uncount(budget: BudgetState, credits: number): void {
+  budget.spent -= credits;
+}
+
+/** What the run has spent so far, lost calls' worst cases included. */
+export function creditsSpent(state: HarvestState): number {
+  return state.budget.spent;
+}
+
+/**
  * How much of the budget a piece of work is granted: its worst case, or all that is free when
  * less is. The grant is held against the budget until the work returns and settles it with what
  * it spent, so work in flight at once can never together spend beyond the budget.
@@ -143,10 +156,11 @@ export interface HarvestState {
 
 /**
  * Stops the run, saying why: the one place a run's stop is set. The first reason stands (what a
- * later work says happened because of it); true when this call is the one that stopped the run.
+ * later work says happened because of it), unless `replacing` (a failed final load, which ends the
+ * run failed whatever stopped it before, and says both); true when this call set the stop.
  */
-export function stopRun(state: HarvestState, status: HarvestStatus, reason: string): boolean {
-  if (state.stopped) return false;
+export function stopRun(state: HarvestState, status: HarvestStatus, reason: string, replacing = false): boolean {
+  if (state.stopped && !replacing) return false;
   state.stopped = { status, reason };
   return true;
 }
@@ -158,7 +172,7 @@ export function stopRun(state: HarvestState, status: HarvestStatus, reason: stri
  */
 export function failFinalLoad(state: HarvestState, message: string, repeated: boolean): void {
   if (repeated) return;
-  state.stopped = { status: 'failed', reason: `the final load failed: ${message}${state.stopped ? `; before it: ${state.stopped.reason}` : ''}` };
+  stopRun(state, 'failed', `the final load failed: ${message}${state.stopped ? `; before it: ${state.stopped.reason}` : ''}`, true);
 }
 
 /**

@@ -5,7 +5,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { landingOfCall } from '../../activities/metered-call.js';
+import { landingOfCall } from '../../activities/page-landing.js';
 import type { CallReport, SocialApiClient } from '../../src/api/client.js';
 import type { Landing } from '../../src/store/landing.js';
 import { LocalStore } from '../../src/store/store.js';

@@ -11,7 +11,7 @@ import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { landingOfCall } from '../../activities/metered-call.js';
+import { landingOfCall } from '../../activities/page-landing.js';
 import type { CallReport, ListItem, ObjectData, ObjectResult, PageResult, SocialApiClient } from '../../src/api/client.js';
 import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { LocalStore, type Store } from '../../src/store/store.js';

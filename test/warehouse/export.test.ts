@@ -7,7 +7,7 @@ import { mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { landingOfCall } from '../../activities/metered-call.js';
+import { landingOfCall } from '../../activities/page-landing.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
 import { EXPORTED_TABLES, exportParquet } from '../../src/warehouse/export.js';
 import { writeLanding } from '../../src/store/landing.js';

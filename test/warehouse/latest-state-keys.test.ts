@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { landingOfCall } from '../../activities/metered-call.js';
+import { landingOfCall } from '../../activities/page-landing.js';
 import type { CallReport, SocialApiClient } from '../../src/api/client.js';
 import { writeLanding } from '../../src/store/landing.js';
 import { openLakeWriter } from '../../src/warehouse/lake.js';

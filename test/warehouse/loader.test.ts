@@ -14,7 +14,7 @@ import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample, landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
 import { landedAnswers } from '../support/landed.js';
-import { landingOfCall } from '../../activities/metered-call.js';
+import { landingOfCall } from '../../activities/page-landing.js';
 
 let emulator: TestEmulator;
 beforeAll(async () => {

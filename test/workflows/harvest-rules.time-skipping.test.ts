@@ -9,7 +9,8 @@
  * real stack's tests (jobs-and-webhooks.test.ts, outages.test.ts, listing-faults.test.ts) show the
  * wiring with the emulator; this one shows the rules. The `track-items` step (workflows/tracking.ts)
  * in its bracket (workflows/bracket.ts): a work granted the forecast's worst case, followed by
- * another for what it left unobserved, and a budget that runs out said so.
+ * another for what it left unobserved, and a budget that runs out said so. A job's credits go
+ * through the same bracket: its results land in a work granted the job's hold.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ApplicationFailure } from '@temporalio/common';
@@ -59,7 +60,7 @@ function jobActivities(jobStatus: (nowMs: number) => JobState) {
       polledAt.push(now);
       return jobStatus(now);
     },
-    landJobResults: async () => ({ count: ITEMS, pages: 2, credits: ITEMS * prices['tiktok/channel-videos'] }),
+    landJobResults: async () => ({ count: ITEMS, pages: 2, credits: ITEMS * prices['tiktok/channel-videos'], lostCalls: 0 }),
     // What a failed work's journal says it spent: nothing, here.
     workSpent: async () => ({ credits: 0, lostCalls: 0 }),
     pauseSchedule: async (input: { harvest: string; reason: string }) => void paused.push(input.harvest),
@@ -160,6 +161,55 @@ describe("a run's wait for its job, on the workflow's clock", () => {
       expect(wait, `retry ${i + 1}`).toBeGreaterThanOrEqual(promised[i]!);
       expect(wait, `retry ${i + 1}`).toBeLessThan(promised[i]! + 5_000);
     });
+  }, 120_000);
+});
+
+describe("a job's credits, through the bracket", () => {
+  it("lands its results in a granted work: the job's worst case as its grant, under its own work id, settled with the job's charge", async () => {
+    const stub = jobActivities(() => completed());
+    const started: { worst: number; runId: string }[] = [];
+    const landing: { grant: number; workId: string; runId: string }[] = [];
+    const worker = await stubbedWorker(env, 'job-bracket', {
+      ...stub.activities,
+      startJob: async (input: { worst: number; runId: string }) => {
+        started.push(input);
+        return { jobId: 'job-1' };
+      },
+      landJobResults: async (input: { grant: number; workId: string; runId: string }) => {
+        landing.push(input);
+        return { count: ITEMS, pages: 2, credits: ITEMS * prices['tiktok/channel-videos'], lostCalls: 0 };
+      },
+    });
+    const summary = (await worker.runUntil(env.client.workflow.execute('harvestWorkflow', { taskQueue: 'job-bracket', workflowId: 'job-bracket', args: [{ harvest }] }))) as HarvestSummary;
+    expect(summary.status).toBe('completed');
+    expect(started).toHaveLength(1);
+    expect(started[0]!.worst).toBe(ITEMS * prices['tiktok/channel-videos']);
+    // The job's hold becomes the grant of the work that lands its results, whose journal is its own.
+    expect(landing).toHaveLength(1);
+    expect(landing[0]).toMatchObject({ grant: started[0]!.worst, runId: started[0]!.runId });
+    expect(landing[0]!.workId).toMatch(/^w\d+:job-results:/);
+    expect(stub.finished).toEqual([{ status: 'completed', creditsSpent: ITEMS * prices['tiktok/channel-videos'] }]);
+  }, 120_000);
+
+  it("settles results that failed for good from their work's journal, as every granted work is", async () => {
+    const stub = jobActivities(() => completed());
+    const read: string[] = [];
+    const worker = await stubbedWorker(env, 'job-bracket-failed', {
+      ...stub.activities,
+      landJobResults: async () => {
+        throw ApplicationFailure.nonRetryable('the results could not be landed', 'DataDirNotWritable');
+      },
+      // The journal of the results' work says it spent 7 credits (a stub's number: the bracket takes what the journal says).
+      workSpent: async (input: { workId: string }) => {
+        read.push(input.workId);
+        return { credits: 7, lostCalls: 0 };
+      },
+    });
+    const run = worker.runUntil(env.client.workflow.execute('harvestWorkflow', { taskQueue: 'job-bracket-failed', workflowId: 'job-bracket-failed', args: [{ harvest }] }));
+    await expect(run).rejects.toThrow();
+    expect(read).toHaveLength(1);
+    expect(read[0]).toMatch(/^w\d+:job-results:/);
+    expect(stub.finished).toEqual([{ status: 'failed', creditsSpent: 7 }]);
   }, 120_000);
 });
 

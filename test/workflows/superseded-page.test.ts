@@ -17,7 +17,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { targetWorkActivities, type TargetWorkResult } from '../../activities/target-work.js';
-import { landingOfCall } from '../../activities/metered-call.js';
+import { landingOfCall } from '../../activities/page-landing.js';
 import type { SocialApiClient } from '../../src/api/client.js';
 import { pageLandingKey } from '../../src/store/layout.js';
 import { LocalStore } from '../../src/store/store.js';
