@@ -14,7 +14,7 @@ import { userInfo } from 'node:os';
 import { TOOLS_DIR } from '../project-paths.js';
 import { ObjectStorage } from '../store/shared/object-storage.js';
 import { freePort } from './free-port.js';
-import { isAlive } from './process-alive.js';
+import { isProcessAlive } from '../store/process-alive.js';
 
 export interface RunningPostgres {
   /** postgres://harvester:<password>@127.0.0.1:<port>/harvester */
@@ -114,7 +114,7 @@ async function startPostgres(folder: string, options: { port?: number; password?
     start: async () => {
       // Stopped first only while it runs: the package's stop waits for an exit that a server already
       // dead (killed, crashed) never makes again.
-      if (running && isAlive(pid())) await server.stop().catch(() => undefined);
+      if (running && isProcessAlive(pid())) await server.stop().catch(() => undefined);
       // A server that was killed leaves its pid file behind; PostgreSQL starts over it once that process is gone.
       await server.start();
       running = true;

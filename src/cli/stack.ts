@@ -20,7 +20,7 @@ import { devServerDbFile, logsFolder, secretStorePath } from '../store/layout.js
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 import { lakeLocation } from '../warehouse/lake.js';
 import type { SharedServices } from './shared-services.js';
-import { isAlive } from './process-alive.js';
+import { isProcessAlive } from '../store/process-alive.js';
 import { choosePorts, portMovedNote, type ServicePorts } from './service-ports.js';
 
 
@@ -297,7 +297,7 @@ async function restartDeadServices(services: SharedServices, mayRestart: (name: 
     ['postgres', services.postgres],
     ['minio', services.minio],
   ] as const) {
-    if (isAlive(service.pid())) continue;
+    if (isProcessAlive(service.pid())) continue;
     if (!mayRestart(name)) continue;
     say(`dev: ${name} is not running; starting it again in place (port ${service.port}, the same data)`);
     try {
