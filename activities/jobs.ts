@@ -10,7 +10,7 @@ import type { Job } from '../src/api-catalog/resources.js';
 import { JOB_LOST } from '../src/harvest/failures.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import { type PageLanding } from '../src/store/landing.js';
-import { pageLandingKey } from '../src/store/layout.js';
+import { jobStartKey, pageLandingKey } from '../src/store/layout.js';
 import type { JobRecord } from '../src/store/job-registry.js';
 import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';
@@ -120,9 +120,9 @@ export function jobActivities(deps: JobDeps) {
  * the target fails saying so.
  */
 async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Promise<{ jobId: string }> {
-  const journal = await CallJournal.load(store.journals, input.runId, `job:${input.target.key}`);
+  const key = jobStartKey(input.target.key);
+  const journal = await CallJournal.load(store.journals, input.runId, key);
   try {
-    const key = `job:${input.target.key}`;
     if (journal.hasOpenIntent(key)) throw jobLost('a worker died while starting this target\'s job', input.limit);
     // The job's worst case is held until it is registered: a start whose answer never came
     // may have made a job, which will be charged. The start itself is free (the job is

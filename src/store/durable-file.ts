@@ -17,7 +17,7 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { DURABLY_WRITTEN_FOLDERS } from './layout.js';
+import { durablyWrittenFolders } from './layout.js';
 import { isProcessAlive } from './process-alive.js';
 
 /** `writeSync`'s buffer form: how many of `length` bytes from `offset` it stored. */
@@ -218,7 +218,7 @@ export function removeStrayTemporaries(dataDir: string, now = Date.now()): strin
       }
     }
   };
-  for (const folder of DURABLY_WRITTEN_FOLDERS) walk(join(dataDir, folder));
+  for (const folder of durablyWrittenFolders(dataDir)) walk(folder);
   return removed;
 }
 

@@ -18,12 +18,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
-import { basename, join, relative, resolve, sep } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
 import type { CallFailure } from '../harvest/progress.js';
 import { writeDurableFile } from './durable-file.js';
-import { landingFile, landingRoot, mediaLandingKey, pageLandingKey, parseSegmentFileName, runFolderOfKey, runSegmentFolder, runStatusKey, segmentFileName } from './layout.js';
+import { keyOfFile, landingFile, landingRoot, listRunSegments, mediaLandingKey, pageLandingKey, runFolderOfKey, runSegmentFile, runStatusKey, segmentFileName } from './layout.js';
 import { readFrameText, readSegment, SegmentWriter, type FrameRef } from './segment.js';
 import { mayNeedRepair, repairValue, type TextRepair } from './text-repair.js';
 
@@ -262,7 +261,7 @@ export class AnswerSegments {
     let run = this.writers.get(runFolder);
     if (!run || run.writer.failed || run.writer.bytes >= SEGMENT_BYTES) {
       if (run) void run.writer.close();
-      run = { writer: new SegmentWriter(`${runSegmentFolder(this.dataDir, runFolder)}/${newSegmentFileName()}`, { run_id: runId }), idle: undefined };
+      run = { writer: new SegmentWriter(runSegmentFile(this.dataDir, runFolder, newSegmentFileName()), { run_id: runId }), idle: undefined };
       this.writers.set(runFolder, run);
     }
     clearTimeout(run.idle);
@@ -310,17 +309,7 @@ export class AnswerSegments {
 
   /** Reads the frames the run's segment files gained since they were last read (by any writer). */
   private async refresh(runFolder: string, index: RunIndex): Promise<void> {
-    const folder = runSegmentFolder(this.dataDir, runFolder);
-    let names: string[];
-    try {
-      names = await readdir(folder);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw error;
-    }
-    for (const name of names) {
-      if (!parseSegmentFileName(name)) continue;
-      const file = `${folder}/${name}`;
+    for (const { file } of await listRunSegments(this.dataDir, runFolder)) {
       const read = await readSegment(file, index.readTo.get(file) ?? 0);
       if (!read.header) continue;
       for (const ref of read.frames) if (!index.frames.has(ref.key)) index.frames.set(ref.key, { file, ref });
@@ -353,7 +342,7 @@ export function listLandings(dataDir: string): string[] {
   const root = landingRoot(dataDir);
   return filesUnder(root)
     .filter((path) => path.endsWith('.json') && !basename(path).startsWith('.'))
-    .map((path) => relative(root, path).split(sep).join('/'))
+    .map((path) => keyOfFile(root, path))
     .sort();
 }
 
