@@ -50,9 +50,10 @@ export function pathSegment(key: string): string {
 
 /**
  * Landing keys: a page's `<run>/<target>/page-NNNNNN.json`, a run status's `<run>/_run/status-NNNNNN.json`,
- * a media file's `<run>/_media/<sha256>.json`, built and read here only. A key is fixed by what it names (run, target and page; run and
- * sequence), so a retry lands on the same key. The run's folder is the key's first part, in the
- * landing tree of earlier versions and among the segments alike; it is also a segment id's first part.
+ * a media file's `<run>/_media/<sha256>.json`, built and read here only. A key is fixed by what
+ * it names (run, target and page; run and sequence), so a retry lands on the same key. The run's
+ * folder is the key's first part, in the landing tree of earlier versions and among the segments
+ * alike; it is also a segment id's first part.
  */
 export function pageLandingKey(runId: string, target: string, page: number): string {
   return [runFolderOfRun(runId), pathSegment(target), `page-${String(page).padStart(6, '0')}.json`].join('/');
@@ -225,7 +226,7 @@ export function journalFile(dataDir: string, runId: string, workId: string): str
   return join(runJournalFolder(dataDir, runId), `${pathSegment(workId)}${JOURNAL_SUFFIX}`);
 }
 
-/** A journal file's name ends so; the marks beside it in its run's folder begin with a dot (no work id's safe name does). */
+/** A journal file's name ends so; the marks and claims beside it in its run's folder (.ended, .archiving, <journal>.owner) end otherwise. */
 const JOURNAL_SUFFIX = '.ndjson';
 
 export function isJournalFileName(name: string): boolean {
