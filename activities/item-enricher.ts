@@ -7,7 +7,8 @@
 import type { ObjectEndpoint } from '../src/api/client.js';
 import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, MediaExpiredError, SocialApiError } from '../src/api/errors.js';
 import { findEndpoint, PAGE_LIMITS, type Platform } from '../src/api-catalog/endpoints.js';
-import { pageLandingKey } from '../src/store/layout.js';
+import { commentsLandingKey, itemLandingKey, pageLandingKey } from '../src/store/layout.js';
+import { commentsTargetKey, itemTargetKey } from '../src/harvest/targets.js';
 import type { CallFailure, FailedCall } from '../src/harvest/progress.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
 import { commentsPerItem, isPhotoPostUrl, itemEnrichmentWorst, objectEnrichments, priceOf } from '../src/harvest/rules.js';
@@ -69,11 +70,11 @@ export class ItemEnricher {
     const { prices, enrich, runId, journal } = this.deps;
     let worst = itemEnrichmentWorst(prices, platform, enrich, isPhotoPostUrl(url));
     for (const endpoint of objectEnrichments(enrich, isPhotoPostUrl(url))) {
-      if (journal.isSettled(pageLandingKey(runId, `item:${platform}:${endpoint}:${url}`, 1))) worst -= priceOf(prices, platform, endpoint);
+      if (journal.isSettled(itemLandingKey(runId, platform, endpoint, url))) worst -= priceOf(prices, platform, endpoint);
     }
     // A comments list of one page that is settled needs nothing more; a longer one, the rest of it at worst.
     const comments = commentsPerItem(enrich);
-    if (comments > 0 && comments <= COMMENTS_PAGE && journal.isSettled(pageLandingKey(runId, `comments:${platform}:${url}`, 1))) worst -= comments * priceOf(prices, platform, 'comments');
+    if (comments > 0 && comments <= COMMENTS_PAGE && journal.isSettled(commentsLandingKey(runId, platform, url, 1))) worst -= comments * priceOf(prices, platform, 'comments');
     return worst;
   }
 
@@ -158,7 +159,7 @@ export class ItemEnricher {
    * returns the credits it took out of the held budget (its worst case, once sent).
    */
   private async objectCall(platform: Platform, endpoint: ObjectEndpoint, subject: string, tally: EnrichmentTally, ask: { fresh?: boolean } = {}): Promise<number> {
-    const key = pageLandingKey(this.deps.runId, `item:${platform}:${endpoint}:${subject}`, 1);
+    const key = itemLandingKey(this.deps.runId, platform, endpoint, subject);
     const found = await this.landedAlready(key);
     if (found.landed) {
       if (found.ours) tally.calls++;
@@ -191,7 +192,7 @@ export class ItemEnricher {
    */
   private async buyObject(platform: Platform, endpoint: ObjectEndpoint, subject: string, page: number, ask: { fresh?: boolean }): Promise<{ mediaMissing?: Error }> {
     const { client, store, runId, harvest, journal } = this.deps;
-    const target = `item:${platform}:${endpoint}:${subject}`;
+    const target = itemTargetKey(platform, endpoint, subject);
     const params = { [findEndpoint(platform, endpoint)!.param]: subject };
     let mediaMissing: Error | undefined;
     await meteredCall({
@@ -252,7 +253,7 @@ export class ItemEnricher {
   }
 
   private secondDownloadKey(platform: Platform, url: string): string {
-    return pageLandingKey(this.deps.runId, `item:${platform}:download:${url}`, 2);
+    return itemLandingKey(this.deps.runId, platform, 'download', url, 2);
   }
 
   /**
@@ -275,7 +276,7 @@ export class ItemEnricher {
   /** The comments of one item, page by page up to `maxItems`; returns the credits taken from the held budget. */
   private async comments(platform: Platform, url: string, maxItems: number, tally: EnrichmentTally): Promise<number> {
     const { client, store, runId, harvest, journal, budget, prices } = this.deps;
-    const target = `comments:${platform}:${url}`;
+    const target = commentsTargetKey(platform, url);
     const price = priceOf(prices, platform, 'comments');
     let taken = 0;
     let cursor: string | undefined;

@@ -9,7 +9,7 @@ import { endpointKey, type EndpointName, type Platform } from '../src/api-catalo
 import type { Job } from '../src/api-catalog/resources.js';
 import { JOB_LOST } from '../src/harvest/failures.js';
 import { type PageLanding } from '../src/store/landing.js';
-import { pageLandingKey } from '../src/store/layout.js';
+import { jobStartKey, pageLandingKey } from '../src/store/layout.js';
 import type { JobRecord } from '../src/store/job-registry.js';
 import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';
@@ -119,8 +119,8 @@ export function jobActivities(deps: JobDeps) {
  * the target fails saying so.
  */
 async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Promise<{ jobId: string }> {
-  return inRunJournal(store, input.runId, `job:${input.target.key}`, async (journal) => {
-    const key = `job:${input.target.key}`;
+  const key = jobStartKey(input.target.key);
+  return inRunJournal(store, input.runId, key, async (journal) => {
     if (journal.hasOpenIntent(key)) throw jobLost('a worker died while starting this target\'s job', input.limit);
     // The job's worst case is held until it is registered: a start whose answer never came
     // may have made a job, which will be charged. The start itself is free (the job is

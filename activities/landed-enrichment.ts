@@ -8,7 +8,7 @@ import type { SocialApiClient } from '../src/api/client.js';
 import type { Platform } from '../src/api-catalog/endpoints.js';
 import type { Logger } from '../src/logger.js';
 import { CallJournal, runFailures } from '../src/store/call-journal.js';
-import { pageLandingKey } from '../src/store/layout.js';
+import { itemLandingKey, pageLandingKey } from '../src/store/layout.js';
 import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';
 import type { EnrichmentTally } from '../src/harvest/enrichment-tally.js';
@@ -180,7 +180,7 @@ export function landedEnrichmentActivities({ client, store, dataDir, logger }: {
    * item's enrichment): tracking holds credits only for what is still to observe.
    */
   const observedInRun = (runId: string, platform: Platform, endpoint: 'stats' | 'channel-stats', subject: string) =>
-    store.isLanded(pageLandingKey(runId, `item:${platform}:${endpoint}:${subject}`, 1));
+    store.isLanded(itemLandingKey(runId, platform, endpoint, subject));
 
   return {
     enrichLanded: (input: EnrichLandedInput) => enrichLanded(deps, input),

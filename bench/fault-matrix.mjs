@@ -85,8 +85,8 @@ const { freePort } = await import(join(dist, 'src/cli/free-port.js'));
 const { WORKER_NODE_FLAGS } = await import(join(dist, 'src/cli/stack.js'));
 const { queryWarehouse } = await import(join(dist, 'src/warehouse/query.js'));
 const { harvestSummary } = await import(join(dist, 'src/temporal/run-summary.js'));
-const { listLandings } = await import(join(dist, 'src/store/landing.js'));
-const { segmentRoot } = await import(join(dist, 'src/store/layout.js'));
+const { filesUnder } = await import(join(dist, 'src/store/landing.js'));
+const { landingRoot, segmentRoot } = await import(join(dist, 'src/store/layout.js'));
 const { frameOf, framesIn, parseSegmentHeader } = await import(join(dist, 'src/store/segment.js'));
 const { LocalStore } = await import(join(dist, 'src/store/store.js'));
 const { CallJournal } = await import(join(dist, 'src/store/call-journal.js'));
@@ -377,7 +377,8 @@ class CaseContext {
 
   landings() {
     try {
-      return listLandings(this.readDir).length + framesInSegments(this.readDir);
+      // Landing files of earlier versions (none are written now), and the frames of the segments.
+      return filesUnder(landingRoot(this.readDir)).filter((file) => file.endsWith('.json')).length + framesInSegments(this.readDir);
     } catch {
       return -1;
     }

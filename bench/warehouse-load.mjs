@@ -22,7 +22,16 @@ import { join } from 'node:path';
 
 const dist = new URL('../dist/src/warehouse/', import.meta.url).pathname;
 const store = new URL('../dist/src/store/', import.meta.url).pathname;
-const { writeLanding } = await import(join(store, 'landing.js'));
+// Landings as earlier versions wrote them, one file per page, which loads still read: what this bench has always measured.
+const WRITE_LANDING_FILE = `
+  const { writeDurableFile } = await import(${JSON.stringify(join(store, 'durable-file.js'))});
+  const { landingKey, landingText } = await import(${JSON.stringify(join(store, 'landing.js'))});
+  const { landingFile } = await import(${JSON.stringify(join(store, 'layout.js'))});
+  const writeLanding = (dataDir, landing) => writeDurableFile(landingFile(dataDir, landingKey(landing)), landingText(landing), { what: 'landing' });`;
+const { writeDurableFile } = await import(join(store, 'durable-file.js'));
+const { landingKey, landingText } = await import(join(store, 'landing.js'));
+const { landingFile } = await import(join(store, 'layout.js'));
+const writeLanding = (dataDir, landing) => writeDurableFile(landingFile(dataDir, landingKey(landing)), landingText(landing), { what: 'landing' });
 const { loadLandings } = await import(join(dist, 'loader.js'));
 const { openDatabase, closeDatabase, sqlString } = await import(join(dist, 'duckdb.js'));
 
@@ -75,7 +84,7 @@ async function baseline(dataDir, rows) {
 function peakRss(landings, batch, preloadRuns) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-rss-'));
   const script = `
-    const { writeLanding } = await import(${JSON.stringify(join(store, 'landing.js'))});
+    ${WRITE_LANDING_FILE}
     const { loadLandings } = await import(${JSON.stringify(join(dist, 'loader.js'))});
     ${synthesize.toString()}
     for (let run = 0; run < ${preloadRuns}; run++) { synthesize(${JSON.stringify(dir)}, ${landings}, 'pre' + run); await loadLandings(${JSON.stringify(dir)}); }

@@ -12,9 +12,10 @@ import { dirname, join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { userInfo } from 'node:os';
 import { TOOLS_DIR } from '../project-paths.js';
+import { serviceDataFolder, sharedServiceFolders } from '../store/layout.js';
 import { ObjectStorage } from '../store/shared/object-storage.js';
 import { freePort } from './free-port.js';
-import { isAlive } from './process-alive.js';
+import { isProcessAlive } from '../store/process-alive.js';
 
 export interface RunningPostgres {
   /** postgres://harvester:<password>@127.0.0.1:<port>/harvester */
@@ -74,7 +75,7 @@ async function startPostgres(folder: string, options: { port?: number; password?
   const password = options.password ?? newSecret();
   const EmbeddedPostgres = await embeddedPostgres();
   const server = new EmbeddedPostgres({
-    databaseDir: join(folder, 'data'),
+    databaseDir: serviceDataFolder(folder),
     port,
     user: DATABASE,
     password,
@@ -84,7 +85,7 @@ async function startPostgres(folder: string, options: { port?: number; password?
     onLog: () => undefined,
     onError: () => undefined,
   });
-  if (!existsSync(join(folder, 'data', 'PG_VERSION'))) await server.initialise();
+  if (!existsSync(join(serviceDataFolder(folder), 'PG_VERSION'))) await server.initialise();
   await server.start();
   try {
     await server.createDatabase(DATABASE);
@@ -97,7 +98,7 @@ async function startPostgres(folder: string, options: { port?: number; password?
   // The package keeps its child process to itself: its pid is read from the data folder's postmaster.pid.
   const pid = () => {
     try {
-      return Number(readFileSync(join(folder, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
+      return Number(readFileSync(join(serviceDataFolder(folder), 'postmaster.pid'), 'utf8').split('\n')[0]) || undefined;
     } catch {
       return undefined;
     }
@@ -114,7 +115,7 @@ async function startPostgres(folder: string, options: { port?: number; password?
     start: async () => {
       // Stopped first only while it runs: the package's stop waits for an exit that a server already
       // dead (killed, crashed) never makes again.
-      if (running && isAlive(pid())) await server.stop().catch(() => undefined);
+      if (running && isProcessAlive(pid())) await server.stop().catch(() => undefined);
       // A server that was killed leaves its pid file behind; PostgreSQL starts over it once that process is gone.
       await server.start();
       running = true;
@@ -177,7 +178,7 @@ async function startMinio(folder: string, options: { port?: number; bucket?: str
   };
   const start = async () => {
     await stop();
-    const started = spawn(binary, ['server', join(folder, 'data'), '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
+    const started = spawn(binary, ['server', serviceDataFolder(folder), '--address', `127.0.0.1:${port}`, '--console-address', `127.0.0.1:${consolePort}`, '--quiet'], {
       env: { ...process.env, MINIO_ROOT_USER: accessKeyId, MINIO_ROOT_PASSWORD: secretAccessKey, MINIO_BROWSER: 'off' },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
@@ -230,8 +231,8 @@ export async function startSharedServices(
   ports: { postgres?: number; minio?: number } = {},
 ): Promise<SharedServices> {
   const [postgres, minio] = await Promise.allSettled([
-    startPostgres(join(folder, 'postgres'), { ...(credentials.postgresPassword ? { password: credentials.postgresPassword } : {}), ...(ports.postgres ? { port: ports.postgres } : {}) }),
-    startMinio(join(folder, 'minio'), {
+    startPostgres(sharedServiceFolders(folder).postgres, { ...(credentials.postgresPassword ? { password: credentials.postgresPassword } : {}), ...(ports.postgres ? { port: ports.postgres } : {}) }),
+    startMinio(sharedServiceFolders(folder).minio, {
       ...(ports.minio ? { port: ports.minio } : {}),
       ...(credentials.accessKeyId ? { accessKeyId: credentials.accessKeyId } : {}),
       ...(credentials.secretAccessKey ? { secretAccessKey: credentials.secretAccessKey } : {}),

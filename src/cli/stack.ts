@@ -16,11 +16,11 @@ import { loadPriceTable } from '../config/prices.js';
 import { TOOLS_DIR } from '../project-paths.js';
 import { TEMPORAL_BINARY, devServerArgs, recordDevServer, runningDevServer, servedAlready } from '../temporal/dev-server.js';
 import { readSecrets, writeSecrets } from '../store/secret-store.js';
-import { devServerDbFile, logsFolder, secretStorePath } from '../store/layout.js';
+import { devServerDbFile, distributedFiles, logsFolder, secretStorePath, serviceLogFile, workerMachineFolder } from '../store/layout.js';
 import { HARVEST_TASK_QUEUE } from '../../workflows/definitions.js';
 import { lakeLocation } from '../warehouse/lake.js';
 import type { SharedServices } from './shared-services.js';
-import { isAlive } from './process-alive.js';
+import { isProcessAlive } from '../store/process-alive.js';
 import { choosePorts, portMovedNote, type ServicePorts } from './service-ports.js';
 
 
@@ -126,7 +126,7 @@ function childProcesses(logsDir: string, say: (line: string) => void): { launch:
     return recent.length < 5;
   };
   const launch: Launch = (name, command, args, env) => {
-    const log = createWriteStream(join(logsDir, `${name}.log`), { flags: 'a' });
+    const log = createWriteStream(serviceLogFile(logsDir, name), { flags: 'a' });
     const child = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     child.stdout?.pipe(log);
     child.stderr?.pipe(log);
@@ -137,10 +137,10 @@ function childProcesses(logsDir: string, say: (line: string) => void): { launch:
       if (stopping) return;
       const how = signal ? `was killed (${signal})` : `exited with code ${code}`;
       if (!mayRestart(name)) {
-        say(`dev: ${name} ${how}, the sixth time within a minute: left down; see ${join(logsDir, `${name}.log`)}`);
+        say(`dev: ${name} ${how}, the sixth time within a minute: left down; see ${serviceLogFile(logsDir, name)}`);
         return;
       }
-      say(`dev: ${name} ${how}; starting it again in place (its log: ${join(logsDir, `${name}.log`)})`);
+      say(`dev: ${name} ${how}; starting it again in place (its log: ${serviceLogFile(logsDir, name)})`);
       launch(name, command, args, env);
     });
     return child;
@@ -241,7 +241,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     await registerReceiver(new SocialApiClient({ baseUrl: apiBaseUrl, apiKey, prices: loadPriceTable() }), receiverUrl, secretStorePath(options.dataDir));
     const receiver = launch('receiver', process.execPath, [CLI, 'receiver', '--port', String(options.receiverPort)], env);
     await waitForPort(options.receiverPort, receiver, 'the webhook receiver');
-    const workerDirs = shared ? Array.from({ length: options.distributedWorkers ?? 1 }, (_, index) => join(options.dataDir, 'machines', `worker-${index + 1}`)) : [options.dataDir];
+    const workerDirs = shared ? Array.from({ length: options.distributedWorkers ?? 1 }, (_, index) => workerMachineFolder(options.dataDir, index + 1)) : [options.dataDir];
     workerDirs.forEach((workerDir, index) => {
       mkdirSync(workerDir, { recursive: true });
       const metrics: Record<string, string> = options.metricsPort === undefined ? {} : { [METRICS_PORT_VARIABLE]: String(options.metricsPort === 0 ? 0 : options.metricsPort + index) };
@@ -297,7 +297,7 @@ async function restartDeadServices(services: SharedServices, mayRestart: (name: 
     ['postgres', services.postgres],
     ['minio', services.minio],
   ] as const) {
-    if (isAlive(service.pid())) continue;
+    if (isProcessAlive(service.pid())) continue;
     if (!mayRestart(name)) continue;
     say(`dev: ${name} is not running; starting it again in place (port ${service.port}, the same data)`);
     try {
@@ -323,14 +323,15 @@ async function startSharedStore(
   say: (line: string) => void,
 ): Promise<SharedStoreSettings> {
   const { newSecret, startSharedServices } = await import('./shared-services.js');
-  const folder = join(dataDir, 'distributed');
+  const files = distributedFiles(dataDir);
+  const folder = files.folder;
   mkdirSync(folder, { recursive: true });
-  const credentialsFile = join(folder, 'credentials.json');
+  const credentialsFile = files.credentials;
   const credentials = existsSync(credentialsFile)
     ? (JSON.parse(readFileSync(credentialsFile, 'utf8')) as { postgresPassword: string; accessKeyId: string; secretAccessKey: string })
     : { postgresPassword: newSecret(), accessKeyId: `harvester${newSecret().slice(0, 8)}`, secretAccessKey: newSecret() };
   writeFileSync(credentialsFile, JSON.stringify(credentials), { mode: 0o600 });
-  const portsFile = join(folder, 'ports.json');
+  const portsFile = files.ports;
   const last = existsSync(portsFile) ? (JSON.parse(readFileSync(portsFile, 'utf8')) as ServicePorts) : {};
   const given = { ...(ports.postgres ? { postgres: ports.postgres } : {}), ...(ports.minio ? { minio: ports.minio } : {}) };
   const chosen = await choosePorts(given, last);
@@ -338,7 +339,7 @@ async function startSharedStore(
   launched.push(() => services.stop());
   writeFileSync(portsFile, JSON.stringify({ postgres: services.postgres.port, minio: services.minio.port }));
   const env = services.environment('harvests');
-  const envFile = join(folder, 'env.sh');
+  const envFile = files.env;
   for (const service of ['postgres', 'minio'] as const) {
     const was = chosen.taken[service];
     if (was !== undefined) say(portMovedNote(service, was, services[service].port, envFile));

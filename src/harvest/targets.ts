@@ -20,6 +20,24 @@ export interface TargetPlan {
   enrich: boolean;
 }
 
+/**
+ * The target of an item's object call (its stats, transcript, download, …): not a target of the
+ * plan, but the same kind of key, under which the call's answers land (layout.ts's itemLandingKey).
+ */
+export function itemTargetKey(platform: Platform, endpoint: EndpointName, subject: string): string {
+  return `item:${platform}:${endpoint}:${subject}`;
+}
+
+/** A comments target's key: an item's comments pulled by its enrichment land under the same key as its comments target would. */
+export function commentsTargetKey(platform: Platform, url: string): string {
+  return `comments:${platform}:${url}`;
+}
+
+/** commentsTargetKey in SQL, of the SQL expressions of a platform and a URL: for queries that join calls to their items. */
+export function commentsTargetKeySql(platformSql: string, urlSql: string): string {
+  return `'comments:' || ${platformSql} || ':' || ${urlSql}`;
+}
+
 const CHANNEL_ENDPOINT = { videos: 'channel-videos', posts: 'channel-posts', reels: 'channel-reels' } as const;
 
 export function planTargets(harvest: Harvest): TargetPlan[] {
@@ -48,7 +66,7 @@ export function planTargets(harvest: Harvest): TargetPlan[] {
     };
   });
   const comments = harvest.comments.map((target): TargetPlan => ({
-    key: `comments:${target.platform}:${target.url}`,
+    key: commentsTargetKey(target.platform, target.url),
     kind: 'comments',
     platform: target.platform,
     endpoint: 'comments',

@@ -5,7 +5,7 @@
  * named here too for src/store/shared, which imports it from here.
  */
 import { readdir, rm } from 'node:fs/promises';
-import { landingRoot, runSegmentFolder, segmentRoot } from './layout.js';
+import { landingRoot, runLandingFolder, runSegmentFolder, segmentRoot } from './layout.js';
 
 export { AnswerSegments, newSegmentFileName } from './landing.js';
 
@@ -25,5 +25,5 @@ export async function runFoldersWithAnswers(dataDir: string): Promise<{ segments
 /** Removes a run's answers from the data directory: its segments and any landing files of earlier versions. */
 export async function removeRunAnswers(dataDir: string, runFolder: string): Promise<void> {
   await rm(runSegmentFolder(dataDir, runFolder), { recursive: true, force: true });
-  await rm(`${landingRoot(dataDir)}/${runFolder}`, { recursive: true, force: true });
+  await rm(runLandingFolder(dataDir, runFolder), { recursive: true, force: true });
 }

@@ -17,7 +17,8 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, fsyncSync, linkSync, lstatSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
-import { DURABLY_WRITTEN_FOLDERS } from './layout.js';
+import { durablyWrittenFolders } from './layout.js';
+import { isProcessAlive } from './process-alive.js';
 
 /** `writeSync`'s buffer form: how many of `length` bytes from `offset` it stored. */
 export type WriteFunction = (fd: number, buffer: Uint8Array, offset: number, length: number) => number;
@@ -217,13 +218,13 @@ export function removeStrayTemporaries(dataDir: string, now = Date.now()): strin
       }
     }
   };
-  for (const folder of DURABLY_WRITTEN_FOLDERS) walk(join(dataDir, folder));
+  for (const folder of durablyWrittenFolders(dataDir)) walk(folder);
   return removed;
 }
 
 function isStray(path: string, name: string, now: number): boolean {
   const match = TEMPORARY_NAME.exec(name);
-  if (match && match[2] === HOST_TAG && !processAlive(Number(match[1]))) return true;
+  if (match && match[2] === HOST_TAG && !isProcessAlive(Number(match[1]))) return true;
   try {
     return now - lstatSync(path).mtimeMs > STRAY_TEMPORARY_AGE_MS;
   } catch {
@@ -231,13 +232,3 @@ function isStray(path: string, name: string, now: number): boolean {
   }
 }
 
-function processAlive(pid: number): boolean {
-  if (pid === process.pid) return true;
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, under another user.
-    return (error as NodeJS.ErrnoException).code !== 'ESRCH';
-  }
-}

@@ -5,18 +5,12 @@
  * (src/store/shared/postgres-catalog.ts).
  */
 import { closeSync, existsSync, fstatSync, fsyncSync, openSync, readdirSync, readFileSync, readSync, rmSync } from 'node:fs';
-import { basename, dirname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { RunJournalsEndedError, SupersededAttemptError, type JournalLine, type JournalLog, type JournalStore, type LateLogs } from './call-journal.js';
 import { FileWriteError, makeDurableDirectory, syncDirectory, writeDurableFile, writeFully } from './durable-file.js';
-import { journalFile, lateJournalFile, lateJournalRoot, runJournalFolder } from './layout.js';
+import { isJournalFileName, journalClaimFile, journalFile, lateJournalFile, lateJournalRoot, lateRunFolder, lateRunIdFile, runJournalArchivingMark, runJournalEndedMark, runJournalFolder, workOfJournalFile } from './layout.js';
 
-/** A run's archiving mark, in its journal folder beside the journals (no journal's name starts with a dot). */
-const ARCHIVING_MARK = '.archiving';
-/** Left in a run's journal folder when its journals are removed: the run is over (see removeRunJournals). */
-const ENDED_MARK = '.ended';
-/** The run id a late-records folder is for (its name is the id made safe for a path). */
-const RUN_NAME = '.run';
 
 /** The journals of a data directory: a file per piece of work under `journal/<run>/`. */
 export class FileJournals implements JournalStore {
@@ -31,7 +25,7 @@ export class FileJournals implements JournalStore {
 
   journalLog(runId: string, workId: string): JournalLog {
     const beforeSync = this.beforeSync;
-    return new FileJournalLog(journalFile(this.dataDir, runId, workId), beforeSync && (() => beforeSync(runId)), join(runJournalFolder(this.dataDir, runId), ENDED_MARK));
+    return new FileJournalLog(journalFile(this.dataDir, runId, workId), beforeSync && (() => beforeSync(runId)), runJournalEndedMark(this.dataDir, runId));
   }
 
   /**
@@ -42,14 +36,15 @@ export class FileJournals implements JournalStore {
   async removeRunJournals(runIds: readonly string[]): Promise<void> {
     for (const runId of runIds) {
       const folder = runJournalFolder(this.dataDir, runId);
-      writeDurableFile(join(folder, ENDED_MARK), new Date().toISOString(), { what: 'ended run\'s journal mark' });
-      for (const name of readdirSync(folder)) if (name !== ENDED_MARK) rmSync(join(folder, name), { recursive: true, force: true });
+      const ended = runJournalEndedMark(this.dataDir, runId);
+      writeDurableFile(ended, new Date().toISOString(), { what: 'ended run\'s journal mark' });
+      for (const name of readdirSync(folder)) if (join(folder, name) !== ended) rmSync(join(folder, name), { recursive: true, force: true });
     }
   }
 
   lateLog(runId: string, workId: string): JournalLog {
     const file = lateJournalFile(this.dataDir, runId, workId);
-    writeDurableFile(join(dirname(file), RUN_NAME), runId, { what: 'late records\' run' });
+    writeDurableFile(lateRunIdFile(dirname(file)), runId, { what: 'late records\' run' });
     return new FileJournalLog(file);
   }
 
@@ -58,10 +53,10 @@ export class FileJournals implements JournalStore {
     if (!existsSync(root)) return [];
     const found: LateLogs[] = [];
     for (const name of readdirSync(root)) {
-      const folder = join(root, name);
-      if (!existsSync(join(folder, RUN_NAME))) continue;
-      const runId = readFileSync(join(folder, RUN_NAME), 'utf8');
-      const logs = readdirSync(folder).filter((file) => file.endsWith('.ndjson')).map((file) => new FileJournalLog(join(folder, file)));
+      const folder = lateRunFolder(root, name);
+      if (!existsSync(lateRunIdFile(folder))) continue;
+      const runId = readFileSync(lateRunIdFile(folder), 'utf8');
+      const logs = readdirSync(folder).filter(isJournalFileName).map((file) => new FileJournalLog(join(folder, file)));
       found.push({ runId, logs });
     }
     return found;
@@ -72,18 +67,18 @@ export class FileJournals implements JournalStore {
   }
 
   async markArchiving(runIds: readonly string[]): Promise<void> {
-    for (const runId of runIds) writeDurableFile(join(runJournalFolder(this.dataDir, runId), ARCHIVING_MARK), new Date().toISOString(), { what: 'journal archiving mark' });
+    for (const runId of runIds) writeDurableFile(runJournalArchivingMark(this.dataDir, runId), new Date().toISOString(), { what: 'journal archiving mark' });
   }
 
   async archivingMarked(runIds: readonly string[]): Promise<Set<string>> {
-    return new Set(runIds.filter((runId) => existsSync(join(runJournalFolder(this.dataDir, runId), ARCHIVING_MARK))));
+    return new Set(runIds.filter((runId) => existsSync(runJournalArchivingMark(this.dataDir, runId))));
   }
 
   async runJournalLogs(runId: string): Promise<JournalLog[]> {
     const folder = runJournalFolder(this.dataDir, runId);
     if (!existsSync(folder)) return [];
     return readdirSync(folder)
-      .filter((name) => name.endsWith('.ndjson'))
+      .filter(isJournalFileName)
       .map((name) => new FileJournalLog(join(folder, name)));
   }
 }
@@ -108,7 +103,7 @@ export class FileJournalLog implements JournalLog {
     /** The run's ended mark (FileJournals.removeRunJournals): present, no claim is made and no record appended. */
     private readonly endedMark?: string,
   ) {
-    this.work = basename(file, '.ndjson');
+    this.work = workOfJournalFile(file);
   }
 
   async records(): Promise<JournalLine[]> {
@@ -138,12 +133,12 @@ export class FileJournalLog implements JournalLog {
     // The run's journal folder may be made here, before any record: its name is synced in its
     // parent as it is made (the records' own sync covers only the names inside it).
     makeDurableDirectory(dirname(this.file));
-    writeDurableFile(`${this.file}.owner`, String(attempt), { what: 'journal claim', durable: false });
+    writeDurableFile(journalClaimFile(this.file), String(attempt), { what: 'journal claim', durable: false });
     this.claimed = attempt;
   }
 
   async owner(): Promise<number | undefined> {
-    const file = `${this.file}.owner`;
+    const file = journalClaimFile(this.file);
     return existsSync(file) ? Number(readFileSync(file, 'utf8')) : undefined;
   }
 

@@ -11,19 +11,15 @@
  * follows the run's own answers, never the store's history (AnswerSegments).
  *
  * Landings of earlier versions, one immutable JSON file per page under `landing/`, are still found
- * by their key, and loads still read (and clear) them after an upgrade; tests write them to stand
- * for it. Such a file is written durably: every byte to a temporary (short writes continued), an
- * fsync, an atomic rename, then the directory's fsync (writeDurableFile); a write that fails
- * leaves nothing under the key.
+ * by their key, and loads still read (and clear) them after an upgrade; this version writes none
+ * (test/support/legacy-landing.ts writes them, to stand for an upgrade).
  */
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync, existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
-import { basename, join, relative, resolve, sep } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { EndpointKey } from '../api-catalog/endpoints.js';
 import type { CallFailure } from '../harvest/progress.js';
-import { writeDurableFile } from './durable-file.js';
-import { landingFile, landingRoot, mediaLandingKey, pageLandingKey, parseSegmentFileName, runFolderOfKey, runSegmentFolder, runStatusKey, segmentFileName } from './layout.js';
+import { landingFile, listRunSegments, mediaLandingKey, pageLandingKey, runFolderOfKey, runSegmentFile, runStatusKey, segmentFileName } from './layout.js';
 import { readFrameText, readSegment, SegmentWriter, type FrameRef } from './segment.js';
 import { mayNeedRepair, repairValue, type TextRepair } from './text-repair.js';
 
@@ -192,7 +188,10 @@ export class AnswerSegments {
     return segments;
   }
 
-  /** Appends a landing to its run's segment; resolves with its key once it is durable. */
+  /**
+   * Appends a landing to its run's segment; resolves with its key once its frame is written to the
+   * file (readable by every process), not once it is durable: it is durable once syncRun returns.
+   */
   async land(landing: Landing): Promise<string> {
     const key = landingKey(landing);
     const runFolder = runFolderOfKey(key);
@@ -262,7 +261,7 @@ export class AnswerSegments {
     let run = this.writers.get(runFolder);
     if (!run || run.writer.failed || run.writer.bytes >= SEGMENT_BYTES) {
       if (run) void run.writer.close();
-      run = { writer: new SegmentWriter(`${runSegmentFolder(this.dataDir, runFolder)}/${newSegmentFileName()}`, { run_id: runId }), idle: undefined };
+      run = { writer: new SegmentWriter(runSegmentFile(this.dataDir, runFolder, newSegmentFileName()), { run_id: runId }), idle: undefined };
       this.writers.set(runFolder, run);
     }
     clearTimeout(run.idle);
@@ -310,51 +309,13 @@ export class AnswerSegments {
 
   /** Reads the frames the run's segment files gained since they were last read (by any writer). */
   private async refresh(runFolder: string, index: RunIndex): Promise<void> {
-    const folder = runSegmentFolder(this.dataDir, runFolder);
-    let names: string[];
-    try {
-      names = await readdir(folder);
-    } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return;
-      throw error;
-    }
-    for (const name of names) {
-      if (!parseSegmentFileName(name)) continue;
-      const file = `${folder}/${name}`;
+    for (const { file } of await listRunSegments(this.dataDir, runFolder)) {
       const read = await readSegment(file, index.readTo.get(file) ?? 0);
       if (!read.header) continue;
       for (const ref of read.frames) if (!index.frames.has(ref.key)) index.frames.set(ref.key, { file, ref });
       index.readTo.set(file, read.end);
     }
   }
-}
-
-/**
- * Writes a landing durably and returns its key; throws a FileWriteError (`cannot write landing
- * <path>: <cause>`, the cause's `code` kept) when it cannot, leaving nothing new under the key.
- */
-export function writeLanding(dataDir: string, landing: Landing): string {
-  const key = landingKey(landing);
-  writeDurableFile(landingFile(dataDir, key), landingText(landing), { what: 'landing' });
-  return key;
-}
-
-export function readLanding(dataDir: string, key: string): Landing {
-  const file = landingFile(dataDir, key);
-  try {
-    return JSON.parse(readFileSync(file, 'utf8')) as Landing;
-  } catch (error) {
-    throw new Error(`landing ${file} cannot be read: ${(error as Error).message}`);
-  }
-}
-
-/** Every landing key under the root, in run, target and page order. Temporary files are skipped. */
-export function listLandings(dataDir: string): string[] {
-  const root = landingRoot(dataDir);
-  return filesUnder(root)
-    .filter((path) => path.endsWith('.json') && !basename(path).startsWith('.'))
-    .map((path) => relative(root, path).split(sep).join('/'))
-    .sort();
 }
 
 /** Every file under a folder, at any depth; none when the folder does not exist. */

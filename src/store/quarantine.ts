@@ -5,14 +5,19 @@
  * puts it back to be loaded (requeueQuarantinedLandings).
  */
 import { existsSync, mkdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { dirname, join, relative, sep } from 'node:path';
+import { dirname } from 'node:path';
 import { syncDirectory, writeDurableFile } from './durable-file.js';
 import { filesUnder } from './landing.js';
-import { landingFile, pathSegment, quarantineFile, quarantineRoot } from './layout.js';
+import { isReasonFile, keyOfFile, landingFile, quarantineFile, quarantineRoot, reasonFileOf, runFolderOfRun, runQuarantineFolder } from './layout.js';
 
 /** A quarantined landing as a run's summary and `harvester load` list it: where it is now, and why. */
 export function quarantineLine(landing: { file: string; reason: string }): string {
   return `${landing.file}: ${landing.reason}`;
+}
+
+/** The files of a run's landings in quarantine, by the run's folder: those with their reason beside them. */
+export function quarantinedFilesOfRun(dataDir: string, runFolder: string): string[] {
+  return filesUnder(runQuarantineFolder(dataDir, runFolder)).filter((path) => !isReasonFile(path) && existsSync(reasonFileOf(path)));
 }
 
 /**
@@ -20,18 +25,16 @@ export function quarantineLine(landing: { file: string; reason: string }): strin
  * its summary lists. The reason is written first, so a quarantined landing always has one.
  */
 export function quarantinedLandingsOfRun(dataDir: string, runId: string): string[] {
-  return filesUnder(join(quarantineRoot(dataDir), pathSegment(runId)))
-    .filter((path) => !path.endsWith('.reason') && existsSync(`${path}.reason`))
-    .map((file) => quarantineLine({ file, reason: readFileSync(`${file}.reason`, 'utf8').trim() }))
+  return quarantinedFilesOfRun(dataDir, runFolderOfRun(runId))
+    .map((file) => quarantineLine({ file, reason: readFileSync(reasonFileOf(file), 'utf8').trim() }))
     .sort();
 }
 
 /** The keys of a run's landings in quarantine (those with their reason beside them). */
 function quarantinedKeysOfRun(dataDir: string, runId: string): string[] {
   const root = quarantineRoot(dataDir);
-  return filesUnder(join(root, pathSegment(runId)))
-    .filter((path) => !path.endsWith('.reason') && existsSync(`${path}.reason`))
-    .map((path) => relative(root, path).split(sep).join('/'))
+  return quarantinedFilesOfRun(dataDir, runFolderOfRun(runId))
+    .map((path) => keyOfFile(root, path))
     .sort();
 }
 
@@ -49,7 +52,7 @@ export function requeueQuarantinedLandings(dataDir: string, runId: string): numb
     const target = landingFile(dataDir, key);
     mkdirSync(dirname(target), { recursive: true });
     writeDurableFile(target, readFileSync(quarantined), { what: 'landing' });
-    rmSync(`${quarantined}.reason`, { force: true });
+    rmSync(reasonFileOf(quarantined), { force: true });
     rmSync(quarantined, { force: true });
     syncDirectory(dirname(quarantined));
   }
@@ -62,7 +65,7 @@ export function quarantineText(dataDir: string, key: string, text: string, reaso
   mkdirSync(dirname(target), { recursive: true });
   writeDurableFile(target, text, { what: 'quarantined landing' });
   // The reason last: the loader skips a frame once its quarantined copy has a reason beside it.
-  writeDurableFile(`${target}.reason`, `${reason}\n`, { what: 'quarantine reason' });
+  writeDurableFile(reasonFileOf(target), `${reason}\n`, { what: 'quarantine reason' });
   return target;
 }
 
@@ -76,7 +79,7 @@ export function quarantineLanding(dataDir: string, key: string, reason: string):
   mkdirSync(dirname(target), { recursive: true });
   // The reason first: a crash between the two leaves the landing where it was (the next load
   // quarantines it again), never a quarantined landing without its reason.
-  writeDurableFile(`${target}.reason`, `${reason}\n`, { what: 'quarantine reason' });
+  writeDurableFile(reasonFileOf(target), `${reason}\n`, { what: 'quarantine reason' });
   renameSync(landingFile(dataDir, key), target);
   return target;
 }

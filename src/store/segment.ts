@@ -205,7 +205,10 @@ export class SegmentWriter {
     });
   }
 
-  /** Waits for every frame appended so far to be durable (or failed). */
+  /**
+   * Waits for every frame appended so far to be written to the file (or failed): written, not yet
+   * durable: sync makes them durable (and flush, when a write fails, tries once to sync what was written before it).
+   */
   async drain(): Promise<void> {
     while (this.flushing) await this.flushing;
   }

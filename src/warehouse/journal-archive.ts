@@ -9,9 +9,8 @@
  * copy commits, and a load that finds a run marked replaces the run's rows instead of adding them.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { journalArchiveFolder } from '../store/layout.js';
+import { journalArchiveFile, journalArchiveFolder } from '../store/layout.js';
 import type { Store } from '../store/store.js';
 import { CallJournal, type JournalLine, type JournalLog, type LateLogs } from '../store/call-journal.js';
 import { sqlString } from './duckdb.js';
@@ -39,7 +38,7 @@ export async function archiveJournals(connection: DuckDBConnection, dataDir: str
   await store.journals.markArchiving(archived.filter((runId) => !marked.has(runId)));
   const folder = journalArchiveFolder(dataDir);
   mkdirSync(folder, { recursive: true });
-  const file = join(folder, 'records.jsonl');
+  const file = journalArchiveFile(dataDir, 'records');
   try {
     writeFileSync(file, lines.length > 0 ? `${lines.join('\n')}\n` : '');
     if (marked.size > 0) await connection.run(`DELETE FROM call_journal WHERE run_id IN (${[...marked].map(sqlString).join(', ')})`);
@@ -95,7 +94,7 @@ export async function archiveLateRecords(connection: DuckDBConnection, dataDir: 
   if (runs.length === 0) return [];
   const folder = journalArchiveFolder(dataDir);
   mkdirSync(folder, { recursive: true });
-  const file = join(folder, 'late.jsonl');
+  const file = journalArchiveFile(dataDir, 'late');
   try {
     writeFileSync(file, lines.length > 0 ? `${lines.join('\n')}\n` : '');
     await connection.run(`DELETE FROM call_journal WHERE seq >= ${LATE_SEQ} AND run_id IN (${runs.map(sqlString).join(', ')})`);

@@ -13,9 +13,9 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../project-paths.js';
-import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
+import { lakeCatalogFile, lakeDataFolder, lakeDataPath, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
 import { outageOf } from '../store/outage.js';
-import { objectStorageSettings, redactedUrl } from '../store/shared/shared-settings.js';
+import { objectStorageSettings, redactedUrl, storageRootUrl } from '../store/shared/shared-settings.js';
 import { syncDirectory } from '../store/durable-file.js';
 import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames, withDefaultDatabase } from './duckdb.js';
 import { syncingLakeWrites, type LakeSyncTotals } from './lake-sync.js';
@@ -53,7 +53,7 @@ export function lakeLocation(dataDir: string, env: NodeJS.ProcessEnv = process.e
   if (!storage?.startsWith('s3://') || !catalogUrl) {
     return {
       catalog: `ducklake:sqlite:${lakeCatalogFile(dataDir)}`,
-      dataPath: `${lakeDataFolder(dataDir)}/`,
+      dataPath: lakeDataPath(dataDir),
       extensions: ['ducklake', 'sqlite_scanner'],
       credentials: [],
       shared: false,
@@ -71,7 +71,7 @@ export function lakeLocation(dataDir: string, env: NodeJS.ProcessEnv = process.e
     ...(settings.secretAccessKey ? [`SECRET ${sqlString(settings.secretAccessKey)}`] : []),
     ...(endpoint ? [`ENDPOINT ${sqlString(endpoint.host)}`, "URL_STYLE 'path'", `USE_SSL ${endpoint.protocol === 'https:'}`] : []),
   ];
-  const dataPath = `s3://${settings.bucket}/${settings.prefix === '' ? '' : `${settings.prefix}/`}lake/data/`;
+  const dataPath = lakeDataPath(storageRootUrl(settings));
   return {
     catalog: `ducklake:postgres:${catalogUrl}`,
     dataPath,

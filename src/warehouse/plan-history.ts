@@ -5,7 +5,7 @@
  * target's last listing was complete is the store's (its listing coverage), given by the caller.
  */
 import { KNOWN_IDS, type PlanHistory, type TargetHistory } from '../harvest/plan-history.js';
-import type { TargetPlan } from '../harvest/targets.js';
+import { commentsTargetKeySql, type TargetPlan } from '../harvest/targets.js';
 import { sqlString } from './duckdb.js';
 import { newestKnownItems, targetItemIds } from './known-items.js';
 import { lakeExists } from './lake.js';
@@ -36,7 +36,7 @@ async function commentsBought(dataDir: string, targets: readonly TargetPlan[]): 
          SELECT l.target_order, a.run_id, i.item_id, sum(a.units) AS units,
            epoch_ms(min(a.called_at)) - epoch_ms(any_value(i.posted_at)) AS age_ms, min(a.called_at) AS bought_at
          FROM listed l JOIN items i ON i.platform = l.platform AND i.item_id = l.item_id
-         JOIN api_calls a ON a.endpoint = i.platform || '/comments' AND a.target = 'comments:' || i.platform || ':' || i.url
+         JOIN api_calls a ON a.endpoint = i.platform || '/comments' AND a.target = ${commentsTargetKeySql('i.platform', 'i.url')}
          WHERE i.posted_at IS NOT NULL
          GROUP BY ALL)
        SELECT target_order, units, age_ms FROM per_item

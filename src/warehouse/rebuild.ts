@@ -6,7 +6,6 @@
  * records (`loaded_landings`, `raw_answers`, `loaded_segments`) are kept as they are.
  */
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
 import { loadPackageFolder } from '../store/layout.js';
@@ -16,6 +15,7 @@ import { latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
 import { repairLake, type LakeRepair } from './lake-repair.js';
 import type { LoadPackage } from './extract.js';
 import type { LandingShape } from './raw-columns.js';
+import { landingShape, loadPackageFiles } from './landing-shape.js';
 import { ensureSchema } from './loader.js';
 import { mergeStaged } from './merge.js';
 import { normalize } from './normalize.js';
@@ -68,8 +68,8 @@ export async function rederiveTables(lake: LakeConnection, dataDir: string, opti
     for (const table of STAGED_TABLES) await connection.run(`DELETE FROM ${table}`);
     // In the order they were loaded: each step as a load's batch was, so merges meet rows as the loads did.
     for (let offset = 0; offset < total; offset += step) {
-      const reader = await connection.runAndReadAll(`SELECT kind, answer::VARCHAR FROM raw_answers ORDER BY loaded_at, landing LIMIT ${step} OFFSET ${offset}`);
-      await normalize(lake, dataDir, packageOf(folder, reader.getRows().map(([kind, answer]) => ({ kind: String(kind), text: String(answer) }))));
+      const reader = await connection.runAndReadAll(`SELECT landing, answer::VARCHAR FROM raw_answers ORDER BY loaded_at, landing LIMIT ${step} OFFSET ${offset}`);
+      await normalize(lake, dataDir, packageOf(folder, reader.getRows().map(([key, answer]) => ({ key: String(key), text: String(answer) }))));
       await mergeStaged(connection);
       options.logger?.info({ answers: Math.min(total, offset + step), of: total }, 'rebuilt from raw answers');
     }
@@ -82,12 +82,13 @@ export async function rederiveTables(lake: LakeConnection, dataDir: string, opti
  * A load package of raw answers. Each is the line the load packaged (its key as `_landing`, its data
  * last), so it goes back into the package file of its shape as it is.
  */
-function packageOf(folder: string, answers: { kind: string; text: string }[]): LoadPackage {
+function packageOf(folder: string, answers: { key: string; text: string }[]): LoadPackage {
   rmSync(folder, { recursive: true, force: true });
   mkdirSync(folder, { recursive: true });
   const lines: Record<LandingShape, string[]> = { list: [], object: [], run: [], media: [] };
-  for (const { kind, text } of answers) lines[kind === 'run' ? 'run' : text.endsWith(']}') ? 'list' : 'object'].push(text);
-  const files = Object.fromEntries((Object.keys(lines) as LandingShape[]).map((shape) => [shape, join(folder, `${shape}.jsonl`)])) as Record<LandingShape, string>;
+  // A raw answer's text is the line its load packaged: its data last, as landingShape reads it.
+  for (const { key, text } of answers) lines[landingShape(key, Buffer.from(text)) ?? 'object'].push(text);
+  const files = loadPackageFiles(folder);
   for (const shape of Object.keys(lines) as LandingShape[]) writeFileSync(files[shape], lines[shape].map((line) => `${line}\n`).join(''));
   return { files, keys: [], answers: [], rejected: [], drift: [] };
 }

@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EXPORTED_TABLES } from '../../src/warehouse/export.js';
-import { writeLanding, type PageLanding } from '../../src/store/landing.js';
-import { landedKeys, landedLanding } from '../support/landed.js';
+import type { PageLanding } from '../../src/store/landing.js';
+import { landAnswer, landedKeys, landedLanding } from '../support/landed.js';
 import { clientFor } from '../support/client.js';
 import { runCli } from '../support/cli.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -160,7 +160,7 @@ describe('harvester load with a landing it cannot load', () => {
     await client.close();
     const key = landedKeys(badDir).find((name) => name.includes('videos'))!;
     const landing = landedLanding(badDir, key) as PageLanding;
-    const badKey = writeLanding(badDir, { ...landing, run_id: 'run-cli-corrupt', data: (landing.data as Record<string, unknown>[]).map((item) => ({ ...item, metrics: { views: 'many' } })) });
+    const badKey = await landAnswer(badDir, { ...landing, run_id: 'run-cli-corrupt', data: (landing.data as Record<string, unknown>[]).map((item) => ({ ...item, metrics: { views: 'many' } })) });
     const env = { HARVESTER_DATA_DIR: badDir };
 
     const load = await runCli(['load'], env);

@@ -52,7 +52,7 @@ const BREAKING: Array<[file: string, source: string]> = [
 const ALLOWED: Array<[file: string, source: string]> = [
   ['src/harvest/probe.ts', "import { PAGE_LIMITS } from '../api-catalog/endpoints.js';"],
   ['src/api/probe.ts', "import type { Logger } from '../logger.js';"],
-  ['src/store/shared/probe.ts', "import { writeLanding } from '../landing.js';"],
+  ['src/store/shared/probe.ts', "import { landingKey } from '../landing.js';"],
   ['src/emulator/world/probe.ts', "import { loadPriceTable } from '../../config/prices.js';"],
   ['workflows/probe.ts', "import type { HarvestActivities } from '../activities/index.js';"],
   ['workflows/probe.ts', "import { type StoreIdentity } from '../src/store/store-identity.js';"],

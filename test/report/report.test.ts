@@ -12,7 +12,9 @@ import { escapeHtml, formatNumber, formatPercent } from '../../src/report/format
 import { loadReportData } from '../../src/report/read-report.js';
 import type { ReportData } from '../../src/report/report-data.js';
 import { ENRICHMENT_COVERAGE_SECTION, REPORT_SECTIONS, renderReport } from '../../src/report/render-report.js';
-import { writeLanding, type Landing, type RunLanding } from '../../src/store/landing.js';
+import type { Landing, RunLanding } from '../../src/store/landing.js';
+import { LocalStore } from '../../src/store/store.js';
+import { writeLegacyLanding } from '../support/legacy-landing.js';
 import { landedKeys, landedLanding } from '../support/landed.js';
 import { openLake } from '../../src/warehouse/lake.js';
 import { lakeCatalogFile } from '../../src/store/layout.js';
@@ -69,7 +71,7 @@ function retime(runId: string, harvest: string, daysAgo: number): Landing[] {
         : landing.kind === 'page'
           ? { ...landing, harvest, observed_at: shift(landing.observed_at, ms)! }
           : landing;
-    expect(writeLanding(dataDir, moved)).toBe(keys[index]);
+    expect(writeLegacyLanding(dataDir, moved)).toBe(keys[index]);
     return moved;
   });
   // The rewritten landings (files, as an earlier version wrote them) replace the run's segment.
@@ -92,7 +94,7 @@ function boostOneItem(last: Landing[], previous: Landing[]): string {
   expect(chosen, 'a channel video seen in both of the last two runs').toBeDefined();
   chosen!.caption = HOSTILE_CAPTION;
   chosen!.metrics.views += BOOST;
-  writeLanding(dataDir, videos);
+  writeLegacyLanding(dataDir, videos);
   return chosen!.id;
 }
 
@@ -153,10 +155,10 @@ beforeAll(async () => {
   } finally {
     await client.close();
   }
-  writeLanding(dataDir, failedRun('run-f1', 'trending', 'failed', 30, { error: HOSTILE_ERROR, credits_spent: 40, budget_credits: 500, items_landed: 0 }));
-  writeLanding(dataDir, failedRun('run-f2', 'sample', 'completed_with_errors', 20, { error: '2 targets failed: tiktok/comments answered 404 not_found', credits_spent: 120, budget_credits: 500, items_landed: 12 }));
-  writeLanding(dataDir, failedRun('run-f3', 'trending', 'paused', 10, { error: 'insufficient credits: balance 12, the next call costs 40', credits_spent: 0, items_landed: 0 }));
-  writeLanding(dataDir, failedRun('run-f4', 'sample', 'budget_exhausted', 5, { error: 'no budget left for tiktok/search', credits_spent: 500, budget_credits: 500, items_landed: 25 }));
+  await new LocalStore(dataDir).writeLanding(failedRun('run-f1', 'trending', 'failed', 30, { error: HOSTILE_ERROR, credits_spent: 40, budget_credits: 500, items_landed: 0 }));
+  await new LocalStore(dataDir).writeLanding(failedRun('run-f2', 'sample', 'completed_with_errors', 20, { error: '2 targets failed: tiktok/comments answered 404 not_found', credits_spent: 120, budget_credits: 500, items_landed: 12 }));
+  await new LocalStore(dataDir).writeLanding(failedRun('run-f3', 'trending', 'paused', 10, { error: 'insufficient credits: balance 12, the next call costs 40', credits_spent: 0, items_landed: 0 }));
+  await new LocalStore(dataDir).writeLanding(failedRun('run-f4', 'sample', 'budget_exhausted', 5, { error: 'no budget left for tiktok/search', credits_spent: 500, budget_credits: 500, items_landed: 25 }));
   await loadLandings(dataDir);
   data = await loadReportData(dataDir, { now: new Date(now) });
   html = await renderReport(data);
@@ -476,9 +478,9 @@ describe('harvester report on another warehouse, with other harvests', () => {
     const dir = mkdtempSync(join(tmpdir(), 'report-other-'));
     try {
       // Two harvests named before "trending": taken in sorted order, trending's colour would move.
-      writeLanding(dir, failedRun('run-o1', 'trending', 'completed', 3, { credits_spent: 30, budget_credits: 500, items_landed: 9 }));
-      writeLanding(dir, failedRun('run-o2', 'basil', 'completed', 2, { credits_spent: 30, budget_credits: 500, items_landed: 7 }));
-      writeLanding(dir, failedRun('run-o3', 'amber', 'budget_exhausted', 1, { credits_spent: 500, budget_credits: 500, items_landed: 4 }));
+      await new LocalStore(dir).writeLanding(failedRun('run-o1', 'trending', 'completed', 3, { credits_spent: 30, budget_credits: 500, items_landed: 9 }));
+      await new LocalStore(dir).writeLanding(failedRun('run-o2', 'basil', 'completed', 2, { credits_spent: 30, budget_credits: 500, items_landed: 7 }));
+      await new LocalStore(dir).writeLanding(failedRun('run-o3', 'amber', 'budget_exhausted', 1, { credits_spent: 500, budget_credits: 500, items_landed: 4 }));
       await loadLandings(dir);
       const other = await renderReport(await loadReportData(dir));
       const colorOf = (page: string, harvest: string) => marks(sectionOf(page, 'items-landed'), 'bar').find((mark) => mark.label.includes(` of harvest ${harvest},`))!.color;

@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { SocialApiClient } from '../../src/api/client.js';
 import { removeStrayTemporaries, writeDurableFile, type WriteFunction } from '../../src/store/durable-file.js';
-import { readLanding, writeLanding, type PageLanding } from '../../src/store/landing.js';
-import { landingFile, pageLandingKey } from '../../src/store/layout.js';
+import type { PageLanding } from '../../src/store/landing.js';
+import { listRunSegments, pageLandingKey, runFolderOfRun } from '../../src/store/layout.js';
+import { LocalStore } from '../../src/store/store.js';
 import { readCoverage, writeCoverage } from '../../src/store/listing-coverage.js';
 import { findJob, registerJob } from '../../src/store/job-registry.js';
 import { EventJournal } from '../../src/store/event-journal.js';
@@ -37,6 +38,20 @@ function filesUnder(directory: string): string[] {
     .filter((entry) => entry.isFile())
     .map((entry) => join(entry.parentPath, entry.name).slice(directory.length + 1))
     .sort();
+}
+
+/** A child's script that lands `landing` through the store and makes its run durable: prints its key, or the error. */
+function landedInChild(dataDir: string, landing: PageLanding): string {
+  return `import { LocalStore } from ${built('src/store/store')};
+const store = new LocalStore(${JSON.stringify(dataDir)});
+try {
+  const key = await store.writeLanding(${JSON.stringify(landing)});
+  await store.makeRunDurable(${JSON.stringify(landing.run_id)});
+  console.log(JSON.stringify({ ok: key }));
+} catch (error) {
+  console.log(JSON.stringify({ message: error.message, code: error.code }));
+}
+await store.close();`;
 }
 
 /** A write system call that stores at most `most` bytes each time. */
@@ -102,44 +117,35 @@ describe('durable file writes', () => {
     expect(filesUnder(dir)).toEqual([]);
   });
 
-  it('refuse a landing bigger than a file may grow (short write, then EFBIG): an error naming the landing, nothing under its name, no temporary', () => {
+  it('refuse a landing bigger than a file may grow (short write, then EFBIG): an error naming the segment, nothing found under its key', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'durable-'));
     const landing = page(1, 100);
     const key = pageLandingKey(landing.run_id, landing.target, landing.page);
-    const result = runWithFileSizeLimit<{ ok?: string; message?: string; code?: string }>(
-      12,
-      `import { writeLanding } from ${built('src/store/landing')};
-try {
-  console.log(JSON.stringify({ ok: writeLanding(${JSON.stringify(dataDir)}, ${JSON.stringify(landing)}) }));
-} catch (error) {
-  console.log(JSON.stringify({ message: error.message, code: error.code }));
-}`,
-    );
+    const result = runWithFileSizeLimit<{ ok?: string; message?: string; code?: string }>(12, landedInChild(dataDir, landing));
     expect(JSON.stringify(landing).length).toBeGreaterThan(12 * 1024 + 8000);
     expect(result.ok).toBeUndefined();
-    expect(result.message).toBe(`cannot write landing ${landingFile(dataDir, key)}: EFBIG: file too large, write`);
+    const [segment] = await listRunSegments(dataDir, runFolderOfRun(landing.run_id));
+    expect(result.message).toBe(`cannot write landing segment ${segment!.file}: EFBIG: file too large, write`);
     expect(result.code).toBe('EFBIG');
-    expect(existsSync(landingFile(dataDir, key))).toBe(false);
-    expect(filesUnder(join(dataDir, 'landing'))).toEqual([]);
+    expect(await new LocalStore(dataDir).findLanding(key)).toBeUndefined();
+    expect(filesUnder(dataDir).filter((file) => file.endsWith('.tmp'))).toEqual([]);
   });
 
-  it('land a page under the same limit when it fits, whole', () => {
+  it('land a page under the same limit when it fits, whole', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'durable-'));
     const landing = page(2, 10);
-    const result = runWithFileSizeLimit<{ ok?: string; message?: string }>(
-      12,
-      `import { writeLanding } from ${built('src/store/landing')};
-console.log(JSON.stringify({ ok: writeLanding(${JSON.stringify(dataDir)}, ${JSON.stringify(landing)}) }));`,
-    );
+    const result = runWithFileSizeLimit<{ ok?: string; message?: string }>(12, landedInChild(dataDir, landing));
     expect(result.ok).toBe(pageLandingKey(landing.run_id, landing.target, 2));
-    expect(readLanding(dataDir, result.ok!)).toEqual(landing);
+    expect(await new LocalStore(dataDir).findLanding(result.ok!)).toEqual(landing);
   });
 
-  it('are what every writer uses: landings, coverage, job records and the secret store are replaced whole', () => {
+  it('are what every writer uses: coverage, job records and the secret store are replaced whole; a landing landed again keeps its key', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'durable-'));
-    const key = writeLanding(dataDir, page(3, 5));
-    expect(writeLanding(dataDir, page(3, 5))).toBe(key);
-    expect(readLanding(dataDir, key)).toEqual(page(3, 5));
+    const landings = new LocalStore(dataDir);
+    const key = await landings.writeLanding(page(3, 5));
+    expect(await landings.writeLanding(page(3, 5))).toBe(key);
+    await landings.makeRunDurable('run-1');
+    expect(await landings.findLanding(key)).toEqual(page(3, 5));
     writeCoverage(dataDir, 'channel:tiktok:x:videos', { complete: true, max_items: 10, run_id: 'r', at: 'now' });
     expect(readCoverage(dataDir, 'channel:tiktok:x:videos')?.complete).toBe(true);
     registerJob(dataDir, { jobId: 'job-1', requestId: 'req', workflowId: 'wf', runId: 'r', target: 't' });

@@ -4,9 +4,11 @@
  */
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { listLandings, readLanding, type Landing } from '../../src/store/landing.js';
+import type { Landing } from '../../src/store/landing.js';
+import { LocalStore } from '../../src/store/store.js';
 import { segmentRoot } from '../../src/store/layout.js';
 import { framesIn, parseSegmentHeader } from '../../src/store/segment.js';
+import { legacyLandingKeys, readLegacyLanding } from './legacy-landing.js';
 
 /** Every landing of the data directory by key (a key landed twice: its first frame). */
 export function landedAnswers(dataDir: string): Map<string, Landing> {
@@ -24,7 +26,7 @@ export function landedAnswers(dataDir: string): Map<string, Landing> {
       }
     }
   }
-  for (const key of listLandings(dataDir)) if (!landings.has(key)) landings.set(key, readLanding(dataDir, key));
+  for (const key of legacyLandingKeys(dataDir)) if (!landings.has(key)) landings.set(key, readLegacyLanding(dataDir, key));
   return landings;
 }
 
@@ -37,4 +39,9 @@ export function landedLanding(dataDir: string, key: string): Landing {
   const landing = landedAnswers(dataDir).get(key);
   if (!landing) throw new Error(`nothing landed at ${key} in ${dataDir}`);
   return landing;
+}
+
+/** Lands an answer as the engine does: into its run's segment, through the data directory's store; resolves with its key once written. */
+export function landAnswer(dataDir: string, landing: Landing): Promise<string> {
+  return new LocalStore(dataDir).writeLanding(landing);
 }

@@ -40,9 +40,9 @@ export async function landSampleHarvest(client: SocialApiClient, emulator: TestE
   // Landed as the engine lands them: into the run's segment, through the store.
   const store = new LocalStore(dataDir);
   const writes: Promise<string>[] = [];
-  const writeLanding = (_dataDir: string, landing: Landing) => writes.push(store.writeLanding(landing));
+  const landInBackground = (landing: Landing) => writes.push(store.writeLanding(landing));
   const land = (target: string, page: number, params: Record<string, string>, result: CallReport, data: unknown, rankOffset?: number) => {
-    writeLanding(dataDir, landingOfCall({ runId, harvest: 'sample', target, page, params, rankOffset }, result, data));
+    landInBackground(landingOfCall({ runId, harvest: 'sample', target, page, params, rankOffset }, result, data));
     expectation.apiCalls++;
     expectation.credits += result.creditsCharged;
     expectation.landings++;
@@ -84,7 +84,7 @@ export async function landSampleHarvest(client: SocialApiClient, emulator: TestE
   land(`item:tiktok:${video}:summary`, 1, { url: videoUrl }, summary, summary.data);
   const download = await client.get('instagram', 'download', { url: reels.items[0]!.url, fresh });
   land(`item:instagram:${reels.items[0]!.id}:download`, 1, { url: reels.items[0]!.url }, download, download.data);
-  writeLanding(dataDir, { format: 1, kind: 'run', run_id: runId, harvest: 'sample', seq: 1, status: 'completed', started_at: new Date().toISOString(), finished_at: new Date().toISOString(), credits_spent: expectation.credits, items_landed: expectation.itemIds.size });
+  landInBackground({ format: 1, kind: 'run', run_id: runId, harvest: 'sample', seq: 1, status: 'completed', started_at: new Date().toISOString(), finished_at: new Date().toISOString(), credits_spent: expectation.credits, items_landed: expectation.itemIds.size });
   expectation.landings++;
   await Promise.all(writes);
   return expectation;

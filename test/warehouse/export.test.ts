@@ -10,7 +10,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { landingOfCall } from '../../activities/page-landing.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
 import { EXPORTED_TABLES, exportParquet } from '../../src/warehouse/export.js';
-import { writeLanding } from '../../src/store/landing.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { openLake } from '../../src/warehouse/lake.js';
 import { TABLES_DDL } from '../../src/warehouse/schema.js';
@@ -18,6 +17,7 @@ import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { runPython } from '../support/python.js';
 import { landSampleHarvest } from '../support/sample-harvest.js';
+import { landAnswer } from '../support/landed.js';
 
 let emulator: TestEmulator;
 beforeAll(async () => {
@@ -101,7 +101,7 @@ describe('harvester export', () => {
     const client = clientFor(emulator);
     const handle = (await emulator.catalog()).tiktok.handles[4]!;
     const page = await client.page('tiktok', 'channel-videos', { handle, limit: 20 });
-    writeLanding(dataDir, landingOfCall({ runId: 'run-one-page', harvest: 'one-page', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, page, page.items));
+    await landAnswer(dataDir, landingOfCall({ runId: 'run-one-page', harvest: 'one-page', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, page, page.items));
     await client.close();
     await loadLandings(dataDir);
     const out = join(dataDir, 'export');

@@ -11,7 +11,6 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { landingOfCall } from '../../activities/page-landing.js';
 import type { CallReport, SocialApiClient } from '../../src/api/client.js';
-import { writeLanding } from '../../src/store/landing.js';
 import { openLakeWriter } from '../../src/warehouse/lake.js';
 import { forgetCheckedSchemas, loadLandings } from '../../src/warehouse/loader.js';
 import { maintainLake } from '../../src/warehouse/maintenance.js';
@@ -19,6 +18,7 @@ import { LATEST_STATE_KEYS } from '../../src/warehouse/merge.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
+import { landAnswer } from '../support/landed.js';
 
 let emulator: TestEmulator;
 let client: SocialApiClient;
@@ -63,7 +63,7 @@ describe('latest state past 2,048 rows of a data file', () => {
       for (const handle of handles) {
         let page = 0;
         for await (const result of client.pages('tiktok', 'channel-videos', { handle }, { maxItems, pageSize: 50 })) {
-          writeLanding(dataDir, landingOfCall({ runId: `run-${run}`, harvest: 'daily', target: `channel:tiktok:${handle}:videos`, page: ++page, params: { handle } }, result, result.items));
+          await landAnswer(dataDir, landingOfCall({ runId: `run-${run}`, harvest: 'daily', target: `channel:tiktok:${handle}:videos`, page: ++page, params: { handle } }, result, result.items));
           for (const item of result.items) listed.add(item.id);
         }
       }
@@ -102,13 +102,13 @@ describe('latest state past 2,048 rows of a data file', () => {
           const chunk = subset.slice(start, start + 50);
           const page = copy * 1_000 + start / 50 + 1;
           const items = chunk.map((key) => ({ ...template.video, id: `v${key}`, caption: `video ${key} seen in run ${run}, copy ${copy}` }));
-          writeLanding(dataDir, landingOfCall({ runId, harvest: 'synthetic', target: `channel:tiktok:${handle}:videos`, page, params: { handle } }, later(videos, hours), items));
+          await landAnswer(dataDir, landingOfCall({ runId, harvest: 'synthetic', target: `channel:tiktok:${handle}:videos`, page, params: { handle } }, later(videos, hours), items));
           const replies = chunk.map((key) => ({ ...template.comment, id: `c${key}`, text: `comment ${key} in run ${run}, copy ${copy}` }));
-          writeLanding(dataDir, landingOfCall({ runId, harvest: 'synthetic', target: `item:tiktok:${video.id}:comments`, page, params: { url: video.url } }, later(comments, hours), replies));
+          await landAnswer(dataDir, landingOfCall({ runId, harvest: 'synthetic', target: `item:tiktok:${video.id}:comments`, page, params: { url: video.url } }, later(comments, hours), replies));
         }
         for (const key of subset) {
           const account = { ...(profile.data as object), handle: `account_${key}`, name: `Account ${key} in run ${run}, copy ${copy}` };
-          writeLanding(dataDir, landingOfCall({ runId, harvest: 'synthetic', target: `channel:tiktok:account_${key}:profile`, page: copy + 1, params: { handle: `account_${key}` } }, later(profile, hours), account));
+          await landAnswer(dataDir, landingOfCall({ runId, harvest: 'synthetic', target: `channel:tiktok:account_${key}:profile`, page: copy + 1, params: { handle: `account_${key}` } }, later(profile, hours), account));
         }
       }
       await loadLandings(dataDir);
@@ -141,7 +141,7 @@ describe('one row per key, checked and repaired', () => {
     const { dataDir, handle, first } = await lakeOfOnePage(1, 'forced');
     // A duplicate forced into the lake behind the loader's back, as the DuckLake bug left them.
     await forceDuplicate(dataDir, first.items[0]!.id);
-    writeLanding(dataDir, landingOfCall({ runId: 'run-1', harvest: 'forced', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, later(first, 1), first.items));
+    await landAnswer(dataDir, landingOfCall({ runId: 'run-1', harvest: 'forced', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, later(first, 1), first.items));
     const load = loadLandings(dataDir);
     await expect(load).rejects.toThrow(/items.*one row per key.*platform, item_id.*tiktok.*rolled back/s);
     const { rows } = await queryWarehouse(dataDir, "SELECT count(*) AS loaded FROM loaded_landings WHERE run_id = 'run-1'");
@@ -179,7 +179,7 @@ async function lakeOfOnePage(channel: number, harvest: string) {
   const dataDir = newDataDir();
   const handle = (await emulator.catalog()).tiktok.handles[channel]!;
   const first = await client.page('tiktok', 'channel-videos', { handle, limit: 10 });
-  writeLanding(dataDir, landingOfCall({ runId: 'run-0', harvest, target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, first, first.items));
+  await landAnswer(dataDir, landingOfCall({ runId: 'run-0', harvest, target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, first, first.items));
   await loadLandings(dataDir);
   return { dataDir, handle, first };
 }

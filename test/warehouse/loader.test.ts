@@ -2,7 +2,8 @@ import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, 
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { writeLanding, listLandings, type Landing, type PageLanding } from '../../src/store/landing.js';
+import type { Landing, PageLanding } from '../../src/store/landing.js';
+import { legacyLandingKeys, writeLegacyLanding } from '../support/legacy-landing.js';
 import { LocalStore } from '../../src/store/store.js';
 import { closeDatabase, openDatabase } from '../../src/warehouse/duckdb.js';
 import { openLake } from '../../src/warehouse/lake.js';
@@ -13,7 +14,7 @@ import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample, landSampleHarvest, type SampleExpectation } from '../support/sample-harvest.js';
-import { landedAnswers } from '../support/landed.js';
+import { landAnswer, landedAnswers } from '../support/landed.js';
 import { landingOfCall } from '../../activities/page-landing.js';
 
 let emulator: TestEmulator;
@@ -140,7 +141,7 @@ describe('landings the loader cannot load', () => {
     expect(entry.file).toBe(join(dataDir, 'quarantine', ...key.split('/')));
     expect(existsSync(entry.file)).toBe(true);
     expect(readFileSync(`${entry.file}.reason`, 'utf8')).toMatch(reason);
-    expect(listLandings(dataDir)).not.toContain(key);
+    expect(legacyLandingKeys(dataDir)).not.toContain(key);
   }
 
   it('a landing that is not JSON is quarantined with its reason, and every other landing still loads', async () => {
@@ -159,15 +160,15 @@ describe('landings the loader cannot load', () => {
 
   it('a page of an endpoint with no normalizer, or without a content URL, is quarantined naming why; the good page beside it loads', async () => {
     const source = sampleLanding('stats')[1] as PageLanding;
-    const unknown = writeLanding(dataDir, { ...source, run_id: 'run-bad-endpoint', endpoint: 'tiktok/unknown-endpoint' as PageLanding['endpoint'] });
-    const badUrl = writeLanding(dataDir, { ...source, run_id: 'run-bad-url', params: { url: 'https://example.com/not-a-video' } });
-    const good = writeLanding(dataDir, { ...source, run_id: 'run-good' });
+    const unknown = writeLegacyLanding(dataDir, { ...source, run_id: 'run-bad-endpoint', endpoint: 'tiktok/unknown-endpoint' as PageLanding['endpoint'] });
+    const badUrl = writeLegacyLanding(dataDir, { ...source, run_id: 'run-bad-url', params: { url: 'https://example.com/not-a-video' } });
+    const good = writeLegacyLanding(dataDir, { ...source, run_id: 'run-good' });
     const result = await loadLandings(dataDir);
     expect(result.landingsLoaded).toBe(1);
     expect(result.quarantined.map((entry) => entry.key).sort()).toEqual([badUrl, unknown].sort());
     expectQuarantined(result.quarantined.find((entry) => entry.key === unknown)!, unknown, /tiktok\/unknown-endpoint.*no normalizer|no normalizer.*tiktok\/unknown-endpoint/);
     expectQuarantined(result.quarantined.find((entry) => entry.key === badUrl)!, badUrl, /params\.url "https:\/\/example\.com\/not-a-video" is not a tiktok content URL/);
-    expect(listLandings(dataDir)).toContain(good);
+    expect(legacyLandingKeys(dataDir)).toContain(good);
     expect(await loadedCount()).toBe(BigInt(expected.landings + 1));
   });
 
@@ -175,15 +176,15 @@ describe('landings the loader cannot load', () => {
     const source = sampleLanding('videos')[1] as PageLanding;
     const items = source.data as Record<string, unknown>[];
     // Valid JSON, but values that do not fit their columns: only DuckDB's read finds these.
-    const badViews = writeLanding(dataDir, { ...source, run_id: 'run-bad-views', data: items.map((item, index) => (index === 1 ? { ...item, metrics: { views: 'many' } } : item)) });
-    const badLikes = writeLanding(dataDir, { ...source, run_id: 'run-bad-likes', data: items.map((item, index) => (index === 0 ? { ...item, metrics: { likes: 'lots' } } : item)) });
+    const badViews = writeLegacyLanding(dataDir, { ...source, run_id: 'run-bad-views', data: items.map((item, index) => (index === 1 ? { ...item, metrics: { views: 'many' } } : item)) });
+    const badLikes = writeLegacyLanding(dataDir, { ...source, run_id: 'run-bad-likes', data: items.map((item, index) => (index === 0 ? { ...item, metrics: { likes: 'lots' } } : item)) });
     // Valid JSON over several lines: a package holds a landing per line, so it is set aside before DuckDB reads.
     const multiline = pageLandingKey('run-pretty', source.target, 1);
     writeRaw(multiline, JSON.stringify({ ...source, run_id: 'run-pretty' }, null, 2));
     // An editor's trailing newline is no fault.
     const trailing = pageLandingKey('run-trailing', source.target, 1);
     writeRaw(trailing, `${JSON.stringify({ ...source, run_id: 'run-trailing' })}\n`);
-    const good = writeLanding(dataDir, { ...source, run_id: 'run-good-2' });
+    const good = writeLegacyLanding(dataDir, { ...source, run_id: 'run-good-2' });
     const loadedBefore = await loadedCount();
     const metricsBefore = await count(dataDir, 'SELECT count(*) FROM item_metrics');
 
@@ -205,11 +206,11 @@ describe('landings the loader cannot load', () => {
     expect(await count(dataDir, 'SELECT count(*) FROM item_metrics')).toBe(metricsBefore + 2 * items.length);
   });
 
-  it('a landing written with its data first still loads: writeLanding puts data last', async () => {
+  it('a landing written with its data first still loads: landingText puts data last', async () => {
     const [key, landing] = sampleLanding('videos');
     const { data, ...rest } = landing as PageLanding;
     const reordered = { data, ...rest } as PageLanding;
-    writeLanding(dataDir, { ...reordered, run_id: 'run-reordered' });
+    writeLegacyLanding(dataDir, { ...reordered, run_id: 'run-reordered' });
     const text = readFileSync(join(dataDir, 'landing', ...key.replace('run-bad', 'run-reordered').split('/')), 'utf8');
     expect(text.endsWith(`"data":${JSON.stringify(data)}}`)).toBe(true);
     const result = await loadLandings(dataDir);
@@ -267,21 +268,21 @@ describe('rows an analyst can trust: the call behind each row, and no views wher
     const catalog = await emulator.catalog();
     const handle = catalog.instagram.handles[0]!;
     const land = (target: string, params: Record<string, string>, result: Parameters<typeof landingOfCall>[1], data: unknown) =>
-      writeLanding(dataDir, landingOfCall({ runId: 'run-quality', harvest: 'quality', target, page: 1, params }, result, data));
+      landAnswer(dataDir, landingOfCall({ runId: 'run-quality', harvest: 'quality', target, page: 1, params }, result, data));
     try {
       const posts = await client.page('instagram', 'channel-posts', { handle, limit: 5 });
-      land(`channel:instagram:${handle}:posts`, { handle }, posts, posts.items);
+      await land(`channel:instagram:${handle}:posts`, { handle }, posts, posts.items);
       const photo = posts.items[0]!;
       expect(photo.url).toContain('instagram.com/p/');
       // The API's clock (its Date header) counts whole seconds: the stats call comes a second later.
       await emulator.admin('clock', { advance_seconds: 1 });
       const stats = await client.get('instagram', 'stats', { url: photo.url });
       expect((stats.data as { metrics: { views: number } }).metrics.views).toBe(0);
-      land(`item:instagram:${photo.id}:stats`, { url: photo.url }, stats, stats.data);
+      await land(`item:instagram:${photo.id}:stats`, { url: photo.url }, stats, stats.data);
       const comments = await client.page('instagram', 'comments', { url: photo.url, limit: 5 });
-      land(`item:instagram:${photo.id}:comments`, { url: photo.url }, comments, comments.items);
+      await land(`item:instagram:${photo.id}:comments`, { url: photo.url }, comments, comments.items);
       const profile = await client.get('instagram', 'channel-stats', { handle });
-      land(`channel:instagram:${handle}:profile`, { handle }, profile, profile.data);
+      await land(`channel:instagram:${handle}:profile`, { handle }, profile, profile.data);
 
       await loadLandings(dataDir);
       const views = await queryWarehouse(dataDir, `SELECT source_endpoint, views, likes FROM item_metrics WHERE item_id = '${photo.id}' ORDER BY source_endpoint`);
@@ -321,13 +322,13 @@ describe('enrichment coverage from what runs recorded', () => {
     try {
       const handle = (await emulator.catalog()).tiktok.handles[0]!;
       const page = await client.page('tiktok', 'channel-videos', { handle, limit: 3 });
-      writeLanding(dataDir, landingOfCall({ runId: 'run-c', harvest: 'c', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, page, page.items));
+      await landAnswer(dataDir, landingOfCall({ runId: 'run-c', harvest: 'c', target: `channel:tiktok:${handle}:videos`, page: 1, params: { handle } }, page, page.items));
       const [refused, bought] = page.items;
       const stats = await client.get('tiktok', 'stats', { url: bought!.url });
-      writeLanding(dataDir, landingOfCall({ runId: 'run-c', harvest: 'c', target: `item:tiktok:stats:${bought!.url}`, page: 1, params: { url: bought!.url } }, stats, stats.data));
+      await landAnswer(dataDir, landingOfCall({ runId: 'run-c', harvest: 'c', target: `item:tiktok:stats:${bought!.url}`, page: 1, params: { url: bought!.url } }, stats, stats.data));
       const status = (seq: number, failed: { endpoint: string; subject: string; reason: string; at: string }[]) =>
-        writeLanding(dataDir, { format: 1, kind: 'run', run_id: 'run-c', harvest: 'c', seq, status: 'completed_with_errors', started_at: '2026-01-01T00:00:00Z', enrichments: ['stats', 'comments'], failed_calls: failed });
-      status(2, [{ endpoint: 'tiktok/stats', subject: refused!.url, reason: 'NotFoundError: no TikTok video', at: '2026-01-01T00:01:00Z' }]);
+        landAnswer(dataDir, { format: 1, kind: 'run', run_id: 'run-c', harvest: 'c', seq, status: 'completed_with_errors', started_at: '2026-01-01T00:00:00Z', enrichments: ['stats', 'comments'], failed_calls: failed });
+      await status(2, [{ endpoint: 'tiktok/stats', subject: refused!.url, reason: 'NotFoundError: no TikTok video', at: '2026-01-01T00:01:00Z' }]);
       await loadLandings(dataDir);
       const whyNot = async () =>
         Object.fromEntries(
@@ -342,7 +343,7 @@ describe('enrichment coverage from what runs recorded', () => {
       expect(await count(dataDir, `SELECT count(*) FROM failed_calls WHERE run_id = 'run-c'`)).toBe(1);
 
       // The retry's final status lists no failed call: the refusal is gone.
-      status(3, []);
+      await status(3, []);
       await loadLandings(dataDir);
       expect(await count(dataDir, `SELECT count(*) FROM failed_calls WHERE run_id = 'run-c'`)).toBe(0);
       expect((await whyNot())[`${refused!.id}/stats`]).toBe('budget');
@@ -370,7 +371,7 @@ describe('an upgrade from the warehouse as one DuckDB file', () => {
       await lake.close();
     }
     // Its landings as that version left them: a file each.
-    for (const landing of legacyLandings.values()) writeLanding(dataDir, landing);
+    for (const landing of legacyLandings.values()) writeLegacyLanding(dataDir, landing);
     // And a run landed since the upgrade.
     const { expected: later } = await landedSample(emulator, 'run-later', dataDir);
 

@@ -24,11 +24,11 @@
  */
 import { createHash } from 'node:crypto';
 import { mkdir, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { newSegmentFileName } from '../answer-segments.js';
 import { temporaryFor } from '../durable-file.js';
 import { landingKey, landingText, type Landing } from '../landing.js';
-import { objectKey, parseSegmentFileName, runFolderOfKey, runSegmentFolder, segmentFileName, segmentRoot } from '../layout.js';
+import { fileOfObjectKey, isSegmentObjectKey, objectKey, objectPrefix, runFolderOfKey, runSegmentFile, runSegmentFolder, segmentFileName, segmentRoot } from '../layout.js';
 import { DEFAULT_OUTAGE_WAIT_MS, waitOutOutages } from '../outage.js';
 import { frameOf, segmentHeaderText } from '../segment.js';
 import type { JournalLine, JournalLog } from '../call-journal.js';
@@ -193,7 +193,7 @@ export class SharedSegments {
     if (last && now - last.startedAt < RELIST_EVERY_MS) return last.done;
     const listing: RunListing = {
       startedAt: now,
-      done: this.stage(`${objectKey(this.dataDir, runSegmentFolder(this.dataDir, runFolder))}/`).then(() => this.stageWaiting(runFolder)),
+      done: this.stage(objectPrefix(this.dataDir, runSegmentFolder(this.dataDir, runFolder))).then(() => this.stageWaiting(runFolder)),
     };
     this.listings.set(runFolder, listing);
     try {
@@ -214,13 +214,13 @@ export class SharedSegments {
    * in the catalog for their upload: the loader's, before a load.
    */
   async stageAll(): Promise<void> {
-    await this.stage(`${objectKey(this.dataDir, segmentRoot(this.dataDir))}/`);
+    await this.stage(objectPrefix(this.dataDir, segmentRoot(this.dataDir)));
     await this.stageWaiting();
   }
 
   /** Deletes a run's segment objects and its answers waiting in the catalog (its answers are in the lake, and it is over). */
   async removeRun(runFolder: string): Promise<void> {
-    const prefix = `${objectKey(this.dataDir, runSegmentFolder(this.dataDir, runFolder))}/`;
+    const prefix = objectPrefix(this.dataDir, runSegmentFolder(this.dataDir, runFolder));
     for (const object of await this.objects.list(prefix)) await this.objects.delete(object);
     await this.catalog.removeWaitingAnswers(runFolder);
     this.listings.delete(runFolder);
@@ -257,7 +257,7 @@ export class SharedSegments {
    * catalog, where readers and the loader find them (stageWaiting).
    */
   private async put(runId: string, runFolder: string, landings: WaitingLanding[], done: Promise<void>): Promise<void> {
-    const file = join(runSegmentFolder(this.dataDir, runFolder), newSegmentFileName());
+    const file = runSegmentFile(this.dataDir, runFolder, newSegmentFileName());
     const bytes = Buffer.concat([Buffer.from(segmentHeaderText({ run_id: runId }), 'utf8'), ...landings.map((landing) => landing.frame)]);
     const kept: Promise<number>[] = [];
     try {
@@ -296,7 +296,7 @@ export class SharedSegments {
       const seqs = answers.map((answer) => answer.seq);
       const digest = createHash('sha256').update(seqs.join(',')).digest('hex').slice(0, 16);
       const name = segmentFileName({ writer: `catalog-${seqs[0]}-${digest}`, seq: seqs[seqs.length - 1]! });
-      const file = join(runSegmentFolder(this.dataDir, folder), name);
+      const file = runSegmentFile(this.dataDir, folder, name);
       if (await stat(file).then(() => true, () => false)) continue;
       await writeCached(file, Buffer.concat([Buffer.from(segmentHeaderText({ run_id: answers[0]!.runId }), 'utf8'), ...answers.map((answer) => answer.frame)]));
     }
@@ -304,13 +304,13 @@ export class SharedSegments {
 
   /** Fetches the segment objects under `prefix` that the scratch directory lacks whole. */
   private async stage(prefix: string): Promise<void> {
-    const objects = (await this.objects.listSized(prefix)).filter((object) => parseSegmentFileName(object.key.slice(object.key.lastIndexOf('/') + 1)));
+    const objects = (await this.objects.listSized(prefix)).filter((object) => isSegmentObjectKey(object.key));
     const missing: string[] = [];
     for (const object of objects) {
-      const size = await stat(join(this.dataDir, object.key)).then((found) => found.size, () => -1);
+      const size = await stat(fileOfObjectKey(this.dataDir, object.key)).then((found) => found.size, () => -1);
       if (size !== object.size) missing.push(object.key);
     }
-    await this.objects.getEach(missing, (key, bytes) => writeCached(join(this.dataDir, key), bytes));
+    await this.objects.getEach(missing, (key, bytes) => writeCached(fileOfObjectKey(this.dataDir, key), bytes));
   }
 }
 

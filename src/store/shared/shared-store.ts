@@ -15,7 +15,7 @@ import type { JobRecord } from '../job-registry.js';
 import { AnswerSegments, removeRunAnswers } from '../answer-segments.js';
 import type { Landing } from '../landing.js';
 import { quarantineLanding, quarantineLine, quarantineText, requeueQuarantinedLandings } from '../quarantine.js';
-import { landingFile, landingRoot, objectKey, pathSegment, quarantineFile, quarantineRoot, runFolderOfKey, runFolderOfRun } from '../layout.js';
+import { isReasonFile, keyOfObject, landingFile, landingRoot, objectKey, objectPrefix, quarantineFile, quarantineRoot, reasonFileOf, runFolderOfKey, runFolderOfRun, runLandingFolder, runQuarantineFolder } from '../layout.js';
 import type { ListingCoverage } from '../listing-coverage.js';
 import { describeMedia, mediaLanding, type StoredMedia } from '../media-store.js';
 import type { LandingOptions, Store } from '../store.js';
@@ -103,14 +103,14 @@ export class SharedStore implements Store {
    */
   async stageLandings(): Promise<void> {
     await this.segments.stageAll();
-    const prefix = `${objectKey(this.dataDir, landingRoot(this.dataDir))}/`;
-    const missing = (await this.objects.list(prefix)).filter((object) => object.endsWith('.json') && !existsSync(landingFile(this.dataDir, object.slice(prefix.length))));
-    await this.objects.getEach(missing, (object, bytes) => writeDurableFile(landingFile(this.dataDir, object.slice(prefix.length)), bytes, { what: 'landing' }));
+    const prefix = objectPrefix(this.dataDir, landingRoot(this.dataDir));
+    const missing = (await this.objects.list(prefix)).filter((object) => object.endsWith('.json') && !existsSync(landingFile(this.dataDir, keyOfObject(prefix, object))));
+    await this.objects.getEach(missing, (object, bytes) => writeDurableFile(landingFile(this.dataDir, keyOfObject(prefix, object)), bytes, { what: 'landing' }));
   }
 
   async removeRunAnswers(runFolder: string): Promise<void> {
     await this.segments.removeRun(runFolder);
-    const prefix = `${objectKey(this.dataDir, landingRoot(this.dataDir))}/${runFolder}/`;
+    const prefix = objectPrefix(this.dataDir, runLandingFolder(this.dataDir, runFolder));
     for (const object of await this.objects.list(prefix)) await this.objects.delete(object);
     this.landingObjectRuns.delete(runFolder);
     await AnswerSegments.of(this.dataDir).forgetRun(runFolder);
@@ -126,7 +126,7 @@ export class SharedStore implements Store {
     const object = await this.objects.get(this.landingObject(key));
     const bytes = object ?? (existsSync(landingFile(this.dataDir, key)) ? readFileSync(landingFile(this.dataDir, key)) : Buffer.from((await AnswerSegments.of(this.dataDir).text(key)) ?? '', 'utf8'));
     const quarantined = this.quarantineObject(key);
-    await this.objects.put(`${quarantined}.reason`, `${reason}\n`);
+    await this.objects.put(reasonFileOf(quarantined), `${reason}\n`);
     await this.objects.put(quarantined, bytes);
     if (object) await this.objects.delete(this.landingObject(key));
     // Out of the scratch directory's loads too, or its next load would find it there.
@@ -136,12 +136,12 @@ export class SharedStore implements Store {
   }
 
   async quarantinedLandingsOfRun(runId: string): Promise<string[]> {
-    const prefix = `${objectKey(this.dataDir, quarantineRoot(this.dataDir))}/${pathSegment(runId)}/`;
+    const prefix = objectPrefix(this.dataDir, runQuarantineFolder(this.dataDir, runFolderOfRun(runId)));
     const objects = new Set(await this.objects.list(prefix));
     const lines: string[] = [];
     for (const object of objects) {
-      if (object.endsWith('.reason') || !objects.has(`${object}.reason`)) continue;
-      const reason = (await this.objects.get(`${object}.reason`))?.toString('utf8').trim() ?? '';
+      if (isReasonFile(object) || !objects.has(reasonFileOf(object))) continue;
+      const reason = (await this.objects.get(reasonFileOf(object)))?.toString('utf8').trim() ?? '';
       lines.push(quarantineLine({ file: this.objects.url(object), reason }));
     }
     return lines.sort();
@@ -152,15 +152,15 @@ export class SharedStore implements Store {
    * that PUT is acknowledged are its reason and copy deleted; the scratch directory's copies too.
    */
   async requeueQuarantinedLandings(runId: string): Promise<number> {
-    const root = `${objectKey(this.dataDir, quarantineRoot(this.dataDir))}/`;
-    const objects = new Set(await this.objects.list(`${root}${pathSegment(runId)}/`));
+    const root = objectPrefix(this.dataDir, quarantineRoot(this.dataDir));
+    const objects = new Set(await this.objects.list(objectPrefix(this.dataDir, runQuarantineFolder(this.dataDir, runFolderOfRun(runId)))));
     let requeued = 0;
     for (const object of objects) {
-      if (object.endsWith('.reason') || !objects.has(`${object}.reason`)) continue;
+      if (isReasonFile(object) || !objects.has(reasonFileOf(object))) continue;
       const bytes = await this.objects.get(object);
       if (!bytes) continue;
-      await this.objects.put(this.landingObject(object.slice(root.length)), bytes);
-      await this.objects.delete(`${object}.reason`);
+      await this.objects.put(this.landingObject(keyOfObject(root, object)), bytes);
+      await this.objects.delete(reasonFileOf(object));
       await this.objects.delete(object);
       requeued++;
     }
@@ -248,7 +248,7 @@ export class SharedStore implements Store {
     const runFolder = runFolderOfKey(key);
     let hasObjects = this.landingObjectRuns.get(runFolder);
     if (!hasObjects) {
-      hasObjects = this.objects.list(`${objectKey(this.dataDir, landingRoot(this.dataDir))}/${runFolder}/`).then((objects) => objects.length > 0);
+      hasObjects = this.objects.list(objectPrefix(this.dataDir, runLandingFolder(this.dataDir, runFolder))).then((objects) => objects.length > 0);
       this.landingObjectRuns.set(runFolder, hasObjects);
       hasObjects.catch(() => this.landingObjectRuns.delete(runFolder));
     }
