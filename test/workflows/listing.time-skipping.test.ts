@@ -56,9 +56,9 @@ interface ListingInput {
 /**
  * Stubs of the activities a run of paged targets calls. `harvestTarget` lands one page per work
  * when the grant covers it (a `failing` target's work fails for good instead); `workSpent` says a
- * failed work spent `failedWorkSpent`.
+ * failed work spent `failedWorkSpent`. The first work waits for `together` works in flight.
  */
-function listingActivities(options: { failing?: string; failedWorkSpent?: number } = {}) {
+function listingActivities(options: { failing?: string; failedWorkSpent?: number; together?: number } = {}) {
   const calls: ListingCall[] = [];
   const prepared: string[] = [];
   const finished: { status: string; creditsSpent: number }[] = [];
@@ -77,7 +77,11 @@ function listingActivities(options: { failing?: string; failedWorkSpent?: number
       inFlight++;
       mostInFlight = Math.max(mostInFlight, inFlight);
       try {
-        // Real time, so that works the workflow started together overlap here as they would on a worker.
+        // The run's first work waits (real time, 5 s at most) for `together` works in flight, so that
+        // works the workflow starts together are seen together however slowly the machine hands
+        // them out; every work then takes a moment, as a work on a worker would.
+        const together = options.together ?? 1;
+        if (calls.length === 1) for (let waited = 0; inFlight < together && waited < 5_000; waited += 10) await new Promise((resolve) => setTimeout(resolve, 10));
         await new Promise((resolve) => setTimeout(resolve, 20));
         if (input.target.key.includes(options.failing ?? '\0')) throw ApplicationFailure.nonRetryable('the channel is gone', 'NotFound');
         const left = input.target.maxItems - input.from.items;
@@ -113,7 +117,7 @@ function pagesAskedFor(calls: ListingCall[], target: string): number[] {
 
 describe("the list step, on the workflow's clock", () => {
   it('lists each target piece by piece from where the last piece left it, granted its remaining worst case, at most `targets` at once', async () => {
-    const stub = listingActivities();
+    const stub = listingActivities({ together: 2 });
     const handles = ['creator_a', 'creator_b', 'creator_c'];
     const harvest = channelsHarvest('list-pieces', handles, 3 * PAGE_SIZE, 100_000, 2);
     const summary = await runHarvest(stub, 'list-pieces', { harvest, pageSize: PAGE_SIZE });
