@@ -40,10 +40,11 @@ function removeUnusedFiles(target, unused) {
 /**
  * Shared libraries that wheels ship with their symbol tables, which nothing here debugs: `strip
  * --strip-unneeded` (what Debian does to every library it packages) takes 40 MB off polars' runtime
- * (170 MB) and 21 MB off pyarrow's Arrow libraries. Only these, by name: a library that auditwheel
- * rewrote with patchelf (numpy.libs' OpenBLAS, numpy's own extension modules) no longer loads once
- * stripped ("ELF load command address/offset not page-aligned"). Each is written stripped beside itself and renamed over itself
- * only when smaller, so the library is whole at every moment and a stripped one is left as it is.
+ * (170 MB) and 21 MB off pyarrow's Arrow libraries. Only these, by name: stripping every library
+ * was tried, and numpy.libs' OpenBLAS (which auditwheel grafts in with patchelf) no longer loaded
+ * ("ELF load command address/offset not page-aligned"). Each is written stripped beside itself and
+ * renamed over itself only when smaller, so the library is whole at every moment and a stripped
+ * one is left as it is.
  * Where there is no `strip` (binutils), nothing is stripped. Libraries under 1 MB are not worth it.
  */
 const STRIPPED_LIBRARIES = [/^_polars_runtime_\d+\/_polars_runtime\.abi3\.so$/, /^pyarrow\/lib(arrow|parquet)[a-z_]*\.so\.\d+$/];
