@@ -23,6 +23,7 @@ import { brotliDecompressSync, createBrotliDecompress } from 'node:zlib';
 import { generate } from 'selfsigned';
 import { extractDebianBinary } from './debian-package.mjs';
 import { goInstall, installedGoModule } from './go-install.mjs';
+import { slimTarget } from './python-target.mjs';
 import { ensureTemporalTestServer } from './temporal-test-server.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -60,7 +61,8 @@ const PYTHON_REQUIREMENTS = [
 const pythonTarget = join(tools, 'python');
 /**
  * Files of those packages that no test runs, removed after the install: dbt-core's opt-in "v2"
- * parser, a 145 MB binary that dbt runs only with --use-v2-parser (dbt/parser/fusion.py).
+ * parser, a 145 MB binary that dbt runs only with --use-v2-parser (dbt/parser/fusion.py). The
+ * packages' test suites and pyarrow's Arrow Flight go too (scripts/python-target.mjs).
  */
 const PYTHON_UNUSED = [join('bin', 'dbt-core-experimental-parser')];
 /** Where setups before the one Python target kept the dataframe libraries and dbt. */
@@ -286,16 +288,17 @@ async function ensureDevCertificate() {
  * Pip-installs `requirements` into `target` (for PYTHONPATH), unless its REQUIREMENTS file says they
  * are there, and removes the files `unused` names (paths inside the target).
  */
-function ensurePythonPackages(target, requirements, what, unused = []) {
+function ensurePythonPackages(target, requirements, what) {
   const marker = join(target, 'REQUIREMENTS');
   const wanted = requirements.join('\n');
   if (existsSync(marker) && readFileSync(marker, 'utf8') === wanted) return;
   log(`installing ${what} into .tools/${target.slice(tools.length + 1)}: ${requirements.join(', ')}`);
   rmSync(target, { recursive: true, force: true });
-  execFileSync('python3', ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', '--target', target, ...requirements], {
+  // --no-compile: pip would compile every module of every package (102 MB for the tests' target);
+  // Python compiles what is imported, when it is.
+  execFileSync('python3', ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '--only-binary=:all:', '--no-compile', '--target', target, ...requirements], {
     stdio: ['ignore', 'ignore', 'inherit'],
   });
-  for (const file of unused) rmSync(join(target, file), { force: true });
   writeFileSync(marker, wanted);
 }
 
@@ -399,7 +402,9 @@ try {
   ensurePythonPackages(analystTarget, ANALYST_REQUIREMENTS, "DuckDB for analysts (Python's, and its CLI)");
   if (forDistributed) ensureMinio();
   if (forTests) {
-    ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, "the tests' Python packages", PYTHON_UNUSED);
+    ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, "the tests' Python packages");
+    const freed = slimTarget(pythonTarget, { unused: PYTHON_UNUSED, sharedWith: analystTarget });
+    if (freed > 0) log(`slimmed .tools/python by ${Math.round(freed / 2 ** 20)} MB: unused files and test suites out, files identical to .tools/analysts' linked to them`);
     ensurePromtool();
     ensureTemporalTestServer(tools, join(tools, 'temporal-test-server'), log);
     await ensureChromium();

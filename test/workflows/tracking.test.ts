@@ -1,7 +1,10 @@
 /**
- * Tracking over time, on the emulated clock: a harvest scheduled every 6 hours for 10 emulated
+ * Tracking over time, on the emulated clock: a harvest scheduled every 6 hours for some emulated
  * days observes its items again at the planned ages and each channel's profile once per run, all
  * fresh, within what `harvester plan` forecast, and every credit is in the ledger and api_calls.
+ * In the suite, 5 days with a 3-day window (21 runs: the ages up to 3 days and the window's end);
+ * TRACKING_TEST_DAYS=10 runs the long check, 10 days with a 7-day window (41 runs, the 7-day age
+ * too): `TRACKING_TEST_DAYS=10 npx vitest run test/workflows/tracking.test.ts -t "emulated days"`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { summaryText } from '../../src/cli/commands/run.js';
@@ -20,8 +23,12 @@ const VERIFY_KEY = 'sk_live_tracking_verify';
 const HOUR_MS = 3_600_000;
 const DAY_MS = 24 * HOUR_MS;
 const INTERVAL_MS = 6 * HOUR_MS;
-const RUNS = 41; // every 6 hours from day 0 to day 10
-const WINDOW_DAYS = 7;
+const DAYS = Number(process.env.TRACKING_TEST_DAYS ?? 5);
+if (!Number.isInteger(DAYS) || DAYS < 2) throw new Error(`TRACKING_TEST_DAYS must be a whole number of days, 2 or more; it is ${process.env.TRACKING_TEST_DAYS}`);
+/** Every 6 hours from day 0 to the last day. */
+const RUNS = DAYS * 4 + 1;
+/** Tracked for 7 days when the runs go on past them (the 7-day age observed too), else for 3. */
+const WINDOW_DAYS = DAYS >= 10 ? 7 : 3;
 
 let rig: HarvestRig;
 
@@ -107,7 +114,7 @@ harvests:
   }, 180_000);
 });
 
-describe('tracking over 10 emulated days', () => {
+describe(`tracking over ${DAYS} emulated days`, () => {
   it('observes each item at its planned ages within one schedule interval, each profile once per run, all fresh, as planned, ledger = api_calls', async () => {
     const worker = await startTestWorker(rig.api);
     try {
