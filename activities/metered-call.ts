@@ -12,7 +12,7 @@
  */
 import { Context } from '@temporalio/activity';
 import type { LimitFunction } from 'p-limit';
-import type { CallOptions, CallReport, PageResult, SocialApiClient } from '../src/api/client.js';
+import { DEFAULT_CALL_DEADLINE_MS, type CallOptions, type CallReport, type PageResult, type SocialApiClient } from '../src/api/client.js';
 import type { PriceTable } from '../src/api-catalog/endpoints.js';
 import { neverCharged, RateLimitedError, SocialApiError, type NetworkError } from '../src/api/errors.js';
 import type { Enrichment } from '../src/harvest/harvest-types.js';
@@ -26,6 +26,9 @@ import type { Store } from '../src/store/store.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
 import { withRunCallLimit } from './run-call-limits.js';
+import { CallReservations } from './call-budgets.js';
+import { RunBudgets } from '../src/store/budget-ledger.js';
+import type { CrossRunBudget } from '../src/harvest/budgets.js';
 
 /**
  * The credits one activity's work may spend: the grant the workflow gave it, less what its journal
@@ -75,6 +78,8 @@ export interface WorkFrameInput {
   calls: number;
   /** Each billed call's overall deadline, its retries included (the harvest's `call_deadline_seconds`). */
   callDeadlineMs?: number;
+  /** The budgets across runs that cover the run: every call reserves its worst case against them (call-budgets.ts). */
+  budgets?: CrossRunBudget[];
 }
 
 /** What a work frame gives the enrichers of its items (activities/item-enricher.ts), whatever their target. */
@@ -155,6 +160,7 @@ export async function inWorkFrame<P extends object, R>(
   const context = Context.current();
   const journal = await claimJournal(deps.store, input.runId, input.workId, context.info.attempt, context.cancellationSignal);
   const budget = new WorkBudget(input.grant, journal);
+  if (input.budgets && input.budgets.length > 0) journal.budgets = new RunBudgets(deps.store.budgets, input.runId, input.budgets, budgetLeaseMs(input.callDeadlineMs));
   // The journal's sync makes the run's answers durable first, then the journal (a group commit):
   // a checkpoint is heartbeated only once it has run after it.
   const checkpoint = new CheckpointHeartbeat<P>(checkpointOf.start, (durable) => checkpointOf.live(durable, journal), () => journal.sync());
@@ -191,6 +197,15 @@ export async function inWorkFrame<P extends object, R>(
     await journal.close();
   }
 }
+/**
+ * How long a call's reservation against the budgets across runs is held unsettled: the call's
+ * deadline (no attempt runs past it), and as long again at most ten seconds for its settlement to
+ * be written. Past it, an unsettled reservation counts as spent at its worst case.
+ */
+export function budgetLeaseMs(callDeadlineMs = DEFAULT_CALL_DEADLINE_MS): number {
+  return callDeadlineMs + Math.min(callDeadlineMs, 10_000);
+}
+
 /**
  * The journal of a piece of work, replayed and claimed by this activity attempt, so an earlier
  * attempt still running stops buying. A store that cannot be read or written fails the attempt as
@@ -273,23 +288,28 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
   await journal.intend(key, worst);
   creditsHeld.inc({ harvest: meter.harvest }, worst);
   let lostAttempts = 0;
+  // Its reservations against the budgets across runs that cover the run, if any (call-budgets.ts).
+  const reservations = new CallReservations(journal.budgets, key, worst);
   const beforeRepeat = async (lost: NetworkError) => {
     neverRepeat?.(lost);
     await journal.intend(key, worst);
+    reservations.lostAttempt();
     lostAttempts++;
     calls.inc({ ...labels, outcome: 'lost' });
   };
   const onRetry = (error: SocialApiError) => {
     if (error instanceof RateLimitedError) calls.inc({ ...labels, outcome: 'rate_limited' });
   };
-  // The fence, right before each attempt goes on the wire: an attempt refused there was journaled
-  // and never sent, so its intent is cancelled (in its run's late records if the run is over).
-  let fenced = false;
+  // The fence, right before each attempt goes on the wire, then the attempt's reservation against
+  // the budgets across runs: an attempt refused at either was journaled and never sent, so its
+  // intent is cancelled (in its run's late records if the run is over).
+  let refusedBeforeSend = false;
   const beforeSend = async () => {
     try {
       await journal.fence();
+      await reservations.beforeSend();
     } catch (error) {
-      fenced = true;
+      refusedBeforeSend = true;
       throw error;
     }
   };
@@ -299,13 +319,16 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
   } catch (error) {
     creditsHeld.dec({ harvest: meter.harvest }, worst);
     let charged: number | undefined;
-    if (fenced) await journal.cancel(key);
+    if (refusedBeforeSend) await journal.cancel(key);
     else charged = await settleFailure(journal, key, error);
+    await reservations.failed(refusedBeforeSend || neverCharged(error), charged);
     // Its earlier lost attempts stay open at their worst case, their charge unknown.
     if (charged !== undefined) creditsCharged.inc(labels, charged);
-    calls.inc({ ...labels, outcome: error instanceof RateLimitedError ? 'rate_limited' : fenced || neverCharged(error) ? 'refused' : 'lost' });
+    calls.inc({ ...labels, outcome: error instanceof RateLimitedError ? 'rate_limited' : refusedBeforeSend || neverCharged(error) ? 'refused' : 'lost' });
     throw error;
   }
+  // Charged, whatever comes of its landing: the budgets across runs settle at once.
+  await reservations.answered(result.creditsCharged);
   // Answered: its hold is released, and it was charged, landed or not. Each lost attempt was
   // charged what the one that answered was: the same request.
   creditsHeld.dec({ harvest: meter.harvest }, worst);

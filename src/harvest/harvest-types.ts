@@ -2,6 +2,7 @@
  * What a harvest config file (config/harvests.yaml) describes, after loading and checking by
  * ../config/harvest-config.ts. Pure types, no runtime imports: Temporal workflows import this module.
  */
+import type { CrossRunBudget } from './budgets.js';
 
 export type ContentKind = 'videos' | 'posts' | 'reels';
 
@@ -62,6 +63,11 @@ export interface Harvest {
    * as they age (src/harvest/tracking.ts). Absent from runs started before the setting existed.
    */
   track?: Tracking;
+  /**
+   * The budgets across runs that cover this harvest (the config's `budgets:` section, attached when
+   * the config is read): each of its calls is reserved against all of them. Absent when none does.
+   */
+  budgets?: CrossRunBudget[];
 }
 
 export interface Tracking {
@@ -72,4 +78,6 @@ export interface Tracking {
 export interface HarvestConfig {
   file: string;
   harvests: Harvest[];
+  /** The config's budgets across runs (src/harvest/budgets.ts); none when it has no `budgets:` section. */
+  budgets?: CrossRunBudget[];
 }

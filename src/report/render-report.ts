@@ -34,6 +34,7 @@ const STATUS_COLORS: Record<string, string> = {
   completed_with_errors: '#f28e2b',
   paused: '#9c755f',
   budget_exhausted: '#b07aa1',
+  skipped: '#bab0ac',
   completed: '#59a14f',
   running: '#4e79a7',
 };
