@@ -261,6 +261,8 @@ const harvestSchema = mapping(
   });
 });
 
+const HARVESTS_OF_BUDGET = 'expected a list of harvest names, or all (every harvest of the API key)';
+
 /** A budget across runs: `{ name, credits, per: month, timezone, harvests }` (src/harvest/budgets.ts). */
 const crossRunBudgetSchema = mapping(
   {
@@ -270,9 +272,10 @@ const crossRunBudgetSchema = mapping(
     credits: wholeNumber(1, Number.MAX_SAFE_INTEGER, ' of credits (the most the runs it covers may spend together in a month)'),
     per: z.enum(['month'], { error: 'expected per: month (a budget is a cap per calendar month)' }),
     timezone: z.preprocess((value) => (value === null || value === undefined ? 'UTC' : value), timeZoneSchema),
-    harvests: z.union([z.literal('all'), z.array(z.string({ error: 'expected a harvest name' }), { error: 'expected a list of harvest names, or all' }).min(1, { error: 'expected at least one harvest name, or all' })], {
-      error: 'expected a list of harvest names, or all (every harvest of the API key)',
-    }),
+    harvests: z.union([
+      z.literal('all', { error: HARVESTS_OF_BUDGET }),
+      z.array(z.string({ error: 'expected a harvest name' }), { error: HARVESTS_OF_BUDGET }).min(1, { error: 'expected at least one harvest name, or all' }),
+    ], { error: HARVESTS_OF_BUDGET }),
   },
   'a budget: { name, credits, per: month, timezone, harvests: [names] or all }',
 );
