@@ -58,7 +58,7 @@ export function parseHarvestConfig(text: string, file: string, env: NodeJS.Proce
     const covering = budgetsCovering(budgets, harvest.name);
     return covering.length > 0 ? { ...harvest, budgets: covering } : harvest;
   });
-  return { file, harvests, budgets };
+  return { file, harvests, ...(budgets.length > 0 ? { budgets } : {}) };
 }
 
 /** The harvest of that name, or a ConfigError listing the names there are. */

@@ -44,7 +44,7 @@ describe('the budgets section of the harvest config', () => {
 
   it('has no budgets when the section is absent', () => {
     const config = parseHarvestConfig(`${HARVESTS.join('\n')}\n`, FILE, {});
-    expect(config.budgets).toEqual([]);
+    expect(config.budgets).toBeUndefined();
     expect(config.harvests.every((harvest) => harvest.budgets === undefined)).toBe(true);
   });
 
