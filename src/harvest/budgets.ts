@@ -232,3 +232,79 @@ export function budgetSpentMessage(refusal: BudgetRefusal): string {
 export function periodSpent(figures: PeriodFigures, cheapest: number): boolean {
   return figures.left < Math.max(1, cheapest);
 }
+
+const CRON_FIELDS = [
+  { min: 0, max: 59 },
+  { min: 0, max: 23 },
+  { min: 1, max: 31 },
+  { min: 1, max: 12 },
+  { min: 0, max: 7 },
+] as const;
+
+/** The values a cron field holds (numbers, `*`, `?`, ranges, steps, lists); undefined for what it cannot read (names such as MON). */
+function cronValues(field: string, { min, max }: { min: number; max: number }): Set<number> | undefined {
+  const values = new Set<number>();
+  for (const part of field.split(',')) {
+    const match = /^(\*|\?|(\d+)(?:-(\d+))?)(?:\/(\d+))?$/.exec(part);
+    if (!match) return undefined;
+    const whole = match[1] === '*' || match[1] === '?';
+    const from = whole ? min : Number(match[2]);
+    const to = whole ? max : match[3] !== undefined ? Number(match[3]) : match[4] !== undefined ? max : from;
+    const step = match[4] !== undefined ? Number(match[4]) : 1;
+    if (from < min || to > max || from > to || step < 1) return undefined;
+    for (let value = from; value <= to; value += step) values.add(value);
+  }
+  return values;
+}
+
+/**
+ * How many times a 5-field cron schedule fires in [fromMs, toMs), on the wall clock of `timeZone`:
+ * for a budget's forecast of the runs its schedules still start this month. Undefined for a cron
+ * it cannot read (names of days or months): Temporal reads those, this count does not. Hand-written
+ * (the project has no cron library; one count per budget and schedule does not need one). A day
+ * whose offset changes counts its times at the offset of its noon: an hour off at most, twice a year.
+ */
+export function cronRunsBetween(cron: string, timeZone: string, fromMs: number, toMs: number): number | undefined {
+  const fields = cron.trim().split(/\s+/);
+  if (fields.length !== 5) return undefined;
+  const sets = fields.map((field, index) => cronValues(field, CRON_FIELDS[index]!));
+  if (sets.some((set) => set === undefined)) return undefined;
+  const [minutes, hours, days, months, weekdays] = sets as Set<number>[];
+  if (weekdays!.has(7)) weekdays!.add(0);
+  // Cron's rule: when both the day of the month and the day of the week are restricted, either may match.
+  const domRestricted = !(fields[2] === '*' || fields[2] === '?');
+  const dowRestricted = !(fields[4] === '*' || fields[4] === '?');
+  let count = 0;
+  const start = wallClock(fromMs, timeZone);
+  for (let day = Date.UTC(start.year, start.month - 1, start.day); day - 14 * 3_600_000 < toMs; day += 86_400_000) {
+    const date = new Date(day);
+    if (!months!.has(date.getUTCMonth() + 1)) continue;
+    const domMatch = days!.has(date.getUTCDate());
+    const dowMatch = weekdays!.has(date.getUTCDay());
+    if (!(domRestricted && dowRestricted ? domMatch || dowMatch : domMatch && dowMatch)) continue;
+    const offset = zoneOffsetMs(day + 12 * 3_600_000 - zoneOffsetMs(day, timeZone), timeZone);
+    for (const hour of hours!) {
+      for (const minute of minutes!) {
+        const at = day + hour * 3_600_000 + minute * 60_000 - offset;
+        if (at >= fromMs && at < toMs) count++;
+      }
+    }
+  }
+  return count;
+}
+
+/** A budget's forecast at the end of its month: what it has spent and holds, and its schedules' runs left at their plans' expected credits. */
+export interface BudgetForecast {
+  credits: number;
+  /** Whether the forecast passes the budget's limit before its month ends. */
+  runsOut: boolean;
+  /** Per covered harvest with a schedule: its runs left this month and each one's expected credits. */
+  harvests: { harvest: string; runsLeft: number; expectedPerRun: number }[];
+  /** Covered harvests left out of the forecast, and why (no schedule, a cron this count cannot read). */
+  unforecast: string[];
+}
+
+export function budgetForecast(used: number, limit: number, harvests: BudgetForecast['harvests'], unforecast: string[]): BudgetForecast {
+  const credits = used + harvests.reduce((sum, harvest) => sum + harvest.runsLeft * harvest.expectedPerRun, 0);
+  return { credits, runsOut: credits > limit, harvests, unforecast };
+}

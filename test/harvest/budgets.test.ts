@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BudgetBook, budgetsCovering, monthWindow, periodsAt, periodSpent, type BudgetRecord, type CrossRunBudget } from '../../src/harvest/budgets.js';
+import { BudgetBook, budgetForecast, budgetsCovering, cronRunsBetween, monthWindow, periodsAt, periodSpent, type BudgetRecord, type CrossRunBudget } from '../../src/harvest/budgets.js';
 
 const at = (iso: string) => Date.parse(iso);
 
@@ -106,5 +106,30 @@ describe('the reservation arithmetic of the ledger', () => {
     expect(periodSpent({ budget: 'b', period: 'p', limit: 10, spent: 9, reserved: 0, left: 1, expired: 0 }, 1)).toBe(false);
     expect(periodSpent({ budget: 'b', period: 'p', limit: 10, spent: 9, reserved: 0, left: 1, expired: 0 }, 2)).toBe(true);
     expect(periodSpent({ budget: 'b', period: 'p', limit: 10, spent: 10, reserved: 0, left: 0, expired: 0 }, 1)).toBe(true);
+  });
+});
+
+describe('the runs a schedule starts before the month ends', () => {
+  it('counts a daily schedule’s runs left in the month, in its own time zone', () => {
+    const november = monthWindow(at('2026-11-10T12:00:00Z'), 'Europe/Paris');
+    // 06:00 in Paris each day: from Nov 10 at 13:00 Paris, the 11th to the 30th.
+    expect(cronRunsBetween('0 6 * * *', 'Europe/Paris', at('2026-11-10T12:00:00Z'), november.endsAtMs)).toBe(20);
+    expect(cronRunsBetween('0 6 * * *', 'Europe/Paris', november.startsAtMs, november.endsAtMs)).toBe(30);
+  });
+
+  it('reads steps, ranges, lists and cron’s either-day rule', () => {
+    const from = at('2026-11-01T00:00:00Z');
+    const to = at('2026-12-01T00:00:00Z');
+    expect(cronRunsBetween('*/30 9-10 * * *', 'UTC', from, to)).toBe(30 * 4);
+    // Mondays of November 2026: 2, 9, 16, 23, 30.
+    expect(cronRunsBetween('0 0 * * 1', 'UTC', from, to)).toBe(5);
+    // The 1st and 15th, or any Monday: 2 + 5.
+    expect(cronRunsBetween('0 0 1,15 * 1', 'UTC', from, to)).toBe(7);
+    expect(cronRunsBetween('0 0 * * MON', 'UTC', from, to)).toBeUndefined();
+  });
+
+  it('forecasts a budget at month end from what it used and its schedules’ runs left', () => {
+    expect(budgetForecast(400, 1_000, [{ harvest: 'a', runsLeft: 3, expectedPerRun: 150 }, { harvest: 'b', runsLeft: 1, expectedPerRun: 200 }], [])).toMatchObject({ credits: 1_050, runsOut: true });
+    expect(budgetForecast(400, 1_000, [{ harvest: 'a', runsLeft: 4, expectedPerRun: 150 }], ['b: no schedule'])).toMatchObject({ credits: 1_000, runsOut: false });
   });
 });
