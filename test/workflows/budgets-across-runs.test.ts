@@ -23,7 +23,6 @@ import type { HarvestSummary } from '../../workflows/harvest.js';
 import { CLI, runCli } from '../support/cli.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
-import { landedKeys } from '../support/landed.js';
 import { startTestWorker, temporalClient } from '../support/temporal.js';
 
 const KEYS = { shared: 'sk_live_budgets_shared', kill: 'sk_live_budgets_kill', schedule: 'sk_live_budgets_schedule' };
@@ -49,9 +48,8 @@ afterAll(async () => {
   await emulator?.close();
 });
 
-/** `harvester worker` in its own process, on its own task queue, with the data directory given; resolves with its metrics URL once it polls. */
-async function startWorker(dataDir: string, apiKey: string, configFile: string): Promise<{ process: ChildProcess; taskQueue: string; metricsUrl: string }> {
-  const taskQueue = `budgets-${Math.random().toString(36).slice(2, 10)}`;
+/** `harvester worker` in its own process, on the task queue given (or one of its own), with the data directory given; resolves with its metrics URL once it polls. */
+async function startWorker(dataDir: string, apiKey: string, configFile: string, taskQueue = `budgets-${Math.random().toString(36).slice(2, 10)}`): Promise<{ process: ChildProcess; taskQueue: string; metricsUrl: string; log: () => string }> {
   const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), HARVESTER_TASK_QUEUE: taskQueue, HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: emulator.baseUrl, SOCIAL_API_KEY: apiKey, LOG_LEVEL: 'error' };
   const child = spawn(process.execPath, [CLI, 'worker', '--metrics-port', '0', '--config', configFile], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
   workers.push(child);
@@ -59,7 +57,7 @@ async function startWorker(dataDir: string, apiKey: string, configFile: string):
   child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
   const metricsUrl = await waitFor(() => /metrics at (http:\/\/\S+\/metrics)/.exec(log)?.[1], 30_000, `the worker to serve metrics (its log: ${log})`);
   await waitFor(() => (/polling task queue/.test(log) ? true : undefined), 30_000, 'the worker to poll');
-  return { process: child, taskQueue, metricsUrl };
+  return { process: child, taskQueue, metricsUrl, log: () => log };
 }
 
 /** A config of harvests, each listing one channel, and the budgets given; written to a file. */
@@ -140,12 +138,15 @@ describe('a budget across runs', () => {
     const dir = mkdtempSync(join(tmpdir(), 'budgets-kill-'));
     const dataDir = join(dir, 'data');
     const name = `budget-kill-${stamp}`;
-    const configFile = writeConfig(dir, [{ name, handle: (await emulator.catalog()).tiktok.handles[12]!, maxItems: 400 }], ['{ name: the-key, credits: 100000, per: month, harvests: all }']);
+    const configFile = writeConfig(dir, [{ name, handle: (await emulator.catalog()).tiktok.handles[10]!, maxItems: 400 }], ['{ name: the-key, credits: 100000, per: month, harvests: all }']);
     const harvest = harvestOf(configFile, readFileSync(configFile, 'utf8'), name);
     const ledgerOfBudgets = new FileBudgetLedger(dataDir);
     const first = await startWorker(dataDir, KEYS.kill, configFile);
     const run = await temporal.workflow.start('harvestWorkflow', { taskQueue: first.taskQueue, workflowId: `${name}-${Date.now()}`, args: [{ harvest, pageSize: 10 }] });
-    await waitFor(() => (landedKeys(dataDir).length >= 8 ? true : undefined), 60_000, 'eight pages landed');
+    await waitFor(async () => ((await emulator.ledger(KEYS.kill)).length >= 8 ? true : undefined), 60_000, 'eight pages charged').catch(async (error: unknown) => {
+      const history = await run.fetchHistory();
+      throw new Error(`${String(error)}; history: ${JSON.stringify(history.events?.slice(-6).map((event) => ({ type: event.eventType, failure: event.workflowExecutionFailedEventAttributes?.failure?.message ?? event.activityTaskFailedEventAttributes?.failure?.message })))}`);
+    });
     // Killed the moment the ledger shows a call's reservation open.
     await waitFor(async () => ((await ledgerOfBudgets.figures()).some((figures) => figures.reserved > 0) ? true : undefined), 30_000, 'a reservation open');
     first.process.kill('SIGKILL');
@@ -156,7 +157,8 @@ describe('a budget across runs', () => {
     const atLeaseEnd = (await ledgerOfBudgets.figures(killedAt + budgetLeaseMs(3_000) + 1)).find((figures) => figures.budget === 'the-key')!;
     expect(atLeaseEnd.reserved).toBe(0);
     expect(atLeaseEnd.expired).toBeGreaterThanOrEqual(1);
-    const second = await startWorker(dataDir, KEYS.kill, configFile);
+    // On the run's task queue: it takes the killed worker's work over once Temporal gives that up.
+    const second = await startWorker(dataDir, KEYS.kill, configFile, first.taskQueue);
     const summary = (await run.result()) as HarvestSummary;
     expect(summary.status).toBe('completed');
     const ledger = await charged(KEYS.kill);
@@ -171,7 +173,7 @@ describe('a budget across runs', () => {
   it('a spent budget makes its schedule record a skipped run that names it, instead of starting one', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'budgets-schedule-'));
     const name = `budget-sched-${stamp}`;
-    const configFile = writeConfig(dir, [{ name, handle: (await emulator.catalog()).tiktok.handles[13]!, maxItems: 20, extra: '    schedule: { cron: "0 6 * * *", timezone: Europe/Paris }' }], [
+    const configFile = writeConfig(dir, [{ name, handle: (await emulator.catalog()).tiktok.handles[9]!, maxItems: 20, extra: '    schedule: { cron: "0 6 * * *", timezone: Europe/Paris }' }], [
       `{ name: monthly, credits: 60, per: month, timezone: Europe/Paris, harvests: [${name}] }`,
     ]);
     const harvest = harvestOf(configFile, readFileSync(configFile, 'utf8'), name) as ScheduledHarvest;
