@@ -16,6 +16,7 @@ import { findHarvest, parseHarvestConfig } from '../../src/config/harvest-config
 import { periodsAt } from '../../src/harvest/budgets.js';
 import type { Harvest } from '../../src/harvest/harvest-types.js';
 import { FileBudgetLedger } from '../../src/store/budget-ledger.js';
+import { number } from '../../src/report/format.js';
 import { desiredScheduleOf, scheduleIdOf, triggerHarvestSchedule, type ScheduledHarvest } from '../../src/temporal/schedules.js';
 import { harvestSummary } from '../../src/temporal/run-summary.js';
 import { budgetLeaseMs } from '../../activities/metered-call.js';
@@ -132,6 +133,13 @@ describe('a budget across runs', () => {
       expect(await budgetMetric(worker.metricsUrl, 'harvester_budget_reserved_credits', 'research')).toBe(0);
       expect(await budgetMetric(worker.metricsUrl, 'harvester_budget_left_credits', 'research')).toBe(limit - ledger);
     }
+    // The report says the same: spent, reserved and left, as the ledger.
+    const out = join(dir, 'report.html');
+    const report = await runCli(['report', '--no-temporal', '--config', configFile, '--out', out], { HARVESTER_DATA_DIR: dataDir });
+    expect(report.code, report.stderr).toBe(0);
+    const row = /<tr>\s*<td>research<\/td>[\s\S]*?<\/tr>/.exec(readFileSync(out, 'utf8'))?.[0] ?? '';
+    const cells = [...row.matchAll(/<td class="num">([^<]*)<\/td>/g)].map((match) => match[1]);
+    expect(cells.slice(0, 4)).toEqual([number(limit), number(ledger), number(0), number(limit - ledger)]);
   }, 240_000);
 
   it('a worker SIGKILLed with a reservation open leaves it to its lease, and the spend still equals the ledger once a new worker ends the run', async () => {
