@@ -16,7 +16,9 @@ import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivity } from './failures.js';
-import { meteredCall } from './metered-call.js';
+import { budgetLeaseMs, meteredCall } from './metered-call.js';
+import { RunBudgets } from '../src/store/budget-ledger.js';
+import type { CrossRunBudget } from '../src/harvest/budgets.js';
 import { creditsCharged, itemsLanded, landingsWaiting } from '../src/metrics/worker-metrics.js';
 
 export interface TargetRef {
@@ -35,6 +37,8 @@ export interface StartJobInput extends RunIdentity {
   workflowId: string;
   /** The harvest, for the worker's metrics; absent from runs started before it was passed. */
   harvest?: string;
+  /** The budgets across runs that cover the run: the job's worst case is reserved against them before it starts. */
+  budgets?: CrossRunBudget[];
 }
 
 export interface JobState {
@@ -121,6 +125,7 @@ export function jobActivities(deps: JobDeps) {
  */
 async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Promise<{ jobId: string }> {
   const journal = await CallJournal.load(store.journals, input.runId, `job:${input.target.key}`);
+  if (input.budgets && input.budgets.length > 0) journal.budgets = new RunBudgets(store.budgets, input.runId, input.budgets, budgetLeaseMs());
   try {
     const key = `job:${input.target.key}`;
     if (journal.hasOpenIntent(key)) throw jobLost('a worker died while starting this target\'s job', input.limit);
@@ -139,6 +144,7 @@ async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Pr
       },
       land: ({ job, requestId }) => store.registerJob({ jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key }),
       meter: { harvest: input.harvest ?? '', endpoint: `${input.target.platform}/${input.target.endpoint}:job` },
+      chargedLater: true,
       neverRepeat: (lost) => {
         throw jobLost(`the answer to starting this target's job was lost (${lost.message}); it was not sent again`, input.limit);
       },

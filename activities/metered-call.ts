@@ -244,6 +244,12 @@ export interface MeteredCall<R extends Charged> {
   neverRepeat?: (lost: NetworkError) => never;
   /** The call's labels in the worker's metrics (src/metrics/worker-metrics.ts), and its items when it lists some. */
   meter: CallMeter;
+  /**
+   * The API charges the call later, not in its answer (a job's start: the job is charged when it
+   * completes): its reservations against the budgets across runs settle at its worst case, the
+   * most it can be charged, rather than at the answer's charge of nothing.
+   */
+  chargedLater?: boolean;
 }
 
 /** What the worker's metrics say of a call: its harvest and endpoint, and whether its answer's items are listed items. */
@@ -282,7 +288,7 @@ function rememberLandingFailure(key: string, error: unknown): void {
   if (landingFailures.size > 64) landingFailures.delete(landingFailures.keys().next().value!);
 }
 
-export async function meteredCall<R extends Charged>({ journal, key, worst, call, land, neverRepeat, meter }: MeteredCall<R>): Promise<R> {
+export async function meteredCall<R extends Charged>({ journal, key, worst, call, land, neverRepeat, meter, chargedLater }: MeteredCall<R>): Promise<R> {
   const labels = { harvest: meter.harvest, endpoint: meter.endpoint };
   refuseAfterLandingFailure(journal, key);
   await journal.intend(key, worst);
@@ -328,7 +334,7 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
     throw error;
   }
   // Charged, whatever comes of its landing: the budgets across runs settle at once.
-  await reservations.answered(result.creditsCharged);
+  await reservations.answered(chargedLater ? worst : result.creditsCharged);
   // Answered: its hold is released, and it was charged, landed or not. Each lost attempt was
   // charged what the one that answered was: the same request.
   creditsHeld.dec({ harvest: meter.harvest }, worst);

@@ -38,7 +38,7 @@ async function startTargetJob(run: RunContext, target: TargetState): Promise<voi
   // Held across continue-as-new in the target (jobReserved) until the job's results settle it.
   const reservation = reserve(state.budget, limit * price);
   try {
-    const { jobId } = await startJob({ runId: state.runId, harvest: state.harvestName, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...run.identity });
+    const { jobId } = await startJob({ runId: state.runId, harvest: state.harvestName, target: targetRef(plan), limit, worst: reservation.credits, workflowId: workflowInfo().workflowId, ...(run.harvest.budgets ? { budgets: run.harvest.budgets } : {}), ...run.identity });
     target.jobId = jobId;
     target.jobReserved = reservation.credits;
   } catch (error) {

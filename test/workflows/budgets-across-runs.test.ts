@@ -26,7 +26,7 @@ import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 import { startTestWorker, temporalClient } from '../support/temporal.js';
 
-const KEYS = { shared: 'sk_live_budgets_shared', kill: 'sk_live_budgets_kill', schedule: 'sk_live_budgets_schedule' };
+const KEYS = { shared: 'sk_live_budgets_shared', kill: 'sk_live_budgets_kill', schedule: 'sk_live_budgets_schedule', job: 'sk_live_budgets_job' };
 const stamp = Date.now().toString(36);
 
 let emulator: TestEmulator;
@@ -206,6 +206,27 @@ describe('a budget across runs', () => {
       expect(JSON.parse(runs.stdout)[0]).toMatchObject({ budget: 'monthly', spent: 60, left: 0 });
     } finally {
       await temporal.schedule.getHandle(scheduleIdOf(name)).delete();
+      await worker.stop();
+      await api.close();
+    }
+  }, 120_000);
+
+  it('reserves a job\'s worst case before the job is started: a budget that cannot take it stops the run, naming it, and no job is made', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'budgets-job-'));
+    const name = `budget-job-${stamp}`;
+    // 600 items: above the job threshold (500), so one async job of up to 600 x 3 credits.
+    const configFile = writeConfig(dir, [{ name, handle: (await emulator.catalog()).tiktok.handles[10]!, maxItems: 600 }], [`{ name: small, credits: 100, per: month, harvests: [${name}] }`]);
+    const harvest = harvestOf(configFile, readFileSync(configFile, 'utf8'), name);
+    const api = clientFor(emulator, { apiKey: KEYS.job });
+    const worker = await startTestWorker(api);
+    try {
+      const summary = await harvestSummary(await temporal.workflow.start('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: `${name}-${Date.now()}`, args: [{ harvest }] }));
+      expect(summary.status).toBe('budget_exhausted');
+      expect(summary.reason).toContain("budget 'small' is spent");
+      expect(await charged(KEYS.job)).toBe(0);
+      const [small] = JSON.parse((await runCli(['budgets', '--json', '--no-history', '--config', configFile], { HARVESTER_DATA_DIR: worker.dataDir })).stdout) as { spent: number; reserved: number }[];
+      expect(small).toMatchObject({ spent: 0, reserved: 0 });
+    } finally {
       await worker.stop();
       await api.close();
     }
