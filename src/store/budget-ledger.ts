@@ -54,7 +54,8 @@ export class FileBudgetLedger implements BudgetLedger {
   private readonly book = new BudgetBook();
   /** How far the file has been replayed into `book`, and the part of a line read past it. */
   private offset = 0;
-  private partial = '';
+  /** Bytes past the last newline read: kept as bytes, so a character cut by the read's end is whole at the next. */
+  private partial = Buffer.alloc(0);
   /** Reads of the file, one at a time in this process (each applies what it read, in order). */
   private reading: Promise<unknown> = Promise.resolve();
 
@@ -117,9 +118,10 @@ export class FileBudgetLedger implements BudgetLedger {
       const buffer = Buffer.alloc(size - this.offset);
       const { bytesRead } = await handle.read(buffer, 0, buffer.length, this.offset);
       this.offset += bytesRead;
-      const lines = (this.partial + buffer.subarray(0, bytesRead).toString('utf8')).split('\n');
-      this.partial = lines.pop() ?? '';
-      for (const line of lines) {
+      const bytes = Buffer.concat([this.partial, buffer.subarray(0, bytesRead)]);
+      const end = bytes.lastIndexOf(0x0a) + 1;
+      this.partial = bytes.subarray(end);
+      for (const line of bytes.subarray(0, end).toString('utf8').split('\n')) {
         const record = parseRecord(line);
         if (record) this.book.apply(record);
       }
