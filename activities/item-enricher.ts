@@ -5,7 +5,7 @@
  * target of the run already landed is a duplicate, neither bought nor counted again.
  */
 import type { ObjectEndpoint } from '../src/api/client.js';
-import { AuthenticationError, FeatureUnavailableError, InsufficientCreditsError, MediaExpiredError, SocialApiError } from '../src/api/errors.js';
+import { AuthenticationError, BudgetSpentError, FeatureUnavailableError, InsufficientCreditsError, MediaExpiredError, SocialApiError } from '../src/api/errors.js';
 import { findEndpoint, PAGE_LIMITS, type Platform } from '../src/api-catalog/endpoints.js';
 import { commentsLandingKey, itemLandingKey, pageLandingKey } from '../src/store/layout.js';
 import { commentsTargetKey, itemTargetKey } from '../src/harvest/targets.js';
@@ -353,9 +353,10 @@ export async function settleAll<T>(calls: readonly Promise<T>[]): Promise<T[]> {
   return outcomes.map((outcome) => (outcome as PromiseFulfilledResult<T>).value);
 }
 
-/** The refusals that end a piece of work's buying: 402 pauses the run, 401 fails it. */
+/** The refusals that end a piece of work's buying: 402 pauses the run, 401 fails it, a spent budget across runs stops it. */
 export function workStopOf(error: SocialApiError): WorkStop | undefined {
   if (error instanceof InsufficientCreditsError) return { status: 'paused', error: describe(error) };
+  if (error instanceof BudgetSpentError) return { status: 'budget_exhausted', error: describe(error) };
   if (error instanceof AuthenticationError) return { status: 'failed', error: describe(error) };
   return undefined;
 }

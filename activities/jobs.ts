@@ -13,6 +13,7 @@ import { jobStartKey, pageLandingKey } from '../src/store/layout.js';
 import type { JobRecord } from '../src/store/job-registry.js';
 import type { Store } from '../src/store/store.js';
 import type { RunIdentity } from './run-guard.js';
+import type { CrossRunBudget } from '../src/harvest/budgets.js';
 import { asActivity } from './failures.js';
 import { meteredCall } from './metered-call.js';
 import { pageLanding } from './page-landing.js';
@@ -35,6 +36,8 @@ export interface StartJobInput extends RunIdentity {
   workflowId: string;
   /** The harvest, for the worker's metrics; absent from runs started before it was passed. */
   harvest?: string;
+  /** The budgets across runs that cover the run: the job's worst case is reserved against them before it starts. */
+  budgets?: CrossRunBudget[];
 }
 
 export interface JobState {
@@ -120,7 +123,7 @@ export function jobActivities(deps: JobDeps) {
  */
 async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Promise<{ jobId: string }> {
   const key = jobStartKey(input.target.key);
-  return inRunJournal(store, input.runId, key, async (journal) => {
+  return inRunJournal(store, input, key, async (journal) => {
     if (journal.hasOpenIntent(key)) throw jobLost('a worker died while starting this target\'s job', input.limit);
     // The job's worst case is held until it is registered: a start whose answer never came
     // may have made a job, which will be charged. The start itself is free (the job is
@@ -137,6 +140,7 @@ async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Pr
       },
       land: ({ job, requestId }) => store.registerJob({ jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key }),
       meter: { harvest: input.harvest ?? '', endpoint: `${input.target.platform}/${input.target.endpoint}:job` },
+      chargedLater: true,
       neverRepeat: (lost) => {
         throw jobLost(`the answer to starting this target's job was lost (${lost.message}); it was not sent again`, input.limit);
       },

@@ -14,6 +14,7 @@ import { neverCharged, RateLimitedError, SocialApiError, type NetworkError } fro
 import { calls, creditsCharged, creditsHeld, creditsRemaining, itemsLanded, landingsWaiting } from '../src/metrics/worker-metrics.js';
 import type { CallJournal } from '../src/store/call-journal.js';
 import { runFolderOfKey } from '../src/store/layout.js';
+import { CallReservations } from './call-budgets.js';
 
 /** What a metered call needs of its answer: what the API charged for it. */
 interface Charged {
@@ -38,6 +39,12 @@ export interface MeteredCall<R extends Charged> {
   neverRepeat?: (lost: NetworkError) => never;
   /** The call's labels in the worker's metrics (src/metrics/worker-metrics.ts), and its items when it lists some. */
   meter: CallMeter;
+  /**
+   * The API charges the call later, not in its answer (a job's start: the job is charged when it
+   * completes): its reservations against the budgets across runs settle at its worst case, the
+   * most it can be charged, rather than at the answer's charge of nothing.
+   */
+  chargedLater?: boolean;
 }
 
 /** What the worker's metrics say of a call: its harvest and endpoint, and whether its answer's items are listed items. */
@@ -76,29 +83,34 @@ function rememberLandingFailure(key: string, error: unknown): void {
   if (landingFailures.size > 64) landingFailures.delete(landingFailures.keys().next().value!);
 }
 
-export async function meteredCall<R extends Charged>({ journal, key, worst, call, land, neverRepeat, meter }: MeteredCall<R>): Promise<R> {
+export async function meteredCall<R extends Charged>({ journal, key, worst, call, land, neverRepeat, meter, chargedLater }: MeteredCall<R>): Promise<R> {
   const labels = { harvest: meter.harvest, endpoint: meter.endpoint };
   refuseAfterLandingFailure(journal, key);
   await journal.intend(key, worst);
   creditsHeld.inc({ harvest: meter.harvest }, worst);
   let lostAttempts = 0;
+  // Its reservations against the budgets across runs that cover the run, if any (call-budgets.ts).
+  const reservations = new CallReservations(journal.budgets, key, worst);
   const beforeRepeat = async (lost: NetworkError) => {
     neverRepeat?.(lost);
     await journal.intend(key, worst);
+    reservations.lostAttempt();
     lostAttempts++;
     calls.inc({ ...labels, outcome: 'lost' });
   };
   const onRetry = (error: SocialApiError) => {
     if (error instanceof RateLimitedError) calls.inc({ ...labels, outcome: 'rate_limited' });
   };
-  // The fence, right before each attempt goes on the wire: an attempt refused there was journaled
-  // and never sent, so its intent is cancelled (in its run's late records if the run is over).
-  let fenced = false;
+  // The fence, right before each attempt goes on the wire, then the attempt's reservation against
+  // the budgets across runs: an attempt refused at either was journaled and never sent, so its
+  // intent is cancelled (in its run's late records if the run is over).
+  let refusedBeforeSend = false;
   const beforeSend = async () => {
     try {
       await journal.fence();
+      await reservations.beforeSend();
     } catch (error) {
-      fenced = true;
+      refusedBeforeSend = true;
       throw error;
     }
   };
@@ -108,13 +120,16 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
   } catch (error) {
     creditsHeld.dec({ harvest: meter.harvest }, worst);
     let charged: number | undefined;
-    if (fenced) await journal.cancel(key);
+    if (refusedBeforeSend) await journal.cancel(key);
     else charged = await settleFailure(journal, key, error);
+    await reservations.failed(refusedBeforeSend || neverCharged(error), charged);
     // Its earlier lost attempts stay open at their worst case, their charge unknown.
     if (charged !== undefined) creditsCharged.inc(labels, charged);
-    calls.inc({ ...labels, outcome: error instanceof RateLimitedError ? 'rate_limited' : fenced || neverCharged(error) ? 'refused' : 'lost' });
+    calls.inc({ ...labels, outcome: error instanceof RateLimitedError ? 'rate_limited' : refusedBeforeSend || neverCharged(error) ? 'refused' : 'lost' });
     throw error;
   }
+  // Charged, whatever comes of its landing: the budgets across runs settle at once.
+  await reservations.answered(chargedLater ? worst : result.creditsCharged);
   // Answered: its hold is released, and it was charged, landed or not. Each lost attempt was
   // charged what the one that answered was: the same request.
   creditsHeld.dec({ harvest: meter.harvest }, worst);

@@ -28,6 +28,7 @@ interface Prepared {
   prices: PriceTable;
   tracking?: TrackingForecast;
   blocked?: string;
+  skipped?: string;
 }
 
 /**
@@ -45,7 +46,7 @@ async function lakeHistory(deps: RunActivityDeps, targets: TargetPlan[], increme
 /** Adds the run's forecast to what prepareRun gave back, unless the run is blocked or its config was not given. */
 export async function withForecast<P extends Prepared>(deps: RunActivityDeps, input: ForecastInput, prepared: P): Promise<P & { forecast?: RunForecast }> {
   const harvest = input.harvestConfig;
-  if (!harvest || prepared.blocked) return prepared;
+  if (!harvest || prepared.blocked || prepared.skipped) return prepared;
   try {
     const targets = planTargets(harvest);
     const coverage = await Promise.all(targets.map((target) => deps.store.readCoverage(target.key)));

@@ -31,6 +31,7 @@ import { firstPageLimit, KNOWN_IDS } from '../src/harvest/plan-history.js';
 import type { RunForecast } from '../src/harvest/run-forecast.js';
 import { withForecast, type ForecastInput } from './run-forecast.js';
 import { DEFAULT_SCHEMA_CONTRACT, type HarvestSchemaContract, type SchemaContracts } from '../src/harvest/schema-contract.js';
+import { spentBudgetOf } from './call-budgets.js';
 
 export interface TargetKnowledge {
   /** Newest ids already in the warehouse: an incremental run stops at the first it meets. */
@@ -55,6 +56,8 @@ export interface PreparedRun {
   tracking?: TrackingForecast;
   /** Set when the run must not start: the API said credits are low. */
   blocked?: string;
+  /** Set when the run must not start: a budget across runs that covers it is spent (the reason names it). */
+  skipped?: string;
   /** What the run is expected to spend, from the lake's history (activities/run-forecast.ts). */
   forecast?: RunForecast;
 }
@@ -275,6 +278,8 @@ async function prepareRun(deps: RunActivityDeps, loads: RunLoads, input: Prepare
   const prices = loadPriceTable(deps.pricesFile);
   const low = await deps.store.creditsLow();
   if (low) return { prices, knowledge: {}, blocked: `credits.low since ${low.since}: no new run starts until the plan changes` };
+  const spentBudget = await spentBudgetOf(deps.store.budgets, input.harvestConfig?.budgets, prices);
+  if (spentBudget) return { prices, knowledge: {}, skipped: spentBudget };
   await deps.store.writeLanding({ format: 1, kind: 'run', run_id: input.runId, harvest: input.harvest, seq: Date.now(), status: 'running', started_at: input.startedAt, budget_credits: input.budgetCredits });
   // Only after a complete listing may a run stop at known items; after one that stopped short,
   // it lists again to max_items, filling the gap the earlier run left.

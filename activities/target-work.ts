@@ -35,7 +35,7 @@ export interface TargetWorkInput extends RunIdentity, WorkFrameInput {
   stopAtIds: string[];
 }
 
-export type TargetWorkStatus = 'done' | 'grant_spent' | 'failed' | 'paused';
+export type TargetWorkStatus = 'done' | 'grant_spent' | 'failed' | 'paused' | 'budget_exhausted';
 
 export interface TargetWorkResult {
   status: TargetWorkStatus;

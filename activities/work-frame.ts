@@ -9,12 +9,14 @@
  */
 import { Context } from '@temporalio/activity';
 import type { LimitFunction } from 'p-limit';
-import type { SocialApiClient } from '../src/api/client.js';
+import { DEFAULT_CALL_DEADLINE_MS, type SocialApiClient } from '../src/api/client.js';
 import type { PriceTable } from '../src/api-catalog/endpoints.js';
+import type { CrossRunBudget } from '../src/harvest/budgets.js';
 import type { Enrichment } from '../src/harvest/harvest-types.js';
 import type { LiveWork } from '../src/harvest/progress.js';
 import { WorkBudget } from '../src/harvest/work-budget.js';
 import type { Logger } from '../src/logger.js';
+import { RunBudgets } from '../src/store/budget-ledger.js';
 import { CallJournal } from '../src/store/call-journal.js';
 import type { Store } from '../src/store/store.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
@@ -35,6 +37,8 @@ export interface WorkFrameInput {
   calls: number;
   /** Each billed call's overall deadline, its retries included (the harvest's `call_deadline_seconds`). */
   callDeadlineMs?: number;
+  /** The budgets across runs that cover the run: every call reserves its worst case against them (call-budgets.ts). */
+  budgets?: CrossRunBudget[];
 }
 
 /** What a work frame gives the enrichers of its items (activities/item-enricher.ts), whatever their target. */
@@ -115,6 +119,7 @@ export async function inWorkFrame<P extends object, R>(
   const context = Context.current();
   const journal = await claimJournal(deps.store, input.runId, input.workId, context.info.attempt, context.cancellationSignal);
   const budget = new WorkBudget(input.grant, journal);
+  reserveAgainstBudgets(deps.store, journal, input);
   // The journal's sync makes the run's answers durable first, then the journal (a group commit):
   // a checkpoint is heartbeated only once it has run after it.
   const checkpoint = new CheckpointHeartbeat<P>(checkpointOf.start, (durable) => checkpointOf.live(durable, journal), () => journal.sync());
@@ -175,11 +180,33 @@ export async function claimJournal(store: Store, runId: string, workId: string, 
  * earlier execution's claim above it. It makes one call, so it has no checkpoint or grant of its
  * own: the workflow holds the job's worst case (workflows/bracket.ts).
  */
-export async function inRunJournal<R>(store: Store, runId: string, workId: string, body: (journal: CallJournal) => Promise<R>): Promise<R> {
-  const journal = await CallJournal.load(store.journals, runId, workId);
+export async function inRunJournal<R>(store: Store, run: RunBudgetsInput, workId: string, body: (journal: CallJournal) => Promise<R>): Promise<R> {
+  const journal = await CallJournal.load(store.journals, run.runId, workId);
+  reserveAgainstBudgets(store, journal, run);
   try {
     return await body(journal);
   } finally {
     await journal.close();
   }
+}
+
+/** The run, and the budgets across runs that cover it, as a frame needs them for its calls' reservations. */
+export interface RunBudgetsInput {
+  runId: string;
+  budgets?: CrossRunBudget[];
+  callDeadlineMs?: number;
+}
+
+/** Makes every call of `journal` reserve its worst case against the budgets across runs that cover the run, if any. */
+function reserveAgainstBudgets(store: Store, journal: CallJournal, run: RunBudgetsInput): void {
+  if (run.budgets && run.budgets.length > 0) journal.budgets = new RunBudgets(store.budgets, run.runId, run.budgets, budgetLeaseMs(run.callDeadlineMs));
+}
+
+/**
+ * How long a call's reservation against the budgets across runs is held unsettled: the call's
+ * deadline (no attempt runs past it), and as long again at most ten seconds for its settlement to
+ * be written. Past it, an unsettled reservation counts as spent at its worst case.
+ */
+export function budgetLeaseMs(callDeadlineMs = DEFAULT_CALL_DEADLINE_MS): number {
+  return callDeadlineMs + Math.min(callDeadlineMs, 10_000);
 }

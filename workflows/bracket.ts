@@ -50,7 +50,7 @@ export async function grantedWork<I extends object, R extends WorkSpent>(
 
 /** The run's part of a work's input: the grant, with the work's id and what every work of the run is given. */
 function workInput(run: RunContext, workId: string, credits: number): WorkInput {
-  return { ...runInput(run), workId, grant: credits, prices: run.state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest) };
+  return { ...runInput(run), workId, grant: credits, prices: run.state.prices, enrich: run.harvest.enrich, calls: run.calls, callDeadlineMs: callDeadlineMs(run.harvest), ...(run.harvest.budgets ? { budgets: run.harvest.budgets } : {}) };
 }
 
 /** Each billed call's overall deadline, from the harvest's `call_deadline_seconds`. */

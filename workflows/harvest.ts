@@ -234,6 +234,7 @@ async function startRun(input: HarvestInput, workflowId: string): Promise<Harves
     ...(prepared.forecast ? { forecast: prepared.forecast } : {}),
   };
   if (prepared.blocked) stopRun(state, 'paused', prepared.blocked);
+  else if (prepared.skipped) stopRun(state, 'skipped', prepared.skipped);
   return state;
 }
 

@@ -37,7 +37,7 @@ async function startTargetJob(run: RunContext, target: TargetState): Promise<voi
   // Held across continue-as-new in the target (jobReserved) until the job's results settle it.
   const worst = holdForJob(run, target, limit * priceOf(state.prices, plan.platform, plan.endpoint));
   try {
-    const { jobId } = await startJob({ ...runInput(run), target: targetRef(plan), limit, worst, workflowId: workflowInfo().workflowId });
+    const { jobId } = await startJob({ ...runInput(run), target: targetRef(plan), limit, worst, workflowId: workflowInfo().workflowId, ...(run.harvest.budgets ? { budgets: run.harvest.budgets } : {}) });
     target.jobId = jobId;
   } catch (error) {
     // A job lost with a dying worker may still be charged: its worst case stays spent.

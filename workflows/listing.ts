@@ -44,7 +44,7 @@ async function listed(run: RunContext, target: TargetState, result: TargetWorkRe
     const empty = result.ended === 'list_end' && target.items === 0;
     if (empty) warnEmpty(state, target);
     finishListing(target, empty);
-  } else if (result.status === 'failed' || result.status === 'paused') await recordStop(state, target, result.status, result.error!);
+  } else if (result.status === 'failed' || result.status === 'paused' || result.status === 'budget_exhausted') await recordStop(state, target, result.status, result.error!);
   // A work that could buy nothing at all with its grant: granting the same again would loop.
   else if (result.credits === 0 && result.pagesLanded === 0) target.status = 'budget_exhausted';
   // Otherwise (grant_spent) the target stays pending, and goes on when the budget has room for another item.

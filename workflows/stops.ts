@@ -5,21 +5,25 @@
  */
 import { log } from '@temporalio/workflow';
 import type { WorkStop } from '../src/harvest/failures.js';
-import { budgetRanOut, INSUFFICIENT_CREDITS, runStoppingReason, saidOnce } from '../src/harvest/failures.js';
+import { BUDGET_SPENT, budgetRanOut, INSUFFICIENT_CREDITS, runStoppingReason, saidOnce } from '../src/harvest/failures.js';
 import { emptyWarning, stopRun, type HarvestState, type TargetState } from '../src/harvest/run-state.js';
 import { failureType, messageOf, pauseSchedule, requestIdOf } from './run-context.js';
 
 /** A target's activity failed for good: its error is recorded, and errors no target can get past stop the run. */
 export async function recordFailure(state: HarvestState, target: TargetState, error: unknown): Promise<void> {
   const type = failureType(error);
-  await recordStop(state, target, type === INSUFFICIENT_CREDITS ? 'paused' : 'failed', { type, message: messageOf(error), ...(requestIdOf(error) ? { requestId: requestIdOf(error) } : {}) });
+  await recordStop(state, target, type === INSUFFICIENT_CREDITS ? 'paused' : type === BUDGET_SPENT ? 'budget_exhausted' : 'failed', { type, message: messageOf(error), ...(requestIdOf(error) ? { requestId: requestIdOf(error) } : {}) });
 }
 
-export async function recordStop(state: HarvestState, target: TargetState, status: 'paused' | 'failed', error: NonNullable<TargetState['error']>): Promise<void> {
+export async function recordStop(state: HarvestState, target: TargetState, status: WorkStop['status'], error: NonNullable<TargetState['error']>): Promise<void> {
   target.error = error;
   target.status = status;
   if (status === 'paused') {
     await stopForCredits(state, error.message);
+    return;
+  }
+  if (status === 'budget_exhausted') {
+    stopRun(state, 'budget_exhausted', error.message);
     return;
   }
   log.warn('target failed', { target: target.plan.key, type: error.type, message: error.message });
@@ -32,9 +36,10 @@ export function stopOnRunStoppingError(state: HarvestState, type: string, messag
   if (reason) stopRun(state, 'failed', reason);
 }
 
-/** A work that stopped buying: a 402 pauses the run (and its schedule), a refused key fails it. */
+/** A work that stopped buying: a 402 pauses the run (and its schedule), a spent budget across runs stops it (naming the budget), a refused key fails it. */
 export async function recordWorkStop(state: HarvestState, stop: WorkStop, what: string): Promise<void> {
   if (stop.status === 'paused') await stopForCredits(state, stop.error.message);
+  else if (stop.status === 'budget_exhausted') stopRun(state, 'budget_exhausted', stop.error.message);
   else stopRun(state, 'failed', runStoppingReason(stop.error.type, stop.error.message) ?? saidOnce(what, stop.error.message));
 }
 

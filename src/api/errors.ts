@@ -39,6 +39,21 @@ export class SocialApiError extends Error {
   }
 }
 
+/**
+ * A call refused before it was sent: a budget across runs that covers its run cannot take its
+ * worst case (src/harvest/budgets.ts). Never charged; the run stops, naming the budget.
+ */
+export class BudgetSpentError extends SocialApiError {
+  override name = 'BudgetSpentError';
+  constructor(
+    message: string,
+    /** The budget that refused the call. */
+    readonly budget: string,
+  ) {
+    super(message, { code: 'budget_spent' });
+  }
+}
+
 /** 401: the key is missing or not valid. */
 export class AuthenticationError extends SocialApiError {
   override name = 'AuthenticationError';
@@ -139,6 +154,7 @@ export class NetworkError extends SocialApiError {
  * the wrong shape may have been charged.
  */
 export function neverCharged(error: unknown): boolean {
+  if (error instanceof BudgetSpentError) return true;
   if (error instanceof NetworkError) return error.neverSent;
   if (error instanceof CallDeadlineError) return error.unchargedAttempt;
   return error instanceof SocialApiError && error.status !== undefined && error.status >= 400;

@@ -155,6 +155,8 @@ export async function startWorkerFromEnv(logger: Logger, options: WorkerStartOpt
     running,
     taskQueue,
     storeIdentity,
+    /** The worker's store: its ledger of the budgets across runs is in the worker's metrics. */
+    store,
     async shutdown() {
       worker.shutdown();
       await running;

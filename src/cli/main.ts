@@ -26,6 +26,7 @@ const COMMANDS: Record<string, () => Promise<Command>> = {
   rebuild: async () => (await import('./commands/warehouse.js')).rebuildCommand(),
   query: async () => (await import('./commands/warehouse.js')).queryCommand(),
   plan: async () => (await import('./commands/plan.js')).planCommand(),
+  budgets: async () => (await import('./commands/budgets.js')).budgetsCommand(),
   receiver: async () => (await import('./commands/receiver.js')).receiverCommand(),
   replay: async () => (await import('./commands/replay.js')).replayCommand(),
   report: async () => (await import('./commands/report.js')).reportCommand(),

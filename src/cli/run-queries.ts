@@ -108,7 +108,7 @@ function attemptsOf(executions: WorkflowExecutionInfo[]): RunAttempt[] {
 }
 
 /** The statuses `harvester runs --status` takes: a run's own outcomes, and Temporal's for runs that did not finish. */
-export const LISTED_STATUSES = ['running', 'completed', 'completed_with_errors', 'budget_exhausted', 'paused', 'failed', 'terminated', 'cancelled', 'timed_out'] as const;
+export const LISTED_STATUSES = ['running', 'completed', 'completed_with_errors', 'budget_exhausted', 'skipped', 'paused', 'failed', 'terminated', 'cancelled', 'timed_out'] as const;
 
 /**
  * Narrows the listing to executions that may be a run with `status`, on the server (the latest

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import type { Harvest, HarvestConfig } from '../harvest/harvest-types.js';
+import { budgetsCovering, type CrossRunBudget } from '../harvest/budgets.js';
 import { byReadingOrder, dedupe, placeMissingAfterUnknownKeys, problemsOf, type Problem } from './config-problems.js';
 import { ConfigError } from './config-error.js';
 import { configSchema, DOCUMENT_HINT } from './harvest-schema.js';
@@ -51,7 +52,13 @@ export function parseHarvestConfig(text: string, file: string, env: NodeJS.Proce
     const [first, ...rest] = problems;
     throw asError(first as Problem, rest.map((problem) => asError(problem)));
   }
-  return { file, harvests: checked.data.harvests };
+  // Each harvest carries the budgets across runs that cover it, to its runs (and its schedule's).
+  const budgets = checked.data.budgets as CrossRunBudget[];
+  const harvests = checked.data.harvests.map((harvest) => {
+    const covering = budgetsCovering(budgets, harvest.name);
+    return covering.length > 0 ? { ...harvest, budgets: covering } : harvest;
+  });
+  return { file, harvests, ...(budgets.length > 0 ? { budgets } : {}) };
 }
 
 /** The harvest of that name, or a ConfigError listing the names there are. */

@@ -204,6 +204,17 @@ const schemaContractSchema = z
 /** Five fields of digits, names and * , - / ? (a basic check; the scheduler has the last word). */
 const CRON_FIELD = /^[0-9A-Za-z*,/?-]+$/;
 
+/** An IANA time zone, written as the scheduler's time zone database writes it. */
+const timeZoneSchema = z.string({ error: 'expected an IANA time zone such as UTC or Europe/Berlin' }).check((ctx) => {
+      const canonical = ianaZone(ctx.value);
+      if (canonical === undefined) {
+        ctx.issues.push({ code: 'custom', input: ctx.value, message: 'expected an IANA time zone such as UTC or Europe/Berlin' });
+      } else if (canonical !== ctx.value && canonical.toLowerCase() === ctx.value.toLowerCase()) {
+        // Intl ignores case, the scheduler's time zone database does not.
+        ctx.issues.push({ code: 'custom', input: ctx.value, message: `write the time zone as ${JSON.stringify(canonical)}` });
+      }
+    });
+
 const scheduleSchema = mapping(
   {
     cron: z
@@ -212,15 +223,7 @@ const scheduleSchema = mapping(
         const fields = cron.trim().split(/\s+/);
         return fields.length === 5 && fields.every((field) => CRON_FIELD.test(field));
       }, { error: 'expected a cron expression of 5 fields (minute hour day-of-month month day-of-week), e.g. "0 6 * * *"' }),
-    timezone: z.string({ error: 'expected an IANA time zone such as UTC or Europe/Berlin' }).check((ctx) => {
-      const canonical = ianaZone(ctx.value);
-      if (canonical === undefined) {
-        ctx.issues.push({ code: 'custom', input: ctx.value, message: 'expected an IANA time zone such as UTC or Europe/Berlin' });
-      } else if (canonical !== ctx.value && canonical.toLowerCase() === ctx.value.toLowerCase()) {
-        // Intl ignores case, the scheduler's time zone database does not.
-        ctx.issues.push({ code: 'custom', input: ctx.value, message: `write the time zone as ${JSON.stringify(canonical)}` });
-      }
-    }),
+    timezone: timeZoneSchema,
   },
   'a schedule: { cron, timezone }',
 );
@@ -281,6 +284,40 @@ const harvestSchema = mapping(
   });
 });
 
+const HARVESTS_OF_BUDGET = 'expected a list of harvest names, or all (every harvest of the API key)';
+
+/** A budget across runs: `{ name, credits, per: month, timezone, harvests }` (src/harvest/budgets.ts). */
+const crossRunBudgetSchema = mapping(
+  {
+    name: z
+      .string({ error: 'expected a budget name of lowercase letters, digits and -' })
+      .regex(NAME_PATTERN, { error: 'expected a budget name of lowercase letters, digits and - (starting with a letter or digit), e.g. research' }),
+    credits: wholeNumber(1, Number.MAX_SAFE_INTEGER, ' of credits (the most the runs it covers may spend together in a month)'),
+    per: z.enum(['month'], { error: 'expected per: month (a budget is a cap per calendar month)' }),
+    timezone: z.preprocess((value) => (value === null || value === undefined ? 'UTC' : value), timeZoneSchema),
+    harvests: z.union([
+      z.literal('all', { error: HARVESTS_OF_BUDGET }),
+      z.array(z.string({ error: 'expected a harvest name' }), { error: HARVESTS_OF_BUDGET }).min(1, { error: 'expected at least one harvest name, or all' }),
+    ], { error: HARVESTS_OF_BUDGET }),
+  },
+  'a budget: { name, credits, per: month, timezone, harvests: [names] or all }',
+);
+
+/** Budget names unique, and every harvest a budget names in the file. */
+function checkBudgets(ctx: z.core.ParsePayload<{ harvests: { name: string }[]; budgets: { name: string; harvests: string[] | 'all' }[] }>): void {
+  const names = new Set(ctx.value.harvests.map((harvest) => harvest.name));
+  const seen = new Map<string, number>();
+  ctx.value.budgets.forEach((budget, index) => {
+    const first = seen.get(budget.name);
+    if (first === undefined) seen.set(budget.name, index);
+    else ctx.issues.push({ code: 'custom', input: budget.name, path: ['budgets', index, 'name'], message: `budget names must be unique: budgets[${first}] has this name too` });
+    if (budget.harvests === 'all') return;
+    budget.harvests.forEach((harvest, at) => {
+      if (!names.has(harvest)) ctx.issues.push({ code: 'custom', input: harvest, path: ['budgets', index, 'harvests', at], message: `no harvest named ${JSON.stringify(harvest)}; the file has: ${[...names].join(', ')}` });
+    });
+  });
+}
+
 export const configSchema = mapping(
   {
     harvests: z
@@ -294,9 +331,10 @@ export const configSchema = mapping(
           else ctx.issues.push({ code: 'custom', input: harvest.name, path: [index, 'name'], message: `harvest names must be unique: harvests[${first}] has this name too` });
         });
       }),
+    budgets: z.preprocess(nullAsMissing, z.array(crossRunBudgetSchema, { error: 'expected a list of budgets { name, credits, per, timezone, harvests }' }).default(() => [])),
   },
   DOCUMENT_HINT,
-);
+).check(checkBudgets);
 
 /** The allowed key a typo most likely meant: within two edits, or a prefix either way. */
 function closest(key: string, allowed: readonly string[]): string | undefined {

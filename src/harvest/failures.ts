@@ -5,9 +5,12 @@
  * workflow sandbox imports it.
  */
 
-/** Why a piece of work stopped buying before its end: the API refused the key or the balance. */
+/**
+ * Why a piece of work stopped buying before its end: the API refused the key or the balance, or a
+ * budget across runs that covers the run is spent (`budget_exhausted`, the budget named in its message).
+ */
 export interface WorkStop {
-  status: 'paused' | 'failed';
+  status: 'paused' | 'failed' | 'budget_exhausted';
   error: { type: string; message: string; requestId?: string };
 }
 
@@ -17,6 +20,8 @@ export const AUTHENTICATION_ERROR = 'AuthenticationError';
 export const NETWORK_ERROR = 'NetworkError';
 /** A 402: the account ran out of credits; the run pauses instead of failing. */
 export const INSUFFICIENT_CREDITS = 'InsufficientCreditsError';
+/** A budget across runs cannot take the next call: src/api/errors.ts names its error so. */
+export const BUDGET_SPENT = 'BudgetSpentError';
 /** The data directory cannot be written (a read-only or full disk): activities/failures.ts. */
 export const DATA_DIR_NOT_WRITABLE = 'DataDirNotWritable';
 /** A job that may have been started and not recorded: its worst case counts as spent (activities/jobs.ts). */

@@ -3,6 +3,7 @@
  * ../config/harvest-config.ts. Pure types, no runtime imports: Temporal workflows import this module.
  */
 import type { HarvestSchemaContract } from './schema-contract.js';
+import type { CrossRunBudget } from './budgets.js';
 
 export type ContentKind = 'videos' | 'posts' | 'reels';
 
@@ -68,6 +69,11 @@ export interface Harvest {
    * (absent: the default), `freeze` or `discard`, for all resources or by resource (schema-contract.ts).
    */
   schema_contract?: HarvestSchemaContract;
+  /**
+   * The budgets across runs that cover this harvest (the config's `budgets:` section, attached when
+   * the config is read): each of its calls is reserved against all of them. Absent when none does.
+   */
+  budgets?: CrossRunBudget[];
 }
 
 export interface Tracking {
@@ -78,4 +84,6 @@ export interface Tracking {
 export interface HarvestConfig {
   file: string;
   harvests: Harvest[];
+  /** The config's budgets across runs (src/harvest/budgets.ts); none when it has no `budgets:` section. */
+  budgets?: CrossRunBudget[];
 }

@@ -117,12 +117,23 @@ function meanOf(values: readonly number[]): number {
  * as it ages, from none when it is posted.
  */
 export function commentsAtAge(observed: readonly CommentsObservation[], ageMs: number): number {
-  const byAge = [...observed].sort((a, b) => a.ageMs - b.ageMs);
-  const youngest = byAge.slice(0, NEAREST);
+  const youngest = nearest(observed, (item) => item.ageMs);
   const youngestAge = meanOf(youngest.map((item) => item.ageMs));
   if (ageMs < youngestAge) return (meanOf(youngest.map((item) => item.units)) * ageMs) / youngestAge;
-  const distance = (item: CommentsObservation) => Math.abs(Math.log(item.ageMs + MINUTE_MS) - Math.log(ageMs + MINUTE_MS));
-  return meanOf([...byAge].sort((a, b) => distance(a) - distance(b)).slice(0, NEAREST).map((item) => item.units));
+  return meanOf(nearest(observed, (item) => Math.abs(Math.log(item.ageMs + MINUTE_MS) - Math.log(ageMs + MINUTE_MS))).map((item) => item.units));
+}
+
+/**
+ * The NEAREST observations by `distance`, and every one as near as the last of them: a tie at the
+ * edge is taken whole rather than cut where the lake's row order put it, so the same observations
+ * in any order give the same plan (two plans of the same lake at the same --at once differed by 2%,
+ * 2,731 and 2,782 credits), and no side of a tie is favoured.
+ */
+function nearest(observed: readonly CommentsObservation[], distance: (item: CommentsObservation) => number): CommentsObservation[] {
+  const sorted = [...observed].sort((a, b) => distance(a) - distance(b));
+  if (sorted.length <= NEAREST) return sorted;
+  const edge = distance(sorted[NEAREST - 1]!);
+  return sorted.filter((item) => distance(item) <= edge);
 }
 
 /**

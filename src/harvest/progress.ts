@@ -3,7 +3,8 @@
  * shows it, activities report live work in it, and failed calls are listed in it. Pure types and
  * one formatting function, so the workflow sandbox can import it.
  */
-export type HarvestStatus = 'running' | 'completed' | 'completed_with_errors' | 'budget_exhausted' | 'paused' | 'failed';
+/** `skipped`: a run that bought nothing because a budget across runs that covers it was spent when it was to start (its reason names the budget). */
+export type HarvestStatus = 'running' | 'completed' | 'completed_with_errors' | 'budget_exhausted' | 'paused' | 'failed' | 'skipped';
 
 export interface TargetProgress {
   key: string;

@@ -4,6 +4,7 @@
  * the page works offline and can never call home even if a stored string slipped through; every
  * stored string is escaped, and the only links are items' own http(s) addresses.
  */
+import { BUDGETS_SECTION, budgetsSection } from './render-budgets.js';
 import { columnChart, dailyLineChart, ENDPOINT_PALETTE, harvestColors, horizontalBarChart, renderChart, type ColorKey } from './charts.js';
 import { chartBox, escapeHtml, formatNumber, formatPercent, number, section } from './format.js';
 import { accountFollowers, engagement, itemViews, topGrowth } from './render-items.js';
@@ -34,6 +35,7 @@ const STATUS_COLORS: Record<string, string> = {
   completed_with_errors: '#f28e2b',
   paused: '#9c755f',
   budget_exhausted: '#b07aa1',
+  skipped: '#bab0ac',
   completed: '#59a14f',
   running: '#4e79a7',
 };
@@ -279,7 +281,8 @@ function totalsList(data: ReportData): string {
 export async function renderReport(data: ReportData): Promise<string> {
   const harvests: ColorKey = { title: 'harvest', colors: harvestColors(data.harvests) };
   const withCoverage = data.enrichmentCoverage !== null;
-  const shown = withCoverage ? [...REPORT_SECTIONS.slice(0, -1), ENRICHMENT_COVERAGE_SECTION, REPORT_SECTIONS.at(-1)!] : REPORT_SECTIONS;
+  const withBudgets = (data.budgets?.length ?? 0) > 0;
+  const shown = [...REPORT_SECTIONS.slice(0, -1), ...(withCoverage ? [ENRICHMENT_COVERAGE_SECTION] : []), ...(withBudgets ? [BUDGETS_SECTION] : []), REPORT_SECTIONS.at(-1)!];
   const sections = await Promise.all([
     creditsByHarvest(data, harvests),
     creditsByEndpoint(data),
@@ -290,6 +293,7 @@ export async function renderReport(data: ReportData): Promise<string> {
     topGrowth(data),
     accountFollowers(data, harvests),
     ...(withCoverage ? [enrichmentCoverage(data)] : []),
+    ...(withBudgets ? [budgetsSection(data.budgets!)] : []),
     failures(data),
   ]);
   const range = data.totals.firstCallAt && data.totals.lastCallAt ? ` · calls from ${h(data.totals.firstCallAt)} to ${h(data.totals.lastCallAt)} UTC` : '';

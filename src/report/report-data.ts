@@ -4,6 +4,7 @@
  * Times are UTC throughout; credits "over time" are per UTC day of `api_calls.called_at`, views
  * and followers "over time" are per observation (`observed_at`).
  */
+import type { ReportBudget } from './render-budgets.js';
 import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
 
 export interface ReportOptions {
@@ -182,6 +183,8 @@ export interface ReportData {
   failures: FailedRun[];
   /** Why runs outside the warehouse could not be looked for (Temporal unreachable), if they could not. */
   unrecordedRunsUnknown: string | null;
+  /** The budgets across runs and their figures, when the report was given them (`harvester report` with a config that has budgets). */
+  budgets?: ReportBudget[];
   /** The options the data was gathered with. */
   settings: Required<Omit<ReportOptions, 'now' | 'unrecordedRuns'>>;
 }

@@ -38,6 +38,7 @@
  * journal and is called before the work's position is checkpointed (one fsync for all the records
  * the checkpoint covers), so no checkpoint outlives the records it relies on.
  */
+import type { RunBudgets } from './budget-ledger.js';
 import type { CallFailure } from '../harvest/progress.js';
 
 export interface JournalTotals {
@@ -172,6 +173,12 @@ export class CallJournal {
   /** Aborted when Temporal has given this attempt up (its heartbeat refused): its fence is shut. */
   private signal: AbortSignal | undefined;
   private lateRecords: JournalLog | undefined;
+  /**
+   * The budgets across runs this work's calls are reserved against, set by its work frame
+   * (activities/metered-call.ts) when a budget covers the run: each call reserves its worst case
+   * there right after its fence, on the same path as its intent here.
+   */
+  budgets: RunBudgets | undefined;
 
   private constructor(
     private readonly log: JournalLog,

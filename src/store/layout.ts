@@ -293,6 +293,11 @@ export function storeIdFile(dataDir: string): string {
   return join(dataDir, 'state', 'store-id.json');
 }
 
+/** The ledger of the budgets across runs (src/store/budget-ledger.ts): every process of the data directory appends to it. */
+export function budgetLedgerFile(dataDir: string): string {
+  return join(dataDir, 'state', 'budget-ledger.jsonl');
+}
+
 export function secretStorePath(dataDir: string): string {
   return join(dataDir, 'webhooks', 'secrets.json');
 }

@@ -13,6 +13,7 @@ import { resolve } from 'node:path';
 import pLimit, { type LimitFunction } from 'p-limit';
 import { clearCreditsLow, creditsLow, markCreditsLow, type CreditsLow } from './credit-alerts.js';
 import type { JournalStore } from './call-journal.js';
+import { FileBudgetLedger, type BudgetLedger } from './budget-ledger.js';
 import { FileJournals } from './file-journal.js';
 import { findJob, findJobOfTarget, registerJob, type JobRecord } from './job-registry.js';
 import { existsSync } from 'node:fs';
@@ -36,6 +37,8 @@ export interface Store {
   /** Where the store is, for logs and errors: never a secret. */
   readonly description: string;
   readonly journals: JournalStore;
+  /** The ledger of the budgets across runs: a file of the data directory, or PostgreSQL's tables (budget-ledger.ts). */
+  readonly budgets: BudgetLedger;
 
   /**
    * Lands an answer, with the answers that arrive with it (a group commit: segment.ts,
@@ -114,6 +117,7 @@ export interface Store {
 /** The data directory as the whole store: files, written durably (src/store/durable-file.ts). */
 export class LocalStore implements Store {
   readonly journals: JournalStore;
+  readonly budgets: BudgetLedger;
   readonly description: string;
   /**
    * The data directory's landings are its segments' (AnswerSegments, landing.ts: one per data directory and
@@ -127,6 +131,7 @@ export class LocalStore implements Store {
     const segments = AnswerSegments.of(dataDir);
     this.journals = new FileJournals(dataDir, (runId) => segments.syncRun(runFolderOfRun(runId)));
     this.description = `directory ${dataDir}`;
+    this.budgets = new FileBudgetLedger(dataDir);
     this.writeLanding = segments.land.bind(segments);
     this.findLanding = segments.find.bind(segments);
     this.isLanded = segments.isLanded.bind(segments);
@@ -217,7 +222,8 @@ export class LocalStore implements Store {
   }
 
   async close(): Promise<void> {
-    // Nothing held open.
+    // The budget ledger's file, if a call opened it; nothing else is held open.
+    await this.budgets.close();
   }
 }
 

@@ -20,6 +20,8 @@ const COMMENTS_OBSERVED = 500;
  * The comments bought for each enriching target's items: per item and run its comments calls'
  * units summed (one item's pages are one observation), with the item's age when they were bought
  * (an item gathers comments as it ages). The newest COMMENTS_OBSERVED per target; one query for all.
+ * In a total order, and the newest chosen by one (purchases at the same moment by item and run):
+ * the same lake gives the same observations in the same order, so the same plan.
  */
 async function commentsBought(dataDir: string, targets: readonly TargetPlan[]): Promise<Map<string, CommentsObserved>> {
   const parts = targets.flatMap((target, order) => {
@@ -40,7 +42,8 @@ async function commentsBought(dataDir: string, targets: readonly TargetPlan[]): 
          WHERE i.posted_at IS NOT NULL
          GROUP BY ALL)
        SELECT target_order, units, age_ms FROM per_item
-       QUALIFY row_number() OVER (PARTITION BY target_order ORDER BY bought_at DESC) <= ${COMMENTS_OBSERVED}`,
+       QUALIFY row_number() OVER (PARTITION BY target_order ORDER BY bought_at DESC, item_id, run_id) <= ${COMMENTS_OBSERVED}
+       ORDER BY target_order, age_ms, units`,
     )
   ).rows as { target_order: number; units: number | bigint | string; age_ms: number | bigint | string }[];
   for (const row of rows) {

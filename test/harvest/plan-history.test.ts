@@ -102,3 +102,19 @@ harvests:
     expect(part.lines).toContain('history: ');
   });
 });
+
+describe('comments at an age, whatever order the lake gave the observations in', () => {
+  it('is the same for every order of the same observations: items of equal age are taken by their counts, not by where they came', () => {
+    const HOUR_MS = 3_600_000;
+    // Twelve items bought at the same age (one batch), with counts from 0 to 11, and older ones:
+    // the ten nearest to 1 h are ten of the twelve, and which ten must not depend on the order.
+    const observed = [...Array.from({ length: 12 }, (_, index) => ({ ageMs: HOUR_MS, units: index })), ...Array.from({ length: 5 }, (_, index) => ({ ageMs: (index + 10) * HOUR_MS, units: 50 }))];
+    const reversed = [...observed].reverse();
+    const shuffled = [...observed.slice(6), ...observed.slice(0, 6)];
+    for (const age of [HOUR_MS, HOUR_MS / 2]) {
+      const expected = commentsAtAge(observed, age);
+      expect(commentsAtAge(reversed, age)).toBe(expected);
+      expect(commentsAtAge(shuffled, age)).toBe(expected);
+    }
+  });
+});

@@ -69,14 +69,9 @@ it("a harvest planned again from the lake's history spends what the plan expecte
     const fromHistory = await plan(configFile, worker.dataDir, at);
     const fromPrices = await plan(configFile, worker.dataDir, at, '--no-history');
     const text = (await runCli(['plan', 'from-history', '--config', configFile, '--at', new Date(at).toISOString()], { HARVESTER_DATA_DIR: worker.dataDir })).stdout;
-    // The text says the expected total and its range. Not compared to the digit with the JSON plan
-    // made just before: once in a full suite run the two plans, same lake and same --at, differed
-    // by 2% (2,731 and 2,782; not yet explained, see the session's closing note); the text's total
-    // must still fall in the JSON plan's range.
-    const shown = /expected: +(\d+) credits \(range (\d+) to (\d+)\)/.exec(text);
-    expect(shown, text).not.toBeNull();
-    expect(Number(shown![1])).toBeGreaterThanOrEqual(fromHistory.totals.expectedRange.low);
-    expect(Number(shown![1])).toBeLessThanOrEqual(fromHistory.totals.expectedRange.high);
+    // Two plans of the same lake at the same --at are the same plan, to the digit (they once
+    // differed by 2%: the comments observations came in the lake's row order, src/harvest/plan-history.ts).
+    expect(text).toContain(`expected:   ${fromHistory.totals.expectedCredits} credits (range ${fromHistory.totals.expectedRange.low} to ${fromHistory.totals.expectedRange.high})`);
     expect(text).toContain("expected from the lake's history (planned at ");
     expect(text).toMatch(/- search:tiktok:keyword:[^,]+, \+ comments: [\d.]+ comments per item, from \d+ items' comments bought, read at the ages the new items are expected to have \(\d+ observations; \d+ to \d+ credits\)/);
     const ledgerBefore = (await rig.emulator.ledger(HARVEST_KEY)).length;

@@ -89,7 +89,7 @@ function historyText(plan: CostPlan): string[] {
  * What earlier runs observed of the harvest's targets: none without a lake. Which targets' last
  * listing was complete is the store's (its listing coverage), as the run's prepareRun reads it.
  */
-async function planHistory(harvest: Harvest, asOfMs: number): Promise<PlanHistory | undefined> {
+export async function planHistory(harvest: Harvest, asOfMs: number): Promise<PlanHistory | undefined> {
   const dataDir = dataDirFromEnv();
   const [{ lakeExists }, { readPlanHistory }] = await Promise.all([import('../../warehouse/lake.js'), import('../../warehouse/plan-history.js')]);
   if (!(await lakeExists(dataDir))) return undefined;

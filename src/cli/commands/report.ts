@@ -1,4 +1,7 @@
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { DEFAULT_HARVESTS_FILE, loadHarvestConfig } from '../../config/harvest-config.js';
+import { DEFAULT_PRICES_FILE, loadPriceTable } from '../../config/prices.js';
+import { budgetStatuses, expectedFromConfig, type BudgetStatus } from '../budget-status.js';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { Command } from 'commander';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
@@ -79,6 +82,20 @@ async function whyItEnded(client: Client, workflowId: string, status: string): P
   }
 }
 
+/** The config's budgets across runs with the ledger's figures, as `harvester budgets --no-history` gives them; none without a config file. */
+async function reportBudgets(dataDir: string, configFile: string): Promise<BudgetStatus[]> {
+  if (!existsSync(configFile)) return [];
+  const config = loadHarvestConfig(configFile);
+  if (!config.budgets) return [];
+  const { storeFromEnvironment } = await import('../../store/store-from-environment.js');
+  const store = await storeFromEnvironment(dataDir);
+  try {
+    return await budgetStatuses(config, store.budgets, expectedFromConfig(loadPriceTable(process.env.HARVESTER_PRICES ?? DEFAULT_PRICES_FILE)));
+  } finally {
+    await store.close();
+  }
+}
+
 export function reportCommand(): Command {
   return new Command('report')
     .description(
@@ -86,6 +103,7 @@ export function reportCommand(): Command {
     )
     .option('--out <file>', 'the HTML file to write (replaced if it exists)', 'report.html')
     .option('--no-temporal', "do not ask Temporal for runs that ended before the warehouse recorded them")
+    .option('--config <file>', 'harvest config: its budgets across runs are shown with their figures (as `harvester budgets`)', DEFAULT_HARVESTS_FILE)
     .addHelpText(
       'after',
       `
@@ -102,9 +120,11 @@ Times are UTC.
 Example:
   $ harvester report --out reports/$(date +%F).html`,
     )
-    .action(async (options: { out: string; temporal: boolean }) => {
+    .action(async (options: { out: string; temporal: boolean; config: string }) => {
       const dataDir = dataDirFromEnv();
-      const html = await renderReport(await loadReportData(dataDir, options.temporal ? { unrecordedRuns: await runsEndedEarly() } : {}));
+      const data = await loadReportData(dataDir, options.temporal ? { unrecordedRuns: await runsEndedEarly() } : {});
+      const budgets = await reportBudgets(dataDir, options.config);
+      const html = await renderReport(budgets.length > 0 ? { ...data, budgets } : data);
       const out = resolve(options.out);
       mkdirSync(dirname(out), { recursive: true });
       // Written beside the target and renamed over it, so a browser never shows half a report.

@@ -23,6 +23,7 @@ export const RUN_EXIT_CODES: Record<HarvestStatus, number> = {
   budget_exhausted: 4,
   paused: 5,
   failed: 6,
+  skipped: 8,
 };
 
 /** Exit code of a run command that stopped following its run, Temporal not answering: the run itself goes on. */

@@ -3,6 +3,9 @@ import { createLogger } from '../../logger.js';
 import { installQuietRuntime, startWorkerFromEnv } from '../engine-context.js';
 import { METRICS_PORT_VARIABLE, metricsPortFrom, workerMetricsEndpoint } from '../metrics-endpoint.js';
 import { wholeNumber } from '../options.js';
+import { DEFAULT_HARVESTS_FILE } from '../../config/harvest-config.js';
+import { watchBudgets } from '../../metrics/budget-metrics.js';
+import { budgetGaugeReader } from '../budget-status.js';
 
 export function workerCommand(): Command {
   return new Command('worker')
@@ -22,7 +25,8 @@ Example:
   $ harvester worker --metrics-port 9464`,
     )
     .option('--metrics-port <port>', `serve Prometheus metrics at http://<host>:<port>/metrics (or ${METRICS_PORT_VARIABLE}); 0 for any free port`, wholeNumber(0, 65_535))
-    .action(async (options: { metricsPort?: number }) => {
+    .option('--config <file>', "harvest config: its budgets across runs are in the metrics (the ledger's figures and their month-end forecasts)", DEFAULT_HARVESTS_FILE)
+    .action(async (options: { metricsPort?: number; config: string }) => {
       const logger = createLogger({ name: 'worker' });
       const metricsPort = metricsPortFrom(options.metricsPort);
       const metrics = metricsPort === undefined ? undefined : await workerMetricsEndpoint(metricsPort);
@@ -30,6 +34,7 @@ Example:
       // started, target finished, loaded, run ended), each with its run id, at LOG_LEVEL (info).
       installQuietRuntime(logger, metrics?.telemetry);
       const worker = await startWorkerFromEnv(logger);
+      if (metrics) watchBudgets(budgetGaugeReader(worker.store, options.config));
       const served = await metrics?.serve();
       // Lines of the log like every other (JSON, one per line, so a log collector takes them whole),
       // said at any LOG_LEVEL: what a service manager, and whoever started it, waits for.

@@ -247,12 +247,14 @@ export class PostgresCatalog implements JournalStore {
     await this.pool.end();
   }
 
-  private async inTransaction(work: (client: pg.PoolClient) => Promise<void>): Promise<void> {
+  /** Runs `work` in one transaction on one connection: committed if it returns, rolled back if it throws. */
+  async inTransaction<T>(work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
     try {
       await client.query('BEGIN');
-      await work(client);
+      const result = await work(client);
       await client.query('COMMIT');
+      return result;
     } catch (error) {
       await client.query('ROLLBACK').catch(() => undefined);
       throw error;

@@ -22,6 +22,8 @@ import type { LandingOptions, Store } from '../store.js';
 import type { JournalStore } from '../call-journal.js';
 import type { StoreIdentity } from '../store-identity.js';
 import type { PostgresCatalog } from './postgres-catalog.js';
+import { PostgresBudgetLedger } from './postgres-budget-ledger.js';
+import type { BudgetLedger } from '../budget-ledger.js';
 import type { ObjectStorage } from './object-storage.js';
 import { SettledWithAnswer, SharedSegments } from './shared-segments.js';
 
@@ -37,6 +39,8 @@ export class SharedStore implements Store {
   /** Whether a run has landing objects of an earlier version, by run folder. */
   private readonly landingObjectRuns = new Map<string, Promise<boolean>>();
   readonly #journals: JournalStore;
+  /** The budgets across runs, in the catalog's tables (postgres-budget-ledger.ts). */
+  readonly budgets: BudgetLedger;
   #identity: Promise<StoreIdentity> | undefined;
 
   constructor(
@@ -48,6 +52,7 @@ export class SharedStore implements Store {
   ) {
     this.description = `${objects.url('')} with the catalog ${catalog.where}`;
     this.segments = new SharedSegments(objects, catalog, dataDir, outageWaitMs);
+    this.budgets = new PostgresBudgetLedger(catalog);
     const segments = this.segments;
     this.#journals = {
       journalLog: (runId, workId) => new SettledWithAnswer(catalog.journalLog(runId, workId), segments, runId, runFolderOfRun(runId)),
