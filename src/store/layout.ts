@@ -13,6 +13,7 @@
  *   jobs/<job>.json, jobs/by-run/<run>/<target>.json   the job registry
  *   state/credits-low.json                    the API's credits.low alert, while it stands
  *   state/store-id.json                       the data directory's identity, made once: runs carry it (store-identity.ts)
+ *   state/budget-ledger.jsonl                 reservations and charges against the budgets across runs (budget-ledger.ts)
  *   webhooks/secrets.json, webhooks/journal.jsonl      signing secrets and received deliveries
  *   media/<sha256[0:2]>/<sha256>              downloaded media files, content-addressed (media-store.ts): a copy for reading;
  *                                             the durable one is framed with the run's answers, then kept in the lake (media_files)
@@ -410,17 +411,10 @@ export function loaderCheckFolder(dataDir: string): string {
   return join(loaderFolder(dataDir), 'check');
 }
 
-export function devServerDbFile(dataDir: string): string {
-  return join(dataDir, 'temporal.sqlite');
-}
+export const devServerDbFile = (dataDir: string): string => join(dataDir, 'temporal.sqlite');
+export const devServerStateFile = (dataDir: string): string => join(dataDir, 'temporal.server.json');
 
-export function devServerStateFile(dataDir: string): string {
-  return join(dataDir, 'temporal.server.json');
-}
-
-export function logsFolder(dataDir: string): string {
-  return join(dataDir, 'logs');
-}
+export const logsFolder = (dataDir: string): string => join(dataDir, 'logs');
 
 /** The log of one service `harvester dev` starts, in the logs folder (logsFolder). */
 export function serviceLogFile(logsDir: string, service: string): string {
