@@ -129,6 +129,25 @@ export function extensionLoads(location: LakeLocation = lakeLocation('')): strin
 }
 
 /**
+ * Rows a writer of a lake in the data directory keeps in the catalog instead of a Parquet file, per
+ * table and insert (DuckLake's data inlining): a load that adds fewer rows to a table than this
+ * writes no file for it, so it needs no fsync of a file and its folder (lake-sync.ts); its rows are
+ * durable with the catalog's commit, which SQLite syncs, like the rest of the commit. The
+ * maintenance writes them out to Parquet (`ducklake_flush_inlined_data`). 1,000 keeps a daily run's
+ * small tables in the catalog and its large ones (the raw answers of a big run) in files.
+ * HARVESTER_LAKE_INLINE_ROWS sets another (0: every insert writes a file). A shared lake writes
+ * files: its objects cost no fsync, and its PostgreSQL catalog is shared by every machine.
+ */
+export function inliningRowLimit(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.HARVESTER_LAKE_INLINE_ROWS;
+  if (text === undefined || text === '') return DEFAULT_INLINING_ROW_LIMIT;
+  const rows = Number(text);
+  if (!Number.isInteger(rows) || rows < 0) throw new Error(`HARVESTER_LAKE_INLINE_ROWS must be a whole number of rows, 0 or more; it is ${JSON.stringify(text)}`);
+  return rows;
+}
+const DEFAULT_INLINING_ROW_LIMIT = 1000;
+
+/**
  * The ATTACH statement of a data directory's lake, as `LAKE`. The catalog records the data folder's
  * absolute path when the lake is made; the folder is named again, and overrides it, so a data
  * directory that was moved or copied elsewhere (files are recorded relative to it) still reads.
@@ -138,6 +157,7 @@ function lakeAttach(location: LakeLocation, readOnly: boolean, snapshot?: number
     `DATA_PATH ${sqlString(location.dataPath)}`,
     'OVERRIDE_DATA_PATH true',
     ...(readOnly ? ['READ_ONLY'] : []),
+    ...(!readOnly && !location.shared ? [`DATA_INLINING_ROW_LIMIT ${inliningRowLimit()}`] : []),
     ...(snapshot === undefined ? [] : [`SNAPSHOT_VERSION ${Math.trunc(snapshot)}`]),
   ];
   return `ATTACH ${sqlString(catalog)} AS ${LAKE} (${options.join(', ')})`;

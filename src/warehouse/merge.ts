@@ -115,10 +115,16 @@ function onePerKey(stage: string, keys: readonly string[], anyColumns: string[],
 }
 /** One row per key within the batch, so a merge never meets the same key twice. */
 const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${keys}) = 1`;
-/** Latest state: rows of `source` (one per key) update the row with their key, or are inserted. */
+/**
+ * Latest state: rows of `source` (one per key) update the row with their key, or are inserted. An
+ * UPDATE and then an INSERT of the keys it did not find, not one MERGE: DuckLake 1.5.5 writes every
+ * MERGE's rows to a Parquet file of its own, while an UPDATE's and an INSERT's rows below the data
+ * inlining limit (lake.ts, inliningRowLimit) stay in the catalog, with no file to fsync before the
+ * commit (lake-sync.ts); a daily run's few changed items cost no file.
+ */
 const upsert = (table: string, keys: readonly string[], source: string, updates: string) => [
-  `MERGE INTO ${table} USING (${source}) AS s ON ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}
-   WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`,
+  `UPDATE ${table} SET ${updates} FROM (${source}) AS s WHERE ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}`,
+  `INSERT INTO ${table} BY NAME SELECT * FROM (${source}) AS s WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')})`,
 ];
 /** The table a latest-state merge reads its batch from: one row per key, materialized. */
 const mergeSource = (table: StagedTable): string => `merge_source_${table}`;
