@@ -14,6 +14,9 @@ import { runCli } from '../support/cli.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample } from '../support/sample-harvest.js';
 
+// A torn file needs a file: every insert writes one (no rows inlined in the catalog; lake.ts, inliningRowLimit).
+process.env.HARVESTER_LAKE_INLINE_ROWS = '0';
+
 let emulator: TestEmulator;
 beforeAll(async () => {
   emulator = await startTestEmulator();
@@ -33,7 +36,7 @@ describe('a torn data file of the lake', () => {
   it('query names the file and table and refuses to guess; maintain names them, rebuilds the table from the raw answers, and query answers again', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'cli-torn-'));
     const { expected } = await landedSample(emulator, 'run-cli-torn', dataDir);
-    const env = { HARVESTER_DATA_DIR: dataDir };
+    const env = { HARVESTER_DATA_DIR: dataDir, HARVESTER_LAKE_INLINE_ROWS: '0' };
     expect((await runCli(['load'], env)).code).toBe(0);
     const file = await dataFileOf(dataDir, 'item_metrics');
     truncateSync(file, statSync(file).size - 100);
@@ -57,7 +60,7 @@ describe('a torn data file of the lake', () => {
   it('a torn raw_answers file: maintain reports its rows as lost, with their count', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'cli-torn-raw-'));
     const { expected } = await landedSample(emulator, 'run-cli-torn-raw', dataDir);
-    const env = { HARVESTER_DATA_DIR: dataDir };
+    const env = { HARVESTER_DATA_DIR: dataDir, HARVESTER_LAKE_INLINE_ROWS: '0' };
     expect((await runCli(['load'], env)).code).toBe(0);
     truncateSync(await dataFileOf(dataDir, 'raw_answers'), 0);
     const maintain = await runCli(['maintain'], env);

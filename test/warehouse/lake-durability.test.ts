@@ -20,6 +20,10 @@ import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample, type SampleExpectation } from '../support/sample-harvest.js';
 import { callsOf, indexOf, traced, writtenAfterLastSync, type TracedCall } from '../support/strace.js';
 
+// These tests are about the lake's files: every insert writes one here, as a load of more rows than
+// the inlining limit does (lake.ts, inliningRowLimit). The test of a load kept in the catalog says so.
+process.env.HARVESTER_LAKE_INLINE_ROWS = '0';
+
 let emulator: TestEmulator;
 beforeAll(async () => {
   emulator = await startTestEmulator();
@@ -136,6 +140,20 @@ await lake.close();
     // Nothing the catalog names was among them.
     expect(lost.filter((file) => file.endsWith('.parquet'))).toEqual([]);
     await expectEverything(dataDir, expected);
+  });
+
+  it('loads below the inlining limit write no file: a power loss right after them loses nothing, the catalog\'s commit holds their rows', async () => {
+    delete process.env.HARVESTER_LAKE_INLINE_ROWS;
+    try {
+      const { dataDir, expected, calls } = await twoLoads();
+      // The second day's rows are in the catalog: the load made no Parquet file (and fsynced none).
+      const made = calls.filter((call) => call.creates === true && call.path.startsWith(lakeDataFolder(dataDir)) && call.path.endsWith('.parquet'));
+      expect(made).toEqual([]);
+      for (const file of writtenAfterLastSync(calls, join(dataDir, 'lake'))) truncateSync(file, 0);
+      await expectEverything(dataDir, expected);
+    } finally {
+      process.env.HARVESTER_LAKE_INLINE_ROWS = '0';
+    }
   });
 });
 
