@@ -188,6 +188,41 @@ describe('a damaged lake says what it is and mends itself where it can', () => {
     expect(await count(dataDir, 'SELECT sum(credits) FROM api_calls')).toBe(expected.credits);
   });
 
+  it('a torn raw_answers file of a run still going: its answers are loaded again from its segments, and nothing is reported lost', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'lake-torn-raw-segments-'));
+    const expected = (await landedSample(emulator, 'run-torn-raw-going', dataDir, { ended: false })).expected;
+    await loadLandings(dataDir);
+    // The run is not over: its segments are still in the data directory.
+    expect(readdirSync(segmentRoot(dataDir))).not.toEqual([]);
+    const answers = async () => (await queryWarehouse(dataDir, 'SELECT landing, run_id, kind, request_id, endpoint, params, observed_at, md5(answer::VARCHAR) AS answer FROM raw_answers ORDER BY landing')).rows;
+    const before = await answers();
+    const raw = (await lakeFiles(dataDir)).find((file) => file.table === 'raw_answers' && file.kind === 'data')!;
+    truncateSync(raw.path, Math.floor(statSync(raw.path).size / 2));
+    const result = await loadLandings(dataDir);
+    expect(result.repair?.damaged.map((file) => file.path)).toEqual([raw.path]);
+    expect(result.repair?.reloaded).toBe(expected.landings);
+    expect(result.repair?.lost).toEqual([]);
+    expect(await count(dataDir, 'SELECT count(*) FROM raw_answers')).toBe(expected.landings);
+    expect(await count(dataDir, 'SELECT count(DISTINCT landing) FROM raw_answers')).toBe(expected.landings);
+    expect(await count(dataDir, 'SELECT sum(credits) FROM api_calls')).toBe(expected.credits);
+    // The answers loaded again are the same answers, column by column.
+    expect(await answers()).toEqual(before);
+  });
+
+  it('a torn raw_answers file whose run is partly cleared: what the segments hold is loaded again, the rest reported lost with its count', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'lake-torn-raw-part-'));
+    const ended = (await landedSample(emulator, 'run-torn-raw-ended', dataDir)).expected;
+    const going = (await landedSample(emulator, 'run-torn-raw-going2', dataDir, { ended: false })).expected;
+    await loadLandings(dataDir);
+    const raw = (await lakeFiles(dataDir)).filter((file) => file.table === 'raw_answers' && file.kind === 'data');
+    expect(raw).toHaveLength(1);
+    truncateSync(raw[0]!.path, 0);
+    const result = await loadLandings(dataDir);
+    expect(result.repair?.reloaded).toBe(going.landings);
+    expect(result.repair?.lost).toEqual([{ table: 'raw_answers', rows: ended.landings, files: [raw[0]!.path] }]);
+    expect(await count(dataDir, 'SELECT count(*) FROM raw_answers')).toBe(going.landings);
+  });
+
   it('the maintenance removes files a crash left unnamed, and never a file the catalog names, however old', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'lake-orphans-'));
     const expected = (await landedSample(emulator, 'run-orphans', dataDir)).expected;
