@@ -15,11 +15,11 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
 import { outageOf } from '../store/outage.js';
-import { objectStorageSettings, redactedUrl } from '../store/shared/shared-settings.js';
+import { objectStorageSettings, redactedUrl, type ObjectStorageSettings } from '../store/shared/shared-settings.js';
 import { syncDirectory } from '../store/durable-file.js';
 import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames, withDefaultDatabase } from './duckdb.js';
 import { syncingLakeWrites, type LakeSyncTotals } from './lake-sync.js';
-import { DamagedLakeError, damagedLakeFiles, type DamagedLakeFile } from './lake-health.js';
+import { DamagedLakeError, damagedLakeFiles, damagedSharedLakeFiles, type DamagedLakeFile } from './lake-health.js';
 
 /** The name the lake is attached under; the readers' and the loader's default database. */
 export const LAKE = 'lake';
@@ -41,6 +41,8 @@ export interface LakeLocation {
   extensions: readonly string[];
   credentials: readonly string[];
   shared: boolean;
+  /** A shared lake's object store (its data files' bucket and prefix), for the health check. */
+  objects?: ObjectStorageSettings;
   /** What a message may show of it: no password, no key. */
   description: string;
   /** Replaces every secret of the location in a message by `***`. */
@@ -84,6 +86,7 @@ export function lakeLocation(dataDir: string, env: NodeJS.ProcessEnv = process.e
       'SET disable_parquet_prefetching = true',
     ],
     shared: true,
+    objects: settings,
     description: `the DuckLake in ${redactedUrl(catalogUrl)} with data in ${dataPath}`,
     redact: (message) => secrets.reduce((text, secret) => text.split(secret).join('***'), message),
   };
@@ -107,7 +110,8 @@ export async function lakeExists(dataDir: string): Promise<boolean> {
   if (!location.shared) return existsSync(lakeCatalogFile(dataDir));
   const db = await openDatabase(':memory:');
   try {
-    await attachLake(db.connection, dataDir, 'read');
+    // Whether it is there, not whether its files are whole: the open that follows checks them.
+    await attachLake(db.connection, dataDir, 'read', undefined, undefined, false);
     return (await tableNames(db.connection, LAKE)).has('loaded_landings');
   } catch (error) {
     // A catalog or object store that does not answer is no missing warehouse: said as what it is.
@@ -178,7 +182,7 @@ export function readerSql(dataDir: string): string {
  * of a damaged lake is refused with a DamagedLakeError naming each file and table, before any query
  * meets them; a writer is told which (to repair them, lake-repair.ts). Returns those files.
  */
-async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number, readTimeoutSeconds?: number): Promise<DamagedLakeFile[]> {
+async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number, readTimeoutSeconds?: number, checkFiles = true): Promise<DamagedLakeFile[]> {
   const location = lakeLocation(dataDir);
   await prepareFor(connection, location);
   if (location.shared && readTimeoutSeconds !== undefined) {
@@ -194,8 +198,7 @@ async function attachLake(connection: DuckDBConnection, dataDir: string, access:
     throw new Error(`cannot attach ${location.description}: ${location.redact((error as Error).message)}`);
   }
   await connection.run(`USE ${LAKE}`);
-  // A reader of an older snapshot (time travel, an export) reads older files: the latest's are not its concern.
-  const damaged = location.shared || snapshot !== undefined ? [] : await damagedLakeFiles(connection, location.dataPath);
+  const damaged = checkFiles ? await damagedOnAttach(connection, location, snapshot, readTimeoutSeconds) : [];
   if (damaged.length > 0 && access !== 'write') throw new DamagedLakeError(damaged);
   if (access === 'sandboxed') {
     // Settings that only tighten, in this order: the lake's data files stay readable (DuckLake reads
@@ -206,6 +209,24 @@ async function attachLake(connection: DuckDBConnection, dataDir: string, access:
     await connection.run('SET lock_configuration = true');
   }
   return damaged;
+}
+
+/**
+ * The referenced files of the latest snapshot that are not whole (lake-health.ts): the data
+ * directory's, or a shared lake's objects. A reader of an older snapshot (time travel, an export)
+ * reads older files: the latest's are not its concern. A reader bound in time (readTimeoutSeconds:
+ * a shared lake's object store may not answer) does not list the store first: its query's own read
+ * of a missing object fails, naming it, within its time.
+ */
+async function damagedOnAttach(connection: DuckDBConnection, location: LakeLocation, snapshot: number | undefined, readTimeoutSeconds: number | undefined): Promise<DamagedLakeFile[]> {
+  if (snapshot !== undefined) return [];
+  if (!location.shared) return damagedLakeFiles(connection, location.dataPath);
+  if (!location.objects || readTimeoutSeconds !== undefined) return [];
+  try {
+    return await damagedSharedLakeFiles(connection, location.dataPath, location.objects);
+  } catch (error) {
+    throw new Error(`cannot check the lake's files in ${location.dataPath}: ${location.redact((error as Error).message)}`, { cause: error });
+  }
 }
 
 /** Loads the location's extensions and gives DuckDB its credentials, before its ATTACH. */
