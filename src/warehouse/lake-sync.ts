@@ -7,7 +7,7 @@
  * The mechanism, in this one place: the lake's writer connection (openLakeWriter, lake.ts) is wrapped
  * by `syncingLakeWrites`. Each of its transactions notes the names under `lake/data/` when it begins;
  * before its COMMIT goes to DuckDB, every file under `lake/data/` whose name is new since then is
- * fsynced, and then each folder that holds a new file (a new folder's parent too). A
+ * fsynced, and then each folder that holds a new name (a new folder's parent too). A
  * statement outside an explicit transaction that may write to the lake (anything but a read, a
  * setting or an attachment) runs as a transaction of its own the same way. It rests on DuckLake
  * writing every data and delete file of a transaction during the transaction's statements, never
@@ -74,27 +74,21 @@ async function fsyncPath(path: string): Promise<void> {
 
 /**
  * Fsyncs every file under the lake's data folder whose name is not in `before`, then each folder
- * holding such a file, and each new folder's parent up to the first folder that was there before
- * (a new folder's name is a new name in its parent). Files first, then folders: a name is synced
- * only once what it names is. A new folder with no new file in it (DuckLake makes a table's folder
- * when the table is first written, and writes nothing there when its rows are inlined in the
- * catalog) is not synced: nothing the catalog names is in it, and DuckDB makes it again when it
- * writes a file there. The data folder's own name is synced when the lake is made (lake.ts, createLake).
- * Returns the report and the names now under the folder (what the next transaction starts from).
+ * holding a new name, file or folder (a new folder's name is a new name in its parent). Files
+ * first, then folders: a name is synced only once what it names is. A new folder is not itself
+ * fsynced unless a new name is in it: an empty one (DuckLake makes a table's folder when the table
+ * is first written, and writes nothing there when its rows are inlined in the catalog) holds
+ * nothing to sync, but its name is made durable in its parent now, so a later transaction's file in
+ * it needs only its own folder synced. The data folder's own name is synced when the lake is made
+ * (lake.ts, createLake). Returns the report and the names now under the folder (what the next
+ * transaction starts from).
  */
 export async function syncNewLakeFiles(dataDir: string, before: ReadonlySet<string>): Promise<LakeSyncReport & { now: Set<string> }> {
   const started = performance.now();
-  const root = lakeDataFolder(dataDir);
-  const names = await namesUnder(root);
-  const files = [...names].filter(([path, isFolder]) => !isFolder && !before.has(path)).map(([path]) => path);
-  const folders = new Set<string>();
-  for (const file of files) {
-    for (let folder = dirname(file); !folders.has(folder); folder = dirname(folder)) {
-      folders.add(folder);
-      // The folder was there before (or is the data folder, made durable with the lake): its parent names nothing new.
-      if (folder === root || before.has(folder) || !names.has(folder)) break;
-    }
-  }
+  const names = await namesUnder(lakeDataFolder(dataDir));
+  const fresh = [...names].filter(([path]) => !before.has(path));
+  const files = fresh.filter(([, isFolder]) => !isFolder).map(([path]) => path);
+  const folders = new Set(fresh.map(([path]) => dirname(path)));
   // fs/promises' fsyncs run on libuv's thread pool, several at once: a batch's files take about the time of one.
   await Promise.all(files.map(fsyncPath));
   await Promise.all([...folders].map(fsyncPath));

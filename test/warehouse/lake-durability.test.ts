@@ -133,6 +133,39 @@ await lake.close();
     expectSyncedBeforeCommit(calls, dataDir, parquet);
   });
 
+  it('a table folder made by a transaction whose rows were inlined has its name synced before a later file in it is committed', async () => {
+    delete process.env.HARVESTER_LAKE_INLINE_ROWS;
+    try {
+      const dataDir = mkdtempSync(join(tmpdir(), 'lake-folders-'));
+      const script = join(dataDir, 'writes.mjs');
+      writeFileSync(
+        script,
+        `import { openLakeWriter } from ${JSON.stringify(join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'lake.js'))};
+const lake = await openLakeWriter(process.argv[2], 1000, { create: (connection) => connection.run('CREATE TABLE t (a INTEGER, b VARCHAR)') });
+await lake.connection.run("INSERT INTO t SELECT i, 'row ' || i FROM range(5) r(i)");
+await lake.connection.run("INSERT INTO t SELECT i, 'row ' || i FROM range(5000) r(i)");
+await lake.close();
+`,
+      );
+      const trace = join(dataDir, 'writes.trace');
+      expect(await traced(trace, process.execPath, [script, dataDir])).toBe(0);
+      const calls = callsOf(trace);
+      const journal = `${lakeCatalogFile(dataDir)}-journal`;
+      const parquet = calls.filter((call) => call.creates === true && call.path.startsWith(lakeDataFolder(dataDir)) && call.path.endsWith('.parquet'));
+      expect(parquet).toHaveLength(1);
+      const made = indexOf(calls, (call) => call.creates === true && call.path === parquet[0]!.path);
+      const commit = indexOf(calls, (call) => call.call.startsWith('unlink') && call.path === journal, made);
+      // Every folder between the file and the data folder: made, and its name synced by its parent's fsync before that commit.
+      for (let folder = dirname(parquet[0]!.path); folder !== lakeDataFolder(dataDir); folder = dirname(folder)) {
+        const mkdir = indexOf(calls, (call) => call.call.startsWith('mkdir') && call.path.replace(/\/+$/, '') === folder);
+        const parentSynced = indexOf(calls, (call) => call.call.startsWith('fsync') && call.path === dirname(folder), mkdir);
+        expect({ folder, made: mkdir >= 0, nameSynced: parentSynced >= 0 && parentSynced < commit }).toEqual({ folder, made: true, nameSynced: true });
+      }
+    } finally {
+      process.env.HARVESTER_LAKE_INLINE_ROWS = '0';
+    }
+  });
+
   it('a power loss right after the load (every file written since its last fsync loses its contents) loses nothing of either run', async () => {
     const { dataDir, expected, calls } = await twoLoads();
     const lost = writtenAfterLastSync(calls, join(dataDir, 'lake'));
