@@ -17,6 +17,7 @@ import { runFoldersWithAnswers } from '../src/store/answer-segments.js';
 import { lakeCatalogFile } from '../src/store/layout.js';
 import { WarmLoader } from '../src/warehouse/warm-loader.js';
 import type { KnownItem } from '../src/warehouse/known-items.js';
+import { repairLines } from '../src/warehouse/lake-repair-report.js';
 import type { SchemaDrift } from '../src/warehouse/loader.js';
 import { loadStarted, runsFinished } from '../src/metrics/worker-metrics.js';
 import type { RunIdentity } from './run-guard.js';
@@ -60,6 +61,8 @@ export interface PreparedRun {
   skipped?: string;
   /** What the run is expected to spend, from the lake's history (activities/run-forecast.ts). */
   forecast?: RunForecast;
+  /** Repairs of a damaged lake made before the run read it (lake-repair-report.ts's lines). */
+  lakeRepairs?: string[];
 }
 
 export interface FinishRunInput extends RunIdentity {
@@ -94,6 +97,8 @@ export interface FinishedRun {
   failedCalls?: { total: number; first: FailedCall[] };
   /** Fields the run's answers carried that no column takes (the warehouse's schema_drift). */
   schemaDrift?: SchemaDrift[];
+  /** Repairs of a damaged lake the loads during the run and its final load made (lake-repair-report.ts's lines). */
+  lakeRepairs?: string[];
 }
 
 /** Failed calls a run's summary lists; `harvester show --json` and the journals have the count. */
@@ -126,8 +131,8 @@ const RUN_FORGOTTEN_AFTER_MS = 24 * 3_600_000;
  * half of one.
  */
 class LoadsDuringRuns {
-  /** Each running run: when it started here, and the landings the loads during it quarantined. */
-  readonly #runs = new Map<string, { since: number; quarantined: string[] }>();
+  /** Each running run: when it started here, the landings the loads during it quarantined, and the repairs of the lake they made. */
+  readonly #runs = new Map<string, { since: number; quarantined: string[]; lakeRepairs: string[] }>();
   /** The loads during runs that have not answered yet. */
   readonly #loading = new Set<Promise<void>>();
   /**
@@ -154,7 +159,7 @@ class LoadsDuringRuns {
    */
   started(runId: string, harvest: string, contract: HarvestSchemaContract | undefined): void {
     this.declared(harvest, contract);
-    if (!this.#runs.has(runId)) this.#runs.set(runId, { since: Date.now(), quarantined: [] });
+    if (!this.#runs.has(runId)) this.#runs.set(runId, { since: Date.now(), quarantined: [], lakeRepairs: [] });
     if (this.#timer) return;
     // Unref'd: a worker with nothing else to do exits, whatever its runs' schedule.
     this.#timer = setInterval(() => this.#tick(), this.everyMs).unref();
@@ -190,9 +195,12 @@ class LoadsDuringRuns {
   }
 
   #makeLake(): void {
+    const runs = [...this.#runs.values()];
     this.#track(
       this.loader.makeLake(this.dataDir).then(
-        () => undefined,
+        ({ repair }) => {
+          if (repair) for (const run of runs) run.lakeRepairs.push(...repairLines(repair));
+        },
         (error: Error) => {
           this.logger?.warn({ err: error.message }, 'making the lake at the run\'s start failed; the final load makes it');
         },
@@ -209,14 +217,14 @@ class LoadsDuringRuns {
   /**
    * The run is loading for the last time: no more loads for it. Returns what the loads during it
    * quarantined, once a load still going has answered (a short run ends while its first load runs:
-   * what that load set aside would otherwise be reported to no one).
+   * what that load set aside would otherwise be reported to no one), and the repairs of the lake they made.
    */
-  async finished(runId: string): Promise<string[]> {
+  async finished(runId: string): Promise<{ quarantined: string[]; lakeRepairs: string[] }> {
     const run = this.#runs.get(runId);
     this.#runs.delete(runId);
     if (this.#runs.size === 0) this.#stop();
     await Promise.all(this.#loading);
-    return run?.quarantined ?? [];
+    return { quarantined: run?.quarantined ?? [], lakeRepairs: run?.lakeRepairs ?? [] };
   }
 
   #tick(): void {
@@ -230,6 +238,7 @@ class LoadsDuringRuns {
       (result) => {
         load.succeeded();
         for (const run of runs) run.quarantined.push(...result.quarantined.map(quarantineLine));
+        if (result.repair) for (const run of runs) run.lakeRepairs.push(...repairLines(result.repair));
       },
       (error) => {
         load.failed();
@@ -291,18 +300,21 @@ async function prepareRun(deps: RunActivityDeps, loads: RunLoads, input: Prepare
   // Loaded here, not at the top: DuckDB costs a third of a second to load, which a first run
   // (and the start of every `harvester run`) need not pay.
   const { newestKnownItems, forecastTracking } = await import('../src/warehouse/known-items.js');
-  // A lake whose files are not whole is repaired by the load process first (lake-repair.ts), then read again.
+  // A lake whose files are not whole is repaired by the load process first (lake-repair.ts), then
+  // read again; what the repair did is the run's to say (its summary, `harvester show`).
   const { readingRepaired, repairReport } = await import('../src/warehouse/lake-repair.js');
+  const lakeRepairs: string[] = [];
   const repaired = <T>(read: () => Promise<T>) =>
     readingRepaired(read, async (damage) => {
       deps.logger?.warn({ err: damage.message }, 'the warehouse is damaged: repairing it before the run reads it');
       const { repair } = await loads.loader.makeLake(deps.dataDir);
       if (repair) deps.logger?.warn({ repair: repairReport(repair) }, 'repaired the warehouse');
+      if (repair) lakeRepairs.push(...repairLines(repair));
     });
   const knowledge = knowledgeOf(incremental, await repaired(() => newestKnownItems(deps.dataDir, incremental, KNOWN_IDS)), apiNow);
   const trackItems = input.trackItems;
-  if (!trackItems) return { prices, knowledge };
-  return { prices, knowledge, tracking: await repaired(() => forecastTracking(deps.dataDir, input.targets, trackItems.days, apiNow, prices)) };
+  const tracking = trackItems ? await repaired(() => forecastTracking(deps.dataDir, input.targets, trackItems.days, apiNow, prices)) : undefined;
+  return { prices, knowledge, ...(tracking ? { tracking } : {}), ...(lakeRepairs.length > 0 ? { lakeRepairs } : {}) };
 }
 
 /** What each incremental target's run knows from the warehouse: the ids to stop at, and the first page's size. */
@@ -374,7 +386,7 @@ async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRu
 
 /** The run's final load, once the loads during it have answered: what of the run is in the warehouse, and what was set aside. */
 async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads, input: FinishRunInput, context: Context): Promise<Omit<FinishedRun, 'failedCalls'>> {
-  const quarantinedDuringRun = await duringRuns.finished(input.runId);
+  const { quarantined: quarantinedDuringRun, lakeRepairs: repairedDuringRun } = await duringRuns.finished(input.runId);
   const load = loadStarted('final');
   const result = await runLoad(deps, { loader, duringRuns }, input.runId, context).catch((error: unknown) => {
     load.failed();
@@ -392,7 +404,15 @@ async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads
     { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: rowsLoaded, quarantined: quarantined.length, ms: result.durationMs, snapshot: result.snapshot },
     'run loaded into the warehouse',
   );
-  return { landingsLoaded, rowsLoaded, quarantined, ...(own.length > 0 ? { answersQuarantined: { count: own.length, reason: reasonOfLine(own[0] as string) } } : {}), ...(schemaDrift.length > 0 ? { schemaDrift } : {}) };
+  const lakeRepairs = [...repairedDuringRun, ...(result.repair ? repairLines(result.repair) : [])];
+  return {
+    landingsLoaded,
+    rowsLoaded,
+    quarantined,
+    ...(own.length > 0 ? { answersQuarantined: { count: own.length, reason: reasonOfLine(own[0] as string) } } : {}),
+    ...(schemaDrift.length > 0 ? { schemaDrift } : {}),
+    ...(lakeRepairs.length > 0 ? { lakeRepairs } : {}),
+  };
 }
 
 /**

@@ -171,6 +171,8 @@ async function loadRun(input: HarvestInput, state: HarvestState): Promise<{ stat
   };
   try {
     const loaded = await finishRun({ ...finishInput, status });
+    // What the loads repaired of a damaged lake is said with the run, after what its start repaired.
+    if (loaded.lakeRepairs) state.lakeRepairs = [...(state.lakeRepairs ?? []), ...loaded.lakeRepairs];
     // Answers the load set aside in quarantine/ are lost to the lake: the status says so, as the load recorded it.
     quarantinedAtLoad(state, loaded.answersQuarantined);
     return { status: statusAfterLoad(status, loaded.answersQuarantined?.count ?? 0), loaded };
@@ -232,6 +234,7 @@ async function startRun(input: HarvestInput, workflowId: string): Promise<Harves
     nextWork: 1,
     ...(prepared.tracking ? { tracking: prepared.tracking } : {}),
     ...(prepared.forecast ? { forecast: prepared.forecast } : {}),
+    ...(prepared.lakeRepairs ? { lakeRepairs: prepared.lakeRepairs } : {}),
   };
   if (prepared.blocked) stopRun(state, 'paused', prepared.blocked);
   else if (prepared.skipped) stopRun(state, 'skipped', prepared.skipped);

@@ -61,6 +61,12 @@ export interface HarvestProgress {
   trackedItems?: { due: number; observed: number };
   /** Answers of the run its final load could not load, set aside in quarantine/: how many, and the first one's reason. */
   answersQuarantined?: AnswersQuarantined;
+  /**
+   * Repairs of a damaged lake that the run's start or its loads made, line by line (the damaged
+   * file and its table, what was loaded again or rebuilt, what was lost with its rows:
+   * src/warehouse/lake-repair-report.ts).
+   */
+  lakeRepairs?: string[];
   reason?: string;
 }
 

@@ -150,6 +150,8 @@ export interface HarvestState {
   countedAtWorst?: { workId: string; counted: number; target?: string }[];
   /** Answers the run's final load set aside in quarantine/ (quarantinedAtLoad). */
   answersQuarantined?: AnswersQuarantined;
+  /** Repairs of a damaged lake made for this run (its start, its loads), as HarvestProgress says them. */
+  lakeRepairs?: string[];
   /** Set by `harvester retry` (resumableState): its final load puts the run's answers in quarantine/ back to be loaded. */
   reloadQuarantined?: boolean;
 }
@@ -254,6 +256,7 @@ export function progressOf(state: HarvestState, status?: HarvestStatus): Harvest
     callsLost: state.callsLost,
     ...(state.tracking ? { trackedItems: { due: Object.values(state.tracking.due).reduce((sum, count) => sum + count, 0), observed: state.itemsObserved ?? 0 } } : {}),
     ...(state.answersQuarantined ? { answersQuarantined: state.answersQuarantined } : {}),
+    ...(state.lakeRepairs && state.lakeRepairs.length > 0 ? { lakeRepairs: state.lakeRepairs } : {}),
     ...(state.stopped ? { reason: state.stopped.reason } : state.answersQuarantined ? { reason: quarantinedText(state.answersQuarantined) } : {}),
   };
 }

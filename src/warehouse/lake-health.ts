@@ -5,10 +5,15 @@
  * version's crash) left files of 0 bytes named by the catalog, and a disk fault can cut or zero
  * one: DuckDB then failed every query of the table with "Invalid Input Error: File … ". The check
  * costs one catalog query and, per file, a stat and two reads of 4 and 8 bytes (a few milliseconds
- * for a thousand files); it reads no row. Only a lake in the data directory is checked: a shared
- * lake's files are objects, acknowledged whole by the object store before their commit.
+ * for a thousand files); it reads no row. A shared lake's files are objects, each acknowledged
+ * whole by the object store before the commit that names it (lake-sync.ts), and an object is never
+ * half written; one can still be deleted or overwritten by hand or by a bucket's lifecycle rule:
+ * each referenced object is looked for in one listing of the lake's data prefix (a request per
+ * 1,000 objects) and its size compared with the catalog's.
  */
 import { open } from 'node:fs/promises';
+import { ObjectStorage } from '../store/shared/object-storage.js';
+import { storageRootUrl, type ObjectStorageSettings } from '../store/shared/shared-settings.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from './duckdb.js';
 
@@ -102,6 +107,32 @@ export async function damagedOf(files: readonly LakeFile[]): Promise<DamagedLake
 /** The referenced files of the lake attached to `connection` that are not whole. */
 export async function damagedLakeFiles(connection: DuckDBConnection, dataPath: string): Promise<DamagedLakeFile[]> {
   return damagedOf(await referencedLakeFiles(connection, dataPath));
+}
+
+/**
+ * The referenced objects of a shared lake (attached with `dataPath` in the object store of
+ * `settings`) that are missing, or whose size is not the catalog's. A file outside the store's
+ * root (a path the catalog names elsewhere) is not checked.
+ */
+export async function damagedSharedLakeFiles(connection: DuckDBConnection, dataPath: string, settings: ObjectStorageSettings): Promise<DamagedLakeFile[]> {
+  const files = await referencedLakeFiles(connection, dataPath);
+  if (files.length === 0) return [];
+  const root = storageRootUrl(settings);
+  const objects = new ObjectStorage(settings);
+  let sizes: Map<string, number>;
+  try {
+    sizes = new Map((await objects.listSized(dataPath.slice(root.length))).map(({ key, size }) => [key, size]));
+  } finally {
+    objects.close();
+  }
+  const damaged: DamagedLakeFile[] = [];
+  for (const file of files) {
+    if (!file.path.startsWith(root)) continue;
+    const size = sizes.get(file.path.slice(root.length));
+    if (size === undefined) damaged.push({ ...file, problem: 'missing' });
+    else if (size !== file.bytes) damaged.push({ ...file, problem: `${size} bytes where the catalog says ${file.bytes} (torn)` });
+  }
+  return damaged;
 }
 
 /** One line per damaged file: its table, kind, path and problem. */

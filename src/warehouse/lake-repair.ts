@@ -12,14 +12,21 @@
  *    was damaged and `raw_answers` was not, every derived table is derived again from the raw
  *    answers (rebuild.ts), which brings their lost rows back: nothing of them is lost.
  *
- * What no whole file keeps (rows of `raw_answers`, `loaded_landings`, `loaded_segments`,
- * `media_files`, `call_journal`, `schema_drift`, or of derived tables when `raw_answers` was
- * damaged too) is reported as lost, table by table, with its rows: never dropped without a word.
+ * Between them, when `raw_answers` was damaged, the raw answers it lost that the segments still in
+ * the data directory hold are loaded again (lake-reload.ts); when that brings every lost one back,
+ * `raw_answers` counts as whole for step 2.
+ *
+ * What no whole file keeps (rows of `raw_answers` no segment holds any more, `loaded_landings`,
+ * `loaded_segments`, `media_files`, `call_journal`, `schema_drift`, or of derived tables when
+ * `raw_answers` lost rows) is reported as lost, table by table, with its rows: never dropped
+ * without a word.
  */
 import type { Logger } from '../logger.js';
 import { inTransaction, sqlString } from './duckdb.js';
 import { DamagedLakeError, referencedLakeFiles, type DamagedLakeFile, type LakeFile } from './lake-health.js';
 import { lakeLocation, type LakeConnection } from './lake.js';
+import { reloadRawAnswersFromSegments } from './lake-reload.js';
+import { repairLines } from './lake-repair-report.js';
 import { rederiveTables } from './rebuild.js';
 import { STAGED_TABLES, TABLES_DDL } from './schema.js';
 
@@ -28,6 +35,8 @@ export interface LakeRepair {
   damaged: DamagedLakeFile[];
   /** Tables rewritten from their whole files. */
   rewritten: string[];
+  /** Raw answers a damaged `raw_answers` file lost that were loaded again from the segments still in the data directory. */
+  reloaded: number;
   /** Whether the derived tables were derived again from the raw answers. */
   rebuilt: boolean;
   /** Rows no whole file keeps, by table (a table rebuilt from the raw answers lost none). */
@@ -46,15 +55,19 @@ export async function repairLake(lake: LakeConnection, dataDir: string, options:
   if (damaged.length === 0) return undefined;
   options.logger?.warn({ damaged: damaged.map(({ table, kind, path, problem }) => ({ table, kind, path, problem })) }, 'the lake names files that are not whole: repairing');
   const lost = await rewriteWithoutDamaged(lake, dataDir, damaged);
-  const rawWhole = !damaged.some((file) => file.table === 'raw_answers');
+  const reloaded = damaged.some((file) => file.table === 'raw_answers') ? await reloadRawAnswersFromSegments(lake, dataDir, options.logger) : 0;
+  // One row of raw_answers per answer: those loaded again are not lost.
+  for (const entry of lost) if (entry.table === 'raw_answers') entry.rows = Math.max(0, entry.rows - reloaded);
+  const rawWhole = !lost.some((entry) => entry.table === 'raw_answers' && entry.rows > 0);
   const derivedDamaged = damaged.some((file) => DERIVED.has(file.table));
   const rebuild = rawWhole && (derivedDamaged || options.rebuild === false);
   if (rebuild && options.rebuild !== false) await rederiveTables(lake, dataDir, { logger: options.logger });
   const repair: LakeRepair = {
     damaged,
     rewritten: [...new Set(damaged.map((file) => file.table))],
+    reloaded,
     rebuilt: rebuild,
-    lost: lost.filter(({ table }) => !(rebuild && DERIVED.has(table))),
+    lost: lost.filter(({ table, rows }) => !(table === 'raw_answers' && rows === 0) && !(rebuild && DERIVED.has(table))),
   };
   if (repair.lost.length > 0) options.logger?.warn({ lost: repair.lost }, 'the lake lost rows no whole file kept');
   return repair;
@@ -96,13 +109,11 @@ function dataFilesLeftOut(table: string, damaged: readonly DamagedLakeFile[], re
   return ofTable.filter((file) => file.kind === 'data').map((file) => ({ path: file.path, rows: file.rows - (deleted.get(file.dataFileId) ?? 0) }));
 }
 
-/** What a repair says to the user: each damaged file with its table, what was rebuilt, and what was lost. */
+/** What a repair says to the user: each damaged file with its table, what was rebuilt or loaded again, and what was lost. */
 export function repairReport(repair: LakeRepair | undefined): string {
   if (!repair) return '';
-  const found = repair.damaged.map((file) => `  table ${file.table}: ${file.kind} file ${file.path} was ${file.problem}\n`).join('');
-  const rebuilt = repair.rebuilt ? '  the tables derived from the raw answers were rebuilt from them\n' : '';
-  const lost = repair.lost.map(({ table, rows, files }) => `  LOST: ${rows} rows of ${table} (in ${files.length} file${files.length === 1 ? '' : 's'} no whole copy keeps)\n`).join('');
-  return `the warehouse was damaged, and was repaired (${repair.rewritten.join(', ')} rewritten from their whole files):\n${found}${rebuilt}${lost}`;
+  const [head, ...rest] = repairLines(repair);
+  return `${head}:\n${rest.map((line) => `  ${line}\n`).join('')}`;
 }
 
 /**

@@ -6,8 +6,8 @@
  *
  * The mechanism, in this one place: the lake's writer connection (openLakeWriter, lake.ts) is wrapped
  * by `syncingLakeWrites`. Each of its transactions notes the names under `lake/data/` when it begins;
- * before its COMMIT goes to DuckDB, every file and folder under `lake/data/` whose name is new since
- * then is fsynced, and then each folder that holds a new name (a new folder's parent too). A
+ * before its COMMIT goes to DuckDB, every file under `lake/data/` whose name is new since then is
+ * fsynced, and then each folder that holds a new name (a new folder's parent too). A
  * statement outside an explicit transaction that may write to the lake (anything but a read, a
  * setting or an attachment) runs as a transaction of its own the same way. It rests on DuckLake
  * writing every data and delete file of a transaction during the transaction's statements, never
@@ -49,9 +49,9 @@ const BEGIN = /^\s*(BEGIN|START\s+TRANSACTION)\b/i;
 const COMMIT = /^\s*(COMMIT|END)\b/i;
 const ROLLBACK = /^\s*(ROLLBACK|ABORT)\b/i;
 
-/** Every path under `folder` (files and folders), or none when it is not there. */
-async function namesUnder(folder: string): Promise<Set<string>> {
-  const names = new Set<string>();
+/** Every path under `folder`, each with whether it is a folder; none when `folder` is not there. */
+async function namesUnder(folder: string): Promise<Map<string, boolean>> {
+  const names = new Map<string, boolean>();
   let entries;
   try {
     entries = await readdir(folder, { recursive: true, withFileTypes: true });
@@ -59,7 +59,7 @@ async function namesUnder(folder: string): Promise<Set<string>> {
     if ((error as NodeJS.ErrnoException).code === 'ENOENT') return names;
     throw error;
   }
-  for (const entry of entries) names.add(join(entry.parentPath, entry.name));
+  for (const entry of entries) names.set(join(entry.parentPath, entry.name), entry.isDirectory());
   return names;
 }
 
@@ -73,24 +73,31 @@ async function fsyncPath(path: string): Promise<void> {
 }
 
 /**
- * Fsyncs every path under the lake's data folder that is not in `before`, then each folder holding
- * a new name (a new folder's name is a new name in its parent). Files first, then folders: a name is
- * synced only once what it names is. The data folder's own name is synced when the lake is made
- * (lake.ts, createLake).
+ * Fsyncs every file under the lake's data folder whose name is not in `before`, then each folder
+ * holding a new name, file or folder (a new folder's name is a new name in its parent). Files
+ * first, then folders: a name is synced only once what it names is. A new folder is not itself
+ * fsynced unless a new name is in it: an empty one (DuckLake makes a table's folder when the table
+ * is first written, and writes nothing there when its rows are inlined in the catalog) holds
+ * nothing to sync, but its name is made durable in its parent now, so a later transaction's file in
+ * it needs only its own folder synced. The data folder's own name is synced when the lake is made
+ * (lake.ts, createLake). Returns the report and the names now under the folder (what the next
+ * transaction starts from).
  */
-export async function syncNewLakeFiles(dataDir: string, before: ReadonlySet<string>): Promise<LakeSyncReport> {
+export async function syncNewLakeFiles(dataDir: string, before: ReadonlySet<string>): Promise<LakeSyncReport & { now: Set<string> }> {
   const started = performance.now();
-  const fresh = [...(await namesUnder(lakeDataFolder(dataDir)))].filter((path) => !before.has(path));
-  const folders = new Set(fresh.map((path) => dirname(path)));
+  const names = await namesUnder(lakeDataFolder(dataDir));
+  const fresh = [...names].filter(([path]) => !before.has(path));
+  const files = fresh.filter(([, isFolder]) => !isFolder).map(([path]) => path);
+  const folders = new Set(fresh.map(([path]) => dirname(path)));
   // fs/promises' fsyncs run on libuv's thread pool, several at once: a batch's files take about the time of one.
-  await Promise.all(fresh.filter((path) => !folders.has(path)).map(fsyncPath));
+  await Promise.all(files.map(fsyncPath));
   await Promise.all([...folders].map(fsyncPath));
-  return { files: fresh.filter((path) => !folders.has(path)).length, folders: folders.size, ms: performance.now() - started };
+  return { files: files.length, folders: folders.size, ms: performance.now() - started, now: new Set(names.keys()) };
 }
 
 /** The names under the lake's data folder now: what a transaction starts from. */
-export function lakeNamesNow(dataDir: string): Promise<Set<string>> {
-  return namesUnder(lakeDataFolder(dataDir));
+export async function lakeNamesNow(dataDir: string): Promise<Set<string>> {
+  return new Set((await namesUnder(lakeDataFolder(dataDir))).keys());
 }
 
 /**
@@ -123,12 +130,20 @@ export interface LakeSyncTotals {
  */
 export function syncingLakeWrites(connection: DuckDBConnection, dataDir: string, totals: LakeSyncTotals): DuckDBConnection {
   let before: Set<string> | undefined;
+  // The names under the data folder as the last sync listed them: each was there and synced, or
+  // written by a transaction that did not commit. The next transaction starts from them instead of a
+  // listing of its own (one listing per transaction, not two). The writers' lock keeps every other
+  // writer out while this connection is open, and DuckLake names each file by a new UUID, so a name
+  // in this set is never a newer file; a file written outside a watched transaction is new to it,
+  // and synced by the next commit. A rollback forgets it (its files were written, never synced).
+  let known: Set<string> | undefined;
   const begin = async () => {
-    before = await lakeNamesNow(dataDir);
+    before = known ?? (await lakeNamesNow(dataDir));
   };
   const sync = async () => {
     if (!before) return;
     const report = await syncNewLakeFiles(dataDir, before);
+    known = report.now;
     totals.commits++;
     totals.files += report.files;
     totals.folders += report.folders;
@@ -148,6 +163,7 @@ export function syncingLakeWrites(connection: DuckDBConnection, dataDir: string,
     }
     if (ROLLBACK.test(sql)) {
       before = undefined;
+      known = undefined;
       return call(sql);
     }
     if (DELETES_UNNAMED_FILES.test(sql)) {
@@ -164,6 +180,7 @@ export function syncingLakeWrites(connection: DuckDBConnection, dataDir: string,
       await connection.run('COMMIT');
       return result;
     } catch (error) {
+      known = undefined;
       await connection.run('ROLLBACK').catch(() => undefined);
       throw error;
     } finally {

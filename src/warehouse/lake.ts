@@ -15,11 +15,11 @@ import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, lakeDataPath, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
 import { outageOf } from '../store/outage.js';
-import { objectStorageSettings, redactedUrl, storageRootUrl } from '../store/shared/shared-settings.js';
+import { objectStorageSettings, redactedUrl, storageRootUrl, type ObjectStorageSettings } from '../store/shared/shared-settings.js';
 import { syncDirectory } from '../store/durable-file.js';
 import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames, withDefaultDatabase } from './duckdb.js';
 import { syncingLakeWrites, type LakeSyncTotals } from './lake-sync.js';
-import { DamagedLakeError, damagedLakeFiles, type DamagedLakeFile } from './lake-health.js';
+import { DamagedLakeError, damagedLakeFiles, damagedSharedLakeFiles, type DamagedLakeFile } from './lake-health.js';
 
 /** The name the lake is attached under; the readers' and the loader's default database. */
 export const LAKE = 'lake';
@@ -41,6 +41,8 @@ export interface LakeLocation {
   extensions: readonly string[];
   credentials: readonly string[];
   shared: boolean;
+  /** A shared lake's object store (its data files' bucket and prefix), for the health check. */
+  objects?: ObjectStorageSettings;
   /** What a message may show of it: no password, no key. */
   description: string;
   /** Replaces every secret of the location in a message by `***`. */
@@ -84,6 +86,7 @@ export function lakeLocation(dataDir: string, env: NodeJS.ProcessEnv = process.e
       'SET disable_parquet_prefetching = true',
     ],
     shared: true,
+    objects: settings,
     description: `the DuckLake in ${redactedUrl(catalogUrl)} with data in ${dataPath}`,
     redact: (message) => secrets.reduce((text, secret) => text.split(secret).join('***'), message),
   };
@@ -107,7 +110,8 @@ export async function lakeExists(dataDir: string): Promise<boolean> {
   if (!location.shared) return existsSync(lakeCatalogFile(dataDir));
   const db = await openDatabase(':memory:');
   try {
-    await attachLake(db.connection, dataDir, 'read');
+    // Whether it is there, not whether its files are whole: the open that follows checks them.
+    await attachLake(db.connection, dataDir, 'read', undefined, undefined, false);
     return (await tableNames(db.connection, LAKE)).has('loaded_landings');
   } catch (error) {
     // A catalog or object store that does not answer is no missing warehouse: said as what it is.
@@ -129,6 +133,25 @@ export function extensionLoads(location: LakeLocation = lakeLocation('')): strin
 }
 
 /**
+ * Rows a writer of a lake in the data directory keeps in the catalog instead of a Parquet file, per
+ * table and insert (DuckLake's data inlining): a load that adds fewer rows to a table than this
+ * writes no file for it, so it needs no fsync of a file and its folder (lake-sync.ts); its rows are
+ * durable with the catalog's commit, which SQLite syncs, like the rest of the commit. The
+ * maintenance writes them out to Parquet (`ducklake_flush_inlined_data`). 1,000 keeps a daily run's
+ * small tables in the catalog and its large ones (the raw answers of a big run) in files.
+ * HARVESTER_LAKE_INLINE_ROWS sets another (0: every insert writes a file). A shared lake writes
+ * files: its objects cost no fsync, and its PostgreSQL catalog is shared by every machine.
+ */
+export function inliningRowLimit(env: NodeJS.ProcessEnv = process.env): number {
+  const text = env.HARVESTER_LAKE_INLINE_ROWS;
+  if (text === undefined || text === '') return DEFAULT_INLINING_ROW_LIMIT;
+  const rows = Number(text);
+  if (!Number.isInteger(rows) || rows < 0) throw new Error(`HARVESTER_LAKE_INLINE_ROWS must be a whole number of rows, 0 or more; it is ${JSON.stringify(text)}`);
+  return rows;
+}
+const DEFAULT_INLINING_ROW_LIMIT = 1000;
+
+/**
  * The ATTACH statement of a data directory's lake, as `LAKE`. The catalog records the data folder's
  * absolute path when the lake is made; the folder is named again, and overrides it, so a data
  * directory that was moved or copied elsewhere (files are recorded relative to it) still reads.
@@ -138,6 +161,7 @@ function lakeAttach(location: LakeLocation, readOnly: boolean, snapshot?: number
     `DATA_PATH ${sqlString(location.dataPath)}`,
     'OVERRIDE_DATA_PATH true',
     ...(readOnly ? ['READ_ONLY'] : []),
+    ...(!readOnly && !location.shared ? [`DATA_INLINING_ROW_LIMIT ${inliningRowLimit()}`] : []),
     ...(snapshot === undefined ? [] : [`SNAPSHOT_VERSION ${Math.trunc(snapshot)}`]),
   ];
   return `ATTACH ${sqlString(catalog)} AS ${LAKE} (${options.join(', ')})`;
@@ -158,7 +182,7 @@ export function readerSql(dataDir: string): string {
  * of a damaged lake is refused with a DamagedLakeError naming each file and table, before any query
  * meets them; a writer is told which (to repair them, lake-repair.ts). Returns those files.
  */
-async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number, readTimeoutSeconds?: number): Promise<DamagedLakeFile[]> {
+async function attachLake(connection: DuckDBConnection, dataDir: string, access: LakeAccess, snapshot?: number, readTimeoutSeconds?: number, checkFiles = true): Promise<DamagedLakeFile[]> {
   const location = lakeLocation(dataDir);
   await prepareFor(connection, location);
   if (location.shared && readTimeoutSeconds !== undefined) {
@@ -174,8 +198,7 @@ async function attachLake(connection: DuckDBConnection, dataDir: string, access:
     throw new Error(`cannot attach ${location.description}: ${location.redact((error as Error).message)}`);
   }
   await connection.run(`USE ${LAKE}`);
-  // A reader of an older snapshot (time travel, an export) reads older files: the latest's are not its concern.
-  const damaged = location.shared || snapshot !== undefined ? [] : await damagedLakeFiles(connection, location.dataPath);
+  const damaged = checkFiles ? await damagedOnAttach(connection, location, snapshot, readTimeoutSeconds) : [];
   if (damaged.length > 0 && access !== 'write') throw new DamagedLakeError(damaged);
   if (access === 'sandboxed') {
     // Settings that only tighten, in this order: the lake's data files stay readable (DuckLake reads
@@ -186,6 +209,24 @@ async function attachLake(connection: DuckDBConnection, dataDir: string, access:
     await connection.run('SET lock_configuration = true');
   }
   return damaged;
+}
+
+/**
+ * The referenced files of the latest snapshot that are not whole (lake-health.ts): the data
+ * directory's, or a shared lake's objects. A reader of an older snapshot (time travel, an export)
+ * reads older files: the latest's are not its concern. A reader bound in time (readTimeoutSeconds:
+ * a shared lake's object store may not answer) does not list the store first: its query's own read
+ * of a missing object fails, naming it, within its time.
+ */
+async function damagedOnAttach(connection: DuckDBConnection, location: LakeLocation, snapshot: number | undefined, readTimeoutSeconds: number | undefined): Promise<DamagedLakeFile[]> {
+  if (snapshot !== undefined) return [];
+  if (!location.shared) return damagedLakeFiles(connection, location.dataPath);
+  if (!location.objects || readTimeoutSeconds !== undefined) return [];
+  try {
+    return await damagedSharedLakeFiles(connection, location.dataPath, location.objects);
+  } catch (error) {
+    throw new Error(`cannot check the lake's files in ${location.dataPath}: ${location.redact((error as Error).message)}`, { cause: error });
+  }
 }
 
 /** Loads the location's extensions and gives DuckDB its credentials, before its ATTACH. */

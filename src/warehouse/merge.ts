@@ -100,7 +100,7 @@ const seenRange = (table: string) => `first_seen_at = least(${table}.first_seen_
 /** The latest non-null value of a column within a batch (latest as `observation` orders them). */
 const latest = (column: string) => `arg_max(${column}, (seen_at, coalesce(request_id, ''))) FILTER (WHERE ${column} IS NOT NULL) AS ${column}`;
 /**
- * One row per key of a staged latest-state table, as MERGE needs: each column's latest non-null
+ * One row per key of a staged latest-state table, as the upsert needs: each column's latest non-null
  * value in the batch, and when the key was first and last seen. Keys seen once in the batch (nearly
  * all of them) skip the aggregation, which costs more than the merge itself for string columns.
  */
@@ -115,10 +115,16 @@ function onePerKey(stage: string, keys: readonly string[], anyColumns: string[],
 }
 /** One row per key within the batch, so a merge never meets the same key twice. */
 const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${keys}) = 1`;
-/** Latest state: rows of `source` (one per key) update the row with their key, or are inserted. */
+/**
+ * Latest state: rows of `source` (one per key) update the row with their key, or are inserted. An
+ * UPDATE and then an INSERT of the keys it did not find, not one MERGE: DuckLake 1.5.5 writes every
+ * MERGE's rows to a Parquet file of its own, while an UPDATE's and an INSERT's rows below the data
+ * inlining limit (lake.ts, inliningRowLimit) stay in the catalog, with no file to fsync before the
+ * commit (lake-sync.ts); a daily run's few changed items cost no file.
+ */
 const upsert = (table: string, keys: readonly string[], source: string, updates: string) => [
-  `MERGE INTO ${table} USING (${source}) AS s ON ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}
-   WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`,
+  `UPDATE ${table} SET ${updates} FROM (${source}) AS s WHERE ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}`,
+  `INSERT INTO ${table} BY NAME SELECT * FROM (${source}) AS s WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')})`,
 ];
 /** The table a latest-state merge reads its batch from: one row per key, materialized. */
 const mergeSource = (table: StagedTable): string => `merge_source_${table}`;
@@ -126,8 +132,8 @@ const mergeSource = (table: StagedTable): string => `merge_source_${table}`;
  * A latest-state table seen over time (accounts, items, comments): each key's newest non-null
  * values win, and its first and last sightings widen. `fixedColumns` never change for a key.
  *
- * The batch's rows (one per key) are materialized in a temporary table first, and MERGE reads that
- * table plainly. DuckLake 1.5.5's MERGE with the `onePerKey` query itself as its source (a CTE and
+ * The batch's rows (one per key) are materialized in a temporary table first, and the upsert reads
+ * that table plainly (it was one MERGE until data inlining, see upsert). DuckLake 1.5.5's MERGE with the `onePerKey` query itself as its source (a CTE and
  * UNION ALL) matched rows at positions 2,048 and above of a data file but did not delete them: both
  * versions stayed visible (docs/ducklake-merge-duplicates.md, with a reproduction without the
  * project). A plain table as the source leaves none; every load checks it (assertOnePerKey).

@@ -8,7 +8,7 @@
  * as the landing's rows, by the only writer (the loader, one at a time per data directory).
  * Append-only tables (observations, search hits, downloads, api_calls) therefore cannot repeat a
  * row. Latest-state tables keep one row per natural key because the loader merges each batch,
- * grouped by key, with MERGE INTO.
+ * grouped by key, with an UPDATE of the keys it has and an INSERT of the others (merge.ts, upsert).
  */
 
 export const TABLES_DDL = [

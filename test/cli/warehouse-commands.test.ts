@@ -88,7 +88,8 @@ describe('harvester load, query and export', () => {
 
   it('export --snapshot writes the warehouse as an earlier load left it; maintain merges the small files of many loads and expires old snapshots; the data stays the same', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'cli-maintain-'));
-    const env = { HARVESTER_DATA_DIR: dir };
+    // Small files to merge: every load's insert writes one (no rows kept in the catalog; lake.ts, inliningRowLimit).
+    const env = { HARVESTER_DATA_DIR: dir, HARVESTER_LAKE_INLINE_ROWS: '0' };
     const client = clientFor(emulator);
     let observations = 0;
     const loads: { snapshot: number; observations: number }[] = [];

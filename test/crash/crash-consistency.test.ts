@@ -39,7 +39,16 @@ interface CrashPoint {
   /** Kill when this is true of a call of the record; or `afterRun`: once the run completed; `maintain`: after `harvester maintain`. */
   trigger?: (call: TraceCall, earlier: TraceCall[]) => boolean;
   when?: 'afterRun' | 'afterMaintenance';
+  /** The worker's environment besides the harness's. */
+  env?: Record<string, string>;
 }
+
+/**
+ * The crash points at a load's Parquet files: every insert writes one (no rows kept in the
+ * catalog, lake.ts's inliningRowLimit), as a load of more rows than the limit does. The other
+ * points run with the default, whose small loads keep their rows in the catalog.
+ */
+const FILES_FOR_EVERY_INSERT = { HARVESTER_LAKE_INLINE_ROWS: '0' };
 
 const isSegment = (path: string) => path.endsWith('.seg');
 const isParquet = (path: string) => path.endsWith('.parquet');
@@ -77,6 +86,7 @@ const POINTS: CrashPoint[] = [
     inSuite: true,
     harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[5]!, 60), channels: [{ handle: catalog.tiktok.handles[5]!, items: 60 }] }),
     trigger: (call, earlier) => call.name === 'unlink' && call.path.endsWith('catalog.sqlite-journal') && earlier.some((c) => c.name === 'write' && isParquet(c.path)),
+    env: FILES_FOR_EVERY_INSERT,
   },
   {
     // In the middle of a load: its first Parquet write, before its commit.
@@ -84,6 +94,7 @@ const POINTS: CrashPoint[] = [
     inSuite: false,
     harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[6]!, 60), channels: [{ handle: catalog.tiktok.handles[6]!, items: 60 }] }),
     trigger: (call) => call.name === 'write' && isParquet(call.path),
+    env: FILES_FOR_EVERY_INSERT,
   },
   {
     // After `harvester maintain` merged and cleaned up the files of two runs' loads.
@@ -194,7 +205,7 @@ async function checkPoint(point: CrashPoint): Promise<PointReport> {
   const dataDir = join(base, 'data');
   mkdirSync(dataDir);
   const apiKey = keyOf(point);
-  const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), HARVESTER_TASK_QUEUE: `crash-${point.name}-${Date.now()}`, HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: emulator.baseUrl, SOCIAL_API_KEY: apiKey };
+  const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), HARVESTER_TASK_QUEUE: `crash-${point.name}-${Date.now()}`, HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: emulator.baseUrl, SOCIAL_API_KEY: apiKey, ...point.env };
   const { yaml, channels } = point.harvest(await emulator.catalog());
   const existing = pathsUnder(dataDir);
   const { run, trigger, text, start } = await runToCrash(point, base, env, yaml);

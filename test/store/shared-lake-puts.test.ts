@@ -15,7 +15,8 @@ import { objectStorageSettings } from '../../src/store/shared/shared-settings.js
 import { storeFromEnvironment } from '../../src/store/store-from-environment.js';
 import type { Store } from '../../src/store/store.js';
 import { lakeLocation, openLake } from '../../src/warehouse/lake.js';
-import { referencedLakeFiles } from '../../src/warehouse/lake-health.js';
+import { DamagedLakeError, referencedLakeFiles } from '../../src/warehouse/lake-health.js';
+import { queryWarehouse } from '../../src/warehouse/query.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
 import { landedKeys, landedLanding } from '../support/landed.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -82,6 +83,39 @@ describe('the shared lake', () => {
       const key = file.path.slice(bucketRoot.length);
       expect({ key, acknowledgedBeforeCommit: lastCommit.get(key) }).toEqual({ key, acknowledgedBeforeCommit: file.bytes });
     }
+    objects.close();
+  });
+
+  it('names a referenced object that is missing or cut, refuses a reader, and is repaired by the next load from the raw answers', async () => {
+    const env = await sharedEnvironment('lake_damaged');
+    const store = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), { ...process.env, ...env });
+    stores.push(store);
+    const objects = new ObjectStorage(objectStorageSettings(env.HARVESTER_STORAGE!, { ...process.env, ...env }));
+    const { dataDir: sampleDir, expected } = await landedSample(emulator, 'run-shared-damaged');
+    for (const key of landedKeys(sampleDir)) await store.writeLanding(landedLanding(sampleDir, key));
+    await loadLandings(store.dataDir, { store });
+
+    const location = lakeLocation(store.dataDir);
+    const lake = await openLake(store.dataDir, 'write');
+    const named = await referencedLakeFiles(lake.connection, location.dataPath).finally(() => lake.close());
+    const bucketRoot = `${env.HARVESTER_STORAGE!.replace(/\/$/, '')}/`;
+    const items = named.find((file) => file.table === 'items' && file.kind === 'data')!;
+    const calls = named.find((file) => file.table === 'api_calls' && file.kind === 'data')!;
+    await objects.delete(items.path.slice(bucketRoot.length));
+    const whole = (await objects.get(calls.path.slice(bucketRoot.length)))!;
+    await objects.put(calls.path.slice(bucketRoot.length), whole.subarray(0, whole.length - 100));
+
+    const refused = await openLake(store.dataDir, 'read').catch((error: unknown) => error);
+    expect(refused).toBeInstanceOf(DamagedLakeError);
+    expect((refused as Error).message).toContain(`table items: data file ${items.path} is missing`);
+    expect((refused as Error).message).toContain(`table api_calls: data file ${calls.path} is ${whole.length - 100} bytes where the catalog says ${whole.length} (torn)`);
+
+    const repaired = await loadLandings(store.dataDir, { store });
+    expect(repaired.repair?.damaged.map((file) => file.path).sort()).toEqual([items.path, calls.path].sort());
+    expect(repaired.repair?.rebuilt).toBe(true);
+    expect(repaired.repair?.lost).toEqual([]);
+    const { rows } = await queryWarehouse(store.dataDir, 'SELECT (SELECT count(*) FROM items) AS items, (SELECT sum(credits) FROM api_calls) AS credits');
+    expect(rows.map((row) => ({ items: Number(row.items), credits: Number(row.credits) }))).toEqual([{ items: expected.itemIds.size, credits: expected.credits }]);
     objects.close();
   });
 });

@@ -23,16 +23,16 @@ export interface SampleExpectation {
 }
 
 /** The sample harvest landed by a client of its own, in `dataDir` (a new temporary one by default). */
-export async function landedSample(emulator: TestEmulator, runId: string, dataDir = mkdtempSync(join(tmpdir(), 'sample-'))): Promise<{ dataDir: string; expected: SampleExpectation }> {
+export async function landedSample(emulator: TestEmulator, runId: string, dataDir = mkdtempSync(join(tmpdir(), 'sample-')), options: { ended?: boolean } = {}): Promise<{ dataDir: string; expected: SampleExpectation }> {
   const client = clientFor(emulator);
   try {
-    return { dataDir, expected: await landSampleHarvest(client, emulator, dataDir, runId) };
+    return { dataDir, expected: await landSampleHarvest(client, emulator, dataDir, runId, options) };
   } finally {
     await client.close();
   }
 }
 
-export async function landSampleHarvest(client: SocialApiClient, emulator: TestEmulator, dataDir: string, runId: string, options: { fresh?: boolean } = {}): Promise<SampleExpectation> {
+export async function landSampleHarvest(client: SocialApiClient, emulator: TestEmulator, dataDir: string, runId: string, options: { fresh?: boolean; ended?: boolean } = {}): Promise<SampleExpectation> {
   const catalog = await emulator.catalog();
   const handle = catalog.tiktok.handles[0]!;
   const expectation: SampleExpectation = { itemIds: new Set(), metricRows: 0, apiCalls: 0, credits: 0, searchHits: 0, comments: 0, landings: 0 };
@@ -84,8 +84,11 @@ export async function landSampleHarvest(client: SocialApiClient, emulator: TestE
   land(`item:tiktok:${video}:summary`, 1, { url: videoUrl }, summary, summary.data);
   const download = await client.get('instagram', 'download', { url: reels.items[0]!.url, fresh });
   land(`item:instagram:${reels.items[0]!.id}:download`, 1, { url: reels.items[0]!.url }, download, download.data);
-  landInBackground({ format: 1, kind: 'run', run_id: runId, harvest: 'sample', seq: 1, status: 'completed', started_at: new Date().toISOString(), finished_at: new Date().toISOString(), credits_spent: expectation.credits, items_landed: expectation.itemIds.size });
-  expectation.landings++;
+  // A run still going (`ended: false`) lands no end: its segments stay in the data directory after a load.
+  if (options.ended ?? true) {
+    landInBackground({ format: 1, kind: 'run', run_id: runId, harvest: 'sample', seq: 1, status: 'completed', started_at: new Date().toISOString(), finished_at: new Date().toISOString(), credits_spent: expectation.credits, items_landed: expectation.itemIds.size });
+    expectation.landings++;
+  }
   await Promise.all(writes);
   return expectation;
 }

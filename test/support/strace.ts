@@ -7,7 +7,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 
 /** The calls traced: opens, writes, syncs, renames and unlinks, with each descriptor's path (-y). */
-const TRACED = 'openat,write,pwrite64,writev,pwritev,pwritev2,fsync,fdatasync,unlink,unlinkat,rename,renameat,renameat2';
+const TRACED = 'openat,write,pwrite64,writev,pwritev,pwritev2,fsync,fdatasync,unlink,unlinkat,rename,renameat,renameat2,mkdir,mkdirat';
 
 /** Runs `args` under strace, following its threads and children; resolves with its exit code and the trace's file. */
 export function traced(traceFile: string, command: string, args: string[], env: NodeJS.ProcessEnv = process.env): Promise<number | null> {
@@ -34,7 +34,7 @@ export function callsOf(traceFile: string): TracedCall[] {
     const match = /^\d+\s+(\w+)\((.*)$/.exec(line);
     if (!match) continue;
     const [, call, args] = match as unknown as [string, string, string];
-    const path = call === 'openat' || call.startsWith('unlink') || call.startsWith('rename') ? /"([^"]*)"/.exec(args)?.[1] : /^\d+<([^>]*)>/.exec(args)?.[1];
+    const path = call === 'openat' || call.startsWith('unlink') || call.startsWith('rename') || call.startsWith('mkdir') ? /"([^"]*)"/.exec(args)?.[1] : /^\d+<([^>]*)>/.exec(args)?.[1];
     if (path !== undefined) calls.push({ call, path, ...(call === 'openat' && args.includes('O_CREAT') ? { creates: true } : {}) });
   }
   return calls;

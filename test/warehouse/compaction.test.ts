@@ -24,6 +24,10 @@ import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 
+// Fragments to compact: every load's insert writes a file, as a load of more rows than the
+// inlining limit does (no rows kept in the catalog; lake.ts, inliningRowLimit).
+process.env.HARVESTER_LAKE_INLINE_ROWS = '0';
+
 let emulator: TestEmulator;
 let client: SocialApiClient;
 const dataDirs: string[] = [];

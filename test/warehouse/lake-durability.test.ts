@@ -20,6 +20,10 @@ import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample, type SampleExpectation } from '../support/sample-harvest.js';
 import { callsOf, indexOf, traced, writtenAfterLastSync, type TracedCall } from '../support/strace.js';
 
+// These tests are about the lake's files: every insert writes one here, as a load of more rows than
+// the inlining limit does (lake.ts, inliningRowLimit). The test of a load kept in the catalog says so.
+process.env.HARVESTER_LAKE_INLINE_ROWS = '0';
+
 let emulator: TestEmulator;
 beforeAll(async () => {
   emulator = await startTestEmulator();
@@ -129,6 +133,39 @@ await lake.close();
     expectSyncedBeforeCommit(calls, dataDir, parquet);
   });
 
+  it('a table folder made by a transaction whose rows were inlined has its name synced before a later file in it is committed', async () => {
+    delete process.env.HARVESTER_LAKE_INLINE_ROWS;
+    try {
+      const dataDir = mkdtempSync(join(tmpdir(), 'lake-folders-'));
+      const script = join(dataDir, 'writes.mjs');
+      writeFileSync(
+        script,
+        `import { openLakeWriter } from ${JSON.stringify(join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'lake.js'))};
+const lake = await openLakeWriter(process.argv[2], 1000, { create: (connection) => connection.run('CREATE TABLE t (a INTEGER, b VARCHAR)') });
+await lake.connection.run("INSERT INTO t SELECT i, 'row ' || i FROM range(5) r(i)");
+await lake.connection.run("INSERT INTO t SELECT i, 'row ' || i FROM range(5000) r(i)");
+await lake.close();
+`,
+      );
+      const trace = join(dataDir, 'writes.trace');
+      expect(await traced(trace, process.execPath, [script, dataDir])).toBe(0);
+      const calls = callsOf(trace);
+      const journal = `${lakeCatalogFile(dataDir)}-journal`;
+      const parquet = calls.filter((call) => call.creates === true && call.path.startsWith(lakeDataFolder(dataDir)) && call.path.endsWith('.parquet'));
+      expect(parquet).toHaveLength(1);
+      const made = indexOf(calls, (call) => call.creates === true && call.path === parquet[0]!.path);
+      const commit = indexOf(calls, (call) => call.call.startsWith('unlink') && call.path === journal, made);
+      // Every folder between the file and the data folder: made, and its name synced by its parent's fsync before that commit.
+      for (let folder = dirname(parquet[0]!.path); folder !== lakeDataFolder(dataDir); folder = dirname(folder)) {
+        const mkdir = indexOf(calls, (call) => call.call.startsWith('mkdir') && call.path.replace(/\/+$/, '') === folder);
+        const parentSynced = indexOf(calls, (call) => call.call.startsWith('fsync') && call.path === dirname(folder), mkdir);
+        expect({ folder, made: mkdir >= 0, nameSynced: parentSynced >= 0 && parentSynced < commit }).toEqual({ folder, made: true, nameSynced: true });
+      }
+    } finally {
+      process.env.HARVESTER_LAKE_INLINE_ROWS = '0';
+    }
+  });
+
   it('a power loss right after the load (every file written since its last fsync loses its contents) loses nothing of either run', async () => {
     const { dataDir, expected, calls } = await twoLoads();
     const lost = writtenAfterLastSync(calls, join(dataDir, 'lake'));
@@ -136,6 +173,20 @@ await lake.close();
     // Nothing the catalog names was among them.
     expect(lost.filter((file) => file.endsWith('.parquet'))).toEqual([]);
     await expectEverything(dataDir, expected);
+  });
+
+  it('loads below the inlining limit write no file: a power loss right after them loses nothing, the catalog\'s commit holds their rows', async () => {
+    delete process.env.HARVESTER_LAKE_INLINE_ROWS;
+    try {
+      const { dataDir, expected, calls } = await twoLoads();
+      // The second day's rows are in the catalog: the load made no Parquet file (and fsynced none).
+      const made = calls.filter((call) => call.creates === true && call.path.startsWith(lakeDataFolder(dataDir)) && call.path.endsWith('.parquet'));
+      expect(made).toEqual([]);
+      for (const file of writtenAfterLastSync(calls, join(dataDir, 'lake'))) truncateSync(file, 0);
+      await expectEverything(dataDir, expected);
+    } finally {
+      process.env.HARVESTER_LAKE_INLINE_ROWS = '0';
+    }
   });
 });
 
@@ -168,6 +219,41 @@ describe('a damaged lake says what it is and mends itself where it can', () => {
     // The lake opens again; the typed tables were whole and are kept as they were.
     expect(await count(dataDir, 'SELECT count(*) FROM raw_answers')).toBe(0);
     expect(await count(dataDir, 'SELECT sum(credits) FROM api_calls')).toBe(expected.credits);
+  });
+
+  it('a torn raw_answers file of a run still going: its answers are loaded again from its segments, and nothing is reported lost', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'lake-torn-raw-segments-'));
+    const expected = (await landedSample(emulator, 'run-torn-raw-going', dataDir, { ended: false })).expected;
+    await loadLandings(dataDir);
+    // The run is not over: its segments are still in the data directory.
+    expect(readdirSync(segmentRoot(dataDir))).not.toEqual([]);
+    const answers = async () => (await queryWarehouse(dataDir, 'SELECT landing, run_id, kind, request_id, endpoint, params, observed_at, md5(answer::VARCHAR) AS answer FROM raw_answers ORDER BY landing')).rows;
+    const before = await answers();
+    const raw = (await lakeFiles(dataDir)).find((file) => file.table === 'raw_answers' && file.kind === 'data')!;
+    truncateSync(raw.path, Math.floor(statSync(raw.path).size / 2));
+    const result = await loadLandings(dataDir);
+    expect(result.repair?.damaged.map((file) => file.path)).toEqual([raw.path]);
+    expect(result.repair?.reloaded).toBe(expected.landings);
+    expect(result.repair?.lost).toEqual([]);
+    expect(await count(dataDir, 'SELECT count(*) FROM raw_answers')).toBe(expected.landings);
+    expect(await count(dataDir, 'SELECT count(DISTINCT landing) FROM raw_answers')).toBe(expected.landings);
+    expect(await count(dataDir, 'SELECT sum(credits) FROM api_calls')).toBe(expected.credits);
+    // The answers loaded again are the same answers, column by column.
+    expect(await answers()).toEqual(before);
+  });
+
+  it('a torn raw_answers file whose run is partly cleared: what the segments hold is loaded again, the rest reported lost with its count', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'lake-torn-raw-part-'));
+    const ended = (await landedSample(emulator, 'run-torn-raw-ended', dataDir)).expected;
+    const going = (await landedSample(emulator, 'run-torn-raw-going2', dataDir, { ended: false })).expected;
+    await loadLandings(dataDir);
+    const raw = (await lakeFiles(dataDir)).filter((file) => file.table === 'raw_answers' && file.kind === 'data');
+    expect(raw).toHaveLength(1);
+    truncateSync(raw[0]!.path, 0);
+    const result = await loadLandings(dataDir);
+    expect(result.repair?.reloaded).toBe(going.landings);
+    expect(result.repair?.lost).toEqual([{ table: 'raw_answers', rows: ended.landings, files: [raw[0]!.path] }]);
+    expect(await count(dataDir, 'SELECT count(*) FROM raw_answers')).toBe(going.landings);
   });
 
   it('the maintenance removes files a crash left unnamed, and never a file the catalog names, however old', async () => {

@@ -13,6 +13,9 @@ import type { HarvestSummary } from '../../workflows/harvest.js';
 import { startHarvestRig, type HarvestRig } from '../support/harvest-rig.js';
 import { harvestFrom, startTestWorker } from '../support/temporal.js';
 
+// A torn file needs a file: every insert writes one (no rows inlined in the catalog; lake.ts, inliningRowLimit).
+process.env.HARVESTER_LAKE_INLINE_ROWS = '0';
+
 let rig: HarvestRig;
 beforeAll(async () => {
   rig = await startHarvestRig({ harvest: 'sk_live_damaged_lake', verify: 'sk_live_damaged_lake_verify' });

@@ -49,6 +49,7 @@ export function summaryText(summary: HarvestSummary, durationMs: number): string
   lines.push(...forecastLines(summary.forecast));
   lines.push(...failedCallLines(summary.failedCalls));
   lines.push(...quarantineLines(summary, 'loads: '));
+  lines.push(...lakeRepairLines(summary, 'warehouse: '));
   for (const landing of summary.landingsQuarantined ?? []) lines.push(`quarantined (not loaded): ${landing}`);
   for (const drift of summary.schemaDrift ?? []) {
     lines.push(`schema drift: ${drift.endpoint} answers carry ${drift.field} (${drift.answers} compared, ${drift.firstSeenAt} to ${drift.lastSeenAt}), beyond their schema: ${DRIFT_HANDLED[drift.contract ?? 'evolve']}`);
@@ -68,6 +69,11 @@ export function quarantineLines(progress: Pick<HarvestSummary, 'answersQuarantin
   if (!progress.answersQuarantined) return [];
   const text = quarantinedText(progress.answersQuarantined);
   return progress.reason === text ? [] : [`${label}${text}`];
+}
+
+/** What the run's start and loads repaired of a damaged lake, as its summary and `show` say it: a line each. */
+export function lakeRepairLines(progress: Pick<HarvestSummary, 'lakeRepairs'>, label: string): string[] {
+  return (progress.lakeRepairs ?? []).map((line) => `${label}${line}`);
 }
 
 /** What the run was expected to spend, and each part that spent outside its range: by how much, and its lines. */

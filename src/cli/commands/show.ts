@@ -8,7 +8,7 @@ import type { harvestWorkflow, HarvestSummary } from '../../../workflows/harvest
 import { printableSummary } from '../run-progress.js';
 import { harvestSummary } from '../../temporal/run-summary.js';
 import { describeRun, runAttempts, type RunAttempt } from '../run-queries.js';
-import { failedCallLines, quarantineLines, trackedItemsText } from './run.js';
+import { failedCallLines, lakeRepairLines, quarantineLines, trackedItemsText } from './run.js';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { queryWarehouse } from '../../warehouse/query.js';
 import { sqlString } from '../../warehouse/duckdb.js';
@@ -49,6 +49,7 @@ function describeProgress(progress: HarvestProgress & Pick<HarvestSummary, 'fail
     `enrich:   ${progress.enrichment.calls} calls, ${progress.enrichment.skipped} skipped, ${progress.enrichment.failed} failed, ${progress.enrichment.pending} items pending`,
     ...(progress.trackedItems ? [`tracked:  ${trackedItemsText(progress.trackedItems)}`] : []),
     ...quarantineLines(progress, 'loads:    '),
+    ...lakeRepairLines(progress, 'lake:     '),
     'targets:',
   ];
   for (const target of progress.targets) {
