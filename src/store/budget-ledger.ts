@@ -15,7 +15,7 @@
  * reservation lost so was not granted, and its writer, reading the same file, sees that).
  */
 import { randomUUID } from 'node:crypto';
-import { open, type FileHandle } from 'node:fs/promises';
+import { open } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { BudgetBook, periodsAt, type BudgetPeriod, type CrossRunBudget, type BudgetRecord, type BudgetRefusal, type PeriodFigures } from '../harvest/budgets.js';
 import { makeDurableDirectory, syncDirectory } from './durable-file.js';
@@ -47,87 +47,136 @@ export interface BudgetLedger {
   close(): Promise<void>;
 }
 
-/** The data directory's ledger: one file every process of the machine appends to. */
+/**
+ * The data directory's ledger: a file per UTC month every process of the machine appends to
+ * (budgetLedgerFile), so what a process reads and keeps does not grow with the months it has run.
+ * A period is a calendar month in its budget's time zone, which starts at most 14 hours before
+ * the UTC month does and never after it: every record of the periods now open is in this UTC
+ * month's file or the one before. A process replays those two, in that order, as every other
+ * process does, so they all take the same decisions; when the UTC month turns it starts again
+ * from the new two. A reservation's settlement goes into its reservation's file.
+ */
 export class FileBudgetLedger implements BudgetLedger {
-  private readonly file: string;
-  private handle: Promise<FileHandle> | undefined;
-  private readonly book = new BudgetBook();
-  /** How far the file has been replayed into `book`, and the part of a line read past it. */
-  private offset = 0;
-  /** Bytes past the last newline read: kept as bytes, so a character cut by the read's end is whole at the next. */
-  private partial = Buffer.alloc(0);
-  /** Reads of the file, one at a time in this process (each applies what it read, in order). */
+  private window: LedgerWindow | undefined;
+  /** The UTC month of each reservation this process made and has not settled: where its settlement goes. */
+  private readonly monthOf = new Map<string, string>();
+  /** UTC months whose file this process has made durable (its name synced into its folder). */
+  private readonly durable = new Set<string>();
+  /** Reads of the files, one at a time in this process (each applies what it read, in order). */
   private reading: Promise<unknown> = Promise.resolve();
 
-  constructor(dataDir: string) {
-    this.file = budgetLedgerFile(dataDir);
-  }
+  constructor(private readonly dataDir: string) {}
 
   async reserve(reservation: BudgetReservation): Promise<BudgetRefusal | undefined> {
     const at = Date.now();
-    await this.append({ reserve: reservation.id, at, credits: reservation.credits, leaseUntil: at + reservation.leaseMs, periods: reservation.periods, ...(reservation.run ? { run: reservation.run } : {}) });
-    await this.catchUp();
-    if (this.book.granted(reservation.id)) return undefined;
-    return this.book.refused.get(reservation.id) ?? { budget: reservation.periods[0]?.budget ?? '', period: reservation.periods[0]?.period ?? '', limit: 0, spent: 0, reserved: 0, asked: reservation.credits };
+    const month = utcMonth(at);
+    this.monthOf.set(reservation.id, month);
+    await this.append(month, { reserve: reservation.id, at, credits: reservation.credits, leaseUntil: at + reservation.leaseMs, periods: reservation.periods, ...(reservation.run ? { run: reservation.run } : {}) });
+    const book = await this.catchUp(at);
+    if (book.granted(reservation.id)) return undefined;
+    this.monthOf.delete(reservation.id);
+    return book.refused.get(reservation.id) ?? { budget: reservation.periods[0]?.budget ?? '', period: reservation.periods[0]?.period ?? '', limit: 0, spent: 0, reserved: 0, asked: reservation.credits };
   }
 
   async settle(id: string, credits: number): Promise<void> {
-    await this.append({ settle: id, at: Date.now(), credits });
+    await this.append(this.settledMonth(id), { settle: id, at: Date.now(), credits });
   }
 
   async release(id: string): Promise<void> {
-    await this.append({ release: id, at: Date.now() });
+    await this.append(this.settledMonth(id), { release: id, at: Date.now() });
   }
 
   async figures(atMs = Date.now()): Promise<PeriodFigures[]> {
-    await this.catchUp();
-    return this.book.figures(atMs);
+    const now = Date.now();
+    // A past month (`harvester budgets --at`) is read from its own two files, not kept.
+    if (utcMonth(atMs) !== utcMonth(now)) return (await this.replay(new LedgerWindow(utcMonth(atMs)), false)).book.figures(atMs);
+    return (await this.catchUp(now)).figures(atMs);
   }
 
   async close(): Promise<void> {
-    const handle = this.handle;
-    this.handle = undefined;
-    if (handle) await (await handle).close();
+    await this.reading;
   }
 
-  /** The file, opened for appending (made durably the first time: its folder and its name synced). */
-  private opened(): Promise<FileHandle> {
-    this.handle ??= (async () => {
-      makeDurableDirectory(dirname(this.file));
-      const handle = await open(this.file, 'a+');
-      // Its name may be new: synced into its folder before any record in it counts.
-      syncDirectory(dirname(this.file));
-      return handle;
-    })();
-    return this.handle;
+  private settledMonth(id: string): string {
+    const month = this.monthOf.get(id) ?? utcMonth(Date.now());
+    this.monthOf.delete(id);
+    return month;
   }
 
-  /** Appends one record whole (one write of one line) and syncs it: it counts from here on. */
-  private async append(record: BudgetRecord): Promise<void> {
-    const handle = await this.opened();
-    await handle.write(`${JSON.stringify(record)}\n`);
-    await handle.datasync();
+  /** Appends one record whole (one write of one line, O_APPEND) and syncs it: it counts from here on. */
+  private async append(month: string, record: BudgetRecord): Promise<void> {
+    const file = budgetLedgerFile(this.dataDir, month);
+    if (!this.durable.has(month)) makeDurableDirectory(dirname(file));
+    const handle = await open(file, 'a');
+    try {
+      await handle.write(`${JSON.stringify(record)}\n`);
+      await handle.datasync();
+    } finally {
+      await handle.close();
+    }
+    // Its name may be new: synced into its folder before any record in it counts.
+    if (!this.durable.has(month)) syncDirectory(dirname(file));
+    this.durable.add(month);
   }
 
-  /** Reads what was appended since the last read, and applies its whole lines in order. */
-  private catchUp(): Promise<void> {
+  /** The book of this UTC month's window, with what was appended since the last read applied. */
+  private catchUp(nowMs: number): Promise<BudgetBook> {
     const read = this.reading.then(async () => {
-      const handle = await this.opened();
-      const { size } = await handle.stat();
-      if (size <= this.offset) return;
-      const buffer = Buffer.alloc(size - this.offset);
-      const { bytesRead } = await handle.read(buffer, 0, buffer.length, this.offset);
-      this.offset += bytesRead;
-      const bytes = Buffer.concat([this.partial, buffer.subarray(0, bytesRead)]);
-      const end = bytes.lastIndexOf(0x0a) + 1;
-      this.partial = bytes.subarray(end);
-      for (const line of bytes.subarray(0, end).toString('utf8').split('\n')) {
-        const record = parseRecord(line);
-        if (record) this.book.apply(record);
-      }
+      const month = utcMonth(nowMs);
+      if (this.window?.month !== month) this.window = new LedgerWindow(month);
+      return (await this.replay(this.window, true)).book;
     });
     this.reading = read.catch(() => undefined);
     return read;
+  }
+
+  /** Reads each file of the window past where it was read, and applies its whole lines in order. */
+  private async replay(window: LedgerWindow, keep: boolean): Promise<LedgerWindow> {
+    for (const part of window.parts) {
+      const handle = await open(budgetLedgerFile(this.dataDir, part.month), 'r').catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return undefined;
+        throw error;
+      });
+      if (!handle) continue;
+      try {
+        const { size } = await handle.stat();
+        if (size <= part.offset) continue;
+        const buffer = Buffer.alloc(size - part.offset);
+        const { bytesRead } = await handle.read(buffer, 0, buffer.length, part.offset);
+        part.offset += keep ? bytesRead : 0;
+        const bytes = Buffer.concat([part.partial, buffer.subarray(0, bytesRead)]);
+        const end = bytes.lastIndexOf(0x0a) + 1;
+        part.partial = keep ? bytes.subarray(end) : part.partial;
+        for (const line of bytes.subarray(0, end).toString('utf8').split('\n')) {
+          const record = parseRecord(line);
+          if (record) window.book.apply(record);
+        }
+      } finally {
+        await handle.close();
+      }
+    }
+    return window;
+  }
+}
+
+/** `YYYY-MM` of a time, in UTC: the ledger's file it is written in. */
+export function utcMonth(atMs: number): string {
+  return new Date(atMs).toISOString().slice(0, 7);
+}
+
+/** The UTC month before `month` (`YYYY-MM`). */
+function monthBefore(month: string): string {
+  const [year, number] = month.split('-').map(Number) as [number, number];
+  return number === 1 ? `${year - 1}-12` : `${year}-${String(number - 1).padStart(2, '0')}`;
+}
+
+/** The two files a UTC month's decisions are read from (the month before first), and the book they make. */
+class LedgerWindow {
+  readonly book = new BudgetBook();
+  readonly parts: { month: string; offset: number; partial: Buffer }[];
+
+  constructor(readonly month: string) {
+    this.parts = [monthBefore(month), month].map((part) => ({ month: part, offset: 0, partial: Buffer.alloc(0) }));
   }
 }
 

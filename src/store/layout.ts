@@ -13,7 +13,7 @@
  *   jobs/<job>.json, jobs/by-run/<run>/<target>.json   the job registry
  *   state/credits-low.json                    the API's credits.low alert, while it stands
  *   state/store-id.json                       the data directory's identity, made once: runs carry it (store-identity.ts)
- *   state/budget-ledger.jsonl                 reservations and charges against the budgets across runs (budget-ledger.ts)
+ *   state/budget-ledger-YYYY-MM.jsonl         reservations and charges against the budgets across runs, a file per UTC month (budget-ledger.ts)
  *   webhooks/secrets.json, webhooks/journal.jsonl      signing secrets and received deliveries
  *   media/<sha256[0:2]>/<sha256>              downloaded media files, content-addressed (media-store.ts): a copy for reading;
  *                                             the durable one is framed with the run's answers, then kept in the lake (media_files)
@@ -295,8 +295,8 @@ export function storeIdFile(dataDir: string): string {
 }
 
 /** The ledger of the budgets across runs (src/store/budget-ledger.ts): every process of the data directory appends to it. */
-export function budgetLedgerFile(dataDir: string): string {
-  return join(dataDir, 'state', 'budget-ledger.jsonl');
+export function budgetLedgerFile(dataDir: string, utcMonth: string): string {
+  return join(dataDir, 'state', `budget-ledger-${utcMonth}.jsonl`);
 }
 
 export function secretStorePath(dataDir: string): string {

@@ -5,14 +5,15 @@
  * file). Reservations raced from all of them never pass a budget together, a settlement counts
  * once, and a reservation whose lease ran out counts at its worst case until its charge arrives.
  */
-import { chmodSync, mkdtempSync } from 'node:fs';
+import { appendFileSync, chmodSync, existsSync, mkdirSync, mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
 import { periodsAt, type CrossRunBudget } from '../../src/harvest/budgets.js';
-import { FileBudgetLedger, type BudgetLedger } from '../../src/store/budget-ledger.js';
+import { FileBudgetLedger, utcMonth, type BudgetLedger } from '../../src/store/budget-ledger.js';
+import { budgetLedgerFile } from '../../src/store/layout.js';
 import { storeFromEnvironment } from '../../src/store/store-from-environment.js';
 import type { Store } from '../../src/store/store.js';
 
@@ -100,5 +101,30 @@ describe.each([
     expect(await two!.reserve({ id: 'more', credits: 911, periods, leaseMs: 60_000 })).toMatchObject({ budget: 'research' });
     await two!.settle('dead', 30);
     expect(await ofBudget(one!, 'research')).toMatchObject({ spent: 30, reserved: 0, expired: 0 });
+  });
+});
+
+describe('the data directory\'s budget ledger, a file per UTC month', () => {
+  it('counts the records of the periods now open from this UTC month\'s file and the one before, and reads no older one', async () => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'budget-months-'));
+    const now = Date.now();
+    const monthStart = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth(), 1);
+    // Half an hour before the UTC month began, it was already this month in Paris: the record is in last month's file.
+    const lastMonthEnd = monthStart - 30 * 60_000;
+    const twoMonthsAgo = Date.UTC(new Date(now).getUTCFullYear(), new Date(now).getUTCMonth() - 2, 15);
+    const parisNow = periodsAt([research], now);
+    expect(periodsAt([research], lastMonthEnd)).toEqual(parisNow);
+    const write = (atMs: number, records: object[]) => appendFileSync(budgetLedgerFile(dataDir, utcMonth(atMs)), records.map((record) => `${JSON.stringify(record)}\n`).join(''), { flag: 'a' });
+    mkdirSync(join(dataDir, 'state'), { recursive: true });
+    write(lastMonthEnd, [{ reserve: 'late-october', at: lastMonthEnd, credits: 200, leaseUntil: lastMonthEnd + 60_000, periods: parisNow }, { settle: 'late-october', at: lastMonthEnd + 1_000, credits: 150 }]);
+    // A file no period open now can have records in: never read (so what a process reads stays two months, however long it runs).
+    write(twoMonthsAgo, [{ reserve: 'not-read', at: twoMonthsAgo, credits: 500, leaseUntil: twoMonthsAgo + 60_000, periods: parisNow }]);
+    const ledger = new FileBudgetLedger(dataDir);
+    expect(await ofBudget(ledger, 'research')).toMatchObject({ spent: 150, reserved: 0 });
+    // A reservation now goes into this month's file, and is decided with last month's records.
+    expect(await ledger.reserve({ id: 'now', credits: 850, periods: parisNow, leaseMs: 60_000 })).toBeUndefined();
+    expect(await ledger.reserve({ id: 'one-more', credits: 1, periods: parisNow, leaseMs: 60_000 })).toMatchObject({ budget: 'research', spent: 150, reserved: 850 });
+    expect(existsSync(budgetLedgerFile(dataDir, utcMonth(now)))).toBe(true);
+    await ledger.close();
   });
 });
