@@ -59,6 +59,15 @@ export class CallReservations {
     else if (last !== undefined) await this.settleAll([last], charged ?? this.worst);
   }
 
+  /**
+   * Answered by a call the API charges later (a job's start): its reservations are left open, to
+   * be settled at the charge when it is known (the job's results, activities/jobs.ts); until then
+   * they count as reserved, and past their lease as spent at their worst case. Their ids.
+   */
+  heldUntilCharged(): string[] {
+    return [...this.takeLost(), ...this.takeCurrent()];
+  }
+
   private takeLost(): string[] {
     return this.lost.splice(0);
   }

@@ -138,7 +138,7 @@ async function startNewJob({ client, store }: JobDeps, input: StartJobInput): Pr
         await journal.sync();
         return { ...(await client.startJob(input.target.platform, input.target.endpoint as ListEndpoint, { ...input.target.params, limit: input.limit }, options)), creditsCharged: 0 };
       },
-      land: ({ job, requestId }) => store.registerJob({ jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key }),
+      land: ({ job, requestId }, held) => store.registerJob({ jobId: job.job_id, requestId, workflowId: input.workflowId, runId: input.runId, target: input.target.key, ...(held.length > 0 ? { budgetReservations: [...held] } : {}) }),
       meter: { harvest: input.harvest ?? '', endpoint: `${input.target.platform}/${input.target.endpoint}:job` },
       chargedLater: true,
       neverRepeat: (lost) => {
@@ -181,6 +181,9 @@ async function landJobResults(deps: JobDeps, input: LandJobResultsInput): Promis
       frame.checkpoint.commit(progress);
     }
     await frame.durable();
+    // Its charge is a fact and its results are landed: the start's reservations against the
+    // budgets across runs settle at it (once: a second settlement of one counts nothing).
+    for (const id of file.budgetReservations ?? []) await store.budgets.settle(id, job.credits_charged);
     // The job is one billed call, charged when it completed and landed with its first results
     // page, not journaled: its charge is what this work spent, settled against the job's hold.
     return { count: progress.count, pages: progress.pages, credits: job.credits_charged, lostCalls: 0 };

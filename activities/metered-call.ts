@@ -29,8 +29,12 @@ export interface MeteredCall<R extends Charged> {
   worst: number;
   /** The API call, given the options that journal its repeated attempts. */
   call: (options: CallOptions) => Promise<R>;
-  /** Lands the answer durably; the charge settles only after it. */
-  land: (result: R) => unknown;
+  /**
+   * Lands the answer durably; the charge settles only after it. `heldReservations`: the call's
+   * reservations against the budgets across runs left open for a charge that comes later
+   * (`chargedLater`), to be kept with what it landed; none otherwise.
+   */
+  land: (result: R, heldReservations: readonly string[]) => unknown;
   /**
    * For a call that must never be sent twice (a job start: a second would make a second job,
    * charged too): called instead of sending it again after an attempt whose answer was lost, it
@@ -41,8 +45,8 @@ export interface MeteredCall<R extends Charged> {
   meter: CallMeter;
   /**
    * The API charges the call later, not in its answer (a job's start: the job is charged when it
-   * completes): its reservations against the budgets across runs settle at its worst case, the
-   * most it can be charged, rather than at the answer's charge of nothing.
+   * completes): its reservations against the budgets across runs are not settled at the answer's
+   * charge of nothing, but handed to `land`, to be settled when the charge is known.
    */
   chargedLater?: boolean;
 }
@@ -128,8 +132,10 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
     calls.inc({ ...labels, outcome: error instanceof RateLimitedError ? 'rate_limited' : refusedBeforeSend || neverCharged(error) ? 'refused' : 'lost' });
     throw error;
   }
-  // Charged, whatever comes of its landing: the budgets across runs settle at once.
-  await reservations.answered(chargedLater ? worst : result.creditsCharged);
+  // Charged, whatever comes of its landing: the budgets across runs settle at once (or, charged
+  // later, when the charge is known).
+  const heldReservations = chargedLater ? reservations.heldUntilCharged() : [];
+  if (!chargedLater) await reservations.answered(result.creditsCharged);
   // Answered: its hold is released, and it was charged, landed or not. Each lost attempt was
   // charged what the one that answered was: the same request.
   creditsHeld.dec({ harvest: meter.harvest }, worst);
@@ -137,7 +143,7 @@ export async function meteredCall<R extends Charged>({ journal, key, worst, call
   const remaining = (result as Partial<{ creditsRemaining: number }>).creditsRemaining;
   if (remaining !== undefined) creditsRemaining.set(remaining);
   try {
-    await land(result);
+    await land(result, heldReservations);
   } catch (error) {
     rememberLandingFailure(key, error);
     calls.inc({ ...labels, outcome: 'lost' });

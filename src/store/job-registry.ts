@@ -14,6 +14,11 @@ export interface JobRecord {
   workflowId: string;
   runId: string;
   target: string;
+  /**
+   * The start's reservations against the budgets across runs (src/store/budget-ledger.ts), left
+   * open by the start (it is charged nothing) and settled at the job's charge once its results land.
+   */
+  budgetReservations?: string[];
 }
 
 function readRecord(path: string): JobRecord | undefined {

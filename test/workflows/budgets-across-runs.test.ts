@@ -26,7 +26,7 @@ import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 import { startTestWorker, temporalClient } from '../support/temporal.js';
 
-const KEYS = { shared: 'sk_live_budgets_shared', kill: 'sk_live_budgets_kill', schedule: 'sk_live_budgets_schedule', job: 'sk_live_budgets_job' };
+const KEYS = { shared: 'sk_live_budgets_shared', kill: 'sk_live_budgets_kill', schedule: 'sk_live_budgets_schedule', job: 'sk_live_budgets_job', jobCharge: 'sk_live_budgets_job_charge' };
 const stamp = Date.now().toString(36);
 
 let emulator: TestEmulator;
@@ -231,4 +231,27 @@ describe('a budget across runs', () => {
       await api.close();
     }
   }, 120_000);
+
+  it('settles a job\'s reservation at the job\'s charge once its results land, not at its worst case: the budget\'s spend is the emulator\'s ledger', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'budgets-job-charge-'));
+    const name = `budget-job-charge-${stamp}`;
+    // Up to 2,000 items from a channel that has fewer: the job's worst case (2,000 x 3) is far above its charge.
+    const configFile = writeConfig(dir, [{ name, handle: (await emulator.catalog()).tiktok.handles[9]!, maxItems: 2_000, extra: '    job_threshold: 60' }], [`{ name: roomy, credits: 100000, per: month, harvests: [${name}] }`]);
+    const harvest = harvestOf(configFile, readFileSync(configFile, 'utf8'), name);
+    const api = clientFor(emulator, { apiKey: KEYS.jobCharge });
+    const worker = await startTestWorker(api);
+    try {
+      const summary = await harvestSummary(await temporal.workflow.start('harvestWorkflow', { taskQueue: worker.taskQueue, workflowId: `${name}-${Date.now()}`, args: [{ harvest }] }));
+      expect(summary.status, JSON.stringify(summary.targets)).toBe('completed');
+      const ledger = await charged(KEYS.jobCharge);
+      expect(ledger).toBeGreaterThan(0);
+      expect(ledger).toBeLessThan(2_000 * 3);
+      const [roomy] = JSON.parse((await runCli(['budgets', '--json', '--no-history', '--config', configFile], { HARVESTER_DATA_DIR: worker.dataDir })).stdout) as { spent: number; reserved: number }[];
+      expect(roomy).toMatchObject({ spent: ledger, reserved: 0 });
+      expect(summary.creditsSpent).toBe(ledger);
+    } finally {
+      await worker.stop();
+      await api.close();
+    }
+  }, 180_000);
 });
