@@ -14,8 +14,17 @@ import { existsSync } from 'node:fs';
 import type { PlanHistory } from '../src/harvest/plan-history.js';
 import { lakeCatalogFile } from '../src/store/layout.js';
 import { coversListing } from '../src/store/listing-coverage.js';
-import { LocalStore } from '../src/store/store.js';
-import type { RunActivityDeps } from './runs.js';
+import { LocalStore, type Store } from '../src/store/store.js';
+import type { SocialApiClient } from '../src/api/client.js';
+import type { Logger } from '../src/logger.js';
+
+/** What the forecast needs of the run activities' dependencies (runs.ts's RunActivityDeps has them). */
+export interface ForecastDeps {
+  client: Pick<SocialApiClient, 'serverTime'>;
+  store: Store;
+  dataDir: string;
+  logger?: Logger;
+}
 
 export interface ForecastInput {
   /** The harvest's config: its targets, enrichment and tracking. */
@@ -36,7 +45,7 @@ interface Prepared {
  * already). None without a lake: then neither DuckDB is loaded (a third of a second, which the
  * data directory's first run need not pay) nor the API's time asked.
  */
-async function lakeHistory(deps: RunActivityDeps, targets: TargetPlan[], incremental: ReadonlySet<string>, asOfMs: number | undefined): Promise<PlanHistory | undefined> {
+async function lakeHistory(deps: ForecastDeps, targets: TargetPlan[], incremental: ReadonlySet<string>, asOfMs: number | undefined): Promise<PlanHistory | undefined> {
   if (deps.store instanceof LocalStore && !existsSync(lakeCatalogFile(deps.dataDir))) return undefined;
   const [{ lakeExists }, { readPlanHistory }] = await Promise.all([import('../src/warehouse/lake.js'), import('../src/warehouse/plan-history.js')]);
   if (!(await lakeExists(deps.dataDir))) return undefined;
@@ -44,7 +53,7 @@ async function lakeHistory(deps: RunActivityDeps, targets: TargetPlan[], increme
 }
 
 /** Adds the run's forecast to what prepareRun gave back, unless the run is blocked or its config was not given. */
-export async function withForecast<P extends Prepared>(deps: RunActivityDeps, input: ForecastInput, prepared: P): Promise<P & { forecast?: RunForecast }> {
+export async function withForecast<P extends Prepared>(deps: ForecastDeps, input: ForecastInput, prepared: P): Promise<P & { forecast?: RunForecast }> {
   const harvest = input.harvestConfig;
   if (!harvest || prepared.blocked || prepared.skipped) return prepared;
   try {

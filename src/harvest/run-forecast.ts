@@ -6,7 +6,6 @@
  * with how far outside and which lines, and what they were expected from.
  */
 import { linesOf, type CostPlan } from './cost-plan.js';
-import type { HarvestState } from './run-state.js';
 
 /** The part of a run that tracking spends in: accounts' profiles and tracked items' stats. */
 export const TRACKING_PART = 'tracking';
@@ -58,7 +57,7 @@ export function runForecastOf(plan: CostPlan): RunForecast {
 }
 
 /** What each part of the run spent: each target's work, and tracking's (the rest of the run's `creditsSpent`). */
-export function spentByPart(state: Pick<HarvestState, 'targets'>, creditsSpent: number): Record<string, number> {
+export function spentByPart(state: { targets: ReadonlyArray<{ plan: { key: string }; credits: number }> }, creditsSpent: number): Record<string, number> {
   const spent: Record<string, number> = {};
   for (const target of state.targets) spent[target.plan.key] = target.credits;
   const targets = state.targets.reduce((total, target) => total + target.credits, 0);

@@ -4,7 +4,20 @@
  * repair itself, which loads DuckDB: a worker's activities and the CLI's run commands format these
  * lines without loading it.
  */
-import type { LakeRepair } from './lake-repair.js';
+import type { DamagedLakeFile } from './lake-health.js';
+
+/** What a repair of a damaged lake did (lake-repair.ts's repairLake). */
+export interface LakeRepair {
+  damaged: DamagedLakeFile[];
+  /** Tables rewritten from their whole files. */
+  rewritten: string[];
+  /** Raw answers a damaged `raw_answers` file lost that were loaded again from the segments still in the data directory. */
+  reloaded: number;
+  /** Whether the derived tables were derived again from the raw answers. */
+  rebuilt: boolean;
+  /** Rows no whole file keeps, by table (a table rebuilt from the raw answers lost none). */
+  lost: Array<{ table: string; rows: number; files: string[] }>;
+}
 
 const plural = (count: number, word: string) => `${count} ${word}${count === 1 ? '' : 's'}`;
 

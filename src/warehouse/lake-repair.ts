@@ -26,22 +26,12 @@ import { inTransaction, sqlString } from './duckdb.js';
 import { DamagedLakeError, referencedLakeFiles, type DamagedLakeFile, type LakeFile } from './lake-health.js';
 import { lakeLocation, type LakeConnection } from './lake.js';
 import { reloadRawAnswersFromSegments } from './lake-reload.js';
-import { repairLines } from './lake-repair-report.js';
-import { rederiveTables } from './rebuild.js';
+import { repairLines, type LakeRepair } from './lake-repair-report.js';
+import { rederiveTables } from './rederive.js';
 import { STAGED_TABLES, TABLES_DDL } from './schema.js';
 
 /** What a repair found and did. */
-export interface LakeRepair {
-  damaged: DamagedLakeFile[];
-  /** Tables rewritten from their whole files. */
-  rewritten: string[];
-  /** Raw answers a damaged `raw_answers` file lost that were loaded again from the segments still in the data directory. */
-  reloaded: number;
-  /** Whether the derived tables were derived again from the raw answers. */
-  rebuilt: boolean;
-  /** Rows no whole file keeps, by table (a table rebuilt from the raw answers lost none). */
-  lost: Array<{ table: string; rows: number; files: string[] }>;
-}
+export type { LakeRepair };
 
 const DERIVED = new Set<string>(STAGED_TABLES);
 

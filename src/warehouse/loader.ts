@@ -8,7 +8,6 @@
  * where batches are staged) is locked by DuckDB while open, so a second loader waits for it, and a
  * loader that was killed holds no lock (the OS drops it).
  */
-import { createHash } from 'node:crypto';
 import { existsSync, renameSync, rmSync, statSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { Logger } from '../logger.js';
@@ -16,7 +15,7 @@ import { inTransaction, scalarOf, sqlString, tableNames } from './duckdb.js';
 import type { UnloadableLanding } from '../store/landing.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { lakeCatalogFile, landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
-import { LAKE, lakeLocation, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
+import { lakeLocation, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
 import { keepLatestPerKey } from './merge.js';
 import { extract, foldersOfEndedRuns, pendingAnswers, type LoadPackage, type PendingAnswer } from './extract.js';
 import { archiveJournals, archiveLateRecords } from './journal-archive.js';
@@ -26,7 +25,8 @@ import { merge } from './merge.js';
 import { recordDrift } from './schema-drift.js';
 import type { SchemaContract, SchemaContracts } from '../harvest/schema-contract.js';
 import { normalize, UnloadableLandingsError } from './normalize.js';
-import { TABLES_DDL, VIEWS_DDL, WAREHOUSE_TABLES } from './schema.js';
+import { WAREHOUSE_TABLES } from './schema.js';
+import { ensureSchema } from './schema-version.js';
 
 export interface LoadOptions {
   /** Landings merged per transaction, at most; memory is bounded by the batch, not by the warehouse. */
@@ -344,30 +344,6 @@ function lakeKey(dataDir: string): string {
   if (shared) return catalog;
   const file = statSync(lakeCatalogFile(dataDir), { throwIfNoEntry: false });
   return `${catalog}#${file?.ino ?? 0}:${file?.birthtimeMs ?? 0}`;
-}
-
-const SCHEMA_DDL = [...TABLES_DDL, ...VIEWS_DDL];
-/**
- * This version's schema, by its statements: the comment on `loaded_landings` names the one the lake
- * has. The repairs a lake of an older version needs are part of it: a lake whose loads could leave
- * duplicate keys gets a new mark, and so is repaired by its first load after the upgrade.
- */
-const SCHEMA_REPAIRS = ['one row per key of latest-state tables (DuckLake MERGE at 2,048 rows)'];
-const SCHEMA_MARK = `social-harvester schema ${createHash('sha256').update([...SCHEMA_DDL, ...SCHEMA_REPAIRS].join(';\n')).digest('hex').slice(0, 16)}`;
-
-/**
- * Brings the lake's tables and views to this version's schema, in one snapshot, unless it has them:
- * every statement is a change of the catalog that commits a snapshot of its own, even a view
- * replaced by the same view, and a load made ~30 such snapshots before its data (about 0.8 s).
- */
-export async function ensureSchema(connection: DuckDBConnection): Promise<boolean> {
-  const marked = await connection.runAndReadAll(`SELECT comment FROM duckdb_tables() WHERE database_name = ${sqlString(LAKE)} AND table_name = 'loaded_landings'`);
-  if (marked.getRows()[0]?.[0] === SCHEMA_MARK) return false;
-  await inTransaction(connection, async () => {
-    for (const statement of SCHEMA_DDL) await connection.run(statement);
-    await connection.run(`COMMENT ON TABLE loaded_landings IS ${sqlString(SCHEMA_MARK)}`);
-  });
-  return true;
 }
 
 /**
