@@ -2,7 +2,7 @@ import { defineConfig } from 'vitest/config';
 
 // Setup installs the tests' Python packages without bytecode (scripts/python-target.mjs: 102 MiB
 // less in .tools), so the tests' Python processes may write it, for the modules they import only:
-// where the environment forbids that (PYTHONDONTWRITEBYTECODE, as on CI's machine), every one of
+// where the environment forbids that (PYTHONDONTWRITEBYTECODE, set on the machine the suite was measured on), every one of
 // the suite's ~25 Python processes compiled pandas, pyarrow or dbt again (2.4 s became 5.7 s each).
 delete process.env.PYTHONDONTWRITEBYTECODE;
 
