@@ -60,6 +60,13 @@ async function landObservations(store: Store, templates: Templates, run: number,
     const items = Array.from({ length: Math.min(50, to - start) }, (_, index) => ({ ...videos.items[0]!, id: `v${start + index}`, caption: `video ${start + index} seen in load ${run}` }));
     await store.writeLanding(landingOfCall({ runId, harvest: 'daily', target: `channel:tiktok:${handle}:videos`, page, params: { handle } }, later(videos, hours), items));
   }
+  // The run's status: running in its load, completed in the next (harvest_runs is MERGEd into too).
+  const startedAt = new Date(later(videos, hours).answeredAt).toISOString();
+  await store.writeLanding({ format: 1, kind: 'run', run_id: runId, harvest: 'daily', seq: 1, status: 'running', started_at: startedAt });
+  if (run > 0) {
+    const previous = `run-${run - 1}`;
+    await store.writeLanding({ format: 1, kind: 'run', run_id: previous, harvest: 'daily', seq: 2, status: 'completed', started_at: startedAt, finished_at: startedAt });
+  }
   for (let account = 0; account < ACCOUNTS; account++) {
     const data = { ...(profile.data as object), handle: `account_${account}`, name: `Account ${account} in load ${run}` };
     await store.writeLanding(landingOfCall({ runId, harvest: 'daily', target: `channel:tiktok:account_${account}:profile`, page: 1, params: { handle: `account_${account}` } }, later(profile, hours), data));
@@ -97,11 +104,12 @@ async function filesPerTable(dataDir: string): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((row) => [String(row.table_name), Number(row.file_count)]));
 }
 
-/** Every row of the latest-state tables, in key order, as JSON. */
+/** Every row of the latest-state tables and of harvest_runs, in key order, as JSON. */
 async function latestState(dataDir: string): Promise<string> {
   const items = await queryWarehouse(dataDir, 'SELECT * FROM items ORDER BY platform, item_id');
   const accounts = await queryWarehouse(dataDir, 'SELECT * FROM accounts ORDER BY platform, handle');
-  return JSON.stringify({ items: items.rows, accounts: accounts.rows });
+  const runs = await queryWarehouse(dataDir, 'SELECT * FROM harvest_runs ORDER BY run_id');
+  return JSON.stringify({ items: items.rows, accounts: accounts.rows, runs: runs.rows });
 }
 
 /**
@@ -173,6 +181,8 @@ describe('compaction of latest-state tables', () => {
     const filesAfter = await filesPerTable(dataDir);
     expect(filesAfter.items).toBeLessThanOrEqual(2);
     expect(filesAfter.accounts).toBeLessThanOrEqual(2);
+    // Every table, harvest_runs (MERGEd into by each load) too.
+    expect(Object.entries(filesAfter).filter(([, files]) => files > 2)).toEqual([]);
     expect(await latestState(dataDir)).toBe(before);
     expect(maintained[0]!.compacted.items).toBeGreaterThan(COMPACT_AFTER_FRAGMENTS);
     expect(maintained[1]!.filesDeleted).toBeGreaterThan(0);
