@@ -15,7 +15,7 @@ import { coversListing } from '../src/store/listing-coverage.js';
 import { existsSync } from 'node:fs';
 import { runFoldersWithAnswers } from '../src/store/answer-segments.js';
 import { lakeCatalogFile } from '../src/store/layout.js';
-import { WarmLoader } from '../src/warehouse/warm-loader.js';
+import { LOAD_PROCESS_RENEW_MS, loggingReporter, WarmLoader } from '../src/warehouse/warm-loader.js';
 import type { KnownItem } from '../src/warehouse/known-items.js';
 import { repairLines } from '../src/warehouse/lake-repair-report.js';
 import type { SchemaDrift } from '../src/warehouse/loader.js';
@@ -265,7 +265,9 @@ export function runActivities(deps: RunActivityDeps) {
   // Loads run in a process of their own (src/warehouse/load-process.ts): DuckDB's memory leaves
   // with it, so a worker's memory does not grow with what its runs land. A load killed with its
   // worker is safe: the loader commits batch by batch and records what it loaded.
-  const loader = new WarmLoader();
+  // Its end when nobody asked for it (a crash during the daily maintenance, which no load waits
+  // on) and a failed maintenance are logged as errors, with the exit code or signal and last words.
+  const loader = new WarmLoader(LOAD_PROCESS_RENEW_MS, loggingReporter(deps.logger));
   // Started with the worker, the load process is ready for a run's first load instead of adding its start to it.
   loader.prewarm();
   const loads: RunLoads = { loader, duringRuns: new LoadsDuringRuns(loader, deps.dataDir, deps.loadEveryMs ?? LOAD_EVERY_MS, deps.logger, deps.store instanceof LocalStore) };

@@ -57,6 +57,11 @@ function summarize(days) {
     ['query on item_metrics_at_age (ms)', (day) => day.historyQueryMs, 1],
     ['items: rows', (day) => day.itemRows, 0],
   ];
+  // Every other table that held a file on any day, each its own row: a table that grows is seen.
+  const shownTables = new Set(['items', 'accounts', 'comments', 'item_metrics']);
+  const otherTables = [...new Set(days.flatMap((day) => Object.keys(day.files)))].filter((table) => !shownTables.has(table)).sort();
+  const tableRows = otherTables.filter((table) => days.some((day) => (day.files[table] ?? 0) > 0)).map((table) => [`${table}: files`, (day) => day.files[table] ?? 0, 0]);
+  columns.splice(columns.findIndex(([name]) => name === 'all tables: files'), 0, ...tableRows);
   const cell = (value, digits) => (Number.isFinite(value) ? value.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '—');
   const mid = window(183, 192);
   // A series cut short (the machine is shared): its last 10 days stand for days 356–365, and say so.
@@ -101,6 +106,8 @@ const { readerSql } = await import(join(dist, 'src/warehouse/lake.js'));
 const { DUCKDB_CONFIG } = await import(join(dist, 'src/warehouse/duckdb.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
+// Temporal's runtime stops the worker, quietly, on these signals: a year cut short so is said to be.
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGQUIT', 'SIGUSR2']) process.on(signal, () => process.stderr.write(`the bench received ${signal}: the Temporal worker stops\n`));
 const DAY_MS = 24 * 3_600_000;
 const DAYS = Number(process.env.BENCH_DAYS ?? 365);
 const KEY = 'sk_live_bench_year';
@@ -232,14 +239,20 @@ try {
     };
     finalLoads.clear();
     appendFileSync(OUT, `${JSON.stringify(record)}\n`);
-    const shown = ['items', 'accounts', 'comments', 'item_metrics', 'account_metrics', 'api_calls', 'raw_answers', 'loaded_landings'].map((table) => `${table} ${reader.files[table] ?? 0}`).join(', ');
+    const shown = ['items', 'accounts', 'comments', 'item_metrics', 'account_metrics', 'api_calls', 'raw_answers', 'loaded_landings', 'harvest_runs'].map((table) => `${table} ${reader.files[table] ?? 0}`).join(', ');
     console.log(
       `day ${day}: run ${(runMs / 1000).toFixed(1)} s, final load ${record.finalLoadMs} ms; files ${record.dataFiles} (${shown}); on disk ${record.parquetOnDisk}; catalog ${(record.catalogBytes / 1024).toFixed(0)} KB; items ${record.itemRows} rows, query ${record.itemsQueryMs} ms; item_metrics_at_age ${record.historyQueryMs} ms`,
     );
   }
+} catch (error) {
+  // Said before the teardown, which may fail too: a stopped worker's shutdown() threw "Not running"
+  // over the error that ended the year (at day 66 once, and the cause was lost).
+  process.stderr.write(`the year stopped: ${error instanceof Error ? error.stack : String(error)}\n`);
+  process.exitCode = 1;
 } finally {
-  worker.shutdown();
-  await running;
+  process.stderr.write(`the Temporal worker is ${worker.getState()}\n`);
+  if (worker.getState() === 'RUNNING') worker.shutdown();
+  await running.catch((error) => process.stderr.write(`the worker failed: ${error instanceof Error ? error.message : String(error)}\n`));
   await client.close();
   child.kill();
   await env.teardown();

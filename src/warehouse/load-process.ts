@@ -72,12 +72,18 @@ process.on('message', (request: LoadRequest) => {
       // busy machine, a year of tables to compact) was cut short every day and never done.
       if (request.countRun === undefined) return;
       reply({ maintaining: true });
+      // A failure is told to the worker (which logs it) as well as written here: this process's
+      // stderr reaches a log only when the process dies.
+      let failure: string | undefined;
       Promise.all([engine, storeOf(request.dataDir)])
         .then(([ready, store]) => maintainIfDue(request.dataDir, Date.now(), store, ready))
-        .catch((error: unknown) => process.stderr.write(`maintenance of ${request.dataDir} failed: ${error instanceof Error ? error.message : String(error)}\n`))
+        .catch((error: unknown) => {
+          failure = `maintenance of ${request.dataDir} failed: ${error instanceof Error ? error.message : String(error)}`;
+          process.stderr.write(`${failure}\n`);
+        })
         .finally(() => {
           try {
-            reply({ maintaining: false });
+            reply(failure === undefined ? { maintaining: false } : { maintaining: false, error: failure });
           } catch {
             // The worker went away meanwhile: this process exits on the disconnect.
           }

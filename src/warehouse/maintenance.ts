@@ -2,7 +2,7 @@
  * Keeping the lake small and quick to read. Every load writes a few Parquet files per table it
  * touches, so runs that load often leave many small files; and every snapshot keeps the files it
  * read, so nothing is ever freed. Maintenance moves rows DuckLake inlined in the catalog to Parquet,
- * rewrites the latest-state tables that MERGEs left in many partly deleted files (compactLatestState),
+ * rewrites the tables that MERGEs and deletes left in many partly deleted files (compactTables),
  * merges small files of a table into larger ones,
  * expires snapshots older than the time-travel window, and deletes the files that no snapshot has
  * read since the maintenance before.
@@ -13,7 +13,7 @@ import { RETRYABLE_STATUSES } from '../harvest/checkpoint.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { scalarOf, sqlString } from './duckdb.js';
 import { LAKE, lakeLocation, latestSnapshot, openLakeWriter } from './lake.js';
-import { LATEST_STATE_KEYS, keepLatestPerKey, type LatestStateTable } from './merge.js';
+import { keepLatestPerKey, type LatestStateTable } from './merge.js';
 import { repairLake, type LakeRepair } from './lake-repair.js';
 import { removeOrphanedLakeFiles } from './lake-orphans.js';
 
@@ -47,8 +47,8 @@ export interface MaintenanceResult {
   filesDeleted: number;
   /** Rows removed from latest-state tables that held more than one row for a key (keepLatestPerKey). */
   duplicatesRemoved: Record<LatestStateTable, number>;
-  /** Latest-state tables rewritten into few files (compactLatestState), with how many fragments each had. */
-  compacted: Partial<Record<LatestStateTable, number>>;
+  /** Tables rewritten into few files (compactTables), by name, with how many fragments each had. */
+  compacted: Record<string, number>;
   /** Raw answers deleted for being older than `keepRawAnswersDays`. */
   rawAnswersExpired: number;
   /** Records of archived call journals (call_journal) deleted for being older than `keepRawAnswersDays`. */
@@ -124,7 +124,7 @@ async function maintainAsWriter(dataDir: string, store: Store, options: Maintena
     // loaded_segments: a few rows a day each, and the deletes of items' MERGEs) go to Parquet files:
     // the catalog then holds only what was loaded since the last maintenance, not every day's rows.
     await db.connection.run(`CALL ducklake_flush_inlined_data(${lake})`);
-    const compacted = await compactLatestState(db.connection);
+    const compacted = await compactTables(db.connection);
     await db.connection.run(`CALL ducklake_merge_adjacent_files(${lake})`);
     await db.connection.run(`CALL ducklake_expire_snapshots(${lake}, older_than => now() - INTERVAL ${Math.max(0, keepHours)} HOUR)`);
     // The call journals of runs over for good are kept as long as the snapshots (a post-mortem
@@ -171,44 +171,50 @@ async function deleteOlderThan(connection: DuckDBConnection, table: 'raw_answers
 }
 
 /**
- * A latest-state table is rewritten once it holds more than this many fragments (data files
- * smaller than the lake's target file size, or carrying deletes). A day's MERGE adds one (its new
- * and updated rows' file; the deletes it leaves fall on files already counted; a flush of inlined
- * rows may add one), so with daily loads a table is rewritten every fourth or fifth day (a year of
+ * A table is rewritten once it holds more than this many fragments (data files smaller than the
+ * lake's target file size, or carrying deletes). A day's MERGE adds one (its new and updated rows'
+ * file; the deletes it leaves fall on files already counted; a flush of inlined rows may add one),
+ * so with daily loads a latest-state table is rewritten every fourth or fifth day (a year of
  * bench/year-of-runs.mjs: items every 4th, accounts every 5th), and holds 1 to 5 small files beside
- * its full-size ones: its file count follows its size, not its age. Fewer would rewrite the table nearly every day for a
- * gain readers do not see (a query on 5 small files instead of 1); many more (16 was tried) leave
- * readers more files for more days.
+ * its full-size ones: its file count follows its size, not its age. Fewer would rewrite a table
+ * nearly every day for a gain readers do not see (a query on 5 small files instead of 1); many more
+ * (16 was tried) leave readers more files for more days.
  */
 export const COMPACT_AFTER_FRAGMENTS = 5;
 /** DuckLake's `target_file_size` when the lake sets none (DuckDB 1.5.5's ducklake): files at or above it are not merged. */
 const DEFAULT_TARGET_FILE_BYTES = 512 * 1024 * 1024;
 
 /**
- * Rewrites each latest-state table (accounts, items, comments) that holds more than
- * COMPACT_AFTER_FRAGMENTS fragments into few files: `ducklake_rewrite_data_files` with a delete
- * threshold of 0 first writes every file carrying deletes again without its deleted rows, then
- * `ducklake_merge_adjacent_files` merges the table's small files up to the target size.
- * Why both: a MERGE that updates rows leaves a delete file on the file they were in, and
+ * Rewrites each table that holds more than COMPACT_AFTER_FRAGMENTS fragments into few files:
+ * `ducklake_rewrite_data_files` with a delete threshold of 0 first writes every file carrying
+ * deletes again without its deleted rows, then `ducklake_merge_adjacent_files` merges the table's
+ * small files up to the target size. The tables loads rewrite are the latest-state ones (accounts,
+ * items, comments), and also harvest_runs, transcripts, summaries (MERGEd), transcript_segments and
+ * failed_calls (deleted and inserted again), call_journal and raw_answers (retention deletes);
+ * append-only tables never pass the threshold (their small files are merged by the maintenance's
+ * `ducklake_merge_adjacent_files`), so every table is looked at.
+ * Why both calls: a MERGE that updates rows leaves a delete file on the file they were in, and
  * `ducklake_merge_adjacent_files` leaves every file with deletes as it is, so on its own it never
  * merged `items` (657 files for 1,928 rows after a year of daily runs, issue 44); and
  * `ducklake_rewrite_data_files` at its default threshold (0.95) rewrites only files nearly all
- * deleted, which a file of items re-observed for 30 days rarely is.
+ * deleted, which a file of items re-observed for 30 days rarely is (100 MERGE loads: 93 files
+ * after it and a merge, 1 at threshold 0).
  * Each call commits a snapshot of its own: readers keep reading the snapshot they began on, whose
  * files stay until the next maintenance's cleanup; loads wait, as for the rest of maintenance (the
  * caller is the lake's writer). Rows are moved, never changed: the table reads the same after.
  * The cost: each compaction writes again the table's files that carry deletes and its small ones;
- * a year of the daily tracking harvest leaves `items` a few thousand rows (milliseconds). A
- * latest-state table past the target file size would also have its full-size files with any
- * deletes rewritten, at most every fifth load (then a per-file delete share, from the catalog's
- * delete counts, would be the better threshold).
+ * a year of the daily tracking harvest leaves `items` a few thousand rows (milliseconds). A table
+ * past the target file size would also have its full-size files with any deletes rewritten, at most
+ * every fifth load (then a per-file delete share, from the catalog's delete counts, would be the
+ * better threshold).
  * Returns the tables compacted, each with the fragments it had.
  */
-export async function compactLatestState(connection: DuckDBConnection): Promise<Partial<Record<LatestStateTable, number>>> {
+export async function compactTables(connection: DuckDBConnection): Promise<Record<string, number>> {
   const lake = sqlString(LAKE);
   const targetBytes = await targetFileBytes(connection);
-  const compacted: Partial<Record<LatestStateTable, number>> = {};
-  for (const table of Object.keys(LATEST_STATE_KEYS) as LatestStateTable[]) {
+  const compacted: Record<string, number> = {};
+  const tables = (await connection.runAndReadAll(`SELECT table_name FROM ducklake_table_info(${lake}) ORDER BY table_name`)).getRows().map(([name]) => String(name));
+  for (const table of tables) {
     const fragments = await scalarOf(
       connection,
       `SELECT count(*) FROM ducklake_list_files(${lake}, ${sqlString(table)}) WHERE data_file_size_bytes < ${targetBytes} OR delete_file IS NOT NULL`,

@@ -16,6 +16,7 @@ import { fork, type ChildProcess } from 'node:child_process';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
+import type { Logger } from '../logger.js';
 import { PROJECT_ROOT } from '../project-paths.js';
 import type { LoadRequest } from './load-process.js';
 import type { LoadResult } from './loader.js';
@@ -30,8 +31,56 @@ export const LOAD_PROCESS_RENEW_MS = 60_000;
 const STDERR_TAIL_CHARS = 2_000;
 
 type LoadReply = { result: LoadResult } | { error: string };
-/** Said by the load process around the maintenance it runs after a run's final load (load-process.ts). */
-type MaintenanceNotice = { maintaining: boolean };
+/**
+ * Said by the load process around the maintenance it runs after a run's final load (load-process.ts);
+ * `error` when the maintenance failed (it is due again, and done at the next run's final load).
+ */
+type MaintenanceNotice = { maintaining: boolean; error?: string };
+
+/**
+ * A load process that ended without being asked to (by `close`, a renewal or an abort): what it was
+ * doing, how it ended, and its last words (the end of its stderr) and last error it reported.
+ */
+export interface LoadProcessEnd {
+  pid: number | undefined;
+  exitCode: number | null;
+  signal: NodeJS.Signals | null;
+  /** It was running the daily maintenance (after a run's final load had its answer). */
+  maintaining: boolean;
+  /** A load was waiting on it (that load fails, saying the same). */
+  loading: boolean;
+  lastWords: string | undefined;
+  lastError: string | undefined;
+}
+
+/** Told when a load process ends unasked, or its maintenance fails: the worker logs both. */
+export interface LoadProcessReporter {
+  ended(end: LoadProcessEnd): void;
+  maintenanceFailed(error: string): void;
+}
+
+/** Without a worker's logger (tests, tools): one line to this process's stderr each, never silence. */
+const STDERR_REPORTER: LoadProcessReporter = {
+  ended: (end) => process.stderr.write(`the load process ended unasked: ${describeLoadProcessEnd(end)}\n`),
+  maintenanceFailed: (error) => process.stderr.write(`the daily maintenance failed in the load process: ${error}\n`),
+};
+
+/** The worker's reporter: both as errors in its log (without a logger, this process's stderr). */
+export function loggingReporter(logger: Logger | undefined): LoadProcessReporter {
+  if (!logger) return STDERR_REPORTER;
+  return {
+    ended: (end) => logger.error({ loadProcess: end }, `the load process ended unasked: ${describeLoadProcessEnd(end)}`),
+    maintenanceFailed: (error) => logger.error({ err: error }, 'the daily maintenance failed in the load process; it is due again after the next run'),
+  };
+}
+
+/** How a load process ended, in one line: exit code or signal, what it was doing, its last words. */
+export function describeLoadProcessEnd(end: LoadProcessEnd): string {
+  const how = end.signal ? `killed by ${end.signal}` : `exit code ${end.exitCode}`;
+  const doing = end.maintaining ? ' during the daily maintenance' : end.loading ? ' during a load' : ' while idle';
+  const said = [end.lastError && `last error: ${end.lastError}`, end.lastWords && `last words: ${end.lastWords}`].filter(Boolean).join('; ');
+  return `pid ${end.pid ?? '?'} ${how}${doing}${said ? ` (${said})` : ''}`;
+}
 
 function isMaintenanceNotice(message: unknown): message is MaintenanceNotice {
   return typeof message === 'object' && message !== null && 'maintaining' in message;
@@ -45,9 +94,16 @@ export class WarmLoader {
   #renewTimer: NodeJS.Timeout | undefined;
   /** The process runs the daily maintenance: it is not replaced until that ends (nor cut short by a renewal). */
   #maintaining = false;
+  /** The last error the running process reported (a failed maintenance), for the report of its end. */
+  #lastError: string | undefined;
+  /** Processes this loader stopped itself (close): their end is expected, and not reported. */
+  readonly #stopped = new WeakSet<ChildProcess>();
   readonly #oneAtATime = pLimit(1);
 
-  constructor(private readonly renewAfterMs = LOAD_PROCESS_RENEW_MS) {}
+  constructor(
+    private readonly renewAfterMs = LOAD_PROCESS_RENEW_MS,
+    private readonly reporter: LoadProcessReporter = STDERR_REPORTER,
+  ) {}
 
   /** Starts the load process now, if it is not running, so a later `load` does not wait for it. */
   prewarm(): void {
@@ -87,6 +143,7 @@ export class WarmLoader {
   /** Stops the load process, if one runs. */
   close(): void {
     clearTimeout(this.#renewTimer);
+    if (this.#child) this.#stopped.add(this.#child);
     this.#child?.kill();
     this.#child = undefined;
   }
@@ -95,21 +152,42 @@ export class WarmLoader {
     if (this.#child?.connected) return this.#child;
     this.#childLoaded = false;
     this.#stderrTail = '';
+    this.#lastError = undefined;
     // No execArgv: the worker's own flags (its heap cap) are not meant for DuckDB's process.
     const child = fork(LOAD_PROCESS, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], execArgv: [] });
+    let tail = '';
+    const stderrTail = () => tail;
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-      this.#stderrTail = (this.#stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+      tail = (tail + chunk).slice(-STDERR_TAIL_CHARS);
+      if (this.#child === child) this.#stderrTail = tail;
     });
     child.on('error', () => undefined); // a failed start shows as 'exit' to the load waiting on it
     this.#maintaining = false;
     child.on('message', (message: unknown) => {
       if (!isMaintenanceNotice(message) || this.#child !== child) return;
       this.#maintaining = message.maintaining;
+      if (message.error !== undefined) {
+        this.#lastError = message.error;
+        this.reporter.maintenanceFailed(message.error);
+      }
       // Ended while idle: the renewal that waited for it is scheduled afresh.
       if (!message.maintaining && this.#oneAtATime.activeCount === 0 && this.#oneAtATime.pendingCount === 0) this.#idle();
     });
+    let endedAs: Omit<LoadProcessEnd, 'exitCode' | 'signal' | 'lastWords'> | undefined;
     child.on('exit', () => {
-      if (this.#child === child) this.#child = undefined;
+      // Every end this loader did not ask for is reported, whatever the process was doing: one
+      // during the maintenance that follows a run's answer had nobody waiting on it, and was silent.
+      if (!this.#stopped.has(child) && this.#child === child) {
+        endedAs = { pid: child.pid, maintaining: this.#maintaining, loading: this.#oneAtATime.activeCount > 0, lastError: this.#lastError };
+      }
+      if (this.#child === child) {
+        this.#child = undefined;
+        this.#maintaining = false;
+      }
+    });
+    // Reported once its stderr is closed (after 'exit'): a crash's last words are read by then.
+    child.on('close', (exitCode: number | null, signal: NodeJS.Signals | null) => {
+      if (endedAs) this.reporter.ended({ ...endedAs, exitCode, signal, lastWords: this.#lastWords(stderrTail()) });
     });
     this.#child = child;
     return child;
@@ -122,6 +200,15 @@ export class WarmLoader {
     setHeld(child, false);
     clearTimeout(this.#renewTimer);
     if (this.#childLoaded) this.#renewTimer = setTimeout(() => this.#renew(), this.renewAfterMs).unref();
+  }
+
+  /**
+   * The last lines a process wrote to its stderr (up to 3), without the Node.js version line a
+   * crash ends with, or undefined if it wrote none.
+   */
+  #lastWords(tail = this.#stderrTail): string | undefined {
+    const lines = tail.split('\n').map((line) => line.trim()).filter((line) => line && !/^Node\.js v\d/.test(line));
+    return lines.slice(-3).join(' | ') || undefined;
   }
 
   #renew(): void {
@@ -149,11 +236,17 @@ export class WarmLoader {
           if (isMaintenanceNotice(reply)) return;
           settle();
           if ('error' in reply) reject(new Error(`the load of ${dataDir} failed: ${reply.error}`));
-          else resolve(reply.result);
+          else {
+            // A run's final load (countRun) is followed by the daily maintenance in that process,
+            // which says `{ maintaining: true }` just after this answer: marked now, so that what
+            // happens between the two (a renewal, the process's death) is seen as during it.
+            if (request.countRun !== undefined) this.#maintaining = true;
+            resolve(reply.result);
+          }
         };
         const onExit = (code: number | null, killedBy: NodeJS.Signals | null) => {
           settle();
-          const lastWords = this.#stderrTail.trim().split('\n').at(-1);
+          const lastWords = this.#lastWords();
           reject(new Error(`the load of ${dataDir} failed: its process ended (${killedBy ?? `exit code ${code}`})${lastWords ? `: ${lastWords}` : ''}`));
         };
         const onAbort = () => {

@@ -1,9 +1,10 @@
 /**
- * Latest-state tables (items, accounts) rewritten by a MERGE in every load are compacted by
- * maintenance: after 100 loads their file count is bounded, not one file per load (issue 44: a
- * year of daily runs left `items` 657 files for 1,928 rows, since `ducklake_merge_adjacent_files`
- * leaves every file that carries deletes as it is). Their rows are the same before and after, a
- * reader in another process reads throughout, and a MERGE into the compacted file, past its
+ * Tables rewritten by a MERGE in every load (the latest-state items and accounts, and harvest_runs,
+ * each run's row going from running to completed) are compacted by maintenance: after 100 loads
+ * every table's file count is bounded, not one file per load (issue 44: a year of daily runs left
+ * `items` 657 files for 1,928 rows, and later `harvest_runs` 112 files for 365 rows, since
+ * `ducklake_merge_adjacent_files` leaves every file that carries deletes as it is). Their rows are
+ * the same before and after, a reader in another process reads throughout, and a MERGE into the compacted file, past its
  * 2,048th row, still keeps one row per key (docs/ducklake-merge-duplicates.md).
  */
 import { spawn } from 'node:child_process';
@@ -64,6 +65,13 @@ async function landObservations(store: Store, templates: Templates, run: number,
     const items = Array.from({ length: Math.min(50, to - start) }, (_, index) => ({ ...videos.items[0]!, id: `v${start + index}`, caption: `video ${start + index} seen in load ${run}` }));
     await store.writeLanding(landingOfCall({ runId, harvest: 'daily', target: `channel:tiktok:${handle}:videos`, page, params: { handle } }, later(videos, hours), items));
   }
+  // The run's status: running in its load, completed in the next (harvest_runs is MERGEd into too).
+  const startedAt = new Date(later(videos, hours).answeredAt).toISOString();
+  await store.writeLanding({ format: 1, kind: 'run', run_id: runId, harvest: 'daily', seq: 1, status: 'running', started_at: startedAt });
+  if (run > 0) {
+    const previous = `run-${run - 1}`;
+    await store.writeLanding({ format: 1, kind: 'run', run_id: previous, harvest: 'daily', seq: 2, status: 'completed', started_at: startedAt, finished_at: startedAt });
+  }
   for (let account = 0; account < ACCOUNTS; account++) {
     const data = { ...(profile.data as object), handle: `account_${account}`, name: `Account ${account} in load ${run}` };
     await store.writeLanding(landingOfCall({ runId, harvest: 'daily', target: `channel:tiktok:account_${account}:profile`, page: 1, params: { handle: `account_${account}` } }, later(profile, hours), data));
@@ -101,11 +109,12 @@ async function filesPerTable(dataDir: string): Promise<Record<string, number>> {
   return Object.fromEntries(rows.map((row) => [String(row.table_name), Number(row.file_count)]));
 }
 
-/** Every row of the latest-state tables, in key order, as JSON. */
+/** Every row of the latest-state tables and of harvest_runs, in key order, as JSON. */
 async function latestState(dataDir: string): Promise<string> {
   const items = await queryWarehouse(dataDir, 'SELECT * FROM items ORDER BY platform, item_id');
   const accounts = await queryWarehouse(dataDir, 'SELECT * FROM accounts ORDER BY platform, handle');
-  return JSON.stringify({ items: items.rows, accounts: accounts.rows });
+  const runs = await queryWarehouse(dataDir, 'SELECT * FROM harvest_runs ORDER BY run_id');
+  return JSON.stringify({ items: items.rows, accounts: accounts.rows, runs: runs.rows });
 }
 
 /**
@@ -134,7 +143,7 @@ while not os.path.exists(stop):
 print('done', queries, errors, flush=True)
 `;
 
-describe('compaction of latest-state tables', () => {
+describe('compaction of every table', () => {
   it('after 100 MERGE loads holds a bounded number of files, the same rows, while a reader reads throughout', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'compaction-'));
     dataDirs.push(dataDir);
@@ -177,6 +186,8 @@ describe('compaction of latest-state tables', () => {
     const filesAfter = await filesPerTable(dataDir);
     expect(filesAfter.items).toBeLessThanOrEqual(2);
     expect(filesAfter.accounts).toBeLessThanOrEqual(2);
+    // Every table, harvest_runs (MERGEd into by each load) too.
+    expect(Object.entries(filesAfter).filter(([, files]) => files > 2)).toEqual([]);
     expect(await latestState(dataDir)).toBe(before);
     expect(maintained[0]!.compacted.items).toBeGreaterThan(COMPACT_AFTER_FRAGMENTS);
     expect(maintained[1]!.filesDeleted).toBeGreaterThan(0);
@@ -222,6 +233,8 @@ describe('compaction on shared storage (PostgreSQL catalog, MinIO data files)', 
       const filesAfter = await filesPerTable(store.dataDir);
       expect(filesAfter.items).toBeLessThanOrEqual(2);
       expect(filesAfter.accounts).toBeLessThanOrEqual(2);
+      // Every table, harvest_runs (MERGEd into by each load) too.
+      expect(Object.entries(filesAfter).filter(([, files]) => files > 2)).toEqual([]);
       expect(await latestState(store.dataDir)).toBe(before);
       expect(maintained.compacted.items).toBeGreaterThan(COMPACT_AFTER_FRAGMENTS);
       const { rows } = await queryWarehouse(store.dataDir, 'SELECT count(*) AS rows, count(DISTINCT item_id) AS keys FROM items');

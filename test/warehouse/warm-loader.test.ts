@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
-import { WarmLoader } from '../../src/warehouse/warm-loader.js';
+import { WarmLoader, type LoadProcessEnd } from '../../src/warehouse/warm-loader.js';
 import { LocalStore } from '../../src/store/store.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { landedSample } from '../support/sample-harvest.js';
@@ -90,6 +90,40 @@ describe('the warm load process', () => {
         await new Promise((resolve) => setTimeout(resolve, 100));
       }
       expect(await store.lakeMaintainedAt()).toBeGreaterThan(backdated);
+    } finally {
+      loader.close();
+      await store.close();
+    }
+  }, 90_000);
+
+  it('reports a load process that dies during the daily maintenance (no load waits on it): its signal and what it was doing', async () => {
+    // Before, such a death was silent: the maintenance after a run's answer has nobody waiting on
+    // it, and the process's stderr was kept only for a load's error (a year of daily runs stopped
+    // twice so, with nothing logged).
+    const ended: LoadProcessEnd[] = [];
+    const loader = new WarmLoader(60_000, { ended: (end) => ended.push(end), maintenanceFailed: () => undefined });
+    const runId = 'run-warm-killed';
+    const { dataDir } = await landedSample(emulator, runId);
+    const store = new LocalStore(dataDir);
+    const backdated = Date.now() - 2 * 24 * 3_600_000;
+    await store.markLakeMaintained(backdated);
+    try {
+      loader.prewarm();
+      const pid = await firstLoadProcess();
+      expect(pid).toBeDefined();
+      await loader.load(dataDir, undefined, runId);
+      // The maintenance starts with the load's answer, and opens the lake, repairs, cleans, compacts: killed within it.
+      process.kill(pid!, 'SIGKILL');
+      for (let waited = 0; waited < 10_000 && ended.length === 0; waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      // Cut short: the lake's mark did not move (the maintenance is due again). (Read back to the millisecond at most.)
+      expect(Math.abs((await store.lakeMaintainedAt())! - backdated)).toBeLessThan(1);
+      expect(ended).toEqual([expect.objectContaining({ pid, signal: 'SIGKILL', exitCode: null, maintaining: true, loading: false })]);
+      // A process this loader stops itself (renewal, close) is not reported.
+      loader.prewarm();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      loader.close();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(ended).toHaveLength(1);
     } finally {
       loader.close();
       await store.close();
