@@ -151,6 +151,11 @@ export function inliningRowLimit(env: NodeJS.ProcessEnv = process.env): number {
 }
 const DEFAULT_INLINING_ROW_LIMIT = 1000;
 
+/** Whether the writer of a data directory's lake keeps small writes in the catalog (inliningRowLimit); a shared lake never does. */
+export function lakeInlines(dataDir: string): boolean {
+  return !lakeLocation(dataDir).shared && inliningRowLimit() > 0;
+}
+
 /**
  * The ATTACH statement of a data directory's lake, as `LAKE`. The catalog records the data folder's
  * absolute path when the lake is made; the folder is named again, and overrides it, so a data

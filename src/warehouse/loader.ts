@@ -15,7 +15,7 @@ import { inTransaction, scalarOf, sqlString, tableNames } from './duckdb.js';
 import type { UnloadableLanding } from '../store/landing.js';
 import { LocalStore, type Store } from '../store/store.js';
 import { lakeCatalogFile, landingFile, legacyWarehouseFiles, loadPackageFolder } from '../store/layout.js';
-import { lakeLocation, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
+import { lakeInlines, lakeLocation, latestSnapshot, openLakeWriter, type LakeConnection } from './lake.js';
 import { keepLatestPerKey } from './merge.js';
 import { extract, foldersOfEndedRuns, pendingAnswers, type LoadPackage, type PendingAnswer } from './extract.js';
 import { archiveJournals, archiveLateRecords } from './journal-archive.js';
@@ -196,7 +196,7 @@ async function loadPending(
       if (loadPackage.keys.length === 0 && segments.length === 0 && loadPackage.drift.length === 0) continue;
       batch++;
       if (loadPackage.keys.length > 0) await normalize(lake, dataDir, loadPackage);
-      const rows = await merge(connection, loadPackage.keys.length > 0, async () => {
+      const rows = await merge(connection, loadPackage.keys.length > 0, lakeInlines(dataDir), async () => {
         await recordSegments(connection, segments);
         await recordDrift(connection, loadPackage.drift);
         if (index === plan.length - 1) await endRuns(await foldersOfEndedRuns(connection, pending.runFolders, dataDir));

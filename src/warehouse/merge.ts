@@ -116,16 +116,19 @@ function onePerKey(stage: string, keys: readonly string[], anyColumns: string[],
 /** One row per key within the batch, so a merge never meets the same key twice. */
 const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${keys}) = 1`;
 /**
- * Latest state: rows of `source` (one per key) update the row with their key, or are inserted. An
- * UPDATE and then an INSERT of the keys it did not find, not one MERGE: DuckLake 1.5.5 writes every
- * MERGE's rows to a Parquet file of its own, while an UPDATE's and an INSERT's rows below the data
- * inlining limit (lake.ts, inliningRowLimit) stay in the catalog, with no file to fsync before the
- * commit (lake-sync.ts); a daily run's few changed items cost no file.
+ * Latest state: rows of `source` (one per key) update the row with their key, or are inserted. In a
+ * lake that inlines small writes (`inlines`, lake.ts's lakeInlines): an UPDATE and then an INSERT
+ * of the keys it did not find, not one MERGE: DuckLake 1.5.5 writes every MERGE's rows to a Parquet
+ * file of its own, while an UPDATE's and an INSERT's rows below the data inlining limit stay in the
+ * catalog, with no file to fsync before the commit (lake-sync.ts); a daily run's few changed items
+ * cost no file. In a lake that writes files (a shared one), one MERGE: one file a load, where the
+ * UPDATE and the INSERT would write two and a delete file, which merge_adjacent_files never merges.
  */
-const upsert = (table: string, keys: readonly string[], source: string, updates: string) => [
-  `UPDATE ${table} SET ${updates} FROM (${source}) AS s WHERE ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')}`,
-  `INSERT INTO ${table} BY NAME SELECT * FROM (${source}) AS s WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE ${keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ')})`,
-];
+const upsert = (table: string, keys: readonly string[], source: string, updates: string) => (inlines: boolean) => {
+  const matches = keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ');
+  if (!inlines) return [`MERGE INTO ${table} USING (${source}) AS s ON ${matches} WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`];
+  return [`UPDATE ${table} SET ${updates} FROM (${source}) AS s WHERE ${matches}`, `INSERT INTO ${table} BY NAME SELECT * FROM (${source}) AS s WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE ${matches})`];
+};
 /** The table a latest-state merge reads its batch from: one row per key, materialized. */
 const mergeSource = (table: StagedTable): string => `merge_source_${table}`;
 /**
@@ -133,14 +136,14 @@ const mergeSource = (table: StagedTable): string => `merge_source_${table}`;
  * values win, and its first and last sightings widen. `fixedColumns` never change for a key.
  *
  * The batch's rows (one per key) are materialized in a temporary table first, and the upsert reads
- * that table plainly (it was one MERGE until data inlining, see upsert). DuckLake 1.5.5's MERGE with the `onePerKey` query itself as its source (a CTE and
+ * that table plainly (see upsert for when it is one MERGE). DuckLake 1.5.5's MERGE with the `onePerKey` query itself as its source (a CTE and
  * UNION ALL) matched rows at positions 2,048 and above of a data file but did not delete them: both
  * versions stayed visible (docs/ducklake-merge-duplicates.md, with a reproduction without the
  * project). A plain table as the source leaves none; every load checks it (assertOnePerKey).
  */
-const latestState = (table: StagedTable, keys: readonly string[], fixedColumns: string[], latestColumns: string[]) => [
+const latestState = (table: StagedTable, keys: readonly string[], fixedColumns: string[], latestColumns: string[]) => (inlines: boolean) => [
   `CREATE OR REPLACE TEMP TABLE ${mergeSource(table)} AS ${onePerKey(`stage_${table}`, keys, fixedColumns, latestColumns)}`,
-  ...upsert(table, keys, `SELECT * FROM ${mergeSource(table)}`, `${latestColumns.map((column) => newer(table, column)).join(', ')}, ${seenRange(table)}`),
+  ...upsert(table, keys, `SELECT * FROM ${mergeSource(table)}`, `${latestColumns.map((column) => newer(table, column)).join(', ')}, ${seenRange(table)}`)(inlines),
 ];
 
 const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EXCLUDE (_landing) FROM stage_${table}`;
@@ -149,7 +152,7 @@ const append = (table: StagedTable) => `INSERT INTO ${table} BY NAME SELECT * EX
  * How each staged table merges into its warehouse table: latest state is upserted (newer
  * observations win), history is appended.
  */
-const MERGES: Record<StagedTable, string[]> = {
+const MERGES: Record<StagedTable, string[] | ((inlines: boolean) => string[])> = {
   accounts: latestState('accounts', LATEST_STATE_KEYS.accounts, [], ['name', 'bio', 'verified', 'followers', 'following', 'posts', 'request_id']),
   account_metrics: [append('account_metrics')],
   items: latestState('items', LATEST_STATE_KEYS.items, ['kind'], ['url', 'caption', 'author_handle', 'posted_at', 'request_id']),
@@ -208,12 +211,12 @@ async function tablesWithWork(connection: DuckDBConnection): Promise<StagedTable
  * transaction; returns the rows loaded. `beforeCommit` runs inside the transaction, just before
  * COMMIT (the loader records there how far it read each segment); when anything fails, the transaction is rolled back and nothing of the batch is loaded.
  */
-export async function merge(connection: DuckDBConnection, staged: boolean, beforeCommit: () => void | Promise<void>): Promise<number> {
+export async function merge(connection: DuckDBConnection, staged: boolean, inlines: boolean, beforeCommit: () => void | Promise<void>): Promise<number> {
   // A batch of answers all loaded before (a load killed before it recorded its segments' progress) stages nothing.
   if (!staged) return inTransaction(connection, async () => (await beforeCommit(), 0));
   const tables = await tablesWithWork(connection);
   return inTransaction(connection, async () => {
-    await mergeTables(connection, tables);
+    await mergeTables(connection, tables, inlines);
     await connection.run('CREATE OR REPLACE TEMP TABLE landing_rows AS SELECT * FROM stage_loaded_landings');
     await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
     await connection.run('INSERT INTO raw_answers SELECT *, now() FROM stage_raw_answers');
@@ -242,11 +245,14 @@ async function insertMediaFiles(connection: DuckDBConnection): Promise<void> {
  * checks that latest state kept one row per key. A rebuild (rebuild.ts) merges so, without the
  * load's records, which it keeps.
  */
-export async function mergeStaged(connection: DuckDBConnection): Promise<void> {
-  await mergeTables(connection, await tablesWithWork(connection));
+export async function mergeStaged(connection: DuckDBConnection, inlines: boolean): Promise<void> {
+  await mergeTables(connection, await tablesWithWork(connection), inlines);
 }
 
-async function mergeTables(connection: DuckDBConnection, tables: StagedTable[]): Promise<void> {
-  for (const table of tables) for (const statement of MERGES[table]) await connection.run(statement);
+async function mergeTables(connection: DuckDBConnection, tables: StagedTable[], inlines: boolean): Promise<void> {
+  for (const table of tables) {
+    const statements = MERGES[table];
+    for (const statement of typeof statements === 'function' ? statements(inlines) : statements) await connection.run(statement);
+  }
   for (const table of tables) if (isLatestState(table)) await assertOnePerKey(connection, table, mergeSource(table));
 }

@@ -8,7 +8,7 @@ import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import type { Logger } from '../logger.js';
 import { loadPackageFolder } from '../store/layout.js';
 import { inTransaction, scalarOf } from './duckdb.js';
-import type { LakeConnection } from './lake.js';
+import { lakeInlines, type LakeConnection } from './lake.js';
 import type { LoadPackage } from './extract.js';
 import type { LandingShape } from './raw-columns.js';
 import { landingShape, loadPackageFiles } from './landing-shape.js';
@@ -31,7 +31,7 @@ export async function rederiveTables(lake: LakeConnection, dataDir: string, opti
     for (let offset = 0; offset < total; offset += step) {
       const reader = await connection.runAndReadAll(`SELECT landing, answer::VARCHAR FROM raw_answers ORDER BY loaded_at, landing LIMIT ${step} OFFSET ${offset}`);
       await normalize(lake, dataDir, packageOf(folder, reader.getRows().map(([key, answer]) => ({ key: String(key), text: String(answer) }))));
-      await mergeStaged(connection);
+      await mergeStaged(connection, lakeInlines(dataDir));
       options.logger?.info({ answers: Math.min(total, offset + step), of: total }, 'rebuilt from raw answers');
     }
   });
