@@ -103,14 +103,19 @@ export class FileBudgetLedger implements BudgetLedger {
     return month;
   }
 
-  /** Appends one record whole (one write of one line, O_APPEND) and syncs it: it counts from here on. */
+  /**
+   * Appends one record whole (one write of one line, O_APPEND): every process reads it from here on.
+   * A reservation is synced before it returns, since its call goes on the wire next: lost in a power
+   * cut, the call's charge would be missing from the budget. A settlement or a release is not: lost,
+   * its reservation counts at its worst case once its lease ends, never less than was charged.
+   */
   private async append(month: string, record: BudgetRecord): Promise<void> {
     const file = budgetLedgerFile(this.dataDir, month);
     if (!this.durable.has(month)) makeDurableDirectory(dirname(file));
     const handle = await open(file, 'a');
     try {
       await handle.write(`${JSON.stringify(record)}\n`);
-      await handle.datasync();
+      if ('reserve' in record) await handle.datasync();
     } finally {
       await handle.close();
     }
