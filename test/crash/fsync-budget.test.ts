@@ -7,10 +7,9 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawn } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PROJECT_ROOT } from '../../src/project-paths.js';
-import { CLI } from '../support/cli.js';
+import { runCliUnder, type CliResult } from '../support/cli.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 
 let emulator: TestEmulator;
@@ -19,20 +18,9 @@ beforeAll(async () => {
 });
 afterAll(() => emulator.close());
 
-/** Runs the CLI under `strace -f -y -e trace=fsync,fdatasync`; resolves with its exit code, its output and the trace's file. */
-function tracedRun(args: string[], env: Record<string, string>, trace: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const child = spawn('strace', ['-f', '-y', '-qq', '-e', 'trace=fsync,fdatasync', '-o', trace, process.execPath, CLI, ...args], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-    child.once('error', reject);
-    child.once('close', (code) => resolve({ code, stdout, stderr }));
-  });
+/** Runs the CLI under `strace -f -y -e trace=fsync,fdatasync`; resolves with its exit code and its output, the trace in its file. */
+function tracedRun(args: string[], env: Record<string, string>, trace: string): Promise<CliResult> {
+  return runCliUnder(['strace', '-f', '-y', '-qq', '-e', 'trace=fsync,fdatasync', '-o', trace], args, env);
 }
 
 /** The fsync and fdatasync calls of a trace, each once (a call strace split in two is counted at its start), by path. */
