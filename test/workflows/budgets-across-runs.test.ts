@@ -6,7 +6,7 @@
  * spend still equals the emulator's ledger; a spent budget makes its schedule's run a skipped run
  * that names it; `harvester budgets` and the worker's metrics say what the ledger says.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,7 +21,8 @@ import { desiredScheduleOf, scheduleIdOf, triggerHarvestSchedule, type Scheduled
 import { harvestSummary } from '../../src/temporal/run-summary.js';
 import { budgetLeaseMs } from '../../activities/work-frame.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
-import { CLI, runCli } from '../support/cli.js';
+import { runCli } from '../support/cli.js';
+import { budgetMetric, startCliWorker, stopCliWorkers, type CliWorker } from '../support/cli-worker.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
 import { startTestWorker, temporalClient } from '../support/temporal.js';
@@ -39,26 +40,15 @@ beforeAll(async () => {
   temporal = await temporalClient();
 });
 afterAll(async () => {
-  for (const worker of workers) {
-    if (worker.exitCode !== null || worker.signalCode !== null) continue;
-    const exited = new Promise((resolve) => worker.once('exit', resolve));
-    worker.kill('SIGTERM');
-    await exited;
-  }
+  await stopCliWorkers(workers);
   await temporal?.connection.close();
   await emulator?.close();
 });
 
 /** `harvester worker` in its own process, on the task queue given (or one of its own), with the data directory given; resolves with its metrics URL once it polls. */
-async function startWorker(dataDir: string, apiKey: string, configFile: string, taskQueue = `budgets-${Math.random().toString(36).slice(2, 10)}`): Promise<{ process: ChildProcess; taskQueue: string; metricsUrl: string; log: () => string }> {
+async function startWorker(dataDir: string, apiKey: string, configFile: string, taskQueue = `budgets-${Math.random().toString(36).slice(2, 10)}`): Promise<CliWorker & { taskQueue: string }> {
   const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), HARVESTER_TASK_QUEUE: taskQueue, HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: emulator.baseUrl, SOCIAL_API_KEY: apiKey, LOG_LEVEL: 'error' };
-  const child = spawn(process.execPath, [CLI, 'worker', '--metrics-port', '0', '--config', configFile], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
-  workers.push(child);
-  let log = '';
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
-  const metricsUrl = await waitFor(() => /metrics at (http:\/\/\S+\/metrics)/.exec(log)?.[1], 30_000, `the worker to serve metrics (its log: ${log})`);
-  await waitFor(() => (/polling task queue/.test(log) ? true : undefined), 30_000, 'the worker to poll');
-  return { process: child, taskQueue, metricsUrl, log: () => log };
+  return { ...(await startCliWorker(configFile, env, workers)), taskQueue };
 }
 
 /** A config of harvests, each listing one channel, and the budgets given; written to a file. */
@@ -80,13 +70,6 @@ function harvestOf(configFile: string, text: string, name: string): Harvest {
 
 async function charged(key: string): Promise<number> {
   return (await emulator.ledger(key)).reduce((sum, row) => sum + row.credits, 0);
-}
-
-/** The value of a metric's series for a budget, as the worker serves it. */
-async function budgetMetric(metricsUrl: string, name: string, budget: string): Promise<number | undefined> {
-  const text = await (await fetch(metricsUrl)).text();
-  const line = text.split('\n').find((candidate) => candidate.startsWith(`${name}{budget="${budget}"}`));
-  return line === undefined ? undefined : Number(line.split(' ').at(-1));
 }
 
 describe('a budget across runs', () => {

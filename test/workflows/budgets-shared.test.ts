@@ -4,7 +4,7 @@
  * PostgreSQL, whose rows hold the budget's ledger). Together they never pass it, and its spend, as
  * `harvester budgets` and each worker's metrics say it, is the emulator's ledger.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,8 +13,9 @@ import type { Client } from '@temporalio/client';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
 import { findHarvest, parseHarvestConfig } from '../../src/config/harvest-config.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
-import { CLI, runCli } from '../support/cli.js';
-import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulator.js';
+import { runCli } from '../support/cli.js';
+import { budgetMetric, startCliWorker, stopCliWorkers } from '../support/cli-worker.js';
+import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { temporalClient } from '../support/temporal.js';
 
 const API_KEY = 'sk_live_budgets_shared_store';
@@ -34,12 +35,7 @@ beforeAll(async () => {
   temporal = await temporalClient();
 }, 180_000);
 afterAll(async () => {
-  for (const worker of workers) {
-    if (worker.exitCode !== null || worker.signalCode !== null) continue;
-    const exited = new Promise((resolve) => worker.once('exit', resolve));
-    worker.kill('SIGTERM');
-    await exited;
-  }
+  await stopCliWorkers(workers);
   await temporal?.connection.close();
   await emulator?.close();
   await services?.stop();
@@ -48,19 +44,9 @@ afterAll(async () => {
 /** A worker on a machine of its own (a fresh scratch directory, the shared store), serving metrics; resolves once it polls. */
 async function startWorkerMachine(configFile: string): Promise<{ taskQueue: string; metricsUrl: string }> {
   const taskQueue = `budgets-shared-${Math.random().toString(36).slice(2, 10)}`;
-  const env = { ...process.env, ...sharedEnv, TEMPORAL_ADDRESS: inject('temporalAddress'), HARVESTER_TASK_QUEUE: taskQueue, HARVESTER_DATA_DIR: mkdtempSync(join(tmpdir(), 'machine-')), SOCIAL_API_BASE_URL: emulator.baseUrl, SOCIAL_API_KEY: API_KEY, LOG_LEVEL: 'error' };
-  const child = spawn(process.execPath, [CLI, 'worker', '--metrics-port', '0', '--config', configFile], { env, stdio: ['ignore', 'ignore', 'pipe'] });
-  workers.push(child);
-  let log = '';
-  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
-  const metricsUrl = await waitFor(() => /metrics at (http:\/\/\S+\/metrics)/.exec(log)?.[1], 60_000, `the worker to serve metrics (its log: ${log})`);
-  await waitFor(() => (/polling task queue/.test(log) ? true : undefined), 60_000, 'the worker to poll');
+  const env = { ...sharedEnv, TEMPORAL_ADDRESS: inject('temporalAddress'), HARVESTER_TASK_QUEUE: taskQueue, HARVESTER_DATA_DIR: mkdtempSync(join(tmpdir(), 'machine-')), SOCIAL_API_BASE_URL: emulator.baseUrl, SOCIAL_API_KEY: API_KEY, LOG_LEVEL: 'error' };
+  const { metricsUrl } = await startCliWorker(configFile, env, workers, 60_000);
   return { taskQueue, metricsUrl };
-}
-
-async function budgetMetric(metricsUrl: string, name: string, budget: string): Promise<number | undefined> {
-  const line = (await (await fetch(metricsUrl)).text()).split('\n').find((candidate) => candidate.startsWith(`${name}{budget="${budget}"}`));
-  return line === undefined ? undefined : Number(line.split(' ').at(-1));
 }
 
 describe('a budget across runs on shared storage', () => {
