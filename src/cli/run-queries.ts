@@ -1,7 +1,7 @@
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowExecutionInfo } from '@temporalio/client';
 import type { TemporalSettings } from '../temporal/connection.js';
 import type { RunMemo } from '../harvest/progress.js';
-import { HARVEST_WORKFLOW_TYPE } from '../temporal/schedules.js';
+import { HARVEST_WORKFLOW_TYPE } from '../../workflows/definitions.js';
 
 /**
  * A run is one identity: its workflow id. Underneath, Temporal keeps executions of that id: the

@@ -7,8 +7,8 @@ import {
   type ScheduleSpec,
   type Workflow,
 } from '@temporalio/client';
-import { harvestWorkflow } from '../../workflows/harvest.js';
 import type { ApiIdentity } from '../api-catalog/api-identity.js';
+import { HARVEST_WORKFLOW_TYPE } from '../../workflows/definitions.js';
 import type { StoreIdentity } from '../store/store-identity.js';
 import type { Harvest } from '../harvest/harvest-types.js';
 
@@ -36,8 +36,6 @@ export function scheduledWorkflowIdPrefix(harvest: string): string {
   return `sched-${harvest}`;
 }
 
-/** The workflow type schedules start, and `harvester runs` lists: the workflow function's name. */
-export const HARVEST_WORKFLOW_TYPE = harvestWorkflow.name;
 /** A run still going when the next is due: the next is skipped. */
 export const SCHEDULE_OVERLAP = ScheduleOverlapPolicy.SKIP;
 /** After an outage, a run missed by less than this is still started; older ones are dropped. */

@@ -7,7 +7,8 @@ import { connectClient, temporalSettingsFromEnv } from '../../temporal/connectio
 import { quarantinedText, type HarvestStatus } from '../../harvest/progress.js';
 import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from '../../harvest/rules.js';
 import type { SchemaContract } from '../../harvest/schema-contract.js';
-import { harvestWorkflow, type HarvestSummary } from '../../../workflows/harvest.js';
+import type { harvestWorkflow, HarvestSummary } from '../../../workflows/harvest.js';
+import { HARVEST_WORKFLOW_TYPE } from '../../../workflows/definitions.js';
 import { dataDirFromEnv } from '../../config/environment.js';
 import type { StoreIdentity } from '../../store/store-identity.js';
 import { localWorkerTaskQueue, runApiFromEnv, runStoreFromEnv, taskQueueFromEnv } from '../run-environment.js';
@@ -204,7 +205,7 @@ async function runHarvest(name: string, options: RunOptions): Promise<void> {
   const store = worker?.storeIdentity ?? named;
   const started = Date.now();
   try {
-    const handle = await client.workflow.start(harvestWorkflow, {
+    const handle = await client.workflow.start<typeof harvestWorkflow>(HARVEST_WORKFLOW_TYPE, {
       taskQueue,
       workflowId,
       staticSummary: `${name}: budget ${options.budget ?? harvest.budget.credits} credits`,

@@ -1,0 +1,15 @@
+/**
+ * The workflow's public face agrees with the workflow: the CLI and the schedules start runs by the
+ * type `HARVEST_WORKFLOW_TYPE` (a name, so the CLI need not load the workflow's code), which must be
+ * the name of the function the worker registers.
+ */
+import { describe, expect, it } from 'vitest';
+import { HARVEST_WORKFLOW_TYPE } from '../../workflows/definitions.js';
+import * as workflows from '../../workflows/index.js';
+
+describe('the workflow type', () => {
+  it('is the name of the harvest workflow function the worker registers', () => {
+    expect(Object.keys(workflows)).toContain(HARVEST_WORKFLOW_TYPE);
+    expect((workflows as Record<string, { name: string }>)[HARVEST_WORKFLOW_TYPE]?.name).toBe(HARVEST_WORKFLOW_TYPE);
+  });
+});
