@@ -33,6 +33,7 @@ import type { RunForecast } from '../src/harvest/run-forecast.js';
 import { withForecast, type ForecastInput } from './run-forecast.js';
 import { DEFAULT_SCHEMA_CONTRACT, type HarvestSchemaContract, type SchemaContracts } from '../src/harvest/schema-contract.js';
 import { spentBudgetOf } from './call-budgets.js';
+import { StepTimes, type StepTimings } from '../src/warehouse/step-times.js';
 
 export interface TargetKnowledge {
   /** Newest ids already in the warehouse: an incremental run stops at the first it meets. */
@@ -99,6 +100,8 @@ export interface FinishedRun {
   schemaDrift?: SchemaDrift[];
   /** Repairs of a damaged lake the loads during the run and its final load made (lake-repair-report.ts's lines). */
   lakeRepairs?: string[];
+  /** Where the final load's time went: this activity's steps, and the load process's as `load/<step>` (step-times.ts). */
+  steps?: StepTimings;
 }
 
 /** Failed calls a run's summary lists; `harvester show --json` and the journals have the count. */
@@ -335,7 +338,8 @@ function knowledgeOf(incremental: TargetPlan[], newest: Map<string, KnownItem[]>
 async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRunInput): Promise<FinishedRun> {
   // As the run's attempt declares it now: a retry may load what an earlier attempt's contract set aside.
   loads.duringRuns.declared(input.harvest, input.schemaContract);
-  const failed = [...(await runFailures(deps.store.journals, input.runId))];
+  const steps = new StepTimes();
+  const failed = [...(await steps.time('read failed calls', () => runFailures(deps.store.journals, input.runId)))];
   let seq = 0;
   const finalStatus = (status: string, quarantined?: AnswersQuarantined): RunLanding => ({
     format: 1,
@@ -361,12 +365,12 @@ async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRu
     const requeued = await deps.store.requeueQuarantinedLandings(input.runId);
     if (requeued > 0) deps.logger?.info({ run: input.runId, requeued }, 'answers in quarantine put back to be loaded');
   }
-  await deps.store.writeLanding(finalStatus(input.status));
+  await steps.time('land status', () => deps.store.writeLanding(finalStatus(input.status)));
   // The load may take minutes: heartbeats let a killed worker's load move on within seconds.
   const context = Context.current();
   const heartbeat = setInterval(() => context.heartbeat(), 5_000);
   try {
-    const { schemaDrift, ...loaded } = await finalLoad(deps, loads, input, context);
+    const { schemaDrift, ...loaded } = await finalLoad(deps, loads, input, context, steps);
     const answersQuarantined = loaded.answersQuarantined;
     if (answersQuarantined) {
       // Answers bought and landed are not in the lake: the run's status says so, in the lake too
@@ -380,6 +384,7 @@ async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRu
       ...loaded,
       failedCalls: { total: failed.length, first: failed.slice(0, FAILED_CALLS_SHOWN).map(([key, failure]) => ({ key, ...failure })) },
       ...(schemaDrift ? { schemaDrift } : {}),
+      steps: { ...steps.toJSON(), ...loaded.steps },
     };
   } finally {
     clearInterval(heartbeat);
@@ -387,10 +392,10 @@ async function finishRun(deps: RunActivityDeps, loads: RunLoads, input: FinishRu
 }
 
 /** The run's final load, once the loads during it have answered: what of the run is in the warehouse, and what was set aside. */
-async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads, input: FinishRunInput, context: Context): Promise<Omit<FinishedRun, 'failedCalls'>> {
-  const { quarantined: quarantinedDuringRun, lakeRepairs: repairedDuringRun } = await duringRuns.finished(input.runId);
+async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads, input: FinishRunInput, context: Context, steps: StepTimes): Promise<Omit<FinishedRun, 'failedCalls'>> {
+  const { quarantined: quarantinedDuringRun, lakeRepairs: repairedDuringRun } = await steps.time('wait for loads during run', () => duringRuns.finished(input.runId));
   const load = loadStarted('final');
-  const result = await runLoad(deps, { loader, duringRuns }, input.runId, context).catch((error: unknown) => {
+  const result = await steps.time('load', () => runLoad(deps, { loader, duringRuns }, input.runId, context)).catch((error: unknown) => {
     load.failed();
     throw error;
   });
@@ -400,10 +405,10 @@ async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads
   const { landings: landingsLoaded, rows: rowsLoaded, schemaDrift } = result.run ?? { landings: 0, rows: 0, schemaDrift: [] };
   if (schemaDrift.length > 0) deps.logger?.warn({ run: input.runId, schemaDrift }, 'the API\'s answers carry fields beyond their schema: each handled by the harvest\'s schema contract (schema_drift)');
   // Its own landings in quarantine, and any other a load during it set aside.
-  const own = await deps.store.quarantinedLandingsOfRun(input.runId);
+  const own = await steps.time('quarantine check', () => deps.store.quarantinedLandingsOfRun(input.runId));
   const quarantined = [...new Set([...own, ...quarantinedDuringRun, ...result.quarantined.map(quarantineLine)])].sort();
   deps.logger?.info(
-    { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: rowsLoaded, quarantined: quarantined.length, ms: result.durationMs, snapshot: result.snapshot },
+    { run: input.runId, harvest: input.harvest, landings: landingsLoaded, rows: rowsLoaded, quarantined: quarantined.length, ms: result.durationMs, snapshot: result.snapshot, steps: result.steps },
     'run loaded into the warehouse',
   );
   const lakeRepairs = [...repairedDuringRun, ...(result.repair ? repairLines(result.repair) : [])];
@@ -414,6 +419,7 @@ async function finalLoad(deps: RunActivityDeps, { loader, duringRuns }: RunLoads
     ...(own.length > 0 ? { answersQuarantined: { count: own.length, reason: reasonOfLine(own[0] as string) } } : {}),
     ...(schemaDrift.length > 0 ? { schemaDrift } : {}),
     ...(lakeRepairs.length > 0 ? { lakeRepairs } : {}),
+    ...(result.steps ? { steps: Object.fromEntries(Object.entries(result.steps).map(([step, ms]) => [`load/${step}`, ms])) } : {}),
   };
 }
 

@@ -56,6 +56,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Agent, request } from 'undici';
 import { startEmulatorProcess } from './emulator-process.mjs';
 import { median } from './stats.mjs';
+import { keepPhases, medianPhases, phaseTable, runPhases } from './run-phases.mjs';
 import { startWorkerProcess } from './worker-process.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -186,6 +187,7 @@ function harvestYaml(workload) {
 function timedCommand(command, args, options) {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
+    const spawnedAt = Date.now();
     const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
@@ -194,7 +196,7 @@ function timedCommand(command, args, options) {
     child.once('error', reject);
     child.once('close', (code) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      if (code === 0) resolve({ stdout, stderr, seconds });
+      if (code === 0) resolve({ stdout, stderr, seconds, spawnedAt, exitedAt: Date.now() });
       else reject(new Error(`${command} ${args.join(' ')} exited ${code}\n${stderr.slice(-4000)}`));
     });
   });
@@ -241,7 +243,7 @@ async function harvesterRun(workload, label, { standing }) {
     const config = join(dir, 'harvests.yaml');
     writeFileSync(config, harvestYaml(workload));
     const args = ['--import', MAX_RSS_PRELOAD, CLI, 'run', `peer-${workload.name}`, '--config', config, '--json', ...workload.runFlags, ...(standing ? ['--no-local-worker'] : [])];
-    const { stdout, stderr, seconds } = await timedCommand(process.execPath, args, {
+    const { stdout, stderr, seconds, spawnedAt, exitedAt } = await timedCommand(process.execPath, args, {
       cwd: root,
       env: {
         ...process.env,
@@ -267,6 +269,7 @@ async function harvesterRun(workload, label, { standing }) {
       stats: summary.enrichment.calls,
       events: await historyEvents(workflowId),
       maxRssMb: (maxRssKib * 1024) / 1e6,
+      phases: await runPhases(env.client, workflowId, { spawnedAt, exitedAt }),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -497,7 +500,10 @@ for (const { latencyMs, workload, results } of cases) {
   }
   const rss = results['harvester-worker'].map((r) => r.maxRssMb);
   console.log(`- \`run --no-local-worker\` peak RSS: ${median(rss).toFixed(0)} MB median (${Math.min(...rss).toFixed(0)}–${Math.max(...rss).toFixed(0)}; target ≤ 60 MB, issue 18): ${verdict(median(rss) <= 60)}`);
+  console.log(`\nWhere the harvester's time went (issue 40): phases from the run's Temporal history and the command's start and exit; the final load's steps from finishRun's result (\`load/…\` are the load process's; \`transaction\` holds merge, record … and the sync of new files).\n`);
+  console.log(phaseTable(`${workload.name}@${latencyMs}`, Object.fromEntries(HARVESTERS.map((h) => [h, medianPhases(results[h].map((r) => r.phases))]))));
 }
+keepPhases();
 
 if (limitedResult) {
   const { workload, results } = limitedResult;

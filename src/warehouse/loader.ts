@@ -27,6 +27,7 @@ import type { SchemaContract, SchemaContracts } from '../harvest/schema-contract
 import { normalize, UnloadableLandingsError } from './normalize.js';
 import { WAREHOUSE_TABLES } from './schema.js';
 import { ensureSchema } from './schema-version.js';
+import { StepTimes, type StepTimings } from './step-times.js';
 
 export interface LoadOptions {
   /** Landings merged per transaction, at most; memory is bounded by the batch, not by the warehouse. */
@@ -79,6 +80,8 @@ export interface LoadResult {
   /** Files of the lake that were not whole when the load began, repaired before it loaded (lake-repair.ts), and what was lost. */
   repair?: LakeRepair;
   durationMs: number;
+  /** Where the load's time went, step by step (step-times.ts). */
+  steps?: StepTimings;
 }
 
 /** Loads every landing not loaded yet into the lake, a snapshot per batch. */
@@ -109,53 +112,67 @@ export async function makeLake(dataDir: string, options: Pick<LoadOptions, 'engi
 
 async function loadAsWriter(dataDir: string, store: Store, options: LoadOptions): Promise<LoadResult> {
   const started = Date.now();
-  const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
+  const steps = new StepTimes();
+  const db = await steps.time('open', () => openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema }));
+  let loaded: Omit<LoadResult, 'durationMs' | 'steps'>;
   try {
-    const repair = await repairBeforeWriting(db, dataDir, options.logger);
-    // A lake made by an earlier version: its schema is brought up to date, and the duplicate rows
-    // that version's loads may have left (docs/ducklake-merge-duplicates.md) are repaired once.
-    const lake = lakeKey(dataDir);
-    if (!db.created && !schemaCheckedIn.has(lake) && (await ensureSchema(db.connection))) {
+    loaded = await loadIntoLake(db, dataDir, store, options, steps);
+  } finally {
+    await steps.time('close', () => db.close());
+  }
+  return { ...loaded, durationMs: Date.now() - started, steps: steps.toJSON() };
+}
+
+async function loadIntoLake(db: LakeConnection, dataDir: string, store: Store, options: LoadOptions, steps: StepTimes): Promise<Omit<LoadResult, 'durationMs' | 'steps'>> {
+  const repair = await steps.time('repair check', () => repairBeforeWriting(db, dataDir, options.logger));
+  // A lake made by an earlier version: its schema is brought up to date, and the duplicate rows
+  // that version's loads may have left (docs/ducklake-merge-duplicates.md) are repaired once.
+  const lake = lakeKey(dataDir);
+  if (!db.created && !schemaCheckedIn.has(lake)) {
+    await steps.time('schema check', async () => {
+      if (!(await ensureSchema(db.connection))) return;
       const removed = await keepLatestPerKey(db.connection);
       if (Object.values(removed).some((rows) => rows > 0)) options.logger?.warn({ removed }, 'removed duplicate rows of latest-state tables, keeping each key\'s latest version');
-    }
-    schemaCheckedIn.add(lake);
-    await migrateLegacyWarehouse(db.connection, dataDir, options.logger);
-    let landingsLoaded = 0;
-    let rowsLoaded = 0;
-    let batches = 0;
-    const quarantined: QuarantinedLanding[] = [];
-    const quarantine = async (landings: UnloadableLanding[]) => {
-      for (const { key, reason } of landings) {
-        const file = await store.quarantineLanding(key, reason);
-        quarantined.push({ key, file, reason });
-        options.logger?.warn({ landing: landingFile(dataDir, key), quarantinedAs: file, reason }, 'a landing cannot be loaded: quarantined');
-      }
-    };
-    // A landing that cannot be loaded is moved to quarantine/ and the load goes on without it. One
-    // the package leaves out is set aside before its batch loads; one that only DuckDB finds fault
-    // with stops its batch before it merges, and the load starts over from that batch (batches
-    // committed before it stay loaded).
-    for (;;) {
-      try {
-        await loadPending(db, dataDir, store, options, quarantine, (loaded) => {
-          landingsLoaded += loaded.keys.length;
-          rowsLoaded += loaded.rows;
-          batches++;
-        });
-        break;
-      } catch (error) {
-        if (!(error instanceof UnloadableLandingsError)) throw error;
-        await quarantine(error.landings);
-      }
-    }
-    if (db.synced && db.synced.commits > 0) options.logger?.info({ lakeSync: db.synced }, 'synced the lake\'s new files before each commit');
-    const snapshot = await latestSnapshot(db.connection);
-    const run = options.countRun === undefined ? undefined : await landingsOfRun(db.connection, options.countRun);
-    return { landingsLoaded, rowsLoaded, batches, snapshot, ...(run ? { run } : {}), ...(repair ? { repair } : {}), quarantined, durationMs: Date.now() - started };
-  } finally {
-    await db.close();
+    });
   }
+  schemaCheckedIn.add(lake);
+  await steps.time('legacy check', () => migrateLegacyWarehouse(db.connection, dataDir, options.logger));
+  let landingsLoaded = 0;
+  let rowsLoaded = 0;
+  let batches = 0;
+  const quarantined: QuarantinedLanding[] = [];
+  const quarantine = async (landings: UnloadableLanding[]) => {
+    for (const { key, reason } of landings) {
+      const file = await store.quarantineLanding(key, reason);
+      quarantined.push({ key, file, reason });
+      options.logger?.warn({ landing: landingFile(dataDir, key), quarantinedAs: file, reason }, 'a landing cannot be loaded: quarantined');
+    }
+  };
+  // A landing that cannot be loaded is moved to quarantine/ and the load goes on without it. One
+  // the package leaves out is set aside before its batch loads; one that only DuckDB finds fault
+  // with stops its batch before it merges, and the load starts over from that batch (batches
+  // committed before it stay loaded).
+  for (;;) {
+    try {
+      await loadPending(db, dataDir, store, options, quarantine, steps, (loaded) => {
+        landingsLoaded += loaded.keys.length;
+        rowsLoaded += loaded.rows;
+        batches++;
+      });
+      break;
+    } catch (error) {
+      if (!(error instanceof UnloadableLandingsError)) throw error;
+      await quarantine(error.landings);
+    }
+  }
+  if (db.synced && db.synced.commits > 0) {
+    steps.add('of which: sync new files', db.synced.ms);
+    options.logger?.info({ lakeSync: db.synced }, 'synced the lake\'s new files before each commit');
+  }
+  const snapshot = await steps.time('snapshot', () => latestSnapshot(db.connection));
+  const countRun = options.countRun;
+  const run = countRun === undefined ? undefined : await steps.time('count run', () => landingsOfRun(db.connection, countRun));
+  return { landingsLoaded, rowsLoaded, batches, snapshot, ...(run ? { run } : {}), ...(repair ? { repair } : {}), quarantined };
 }
 
 /**
@@ -169,11 +186,12 @@ async function loadPending(
   store: Store,
   options: LoadOptions,
   quarantine: (landings: UnloadableLanding[]) => Promise<void>,
+  steps: StepTimes,
   onBatch: (loaded: { keys: readonly string[]; rows: number }) => void,
 ): Promise<void> {
   const { connection } = lake;
-  await store.stageLandings();
-  const pending = await pendingAnswers(connection, dataDir);
+  await steps.time('stage', () => store.stageLandings());
+  const pending = await steps.time('find new', () => pendingAnswers(connection, dataDir));
   const plan = batchesOf(pending.answers, options.batchLandings ?? DEFAULT_BATCH.landings, options.batchBytes ?? DEFAULT_BATCH.bytes);
   // Each batch's package is written while the batch before it loads (two package folders take turns).
   const packageOf = (index: number) => guarded(extract((plan[index] as PendingAnswer[]).filter((answer) => !answer.skip), loadPackageFolder(dataDir, index % 2), options.schemaContracts));
@@ -185,21 +203,21 @@ async function loadPending(
    */
   let ending: { folders: string[]; journaled: string[] } | undefined;
   const endRuns = async (folders: string[]) => {
-    ending = { folders, journaled: await archiveJournals(connection, dataDir, store, folders.flatMap((folder) => pending.runFolders.get(folder) ?? [])) };
+    ending = { folders, journaled: await steps.time('archive journals', () => archiveJournals(connection, dataDir, store, folders.flatMap((folder) => pending.runFolders.get(folder) ?? []))) };
   };
   try {
     for (const [index, answers] of plan.entries()) {
-      const loadPackage = await (nextPackage as Promise<LoadPackage>);
+      const loadPackage = await steps.time('extract', () => nextPackage as Promise<LoadPackage>);
       nextPackage = index + 1 < plan.length ? packageOf(index + 1) : undefined;
       await quarantine(loadPackage.rejected);
       const segments = segmentsLoadedBy(answers);
       if (loadPackage.keys.length === 0 && segments.length === 0 && loadPackage.drift.length === 0) continue;
       batch++;
-      if (loadPackage.keys.length > 0) await normalize(lake, dataDir, loadPackage);
-      const rows = await merge(connection, loadPackage.keys.length > 0, lakeInlines(dataDir), async () => {
-        await recordSegments(connection, segments);
-        await recordDrift(connection, loadPackage.drift);
-        if (index === plan.length - 1) await endRuns(await foldersOfEndedRuns(connection, pending.runFolders, dataDir));
+      if (loadPackage.keys.length > 0) await steps.time('normalize', () => normalize(lake, dataDir, loadPackage));
+      const rows = await merge(connection, loadPackage.keys.length > 0, lakeInlines(dataDir), steps, async () => {
+        await steps.time('record segments', () => recordSegments(connection, segments));
+        await steps.time('record drift', () => recordDrift(connection, loadPackage.drift));
+        if (index === plan.length - 1) await endRuns(await steps.time('find ended runs', () => foldersOfEndedRuns(connection, pending.runFolders, dataDir)));
         await options.beforeCommit?.(batch);
       });
       onBatch({ keys: loadPackage.keys, rows });
@@ -212,19 +230,22 @@ async function loadPending(
   }
   // No batch to ride (nothing new, or the last had nothing to load): a transaction of their own, when any run ended.
   if (!ending) {
-    const folders = await foldersOfEndedRuns(connection, pending.runFolders, dataDir);
-    if (folders.length > 0) await inTransaction(connection, () => endRuns(folders));
+    const folders = await steps.time('find ended runs', () => foldersOfEndedRuns(connection, pending.runFolders, dataDir));
+    if (folders.length > 0) await steps.time('end runs', () => inTransaction(connection, () => endRuns(folders)));
   }
   if (ending && ending.folders.length > 0) {
     await options.beforeClear?.(1);
     // The commit that holds them is on disk before the run's answers and journals leave the data directory.
-    await syncCatalogCommit(dataDir, lakeLocation(dataDir).shared);
-    for (const runFolder of ending.folders) await store.removeRunAnswers(runFolder);
-    await store.journals.removeRunJournals(ending.journaled);
+    await steps.time('sync catalog', () => syncCatalogCommit(dataDir, lakeLocation(dataDir).shared));
+    const { folders, journaled } = ending;
+    await steps.time('clear answers', async () => {
+      for (const runFolder of folders) await store.removeRunAnswers(runFolder);
+      await store.journals.removeRunJournals(journaled);
+    });
   }
   // Late records of ended runs (issue 39): into the lake with their runs' corrections, then, once
   // that commit is on the disk, out of the store.
-  const late = await store.journals.lateLogs();
+  const late = await steps.time('late records', () => store.journals.lateLogs());
   if (late.length > 0) {
     const archived = await inTransaction(connection, () => archiveLateRecords(connection, dataDir, late));
     await syncCatalogCommit(dataDir, lakeLocation(dataDir).shared);

@@ -8,6 +8,7 @@
  * versions of a key (keepLatestPerKey; docs/ducklake-merge-duplicates.md).
  */
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { StepTimes } from './step-times.js';
 import { inTransaction, scalarOf } from './duckdb.js';
 import { STAGED_TABLES, type StagedTable } from './schema.js';
 
@@ -211,21 +212,25 @@ async function tablesWithWork(connection: DuckDBConnection): Promise<StagedTable
  * transaction; returns the rows loaded. `beforeCommit` runs inside the transaction, just before
  * COMMIT (the loader records there how far it read each segment); when anything fails, the transaction is rolled back and nothing of the batch is loaded.
  */
-export async function merge(connection: DuckDBConnection, staged: boolean, inlines: boolean, beforeCommit: () => void | Promise<void>): Promise<number> {
+export async function merge(connection: DuckDBConnection, staged: boolean, inlines: boolean, steps: StepTimes, beforeCommit: () => void | Promise<void>): Promise<number> {
   // A batch of answers all loaded before (a load killed before it recorded its segments' progress) stages nothing.
-  if (!staged) return inTransaction(connection, async () => (await beforeCommit(), 0));
-  const tables = await tablesWithWork(connection);
-  return inTransaction(connection, async () => {
-    await mergeTables(connection, tables, inlines);
-    await connection.run('CREATE OR REPLACE TEMP TABLE landing_rows AS SELECT * FROM stage_loaded_landings');
-    await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
-    await connection.run('INSERT INTO raw_answers SELECT *, now() FROM stage_raw_answers');
-    await insertMediaFiles(connection);
-    // Drift is rare: a table written in a transaction costs its commit a data file and catalog rows.
-    const rows = await scalarOf(connection, 'SELECT coalesce(sum(rows), 0) FROM landing_rows');
-    await beforeCommit();
-    return rows;
-  });
+  if (!staged) return steps.time('transaction', () => inTransaction(connection, async () => (await beforeCommit(), 0)));
+  const tables = await steps.time('tables with work', () => tablesWithWork(connection));
+  let rows = 0;
+  await steps.time('transaction', () =>
+    inTransaction(connection, async () => {
+      await steps.time('merge', () => mergeTables(connection, tables, inlines, steps));
+      await steps.time('record landings', async () => {
+        await connection.run('CREATE OR REPLACE TEMP TABLE landing_rows AS SELECT * FROM stage_loaded_landings');
+        await connection.run('INSERT INTO loaded_landings SELECT landing, run_id, rows, now() FROM landing_rows');
+        await connection.run('INSERT INTO raw_answers SELECT *, now() FROM stage_raw_answers');
+        await insertMediaFiles(connection);
+        rows = await scalarOf(connection, 'SELECT coalesce(sum(rows), 0) FROM landing_rows');
+      });
+      await beforeCommit();
+    }),
+  );
+  return rows;
 }
 
 /**
@@ -246,13 +251,15 @@ async function insertMediaFiles(connection: DuckDBConnection): Promise<void> {
  * load's records, which it keeps.
  */
 export async function mergeStaged(connection: DuckDBConnection, inlines: boolean): Promise<void> {
-  await mergeTables(connection, await tablesWithWork(connection), inlines);
+  await mergeTables(connection, await tablesWithWork(connection), inlines, new StepTimes());
 }
 
-async function mergeTables(connection: DuckDBConnection, tables: StagedTable[], inlines: boolean): Promise<void> {
+async function mergeTables(connection: DuckDBConnection, tables: StagedTable[], inlines: boolean, steps: StepTimes): Promise<void> {
   for (const table of tables) {
     const statements = MERGES[table];
     for (const statement of typeof statements === 'function' ? statements(inlines) : statements) await connection.run(statement);
   }
-  for (const table of tables) if (isLatestState(table)) await assertOnePerKey(connection, table, mergeSource(table));
+  await steps.time('one row per key', async () => {
+    for (const table of tables) if (isLatestState(table)) await assertOnePerKey(connection, table, mergeSource(table));
+  });
 }
