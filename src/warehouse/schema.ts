@@ -8,7 +8,7 @@
  * as the landing's rows, by the only writer (the loader, one at a time per data directory).
  * Append-only tables (observations, search hits, downloads, api_calls) therefore cannot repeat a
  * row. Latest-state tables keep one row per natural key because the loader merges each batch,
- * grouped by key, with an UPDATE of the keys it has and an INSERT of the others (merge.ts, upsert).
+ * grouped by key, into them: an upsert of one row per key (merge.ts, upsert).
  */
 
 export const TABLES_DDL = [
@@ -105,6 +105,17 @@ export const TABLES_DDL = [
   `CREATE TABLE IF NOT EXISTS loaded_segments (
     segment VARCHAR NOT NULL, run_id VARCHAR NOT NULL, end_offset BIGINT NOT NULL, loaded_at TIMESTAMPTZ NOT NULL)`,
 ];
+
+/**
+ * Tables whose rows are whole bodies (an answer as it came, a media file's bytes, a transcript's or
+ * a summary's text): never inlined in the catalog, whatever the writer's inlining limit (lake.ts,
+ * inliningRowLimit), so each insert writes a Parquet file. DuckLake 1.5.5 writes inlined rows into
+ * the SQLite catalog at its commit at a few MB a second: 400 answers of 20 KB made a commit take
+ * 2.3 s as inlined rows and 26 ms as a file (with two fsyncs, lake-sync.ts); a run's final load
+ * spent 100-200 ms more on its commit with its answers inlined. The other tables' rows are small,
+ * and inlining them saves each load a file and its fsyncs per table.
+ */
+export const NEVER_INLINED: readonly string[] = ['raw_answers', 'media_files', 'transcripts', 'transcript_segments', 'summaries'];
 
 /** The shortest interval `item_growth` measures growth over, in hours (the report states it). */
 export const ITEM_GROWTH_MIN_HOURS = 1;
