@@ -15,6 +15,7 @@ import { freePort } from '../../src/cli/free-port.js';
 import { TOOLS_DIR } from '../../src/project-paths.js';
 import { CLI } from '../support/cli.js';
 import { waitFor } from '../support/emulator.js';
+import { alive, descendants } from '../support/processes.js';
 
 function listening(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -26,41 +27,6 @@ function listening(port: number): Promise<boolean> {
   });
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-/** Every process under `root`, by their parents in /proc. */
-function descendants(root: number): number[] {
-  const parents = new Map<number, number>();
-  for (const entry of readdirSync('/proc')) {
-    if (!/^\d+$/.test(entry)) continue;
-    try {
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      // The command name may hold spaces and parentheses: the fields after its last ')' are plain.
-      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-      parents.set(Number(entry), Number(fields[1]));
-    } catch {
-      // Gone meanwhile.
-    }
-  }
-  const found: number[] = [];
-  const walk = (pid: number) => {
-    for (const [child, parent] of parents) {
-      if (parent === pid) {
-        found.push(child);
-        walk(child);
-      }
-    }
-  };
-  walk(root);
-  return found;
-}
 
 const postmasterPid = (dir: string) => Number(readFileSync(join(dir, 'distributed', 'postgres', 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
 

@@ -56,6 +56,10 @@ export function devCommand(): Command {
 /** The stack up, what it is said, and on Ctrl-C (or SIGTERM) the stack down. */
 async function runDev(options: DevOptions): Promise<void> {
   const dataDir = dataDirFromEnv();
+  // From the start, before any child process: a signal while the stack starts stops it once it is
+  // up (Node's default, dying at once, left what had started behind, PostgreSQL and Temporal included).
+  let up = false;
+  const stopRequested = stopSignals(() => up);
   const { distributed, workers, metricsPort: metricsOption, postgresPort, minioPort, ...ports } = options;
   const metricsPort = metricsPortFrom(metricsOption);
   process.stderr.write(
@@ -70,13 +74,10 @@ async function runDev(options: DevOptions): Promise<void> {
     ...(metricsPort !== undefined ? { metricsPort } : {}),
     onEvent: (line) => process.stderr.write(`${line}\n`),
   });
+  up = true;
   process.stdout.write(stackDescription(stack, options.emulator, metricsPort).join('\n') + '\n');
-  await stopSignal();
+  await stopRequested;
   process.stderr.write('dev: stopping…\n');
-  // A second signal while stopping is not an exit that leaves children behind: it is said, and the stop goes on.
-  const again = () => process.stderr.write('dev: still stopping the stack (each process gets 10 s before SIGKILL)…\n');
-  process.on('SIGINT', again);
-  process.on('SIGTERM', again);
   await stack.stop();
   process.exit(0);
 }
@@ -109,10 +110,21 @@ function metricsLines(stack: Stack, metricsPort: number | undefined): string[] {
   return [`Metrics:       ${stack.workerDirs.map((_, index) => `http://127.0.0.1:${metricsPort + index}/metrics`).join(', ')} (Prometheus)`];
 }
 
-/** Resolves at the first SIGINT or SIGTERM. */
-function stopSignal(): Promise<void> {
+/**
+ * Resolves at the first SIGINT or SIGTERM. The handlers stay for as long as dev runs: a later
+ * signal (while the stack starts or stops) is said, and the stop goes on; with no handler left,
+ * Node's default would end dev at once and leave the stack's processes behind.
+ */
+function stopSignals(isUp: () => boolean): Promise<void> {
   return new Promise<void>((resolve) => {
-    process.once('SIGINT', resolve);
-    process.once('SIGTERM', resolve);
+    let signalled = false;
+    const onSignal = () => {
+      if (signalled) process.stderr.write('dev: still stopping the stack (each process gets 10 s before SIGKILL)…\n');
+      else if (!isUp()) process.stderr.write('dev: stopping once the stack is up…\n');
+      signalled = true;
+      resolve();
+    };
+    process.on('SIGINT', onSignal);
+    process.on('SIGTERM', onSignal);
   });
 }
