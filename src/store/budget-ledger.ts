@@ -15,7 +15,7 @@
  * reservation lost so was not granted, and its writer, reading the same file, sees that).
  */
 import { randomUUID } from 'node:crypto';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { BudgetBook, periodsAt, type BudgetPeriod, type CrossRunBudget, type BudgetRecord, type BudgetRefusal, type PeriodFigures } from '../harvest/budgets.js';
 import { makeDurableDirectory, syncDirectory } from './durable-file.js';
@@ -64,6 +64,11 @@ export class FileBudgetLedger implements BudgetLedger {
   private readonly durable = new Set<string>();
   /** Reads of the files, one at a time in this process (each applies what it read, in order). */
   private reading: Promise<unknown> = Promise.resolve();
+  /**
+   * Each month's file, opened for appending once and kept: an open and a close per record were two
+   * more system calls on every billed call's path. Only this month's and the one before are kept.
+   */
+  private readonly appending = new Map<string, Promise<FileHandle>>();
 
   constructor(private readonly dataDir: string) {}
 
@@ -95,6 +100,9 @@ export class FileBudgetLedger implements BudgetLedger {
 
   async close(): Promise<void> {
     await this.reading;
+    const handles = [...this.appending.values()];
+    this.appending.clear();
+    await Promise.all(handles.map(async (handle) => (await handle.catch(() => undefined))?.close()));
   }
 
   private settledMonth(id: string): string {
@@ -112,16 +120,31 @@ export class FileBudgetLedger implements BudgetLedger {
   private async append(month: string, record: BudgetRecord): Promise<void> {
     const file = budgetLedgerFile(this.dataDir, month);
     if (!this.durable.has(month)) makeDurableDirectory(dirname(file));
-    const handle = await open(file, 'a');
-    try {
-      await handle.write(`${JSON.stringify(record)}\n`);
-      if ('reserve' in record) await handle.datasync();
-    } finally {
-      await handle.close();
-    }
+    const handle = await this.appendHandle(month, file);
+    await handle.write(`${JSON.stringify(record)}\n`);
+    if ('reserve' in record) await handle.datasync();
     // Its name may be new: synced into its folder before any record in it counts.
     if (!this.durable.has(month)) syncDirectory(dirname(file));
     this.durable.add(month);
+  }
+
+  /** The month's file, open for appending (O_APPEND: each write goes whole to its end, whoever else appends). */
+  private appendHandle(month: string, file: string): Promise<FileHandle> {
+    let handle = this.appending.get(month);
+    if (!handle) {
+      handle = open(file, 'a');
+      // A failed open is not kept: the next append tries again.
+      handle.catch(() => this.appending.delete(month));
+      this.appending.set(month, handle);
+      // Months before last month rarely take a record (a settlement of a reservation made then): their files are reopened when they do.
+      const oldest = monthBefore(utcMonth(Date.now()));
+      for (const [kept, old] of this.appending) {
+        if (kept >= oldest || kept === month) continue;
+        this.appending.delete(kept);
+        void old.then((opened) => opened.close()).catch(() => undefined);
+      }
+    }
+    return handle;
   }
 
   /** The book of this UTC month's window, with what was appended since the last read applied. */
