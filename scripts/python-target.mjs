@@ -88,7 +88,7 @@ const STRIPPED_LIBRARIES = [
   /^_polars_runtime_\d+\/_polars_runtime\.abi3\.so$/,
   /^pyarrow\/lib(arrow|parquet)[a-z_]*\.so\.\d+$/,
   // pyarrow's own modules, PyYAML's and msgpack's C modules: built with their symbols, none of
-  // them patched by auditwheel (no RPATH but pyarrow's $ORIGIN, set by its build), 6 MB.
+  // them patched by auditwheel (no RPATH but pyarrow's $ORIGIN, set by its build), about 5 MB.
   /^pyarrow\/_?[a-z_]+\.cpython-[^/]+\.so$/,
   /^yaml\/_yaml\.cpython-[^/]+\.so$/,
   /^msgpack\/_cmsgpack\.cpython-[^/]+\.so$/,
