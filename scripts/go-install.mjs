@@ -59,11 +59,17 @@ export function goInstall(module, { tools, bin }) {
   }
 }
 
+/** The linker flags goInstall builds with, as Go records them in a binary's build information. */
+const STRIPPED_BUILD_SETTING = 'build\t-ldflags="-s -w"\n';
+
 /**
  * The version of `modulePath` that the Go binary `binary` was built from, as `path@version`, or
- * undefined when there is no such binary or it names no such module. Read from the build
- * information Go writes into every binary (a "mod<TAB>path<TAB>version" line, kept by -s -w too),
- * rather than with `go version -m`, which would write telemetry counters to the user's config folder.
+ * undefined when there is no such binary, it names no such module, or it was built with its symbol
+ * table (without goInstall's -ldflags="-s -w", as setups before it passed them did), so that such
+ * a build is replaced once by a stripped one, and a stripped one is kept. Read from the build
+ * information Go writes into every binary (a "mod<TAB>path<TAB>version" line and a
+ * "build<TAB>-ldflags=..." line, kept by -s -w too), rather than with `go version -m`, which would
+ * write telemetry counters to the user's config folder.
  */
 export function installedGoModule(binary, modulePath) {
   if (!existsSync(binary)) return undefined;
@@ -74,5 +80,6 @@ export function installedGoModule(binary, modulePath) {
   const start = at + marker.length;
   const end = content.indexOf('\t', start);
   if (end < 0 || end - start > 200) return undefined;
+  if (content.indexOf(STRIPPED_BUILD_SETTING) < 0) return undefined;
   return `${modulePath}@${content.subarray(start, end).toString('latin1')}`;
 }

@@ -23,7 +23,7 @@ import { brotliDecompressSync, createBrotliDecompress } from 'node:zlib';
 import { generate } from 'selfsigned';
 import { extractDebianBinary } from './debian-package.mjs';
 import { goInstall, installedGoModule } from './go-install.mjs';
-import { slimTarget } from './python-target.mjs';
+import { slimTarget, stripPrograms } from './python-target.mjs';
 import { ensureTemporalTestServer } from './temporal-test-server.mjs';
 
 const root = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -40,6 +40,8 @@ const certs = join(tools, 'certs');
  */
 const ANALYST_REQUIREMENTS = ['duckdb==1.5.5', 'pytz==2026.6', 'duckdb-cli==1.5.5'];
 const analystTarget = join(tools, 'analysts');
+/** Programs of the analysts' target that the wheel ships with a symbol table (scripts/python-target.mjs). */
+const ANALYST_PROGRAMS_STRIPPED = [join('duckdb_cli', 'duckdb')];
 /**
  * Every Python package the tests use, in one target (their versions agree, so one copy of each):
  * the clients the tests use as outside readers of what we produce (duckdb at the engine version of
@@ -125,7 +127,8 @@ function ensureTemporal() {
  * The MinIO server (S3-compatible object storage) for shared storage on one machine: built from
  * its Go module, as MinIO publishes no package for the registries reachable here (not on PyPI,
  * npm, Maven Central nor in Debian). Pinned, so that the binary in .tools/bin is kept for as long
- * as the build information in it names this version: built once, never again. Go's module cache, build cache and
+ * as the build information in it names this version and goInstall's -ldflags="-s -w" (a build of
+ * an older setup, with its symbol table, is replaced once): built once, never again. Go's module cache, build cache and
  * telemetry go to a temporary folder in .tools, removed once it is built (scripts/go-install.mjs),
  * so nothing is written to the user's ~/go or config folder.
  */
@@ -305,16 +308,15 @@ function ensurePythonPackages(target, requirements, what) {
 /**
  * The headless Chromium the report test renders `harvester report`'s page with: the build that the
  * npm package @sparticuz/chromium (a pinned devDependency, so `npm ci` fetched it) ships inside its
- * tarball, brotli-compressed, with the few shared libraries (NSS, expat), the SwiftShader GL
- * libraries and a font it needs. Setup decompresses it into .tools/chromium, next to a launcher
+ * tarball, brotli-compressed, with the few shared libraries (NSS, expat) and a font it needs. Setup decompresses it into .tools/chromium, next to a launcher
  * that points the browser at those libraries and fonts: no root, nothing outside the project.
  */
 const CHROMIUM_PACKAGE = '@sparticuz/chromium';
 const chromiumDir = join(tools, 'chromium');
 /** What the report test runs: a shell launcher in front of the headless_shell binary. */
 const chromiumLauncher = join(chromiumDir, 'chromium');
-/** Bumped whenever the layout of .tools/chromium changes, so setup rebuilds it. */
-const CHROMIUM_RECIPE = '2';
+/** Bumped whenever the layout of .tools/chromium changes, so setup rebuilds it: 3 is without SwiftShader. */
+const CHROMIUM_RECIPE = '3';
 
 /**
  * Fontconfig for the browser: the package's font, the system's fonts if any, and a cache of its
@@ -371,8 +373,9 @@ async function ensureChromium() {
   const binary = join(partial, 'headless_shell');
   await pipeline(createReadStream(join(bin, 'chromium.br')), createBrotliDecompress(), createWriteStream(binary, { mode: 0o755 }));
   chmodSync(binary, 0o755);
-  // SwiftShader's GL libraries go next to the binary, where Chromium looks for them; NSS and expat into lib/.
-  extractTarBrotli(join(bin, 'swiftshader.tar.br'), partial);
+  // NSS and expat into lib/. Not swiftshader.tar.br (SwiftShader's GL and Vulkan libraries, 15 MB):
+  // the report test runs the browser with --disable-gpu and its page draws SVG, so nothing of them
+  // is used (the page renders the same without them, with no message in the console).
   extractTarBrotli(join(bin, 'al2023.tar.br'), partial);
   extractTarBrotli(join(bin, 'fonts.tar.br'), join(partial, 'fonts'));
   writeFileSync(join(partial, 'fonts', 'fonts.conf'), CHROMIUM_FONTS_CONF);
@@ -400,6 +403,8 @@ try {
   ensureTemporal();
   ensureDuckDBExtensions(forDistributed ? SHARED_EXTENSIONS : EMBEDDED_EXTENSIONS);
   ensurePythonPackages(analystTarget, ANALYST_REQUIREMENTS, "DuckDB for analysts (Python's, and its CLI)");
+  const strippedBytes = stripPrograms(analystTarget, ANALYST_PROGRAMS_STRIPPED);
+  if (strippedBytes > 0) log(`stripped DuckDB's CLI in .tools/analysts of its symbol table: ${Math.round(strippedBytes / 2 ** 20)} MB`);
   if (forDistributed) ensureMinio();
   if (forTests) {
     ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, "the tests' Python packages");

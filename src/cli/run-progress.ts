@@ -7,6 +7,7 @@ import { progressQuery } from '../../workflows/definitions.js';
 import type { harvestWorkflow, HarvestSummary } from '../../workflows/harvest.js';
 import { harvestSummary } from '../temporal/run-summary.js';
 import { DEFAULT_OUTAGE_WAIT_MS } from '../store/outage.js';
+import { EnvironmentError } from '../config/environment.js';
 
 /**
  * A run's progress as it stands: the workflow's `progress` query, which counts a piece of work's
@@ -226,33 +227,50 @@ export class RunNotFollowedError extends Error {
 }
 
 
+/** How long a command following its run waits before asking Temporal again while it does not answer, by default. */
+export const DEFAULT_FOLLOW_RETRY_MS = 2_000;
+
+/** HARVESTER_FOLLOW_RETRY_MS, checked; the default when unset. */
+export function followRetryMs(env: NodeJS.ProcessEnv = process.env): number {
+  const value = env.HARVESTER_FOLLOW_RETRY_MS;
+  if (value === undefined || value === '') return DEFAULT_FOLLOW_RETRY_MS;
+  const ms = Number(value);
+  if (!Number.isInteger(ms) || ms < 1) throw new EnvironmentError(`HARVESTER_FOLLOW_RETRY_MS is ${JSON.stringify(value)}: give a whole number of milliseconds, 1 or more`);
+  return ms;
+}
+
 /**
  * Waits for a run's summary (a failed harvest's too, from its failure), showing its progress
- * meanwhile. Temporal restarting under it is no end of the run: it says so once, waits, and asks
- * again, for up to `followMs` of Temporal not answering; then RunNotFollowedError.
+ * meanwhile. Temporal restarting under it is no end of the run: it says so once, asks again every
+ * `retryMs`, for up to `followMs` of Temporal not answering (then RunNotFollowedError), and once
+ * Temporal answers, says after how many unanswered asks.
  */
 export async function resultWithProgress(
   handle: WorkflowHandle<typeof harvestWorkflow>,
   stream: NodeJS.WritableStream & { isTTY?: boolean } = process.stderr,
   followMs = DEFAULT_OUTAGE_WAIT_MS,
+  retryMs = DEFAULT_FOLLOW_RETRY_MS,
 ): Promise<HarvestSummary> {
   const progress = watchProgress(handle, stream);
   try {
-    let unansweredSince: number | undefined;
+    let outage: { since: number; unanswered: number } | undefined;
     for (;;) {
       const asked = Date.now();
       try {
-        return await harvestSummary(handle);
+        const summary = await harvestSummary(handle);
+        if (outage) stream.write(`harvester: Temporal answered again, after ${outage.unanswered} asks it did not answer over ${Math.round((asked - outage.since) / 1_000)} s\n`);
+        return summary;
       } catch (error) {
         if (!isTemporalUnavailable(error)) throw error;
         // A wait that ran a while before failing is a new outage, not the same one going on.
-        if (unansweredSince !== undefined && Date.now() - asked > 30_000) unansweredSince = undefined;
-        if (unansweredSince === undefined) {
-          unansweredSince = Date.now();
+        if (outage !== undefined && Date.now() - asked > 30_000) outage = undefined;
+        if (outage === undefined) {
+          outage = { since: Date.now(), unanswered: 0 };
           stream.write(`harvester: Temporal does not answer (${(error as Error).message}); run ${handle.workflowId} goes on, and this command waits for Temporal to come back (up to ${Math.round(followMs / 1_000)} s)\n`);
         }
-        if (Date.now() - unansweredSince >= followMs) throw new RunNotFollowedError(handle.workflowId, Date.now() - unansweredSince, error);
-        await sleep(2_000);
+        outage.unanswered += 1;
+        if (Date.now() - outage.since >= followMs) throw new RunNotFollowedError(handle.workflowId, Date.now() - outage.since, error);
+        await sleep(retryMs);
       }
     }
   } finally {

@@ -45,7 +45,7 @@ export async function adminApi(req: IncomingMessage, url: URL, emulator: AdminTa
     case 'GET /_emulator/ledger':
       return { status: 200, json: { data: emulator.billing.ledgerFor(url.searchParams.get('api_key') ?? undefined) } };
     case 'GET /_emulator/deliveries':
-      return { status: 200, json: { data: emulator.webhooks.attempts } };
+      return { status: 200, json: { data: emulator.webhooks.attempts, pending: emulator.webhooks.pending } };
     case 'POST /_emulator/keys': {
       const body = await readJsonBody(req);
       const apiKey = requireApiKey(body.api_key);

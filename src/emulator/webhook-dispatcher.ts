@@ -48,7 +48,18 @@ export class WebhookDispatcher {
   /** Deliveries on the wire, so close() can abort them. */
   private readonly inFlight = new Set<ClientRequest>();
   private closed = false;
+  /** Deliveries not finished: see `pending`. */
+  private underWay = 0;
   readonly attempts: DeliveryAttempt[] = [];
+
+  /**
+   * Deliveries (one message to one endpoint) not finished yet: an attempt on the wire, or a retry
+   * waiting for its time in the schedule. 0 means nothing more is sent until a new event: what a
+   * test awaits instead of waiting out the retry schedule.
+   */
+  get pending(): number {
+    return this.underWay;
+  }
 
   constructor(private readonly options: DispatcherOptions) {}
 
@@ -79,10 +90,12 @@ export class WebhookDispatcher {
   }
 
   emit(apiKey: string, type: WebhookEvent, data: Record<string, unknown>, timestamp: string): void {
+    if (this.closed) return;
     for (const endpoint of this.list(apiKey)) {
       if (endpoint.state !== 'enabled' || !endpoint.events.includes(type)) continue;
       const msgId = `msg_${randomBytes(12).toString('hex')}`;
       const body = JSON.stringify({ type, timestamp, data });
+      this.underWay += 1;
       void this.attempt(endpoint, msgId, type, body, 1);
     }
   }
@@ -94,10 +107,27 @@ export class WebhookDispatcher {
     this.timers.clear();
     for (const req of this.inFlight) req.destroy(new Error('the emulator was closed'));
     this.inFlight.clear();
+    this.underWay = 0;
   }
 
+  /** Attempt `attempt` of a delivery, and its retry when it is due; the delivery is finished otherwise. */
   private async attempt(endpoint: WebhookEndpointRecord, msgId: string, type: WebhookEvent, body: string, attempt: number): Promise<void> {
-    if (this.closed || endpoint.state !== 'enabled') return;
+    const retryInMs = await this.send(endpoint, msgId, type, body, attempt);
+    if (this.closed) return;
+    if (retryInMs === undefined) {
+      this.underWay -= 1;
+      return;
+    }
+    const timer = setTimeout(() => {
+      this.timers.delete(timer);
+      void this.attempt(endpoint, msgId, type, body, attempt + 1);
+    }, retryInMs);
+    this.timers.add(timer);
+  }
+
+  /** Sends one attempt and records it; gives the delay before the retry it calls for, if any. */
+  private async send(endpoint: WebhookEndpointRecord, msgId: string, type: WebhookEvent, body: string, attempt: number): Promise<number | undefined> {
+    if (this.closed || endpoint.state !== 'enabled') return undefined;
     const signedAt = new Date(); // wall clock: receivers compare webhook-timestamp with theirs
     const signature = new Webhook(endpoint.secret).sign(msgId, signedAt, body);
     const outcome = await this.post(endpoint.url, body, {
@@ -107,20 +137,14 @@ export class WebhookDispatcher {
       'webhook-signature': signature,
     });
     // An attempt that was on the wire when the emulator closed neither counts nor retries.
-    if (this.closed) return;
+    if (this.closed) return undefined;
     this.attempts.push({ webhook_id: endpoint.webhook_id, msg_id: msgId, type, attempt, ...outcome, at: new Date().toISOString() });
-    if (outcome.status >= 200 && outcome.status < 300) return;
+    if (outcome.status >= 200 && outcome.status < 300) return undefined;
     if (outcome.status === 410) {
       endpoint.state = 'disabled';
-      return;
+      return undefined;
     }
-    const delay = this.options.retryScheduleMs[attempt - 1];
-    if (delay === undefined || endpoint.state !== 'enabled') return;
-    const timer = setTimeout(() => {
-      this.timers.delete(timer);
-      void this.attempt(endpoint, msgId, type, body, attempt + 1);
-    }, delay);
-    this.timers.add(timer);
+    return endpoint.state === 'enabled' ? this.options.retryScheduleMs[attempt - 1] : undefined;
   }
 
   private post(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; error?: string }> {

@@ -32,21 +32,24 @@ function cliWithin(args: string[], env: Record<string, string>, deadlineMs: numb
 }
 
 /**
- * `harvester temporal` on `port`, once it answers there and is still alive a second later. The port
- * came from freePort and was free then; another test's process may take it before the dev server
- * binds, in which case the server exits and we start it again on other ports (at most 3 times),
- * rather than talk to whoever took the port.
+ * `harvester temporal` on `port`, once the dev server says it serves there (Temporal's CLI prints
+ * its "Temporal Server: <host>:<port>" line after the server bound the port) and it answers. The
+ * port came from freePort and was free then; another test's process may take it before the dev
+ * server binds, in which case the server exits without that line and we start it again on other
+ * ports (at most 3 times), rather than talk to whoever took the port.
  */
 async function serveState(port: number, env: Record<string, string>): Promise<{ server: ChildProcess; port: number; stderr: () => string }> {
   let log = '';
   for (let attempt = 1; ; attempt += 1) {
-    const server = spawn(process.execPath, [CLI, 'temporal', '--port', String(port), '--ui-port', String(await freePort())], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+    const server = spawn(process.execPath, [CLI, 'temporal', '--port', String(port), '--ui-port', String(await freePort())], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    let said = '';
+    server.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()));
     server.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
     const gone = () => server.exitCode !== null || server.signalCode !== null;
-    await waitFor(async () => (gone() || (await reachable(`127.0.0.1:${port}`)) ? true : undefined), 30_000, 'the Temporal dev server');
-    if (!gone()) await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const serving = new RegExp(`^Temporal Server:\\s+\\S+:${port}$`, 'm');
+    await waitFor(async () => (gone() || (serving.test(said) && (await reachable(`127.0.0.1:${port}`))) ? true : undefined), 30_000, 'the Temporal dev server');
     if (!gone()) return { server, port, stderr: () => log };
-    if (attempt === 3) throw new Error(`harvester temporal exited 3 times; it said: ${log}`);
+    if (attempt === 3) throw new Error(`harvester temporal exited 3 times; it said: ${log}${said}`);
     port = await freePort();
   }
 }

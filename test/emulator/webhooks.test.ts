@@ -70,6 +70,15 @@ async function attemptsOf(emulator: TestEmulator, webhookId: string): Promise<At
   return answer.json.data.filter((attempt) => attempt.webhook_id === webhookId);
 }
 
+/**
+ * Waits until `emulator` has no delivery under way (none on the wire, no retry waiting for its
+ * time): from then on nothing reaches a receiver until a new event, so what the receivers hold is
+ * final. The event itself, rather than a wait past the retry schedule.
+ */
+async function deliveriesSettled(emulator: TestEmulator): Promise<void> {
+  await waitFor(async () => ((await emulator.admin<{ pending: number }>('deliveries')).json.pending === 0 ? true : undefined), 5_000, 'no delivery under way');
+}
+
 async function changePlan(emulator: TestEmulator, apiKey: string, plan: string, credits: number): Promise<void> {
   const answer = await emulator.admin<{ data: { api_key: string; plan: string; credits: number } }>('plan', { api_key: apiKey, plan, credits });
   expect(answer.status).toBe(200);
@@ -275,7 +284,7 @@ describe('webhook deliveries', () => {
     // The other key's event reaches the other key's endpoint only.
     await changePlan(emulator, other.apiKey, 'pro', 20_000);
     await waitFor(() => other.receiver.deliveries[0], 5_000, "the other key's delivery");
-    await sleep(150);
+    await deliveriesSettled(emulator);
     expect(target.deliveries).toEqual([]);
     expect(other.receiver.deliveries).toHaveLength(1);
     expect(other.receiver.deliveries[0]?.payload?.type).toBe('plan.changed');
@@ -287,7 +296,7 @@ describe('webhook deliveries', () => {
     await changePlan(emulator, apiKey, 'pro', 1_234);
 
     await waitFor(() => (target.deliveries.length >= 3 ? true : undefined), 5_000, 'three attempts');
-    await sleep(PAST_SCHEDULE_MS);
+    await deliveriesSettled(emulator);
     expect(target.deliveries).toHaveLength(3);
     const ids = target.deliveries.map((delivery) => delivery.headers['webhook-id']);
     expect(new Set(ids).size).toBe(1);
@@ -314,7 +323,7 @@ describe('webhook deliveries', () => {
     await changePlan(emulator, apiKey, 'pro', 99);
 
     await waitFor(() => (target.deliveries.length >= SCHEDULE.length + 1 ? true : undefined), 5_000, 'every attempt');
-    await sleep(PAST_SCHEDULE_MS);
+    await deliveriesSettled(emulator);
     expect(target.deliveries).toHaveLength(SCHEDULE.length + 1);
     const attempts = await attemptsOf(emulator, hook.webhook_id);
     expect(attempts.map((attempt) => [attempt.attempt, attempt.status])).toEqual([
@@ -332,10 +341,10 @@ describe('webhook deliveries', () => {
     // The emulator has its 410 (and so has disabled the endpoint, in the same step) once it lists
     // the attempt.
     await waitFor(async () => ((await attemptsOf(emulator, hook.webhook_id)).length > 0 ? true : undefined), 5_000, 'the first attempt');
-    // A later event, then one wait past the whole retry schedule: a retry of the first event (due
-    // 50 ms after its 410) and a delivery of the second would both have arrived by then.
+    // A later event, then until no delivery is under way: a retry of the first event (due 50 ms
+    // after its 410) and a delivery of the second would both have arrived by then.
     await changePlan(emulator, apiKey, 'pro', 200);
-    await sleep(PAST_SCHEDULE_MS);
+    await deliveriesSettled(emulator);
     expect(target.deliveries).toHaveLength(1);
     const attempts = await attemptsOf(emulator, hook.webhook_id);
     expect(attempts.map((attempt) => [attempt.attempt, attempt.status])).toEqual([[1, 410]]);
@@ -351,7 +360,7 @@ describe('webhook deliveries', () => {
     // The first attempt was already on the wire when the endpoint was deleted: it finishes, and
     // its 500 is not retried.
     await waitFor(async () => ((await attemptsOf(emulator, hook.webhook_id)).length === 1 ? true : undefined), 5_000, 'the first attempt');
-    await sleep(PAST_SCHEDULE_MS);
+    await deliveriesSettled(emulator);
     expect(target.deliveries).toHaveLength(1);
     expect((await attemptsOf(emulator, hook.webhook_id)).map((attempt) => [attempt.attempt, attempt.status])).toEqual([[1, 500]]);
   });
@@ -372,7 +381,9 @@ describe('webhook deliveries', () => {
     const deleted = await slow.call(`/webhooks/${webhookId}`, { apiKey, method: 'DELETE' });
     expect(deleted.status).toBe(204);
 
-    await sleep(1_000);
+    // The retry is still waiting for its time (400 ms), and when it comes it finds the endpoint deleted.
+    expect((await slow.admin<{ pending: number }>('deliveries')).json.pending).toBe(1);
+    await deliveriesSettled(slow);
     expect(target.deliveries).toHaveLength(1);
     expect((await attemptsOf(slow, webhookId)).map((attempt) => [attempt.attempt, attempt.status])).toEqual([[1, 500]]);
   });
@@ -411,7 +422,7 @@ describe('webhook deliveries', () => {
     while (balance > 100) balance = await spend();
     // Exactly at 10%: not below it yet.
     expect(balance).toBe(100);
-    await sleep(150);
+    await deliveriesSettled(emulator);
     expect(target.deliveries).toEqual([]);
 
     balance = await spend();
@@ -423,7 +434,7 @@ describe('webhook deliveries', () => {
 
     for (let i = 0; i < 10; i++) balance = await spend();
     expect(balance).toBe(67);
-    await sleep(150);
+    await deliveriesSettled(emulator);
     expect(target.deliveries).toHaveLength(1);
   });
 

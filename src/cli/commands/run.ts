@@ -12,7 +12,7 @@ import { HARVEST_WORKFLOW_TYPE } from '../../../workflows/definitions.js';
 import { dataDirFromEnv } from '../../config/environment.js';
 import type { StoreIdentity } from '../../store/store-identity.js';
 import { localWorkerTaskQueue, runApiFromEnv, runStoreFromEnv, taskQueueFromEnv } from '../run-environment.js';
-import { printableSummary, resultWithProgress, RunNotFollowedError } from '../run-progress.js';
+import { followRetryMs, printableSummary, resultWithProgress, RunNotFollowedError } from '../run-progress.js';
 import { outageWaitMs } from '../../store/outage.js';
 import { wholeNumber } from '../options.js';
 
@@ -185,6 +185,8 @@ async function runHarvest(name: string, options: RunOptions): Promise<void> {
   const harvest = findHarvest(loadHarvestConfig(options.config), name);
   // The run carries the API it is for: a worker set up for another one refuses its tasks.
   const api = runApiFromEnv();
+  // How this command follows its run while Temporal does not answer: read (and checked) before the run starts.
+  const [followMs, retryMs] = [outageWaitMs(), followRetryMs()];
   const workflowId = `run-${name}-${new Date().toISOString().replace(/[-:.]/g, '').slice(0, 15)}-${Math.random().toString(36).slice(2, 6)}`;
   // A local worker polls a task queue of its own, and serves this run only, unless
   // HARVESTER_TASK_QUEUE names one to share; without one, the run goes to the workers' queue.
@@ -221,7 +223,7 @@ async function runHarvest(name: string, options: RunOptions): Promise<void> {
     });
     runStarted = workflowId;
     process.stderr.write(`started ${workflowId}\n${whereDataLands(store, options.localWorker)}\n`);
-    const summary = await resultWithProgress(handle, process.stderr, outageWaitMs());
+    const summary = await resultWithProgress(handle, process.stderr, followMs, retryMs);
     if (options.json) process.stdout.write(`${JSON.stringify(printableSummary(summary), null, 2)}\n`);
     else process.stdout.write(`${summaryText(summary, Date.now() - started)}\n`);
     process.exitCode = RUN_EXIT_CODES[summary.status];
