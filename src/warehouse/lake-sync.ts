@@ -121,6 +121,8 @@ export interface LakeSyncTotals {
   /** Fsyncs of the catalog's folder before a cleanup deleted files (syncCatalogCommit). */
   catalogSyncs: number;
   ms: number;
+  /** Time in the COMMIT statements themselves, after the sync: the catalog's commit (and rows inlined in it). */
+  commitMs: number;
 }
 
 /**
@@ -159,7 +161,12 @@ export function syncingLakeWrites(connection: DuckDBConnection, dataDir: string,
     if (COMMIT.test(sql)) {
       await sync();
       before = undefined;
-      return call(sql);
+      const started = performance.now();
+      try {
+        return await call(sql);
+      } finally {
+        totals.commitMs += performance.now() - started;
+      }
     }
     if (ROLLBACK.test(sql)) {
       before = undefined;

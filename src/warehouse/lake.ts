@@ -347,7 +347,7 @@ export async function openLake(
     if (created) await createLake(lake.connection, home, location, create);
     const damaged = await attachLake(lake.connection, dataDir, access, snapshot, readTimeoutSeconds);
     if (access !== 'write' || location.shared) return { ...lake, home, created, damaged };
-    const synced: LakeSyncTotals = { commits: 0, files: 0, folders: 0, catalogSyncs: 0, ms: 0 };
+    const synced: LakeSyncTotals = { commits: 0, files: 0, folders: 0, catalogSyncs: 0, ms: 0, commitMs: 0 };
     return { ...lake, connection: syncingLakeWrites(lake.connection, dataDir, synced), synced, home, created, damaged };
   } catch (error) {
     await lake.close();

@@ -167,6 +167,7 @@ async function loadIntoLake(db: LakeConnection, dataDir: string, store: Store, o
   }
   if (db.synced && db.synced.commits > 0) {
     steps.add('of which: sync new files', db.synced.ms);
+    steps.add('of which: COMMIT', db.synced.commitMs);
     options.logger?.info({ lakeSync: db.synced }, 'synced the lake\'s new files before each commit');
   }
   const snapshot = await steps.time('snapshot', () => latestSnapshot(db.connection));
