@@ -106,12 +106,17 @@ harvests:
       const landed = new Set((await queryWarehouse(reader, 'SELECT request_id FROM api_calls')).rows.map((row) => String(row.request_id)));
       const [landedCredits] = await one('SELECT sum(credits) FROM api_calls');
       const paidNotLanded = ledger.filter((row) => !landed.has(row.request_id));
-      // Every credit the API charged is in the run's figures, and the budget held.
-      expect(summary.creditsSpent).toBe(charged);
+      // Every credit the API charged is in the run's figures, and the budget held. A call a kill cut
+      // off after its intent was journaled and before the API charged it counts at its worst case
+      // (whether it reached the API is never known: src/store/call-journal.ts): the figures exceed
+      // the ledger by those calls' worst cases at most (a page of 20 videos, 60 credits, the most), never fall short.
       expect(Number(landedCredits) + paidNotLanded.reduce((sum, row) => sum + row.credits, 0)).toBe(charged);
       expect(charged).toBeLessThanOrEqual(budget);
       // Re-paid: at most the calls in flight at the two kills (3 listings and 8 calls each).
       expect(paidNotLanded.length).toBeLessThanOrEqual(summary.callsLost);
+      const lostUncharged = summary.callsLost - paidNotLanded.length;
+      expect(summary.creditsSpent - charged).toBeGreaterThanOrEqual(0);
+      expect(summary.creditsSpent - charged).toBeLessThanOrEqual(lostUncharged * 60);
       expect(summary.callsLost).toBeLessThanOrEqual(2 * (3 + 8));
 
       // The answers went up in groups, a group per work's checkpoint (about a second), not an
