@@ -57,6 +57,7 @@ import { Agent, request } from 'undici';
 import { startEmulatorProcess } from './emulator-process.mjs';
 import { median } from './stats.mjs';
 import { keepPhases, medianPhases, phaseTable, runPhases } from './run-phases.mjs';
+import { sampleTreeRss } from './tree-rss.mjs';
 import { startWorkerProcess } from './worker-process.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -235,6 +236,7 @@ function startStandingWorker({ apiBaseUrl = baseUrl, apiKey = KEYS['harvester-wo
  */
 async function harvesterRun(workload, label, { standing }) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-peer-harvester-'));
+  let treeRss;
   try {
     if (standing) {
       rmSync(standing.dataDir, { recursive: true, force: true });
@@ -243,6 +245,8 @@ async function harvesterRun(workload, label, { standing }) {
     const config = join(dir, 'harvests.yaml');
     writeFileSync(config, harvestYaml(workload));
     const args = ['--import', MAX_RSS_PRELOAD, CLI, 'run', `peer-${workload.name}`, '--config', config, '--json', ...workload.runFlags, ...(standing ? ['--no-local-worker'] : [])];
+    // The standing worker's tree (the worker and its load process), sampled through the run.
+    treeRss = standing && standingWorker ? sampleTreeRss(standingWorker.pid) : undefined;
     const { stdout, stderr, seconds, spawnedAt, exitedAt } = await timedCommand(process.execPath, args, {
       cwd: root,
       env: {
@@ -270,8 +274,10 @@ async function harvesterRun(workload, label, { standing }) {
       events: await historyEvents(workflowId),
       maxRssMb: (maxRssKib * 1024) / 1e6,
       phases: await runPhases(env.client, workflowId, { spawnedAt, exitedAt }),
+      ...(treeRss ? { treePeakMb: treeRss.stop() / 1e6 } : {}),
     };
   } finally {
+    treeRss?.stop();
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -498,6 +504,8 @@ for (const { latencyMs, workload, results } of cases) {
     console.log(`- ${h} / bare, wall: ${bareRatio.toFixed(2)}× (target ≤ ${target.ratio}×, issue ${target.issue}): ${verdict(bareRatio <= target.ratio)}; in-run: ${(med[h].inRun / med.bare.inRun).toFixed(2)}×`);
     console.log(`- ${h} history events per 1,000 items: ${events.toFixed(1)} (${results[h].map((r) => r.events).join(', ')} events for ${workload.items} items; target ≤ ${eventsTarget}): ${verdict(events <= eventsTarget)}`);
   }
+  const tree = results['harvester-worker'].flatMap((r) => (r.treePeakMb === undefined ? [] : [r.treePeakMb]));
+  if (tree.length > 0) console.log(`- the standing worker's tree (worker and load process) peak RSS during its runs: ${median(tree).toFixed(0)} MB median (${Math.min(...tree).toFixed(0)}–${Math.max(...tree).toFixed(0)}; target < 400 MiB = 419 MB, issue 40): ${verdict(median(tree) < 419.4)}`);
   const rss = results['harvester-worker'].map((r) => r.maxRssMb);
   console.log(`- \`run --no-local-worker\` peak RSS: ${median(rss).toFixed(0)} MB median (${Math.min(...rss).toFixed(0)}–${Math.max(...rss).toFixed(0)}; target ≤ 60 MB, issue 18): ${verdict(median(rss) <= 60)}`);
   console.log(`\nWhere the harvester's time went (issue 40): phases from the run's Temporal history and the command's start and exit; the final load's steps from finishRun's result (\`load/…\` are the load process's; \`transaction\` holds merge, record … and the sync of new files).\n`);
