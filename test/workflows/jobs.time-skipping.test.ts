@@ -186,8 +186,22 @@ async function decidedAfterChecks(handle: WorkflowHandle, count: number): Promis
 }
 
 describe('landing results', () => {
-  it('at most `targets` jobs land their results at once; the others wait their turn', async () => {
-    const stub = jobRun();
+  it('at most `targets` jobs land their results at once, even when more complete together; the others wait their turn', async () => {
+    // The three jobs' checks are answered together (each waits, 5 s at most, for the other two), so
+    // the workflow mostly learns of all three completions in one workflow task: the case where
+    // every job waiting found a place free at once and all three landed.
+    const checking: (() => void)[] = [];
+    const together = () => new Promise<void>((resolve) => {
+      checking.push(resolve);
+      if (checking.length === 3) checking.forEach((answer) => answer());
+      else setTimeout(resolve, 5_000);
+    });
+    const stub = jobRun({
+      check: async () => {
+        await together();
+        return { status: 'completed', itemCount: JOB_ITEMS, creditsCharged: JOB_WORST };
+      },
+    });
     let inFlight = 0;
     let mostInFlight = 0;
     let handle: WorkflowHandle | undefined;
