@@ -49,7 +49,7 @@ function stubs(first: (input: ListingWorkInput) => Promise<unknown>, second: (in
 }
 
 /** A harvest's name (and workflow id) for a test of `what`: lowercase letters, digits and -. */
-const nameFor = (what: string) => `stops-${what.replace(/[A-Z]/g, (letter) => `-${letter.toLowerCase()}`).replace(/_/g, '-')}`;
+const nameFor = (what: string) => `stops-${what.replace(/([a-z])([A-Z])/g, '$1-$2').replace(/_/g, '-').toLowerCase()}`;
 
 const failing = (type: string, message: string, details?: object) => async (): Promise<never> => {
   throw ApplicationFailure.create({ type, message, nonRetryable: true, ...(details ? { details: [details] } : {}) });
