@@ -3,7 +3,7 @@
  * `list` step waits for it and lands its results, and the `enrich` step enriches the items it
  * listed (src/harvest/spend-order.ts).
  */
-import { condition, workflowInfo } from '@temporalio/workflow';
+import { condition, patched, workflowInfo } from '@temporalio/workflow';
 import { addTally } from '../src/harvest/enrichment-tally.js';
 import { JOB_FAILED, JOB_LOST } from '../src/harvest/failures.js';
 import { availableCredits, finishListing, type TargetState } from '../src/harvest/run-state.js';
@@ -65,8 +65,7 @@ export async function finishTargetJob(run: RunContext, target: TargetState): Pro
     return;
   }
   // Waiting is free, but landing holds results pages in the worker: `targets` jobs land at once.
-  await condition(() => run.jobsLanding < run.targets);
-  run.jobsLanding++;
+  await takePlaceToLand(run);
   const outcome = await jobResultsWork(run, target, landJobResults, { target: targetRef(target.plan), jobId, firstPage: target.pages + 1, rankOffset: target.items }).finally(() => run.jobsLanding--);
   if (!outcome.ok) {
     await recordFailure(state, target, outcome.error);
@@ -79,6 +78,25 @@ export async function finishTargetJob(run: RunContext, target: TargetState): Pro
   target.status = target.items === 0 ? 'empty' : 'done';
   if (target.status === 'empty') warnEmpty(state, target);
 }
+
+/**
+ * Waits until fewer than `targets` jobs are landing, and counts this one in. `condition` lets every
+ * waiter whose predicate holds at one check go on before any of them has counted itself (jobs that
+ * complete in the same workflow task all found a place free, and all landed at once), so a waiter
+ * looks again when it goes on, and counts itself in the same step (no await between), or waits
+ * again when the place was taken meanwhile. Behind a patch: a history recorded before it may hold
+ * more landings at once, and replays so; where no waiter was one too many, nothing changes, and no
+ * patch is recorded.
+ */
+async function takePlaceToLand(run: RunContext): Promise<void> {
+  const free = () => run.jobsLanding < run.targets;
+  await condition(free);
+  if (!free() && patched(LANDING_PLACES_PATCH)) while (!free()) await condition(free);
+  run.jobsLanding++;
+}
+
+/** The patch that began takePlaceToLand's second look. */
+const LANDING_PLACES_PATCH = 'job-landing-places';
 
 /** Woken by the job.completed webhook (a signal); polling backs it up, slower and slower. */
 async function jobFinished(run: RunContext, jobId: string): Promise<Awaited<ReturnType<typeof checkJob>>> {
