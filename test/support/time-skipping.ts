@@ -10,6 +10,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { afterAll, beforeAll } from 'vitest';
 import { DefaultLogger, Runtime, Worker } from '@temporalio/worker';
 import { TOOLS_DIR } from '../../src/project-paths.js';
 import { SEARCH_ATTRIBUTES } from '../../src/temporal/dev-server.js';
@@ -20,6 +21,21 @@ import { prices, workflowBundle } from './temporal.js';
 
 export const TEST_SERVER = join(TOOLS_DIR, 'temporal-test-server', 'temporal-test-server');
 const INDEXED_VALUE_TYPE_KEYWORD = 2;
+
+/**
+ * A test file's time-skipping environment: started before its tests (given to `started`), torn down
+ * after them. One server per file: its clock is the file's.
+ */
+export function useTimeSkipping(started: (env: TestWorkflowEnvironment) => void): void {
+  let env: TestWorkflowEnvironment | undefined;
+  beforeAll(async () => {
+    env = await startTimeSkipping();
+    started(env);
+  }, 120_000);
+  afterAll(async () => {
+    await env?.teardown();
+  });
+}
 
 /** A time-skipping environment with the harvest's search attributes registered. */
 export async function startTimeSkipping(): Promise<TestWorkflowEnvironment> {

@@ -10,19 +10,14 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { resumableState } from '../../src/harvest/checkpoint.js';
 import { harvestFrom } from '../support/temporal.js';
-import { PAGE_CREDITS, PAGE_ITEMS, pagesBought, runStubbedHarvest, runStubs, startTimeSkipping, type ListingWorkInput } from '../support/time-skipping.js';
+import { PAGE_CREDITS, PAGE_ITEMS, pagesBought, runStubbedHarvest, runStubs, useTimeSkipping, type ListingWorkInput } from '../support/time-skipping.js';
 
 let env: TestWorkflowEnvironment;
 
-beforeAll(async () => {
-  env = await startTimeSkipping();
-}, 120_000);
-afterAll(async () => {
-  await env?.teardown();
-});
+useTimeSkipping((started) => (env = started));
 
 /** A harvest of TikTok channels' videos (`handle: max_items`), paged, `targets` listed at once. */
 function channels(name: string, budget: number, maxItems: Record<string, number>, targets: number) {

@@ -12,24 +12,19 @@
  * another for what it left unobserved, and a budget that runs out said so. A job's credits go
  * through the same bracket: its results land in a work granted the job's hold.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { JobState } from '../../activities/jobs.js';
 import { harvestFrom, prices } from '../support/temporal.js';
-import { startTimeSkipping, stubbedWorker } from '../support/time-skipping.js';
+import { useTimeSkipping, stubbedWorker } from '../support/time-skipping.js';
 import { AUTHENTICATION_ERROR, INSUFFICIENT_CREDITS } from '../../src/harvest/failures.js';
 import { jobCompletedSignal } from '../../workflows/definitions.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 
 let env: TestWorkflowEnvironment;
 
-beforeAll(async () => {
-  env = await startTimeSkipping();
-}, 120_000);
-afterAll(async () => {
-  await env?.teardown();
-});
+useTimeSkipping((started) => (env = started));
 
 const ITEMS = 600;
 const harvest = harvestFrom(`

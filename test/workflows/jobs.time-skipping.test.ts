@@ -12,22 +12,17 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
 import type { WorkflowHandle } from '@temporalio/client';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { JobState } from '../../activities/jobs.js';
 import { JOB_FAILED, JOB_LOST } from '../../src/harvest/failures.js';
 import { harvestSummary } from '../../src/temporal/run-summary.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { harvestFrom, prices } from '../support/temporal.js';
-import { PAGE_CREDITS, pagesBought, runStubbedHarvest, runStubs, startTimeSkipping, stubbedWorker, type ListingWorkInput } from '../support/time-skipping.js';
+import { PAGE_CREDITS, pagesBought, runStubbedHarvest, runStubs, useTimeSkipping, stubbedWorker, type ListingWorkInput } from '../support/time-skipping.js';
 
 let env: TestWorkflowEnvironment;
 
-beforeAll(async () => {
-  env = await startTimeSkipping();
-}, 120_000);
-afterAll(async () => {
-  await env?.teardown();
-});
+useTimeSkipping((started) => (env = started));
 
 const PRICE = prices['tiktok/channel-videos'];
 const JOB_ITEMS = 600;

@@ -11,20 +11,15 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { ListingPosition } from '../../src/harvest/run-state.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { harvestFrom, prices } from '../support/temporal.js';
-import { startTimeSkipping, stubbedWorker } from '../support/time-skipping.js';
+import { useTimeSkipping, stubbedWorker } from '../support/time-skipping.js';
 
 let env: TestWorkflowEnvironment;
 
-beforeAll(async () => {
-  env = await startTimeSkipping();
-}, 120_000);
-afterAll(async () => {
-  await env?.teardown();
-});
+useTimeSkipping((started) => (env = started));
 
 /** The API's largest synchronous page (PAGE_LIMITS.maxSynchronous). */
 const PAGE_SIZE = 50;

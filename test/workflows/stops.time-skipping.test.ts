@@ -9,19 +9,14 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AUTHENTICATION_ERROR, BUDGET_SPENT, DATA_DIR_NOT_WRITABLE, INSUFFICIENT_CREDITS, NETWORK_ERROR, WRONG_API, WRONG_API_REASON } from '../../src/harvest/failures.js';
 import { harvestFrom } from '../support/temporal.js';
-import { PAGE_CREDITS, pagesBought, runStubbedHarvest, runStubs, startTimeSkipping, type ListingWorkInput } from '../support/time-skipping.js';
+import { PAGE_CREDITS, pagesBought, runStubbedHarvest, runStubs, useTimeSkipping, type ListingWorkInput } from '../support/time-skipping.js';
 
 let env: TestWorkflowEnvironment;
 
-beforeAll(async () => {
-  env = await startTimeSkipping();
-}, 120_000);
-afterAll(async () => {
-  await env?.teardown();
-});
+useTimeSkipping((started) => (env = started));
 
 const FIRST = 'channel:tiktok:first_creator:videos';
 

@@ -10,21 +10,16 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { TestWorkflowEnvironment } from '@temporalio/testing';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { resumableState } from '../../src/harvest/checkpoint.js';
 import { AUTHENTICATION_ERROR, ENRICHMENT_FAILED, INSUFFICIENT_CREDITS } from '../../src/harvest/failures.js';
 import type { HarvestSummary } from '../../workflows/harvest.js';
 import { harvestFrom, prices } from '../support/temporal.js';
-import { pagesBought, runStubbedHarvest, runStubs, startTimeSkipping, type ListingWorkInput } from '../support/time-skipping.js';
+import { pagesBought, runStubbedHarvest, runStubs, useTimeSkipping, type ListingWorkInput } from '../support/time-skipping.js';
 
 let env: TestWorkflowEnvironment;
 
-beforeAll(async () => {
-  env = await startTimeSkipping();
-}, 120_000);
-afterAll(async () => {
-  await env?.teardown();
-});
+useTimeSkipping((started) => (env = started));
 
 const TIKTOK = 'channel:tiktok:first_creator:videos';
 const REELS = 'channel:instagram:second_creator:reels';
