@@ -10,7 +10,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { StepTimes } from './step-times.js';
 import { inTransaction, scalarOf } from './duckdb.js';
-import { NEVER_INLINED, STAGED_TABLES, type StagedTable } from './schema.js';
+import { STAGED_TABLES, type StagedTable } from './schema.js';
 
 /** The natural key of each latest-state table: one row per key, checked by every load. */
 export const LATEST_STATE_KEYS = {
@@ -122,13 +122,13 @@ const distinctBy = (keys: string) => `QUALIFY row_number() OVER (PARTITION BY ${
  * of the keys it did not find, not one MERGE: DuckLake 1.5.5 writes every MERGE's rows to a Parquet
  * file of its own, while an UPDATE's and an INSERT's rows below the data inlining limit stay in the
  * catalog, with no file to fsync before the commit (lake-sync.ts); a daily run's few changed items
- * cost no file. In a lake that writes files (a shared one), and for a table that never inlines
- * (schema.ts, NEVER_INLINED), one MERGE: one file a load, where the
+ * cost no file. In a lake that writes files (a shared one), one MERGE: one file a load, where the
  * UPDATE and the INSERT would write two and a delete file, which merge_adjacent_files never merges.
+ * (The tables that never inline, schema.ts's NEVER_INLINED, are appended to, never upserted.)
  */
 const upsert = (table: string, keys: readonly string[], source: string, updates: string) => (inlines: boolean) => {
   const matches = keys.map((key) => `${table}.${key} = s.${key}`).join(' AND ');
-  if (!inlines || NEVER_INLINED.includes(table)) return [`MERGE INTO ${table} USING (${source}) AS s ON ${matches} WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`];
+  if (!inlines) return [`MERGE INTO ${table} USING (${source}) AS s ON ${matches} WHEN MATCHED THEN UPDATE SET ${updates} WHEN NOT MATCHED THEN INSERT BY NAME`];
   return [`UPDATE ${table} SET ${updates} FROM (${source}) AS s WHERE ${matches}`, `INSERT INTO ${table} BY NAME SELECT * FROM (${source}) AS s WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE ${matches})`];
 };
 /** The table a latest-state merge reads its batch from: one row per key, materialized. */
