@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { startEmulatorProcess } from './emulator-process.mjs';
+import { allEvents } from './run-phases.mjs';
 
 const root = new URL('..', import.meta.url).pathname;
 const dist = join(root, 'dist');
@@ -75,15 +76,6 @@ const baselineRate = Math.round(baselineItems / (baselineMs / 1000));
 const port = await freePort();
 const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralServerOptions(port) });
 
-async function historyEvents(workflowId) {
-  let events = 0;
-  for await (const execution of env.client.workflow.list({ query: `WorkflowId = '${workflowId}'` })) {
-    const history = await env.client.workflow.getHandle(workflowId, execution.runId).fetchHistory();
-    events += history.events?.length ?? 0;
-  }
-  return events;
-}
-
 async function harvestOf(items) {
   const dataDir = mkdtempSync(join(tmpdir(), 'bench-harvest-'));
   const worker = spawn(process.execPath, [...WORKER_NODE_FLAGS, CLI, 'worker'], {
@@ -101,7 +93,7 @@ async function harvestOf(items) {
   worker.kill('SIGTERM');
   await new Promise((resolve) => worker.once('exit', resolve));
   const needed = summary.targets.reduce((sum, target, index) => sum + target.items * prices[targets[index].endpoint], 0);
-  return { items, summary, elapsedMs, rss, needed, events: await historyEvents(workflowId) };
+  return { items, summary, elapsedMs, rss, needed, events: (await allEvents(env.client, workflowId)).length };
 }
 
 const results = [];

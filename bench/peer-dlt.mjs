@@ -56,7 +56,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Agent, request } from 'undici';
 import { startEmulatorProcess } from './emulator-process.mjs';
 import { median } from './stats.mjs';
-import { keepPhases, medianPhases, phaseTable, runPhases } from './run-phases.mjs';
+import { allEvents, keepPhases, medianPhases, phaseTable, runPhases } from './run-phases.mjs';
 import { sampleTreeRss } from './tree-rss.mjs';
 import { startWorkerProcess } from './worker-process.mjs';
 
@@ -203,18 +203,6 @@ function timedCommand(command, args, options) {
   });
 }
 
-/** History events of a workflow over all its runs, walking continue-as-new back from the latest. */
-async function historyEvents(workflowId) {
-  let { runId } = await env.client.workflow.getHandle(workflowId).describe();
-  let events = 0;
-  while (runId) {
-    const history = await env.client.workflow.getHandle(workflowId, runId).fetchHistory();
-    events += history.events.length;
-    runId = history.events[0]?.workflowExecutionStartedEventAttributes?.continuedExecutionRunId || undefined;
-  }
-  return events;
-}
-
 const STANDING_QUEUE = 'peer-standing';
 const standingDataDir = mkdtempSync(join(tmpdir(), 'bench-peer-standing-'));
 
@@ -266,14 +254,16 @@ async function harvesterRun(workload, label, { standing }) {
     if (summary.status !== 'completed' || summary.itemsLanded !== workload.items || summary.enrichment.calls !== workload.statsCalls) {
       throw new Error(`harvester ${label}: ${summary.status}, ${summary.itemsLanded} items and ${summary.enrichment.calls} enrichment calls; expected completed, ${workload.items} and ${workload.statsCalls}`);
     }
+    // Every event of the run's workflow, continue-as-new included: counted, and read for its phases.
+    const history = await allEvents(env.client, workflowId);
     return {
       seconds,
       inRun: (Date.parse(summary.finishedAt) - Date.parse(summary.startedAt)) / 1000,
       items: summary.itemsLanded,
       stats: summary.enrichment.calls,
-      events: await historyEvents(workflowId),
+      events: history.length,
       maxRssMb: (maxRssKib * 1024) / 1e6,
-      phases: await runPhases(env.client, workflowId, { spawnedAt, exitedAt }),
+      phases: runPhases(history, { spawnedAt, exitedAt }),
       ...(treeRss ? { treePeakMb: treeRss.stop() / 1e6 } : {}),
     };
   } finally {

@@ -15,7 +15,7 @@ import { median } from './stats.mjs';
 const ms = (time) => (time ? Number(time.seconds ?? 0) * 1000 + Math.round((time.nanos ?? 0) / 1e6) : undefined);
 
 /** Every event of a workflow over all its runs, oldest run first (continue-as-new walked back from the latest). */
-async function allEvents(client, workflowId) {
+export async function allEvents(client, workflowId) {
   let { runId } = await client.workflow.getHandle(workflowId).describe();
   const runs = [];
   while (runId) {
@@ -38,11 +38,11 @@ function resultOf(event) {
 }
 
 /**
- * A run's phases in milliseconds (spawned and exited: the command's, in this clock's epoch ms) and
- * its final load's steps, `load: <step>`. The history's times are the dev server's, on this machine.
+ * A run's phases in milliseconds, from its history's `events` (allEvents; spawned and exited: the
+ * command's, in this clock's epoch ms) and its final load's steps, `final load: <step>`. The
+ * history's times are the dev server's, on this machine.
  */
-export async function runPhases(client, workflowId, { spawnedAt, exitedAt }) {
-  const events = await allEvents(client, workflowId);
+export function runPhases(events, { spawnedAt, exitedAt }) {
   const at = (event) => ms(event.eventTime);
   const started = events.find((e) => e.workflowExecutionStartedEventAttributes);
   const firstTask = events.find((e) => e.workflowTaskCompletedEventAttributes);
