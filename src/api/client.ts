@@ -3,7 +3,7 @@
  * through. It knows every endpoint and its price, validates every answer against the spec's
  * schemas, retries only what is safe to retry, and reports what each call cost.
  */
-import { Pool } from 'undici';
+import { Pool, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import type { Logger } from '../logger.js';
 import { PAGE_LIMITS, endpointKey, findEndpoint, type EndpointKey, type EndpointName, type EndpointSpec, type Platform, type PriceTable, type WebhookEvent } from '../api-catalog/endpoints.js';
@@ -25,6 +25,7 @@ import { apiIdentity, keyFingerprint } from './identity.js';
 import { apiTime, countCsvRows, header, listAnswer, objectAnswer, parseAnswer, refusedAnswer, type RawResponse } from './answers.js';
 import { CallDeadlineError, earlierAttemptsText, InvalidRequestError, NetworkError, SocialApiError, errorFromResponse } from './errors.js';
 import { waitForJob, type JobWaitOptions } from './job-wait.js';
+import { fenceAtWrite, fencedRequest, Unsent } from './fence-at-write.js';
 import { fetchMedia } from './media.js';
 import { RateGate } from './rate-gate.js';
 import { DEFAULT_RETRY_POLICY, withRetries, type RetryPolicy } from './retry.js';
@@ -152,6 +153,8 @@ export interface ClientOptions {
 
 export class SocialApiClient {
   private readonly pool: Pool;
+  /** The pool, each fenced request checked once more as it is written (fence-at-write.ts). */
+  private readonly dispatcher: Dispatcher;
   private readonly basePath: string;
   private readonly retry: RetryPolicy;
   private readonly platformPaths: Record<Platform, string>;
@@ -168,6 +171,7 @@ export class SocialApiClient {
       bodyTimeout: options.timeouts?.bodyMs ?? 60_000,
       keepAliveTimeout: 30_000,
     });
+    this.dispatcher = this.pool.compose(fenceAtWrite);
     this.retry = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.platformPaths = { tiktok: 'tiktok', instagram: 'instagram', ...options.platformPaths };
     this.headers = { authorization: `Bearer ${options.apiKey}`, 'user-agent': 'social-harvester/0.1' };
@@ -373,7 +377,6 @@ export class SocialApiClient {
         }
         try {
           if (lost) await options.beforeRepeat?.(lost);
-          await options.beforeSend?.();
         } catch (error) {
           this.rateGate.unsent();
           throw error;
@@ -381,9 +384,14 @@ export class SocialApiClient {
         lost = undefined;
         let response: RawResponse;
         try {
-          const answer = await this.pool.request({ method, path: fullPath, headers, body, signal: deadline });
+          const request = { method, path: fullPath, headers, body, signal: deadline };
+          const answer = await (options.beforeSend ? fencedRequest(this.dispatcher, request, options.beforeSend, (lapse) => this.options.logger?.warn({ path }, lapse.message)) : this.pool.request(request));
           response = { status: answer.statusCode, headers: answer.headers, text: await answer.body.text() };
         } catch (error) {
+          if (error instanceof Unsent) {
+            this.rateGate.unsent();
+            throw error.cause;
+          }
           this.rateGate.answer(pass);
           // Past the deadline nothing is tried again; the attempt that ran into it may have been charged.
           if (deadline.aborted) throw pastDeadline(error);

@@ -3,7 +3,9 @@
  * (issue 39): calls of a work waiting at the client's rate gate when a later attempt claims the
  * work (as when its worker froze and Temporal gave its work to another) are not sent, and their
  * intents are cancelled, so the journal's credits equal what the API charged. The real client, rate
- * gate, journal and store, and the emulator over HTTP with a low rate limit.
+ * gate, journal and store, and the emulator over HTTP with a low rate limit. And a fence read before
+ * the process stood still (frozen with the call waiting for a connection) is read again before the
+ * call is written: seen once in CI, a worker woken after its run was over sent one stats call.
  */
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,6 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meteredCall } from '../../activities/metered-call.js';
 import type { SocialApiClient } from '../../src/api/client.js';
+import { STALL_MS } from '../../src/api/fence-at-write.js';
 import { CallJournal, SupersededAttemptError } from '../../src/store/call-journal.js';
 import { FileJournals } from '../../src/store/file-journal.js';
 import { LocalStore } from '../../src/store/store.js';
@@ -83,3 +86,43 @@ describe('calls waiting at the rate gate when their work is claimed by a later a
     await store.close();
   }, 30_000);
 });
+
+describe('a process that stalls after a call\'s fence was read, with the call waiting for a connection', () => {
+  it('does not send it under that fence: the fence is read again, and a takeover meanwhile stops the call unsent', async () => {
+    const apiKey = 'sk_live_fence_stall';
+    // A slow API and one connection: the fenced call waits behind the first one, past its fence.
+    const slow = await startTestEmulator({ apiKeys: [apiKey], latencyMs: 400 });
+    const client = clientFor(slow, { apiKey, connections: 1 });
+    try {
+      const [first, second] = (await client.page('tiktok', 'channel-videos', { handle: (await slow.catalog()).tiktok.handles[2]!, limit: 2 })).items.map((item) => item.url);
+      const before = (await slow.ledger(apiKey)).length;
+      const ahead = client.get('tiktok', 'stats', { url: first! });
+      let fenceReads = 0;
+      const behind = client.get('tiktok', 'stats', { url: second! }, {
+        beforeSend: () => {
+          fenceReads += 1;
+          // The first read passes; the process then stands still for longer than a stall (as a worker
+          // frozen by SIGSTOP would), and meanwhile another attempt took the work over.
+          if (fenceReads === 1) setTimeout(() => busyWait(STALL_MS + 300), 20);
+          else throw new SupersededAttemptError('taken over while this process stood still');
+        },
+      });
+      await ahead;
+      await expect(behind).rejects.toBeInstanceOf(SupersededAttemptError);
+      expect(fenceReads).toBe(2);
+      // Only the call ahead reached the API.
+      expect((await slow.ledger(apiKey)).length).toBe(before + 1);
+    } finally {
+      await client.close();
+      await slow.close();
+    }
+  }, 30_000);
+});
+
+/** Holds the event loop, as a frozen process does. */
+function busyWait(ms: number): void {
+  const end = performance.now() + ms;
+  while (performance.now() < end) {
+    // nothing: the process is not running anything else
+  }
+}
