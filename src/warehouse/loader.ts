@@ -152,9 +152,11 @@ async function loadIntoLake(db: LakeConnection, dataDir: string, store: Store, o
   // the package leaves out is set aside before its batch loads; one that only DuckDB finds fault
   // with stops its batch before it merges, and the load starts over from that batch (batches
   // committed before it stay loaded).
+  /** The run's landings in the lake, counted inside the last batch's transaction (see loadPending), if it had one. */
+  let counted: RunInLake | undefined;
   for (;;) {
     try {
-      await loadPending(db, dataDir, store, options, quarantine, steps, (loaded) => {
+      counted = await loadPending(db, dataDir, store, options, quarantine, steps, (loaded) => {
         landingsLoaded += loaded.keys.length;
         rowsLoaded += loaded.rows;
         batches++;
@@ -172,7 +174,7 @@ async function loadIntoLake(db: LakeConnection, dataDir: string, store: Store, o
   }
   const snapshot = await steps.time('snapshot', () => latestSnapshot(db.connection));
   const countRun = options.countRun;
-  const run = countRun === undefined ? undefined : await steps.time('count run', () => landingsOfRun(db.connection, countRun));
+  const run = countRun === undefined ? undefined : (counted ?? (await steps.time('count run', () => landingsOfRun(db.connection, countRun))));
   return { landingsLoaded, rowsLoaded, batches, snapshot, ...(run ? { run } : {}), ...(repair ? { repair } : {}), quarantined };
 }
 
@@ -189,7 +191,7 @@ async function loadPending(
   quarantine: (landings: UnloadableLanding[]) => Promise<void>,
   steps: StepTimes,
   onBatch: (loaded: { keys: readonly string[]; rows: number }) => void,
-): Promise<void> {
+): Promise<RunInLake | undefined> {
   const { connection } = lake;
   await steps.time('stage', () => store.stageLandings());
   const pending = await steps.time('find new', () => pendingAnswers(connection, dataDir));
@@ -198,6 +200,7 @@ async function loadPending(
   const packageOf = (index: number) => guarded(extract((plan[index] as PendingAnswer[]).filter((answer) => !answer.skip), loadPackageFolder(dataDir, index % 2), options.schemaContracts));
   let nextPackage = plan.length > 0 ? packageOf(0) : undefined;
   let batch = 0;
+  let counted: RunInLake | undefined;
   /**
    * The runs over for good whose answers are all in the lake now, and those of them whose journals
    * were copied there: found, and copied, in the last batch's transaction, so its commit is theirs.
@@ -218,7 +221,13 @@ async function loadPending(
       const rows = await merge(connection, loadPackage.keys.length > 0, lakeInlines(dataDir), steps, async () => {
         await steps.time('record segments', () => recordSegments(connection, segments));
         await steps.time('record drift', () => recordDrift(connection, loadPackage.drift));
-        if (index === plan.length - 1) await endRuns(await steps.time('find ended runs', () => foldersOfEndedRuns(connection, pending.runFolders, dataDir)));
+        if (index === plan.length - 1) {
+          await endRuns(await steps.time('find ended runs', () => foldersOfEndedRuns(connection, pending.runFolders, dataDir)));
+          // Counted here, where the batch's rows are visible and the tables' metadata is at hand:
+          // after the commit, each table's first statement asks the catalog anew (~15 ms).
+          const { countRun } = options;
+          if (countRun !== undefined) counted = await steps.time('count run', () => landingsOfRun(connection, countRun));
+        }
         await options.beforeCommit?.(batch);
       });
       onBatch({ keys: loadPackage.keys, rows });
@@ -252,6 +261,7 @@ async function loadPending(
     await syncCatalogCommit(dataDir, lakeLocation(dataDir).shared);
     await store.journals.removeLateLogs(archived);
   }
+  return counted;
 }
 
 /**
@@ -331,7 +341,14 @@ export interface SchemaDrift {
   contract: SchemaContract;
 }
 
-async function landingsOfRun(connection: DuckDBConnection, runId: string): Promise<{ landings: number; rows: number; schemaDrift: SchemaDrift[] }> {
+/** A run's landings in the lake, the rows they made, and the fields beyond the schema its answers carried. */
+interface RunInLake {
+  landings: number;
+  rows: number;
+  schemaDrift: SchemaDrift[];
+}
+
+async function landingsOfRun(connection: DuckDBConnection, runId: string): Promise<RunInLake> {
   const row = (await connection.runAndReadAll(`SELECT count(*), coalesce(sum(rows), 0) FROM loaded_landings WHERE run_id = ${sqlString(runId)}`)).getRows()[0];
   const drift = await connection.runAndReadAll(
     `SELECT endpoint, field_path, sum(answers), strftime(min(first_seen_at), '%Y-%m-%dT%H:%M:%SZ'), strftime(max(last_seen_at), '%Y-%m-%dT%H:%M:%SZ'), coalesce(contract, 'evolve')
