@@ -53,7 +53,7 @@ describe('the warm load process', () => {
     const prewarmed = await firstLoadProcess();
     expect(prewarmed).toBeDefined();
     // A fresh process idle for longer than the renewal time is kept: it holds nothing of a load.
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    await new Promise((resolve) => setTimeout(resolve, 400));
     expect(loadProcesses()).toEqual([prewarmed]);
     const first = await loader.load(dataDir);
     expect(first.landingsLoaded).toBe(expected.landings);
@@ -63,7 +63,7 @@ describe('the warm load process', () => {
     expect(loadProcesses()).toEqual([prewarmed]);
     expect(await itemCount(dataDir)).toBe(expected.itemIds.size);
     // Idle after loading: the process is replaced by another, already running before the next load.
-    await new Promise((resolve) => setTimeout(resolve, 600));
+    for (let waited = 0; waited < 10_000 && (loadProcesses().length !== 1 || loadProcesses()[0] === prewarmed); waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
     const renewed = loadProcesses();
     expect(renewed).toHaveLength(1);
     expect(renewed[0]).not.toBe(prewarmed);
@@ -120,9 +120,12 @@ describe('the warm load process', () => {
       expect(ended).toEqual([expect.objectContaining({ pid, signal: 'SIGKILL', exitCode: null, maintaining: true, loading: false })]);
       // A process this loader stops itself (renewal, close) is not reported.
       loader.prewarm();
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      const prewarmed = await firstLoadProcess();
       loader.close();
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Until the process the loader stopped is reaped (gone from /proc, not even a zombie): the
+      // loader hears of its end as it reaps it, so an end it reported would be in by then.
+      for (let waited = 0; waited < 10_000 && existsSync(`/proc/${prewarmed}`); waited += 50) await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(existsSync(`/proc/${prewarmed}`)).toBe(false);
       expect(ended).toHaveLength(1);
     } finally {
       loader.close();
