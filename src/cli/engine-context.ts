@@ -5,8 +5,7 @@ import { asyncLocalStorage as activityContext } from '@temporalio/activity';
 import type { Client } from '@temporalio/client';
 import type { Logger as TemporalLogger, LogMetadata } from '@temporalio/common';
 import { DefaultLogger, Runtime, type LogLevel, type TelemetryOptions } from '@temporalio/worker';
-import { AuthenticationError } from '../api/errors.js';
-import { apiSettingsFromEnv, dataDirFromEnv, EnvironmentError } from '../config/environment.js';
+import { dataDirFromEnv, EnvironmentError } from '../config/environment.js';
 import { storeFromEnvironment } from '../store/store-from-environment.js';
 import { DEFAULT_PRICES_FILE } from '../config/prices.js';
 import type { Logger } from '../logger.js';
@@ -15,6 +14,7 @@ import { pauseHarvestSchedule } from '../temporal/schedules.js';
 import { createHarvestWorker } from '../temporal/worker.js';
 import { outageWaitMs } from '../store/outage.js';
 import { writeProbeFile } from '../store/layout.js';
+import { assertApiKeyAccepted } from './api-key-check.js';
 import { clientFromEnv } from './context.js';
 import { taskQueueFromEnv } from './run-environment.js';
 
@@ -79,25 +79,6 @@ export function assertWritableDataDir(dataDir: string): void {
   }
 }
 
-/**
- * Asks the API whether it takes the key, with a free call (GET /v1/webhooks, no credits) made while
- * Temporal connects, so it adds no start-up time. Only a refused key stops the start: any other
- * failure is left to the run, whose calls retry what is transient.
- */
-async function assertApiKeyAccepted(logger: Logger): Promise<void> {
-  const probe = clientFromEnv(logger, { maxAttempts: 1 });
-  try {
-    await probe.listWebhooks();
-  } catch (error) {
-    if (error instanceof AuthenticationError) {
-      throw new AuthenticationError(`the API at ${apiSettingsFromEnv().baseUrl} refused SOCIAL_API_KEY: ${error.message}`, { status: error.status, code: error.code, requestId: error.requestId });
-    }
-    logger.debug({ err: error }, 'API key check inconclusive; the run goes on');
-  } finally {
-    await probe.close();
-  }
-}
-
 export interface WorkerStartOptions {
   /** The command's own Temporal client, when it has one, for pausing schedules. */
   temporal?: Promise<Client>;
@@ -130,7 +111,7 @@ export async function startWorkerFromEnv(logger: Logger, options: WorkerStartOpt
   const api = clientFromEnv(logger, { maxElapsedMs: 20_000 }, () => activityContext.getStore()?.info.workflowExecution?.workflowId);
   const client = temporal ?? connectClient(settings);
   // Network round trips, asked at once: the first to fail ends the start.
-  const [connection, , , store] = await Promise.all([connectWorker(settings), client, assertApiKeyAccepted(logger), storeFromEnvironment(dataDir)]);
+  const [connection, , , store] = await Promise.all([connectWorker(settings), client, assertApiKeyAccepted(logger, dataDir), storeFromEnvironment(dataDir)]);
   // Made before the worker polls (a new data directory's is written here), so the first task does not wait for it.
   const storeIdentity = await store.identity();
   logger.info({ store: store.description, storeId: storeIdentity.id }, 'worker store');
