@@ -48,9 +48,9 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import diagnostics from 'node:diagnostics_channel';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Agent, request } from 'undici';
@@ -70,6 +70,9 @@ const { World } = await import(join(dist, 'src/emulator/world/world.js'));
 const { SocialApiClient } = await import(join(dist, 'src/api/client.js'));
 const { ephemeralServerOptions } = await import(join(dist, 'src/temporal/dev-server.js'));
 const { freePort } = await import(join(dist, 'src/cli/free-port.js'));
+const { assertApiKeyAccepted } = await import(join(dist, 'src/cli/api-key-check.js'));
+const { apiKeyAcceptedFile } = await import(join(dist, 'src/store/layout.js'));
+const { createLogger } = await import(join(dist, 'src/logger.js'));
 
 Runtime.install({ logger: new DefaultLogger('WARN') });
 
@@ -222,6 +225,33 @@ function startStandingWorker({ apiBaseUrl = baseUrl, apiKey = KEYS['harvester-wo
  * One `harvester run` of the workload, timed, with its local worker or handed to a standing one
  * (`standing`: the API, key, data directory and task queue it serves, its data directory emptied first).
  */
+/**
+ * Puts in a fresh data directory the record that the API accepted `apiKey` (asked once per key
+ * before the rounds): a worker's start asks the API about its key once a day (src/cli/api-key-check.ts),
+ * so every run of a user's data directory but the day's first starts without that round trip, and
+ * a fresh one each round would time the day's first run only.
+ */
+const acceptedKeys = new Map();
+async function acceptKey(apiKey) {
+  const template = mkdtempSync(join(tmpdir(), 'bench-peer-key-'));
+  const saved = { base: process.env.SOCIAL_API_BASE_URL, key: process.env.SOCIAL_API_KEY };
+  Object.assign(process.env, { SOCIAL_API_BASE_URL: baseUrl, SOCIAL_API_KEY: apiKey });
+  try {
+    await assertApiKeyAccepted(createLogger({ level: 'silent' }), template);
+  } finally {
+    for (const [name, value] of [['SOCIAL_API_BASE_URL', saved.base], ['SOCIAL_API_KEY', saved.key]]) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
+  acceptedKeys.set(apiKey, template);
+}
+function withAcceptedKey(dataDir, apiKey) {
+  const record = apiKeyAcceptedFile(dataDir);
+  mkdirSync(dirname(record), { recursive: true });
+  copyFileSync(apiKeyAcceptedFile(acceptedKeys.get(apiKey)), record);
+}
+
 async function harvesterRun(workload, label, { standing }) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-peer-harvester-'));
   let treeRss;
@@ -232,6 +262,7 @@ async function harvesterRun(workload, label, { standing }) {
     }
     const config = join(dir, 'harvests.yaml');
     writeFileSync(config, harvestYaml(workload));
+    if (!standing) withAcceptedKey(join(dir, 'data'), KEYS.harvester);
     const args = ['--import', MAX_RSS_PRELOAD, CLI, 'run', `peer-${workload.name}`, '--config', config, '--json', ...workload.runFlags, ...(standing ? ['--no-local-worker'] : [])];
     // The standing worker's tree (the worker and its load process), sampled through the run.
     treeRss = standing && standingWorker ? sampleTreeRss(standingWorker.pid) : undefined;
@@ -421,6 +452,7 @@ try {
     'wide-enrich': workloadOf('wide-enrich', `wide-enrich: ${WIDE_ENRICHED} videos of one channel + one stats call each, --calls ${WIDE_CALLS}`, [enrichHandle], WIDE_ENRICHED, true, { ...DEFAULT_CONCURRENCY, calls: WIDE_CALLS }, ['--calls', String(WIDE_CALLS)], ['harvester', 'harvester-worker', 'bare']),
   };
 
+  await acceptKey(KEYS.harvester);
   // Warm-up, untimed: one pass over every workload's calls, so the emulator's caches hold every
   // page and stats answer before anyone is timed, and each channel is checked to list 400 videos.
   await admin('POST', 'faults', { latency_ms: 0 });
@@ -449,6 +481,7 @@ try {
 } finally {
   standingWorker?.kill('SIGTERM');
   rmSync(standingDataDir, { recursive: true, force: true });
+  for (const template of acceptedKeys.values()) rmSync(template, { recursive: true, force: true });
   await env.teardown();
   await agent.close();
   emulator.kill('SIGTERM');
