@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 /**
  * The crash-consistency sweep (issue 38): every crash point of test/crash/crash-consistency.test.ts
- * (the suite runs four of the six), each a small harvest recorded under strace, crashed, its data
- * directory made what the disk keeps after a power loss there, then checked. Prints, per point,
- * where it crashed, what the disk dropped, and what the checks found, for bench/RESULTS.md.
+ * (the suite runs three of the six: listing-pages, job-results, after-run-end), each a small harvest
+ * recorded under strace, crashed, its data directory made what the disk keeps after a power loss
+ * there, then checked. Prints, per point, where it crashed, what the disk dropped, and what the
+ * checks found, for bench/RESULTS.md.
  *
+ *   npm run bench:crash                                (builds first; all six)
  *   node bench/crash-consistency.mjs [point,point…]    (npm run build first; all six by default)
  *
  * It runs the test file through vitest (its global setup starts the Temporal dev server) with

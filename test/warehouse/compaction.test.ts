@@ -3,12 +3,13 @@
  * each run's row going from running to completed) are compacted by maintenance: after 100 loads
  * every table's file count is bounded, not one file per load (issue 44: a year of daily runs left
  * `items` 657 files for 1,928 rows, and later `harvest_runs` 112 files for 365 rows, since
- * `ducklake_merge_adjacent_files` leaves every file that carries deletes as it is). Their rows are
+ * `ducklake_merge_adjacent_files` leaves every file that carries deletes as it is; the suite runs
+ * 25 loads, `npm run bench:compaction` the 100). Their rows are
  * the same before and after, a reader in another process reads throughout, and a MERGE into the compacted file, past its
  * 2,048th row, still keeps one row per key (docs/ducklake-merge-duplicates.md).
  */
 import { spawn } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -42,11 +43,30 @@ afterAll(async () => {
   for (const dataDir of dataDirs) rmSync(dataDir, { recursive: true, force: true });
 });
 
-const LOADS = 100;
-/** Each load observes 75 items: the 50 newest of the load before again (a MERGE update), and 25 new. */
-const NEW_PER_LOAD = 25;
-const SEEN_PER_LOAD = 75;
+/**
+ * The local case's loads. The suite runs 25 loads of 100 new items each (a smoke: every assertion,
+ * 25 files a table to compact, five times what maintenance waits for); COMPACTION_LOADS=100
+ * (`npm run bench:compaction`) runs the 100 loads of 25 the issue measured. Either way the lake
+ * ends with 2,550 items, so the last MERGE meets rows past the compacted file's 2,048th.
+ */
+const LOADS = Number(process.env.COMPACTION_LOADS ?? 25);
+/**
+ * The shared case's loads (of 25 new items each): 10 in the suite, twice what maintenance waits
+ * for; COMPACTION_SHARED_LOADS=20 (`npm run bench:compaction`) as before. Each load on shared
+ * storage costs 1 to 3 s on two busy cores.
+ */
+const SHARED_LOADS = Number(process.env.COMPACTION_SHARED_LOADS ?? 2 * COMPACT_AFTER_FRAGMENTS);
+const ITEMS = 2_550;
+/** Each load observes the 50 newest items of the load before again (a MERGE update), and some new ones. */
+const SEEN_AGAIN = 50;
+const NEW_PER_LOAD = (ITEMS - SEEN_AGAIN) / LOADS;
 const ACCOUNTS = 3;
+if (!Number.isInteger(SHARED_LOADS) || SHARED_LOADS < 2 * COMPACT_AFTER_FRAGMENTS) {
+  throw new Error(`COMPACTION_SHARED_LOADS=${process.env.COMPACTION_SHARED_LOADS}: give a whole number of loads of at least ${2 * COMPACT_AFTER_FRAGMENTS}`);
+}
+if (!Number.isInteger(NEW_PER_LOAD) || LOADS < 2 * COMPACT_AFTER_FRAGMENTS) {
+  throw new Error(`COMPACTION_LOADS=${process.env.COMPACTION_LOADS}: give a number of loads of at least ${2 * COMPACT_AFTER_FRAGMENTS} that divides ${ITEMS - SEEN_AGAIN} (25 or 100, say)`);
+}
 
 /** A report as if the API had answered `hoursLater` after `report` did. */
 const later = (report: CallReport, hoursLater: number): CallReport => ({ ...report, answeredAt: new Date(report.answeredAt.getTime() + hoursLater * 3_600_000) });
@@ -78,20 +98,20 @@ async function landObservations(store: Store, templates: Templates, run: number,
   }
 }
 
-/** `loads` loads of a sliding window of items (each load's 75: 50 seen before, 25 new) and the accounts; returns the items' count. */
-async function mergeLoads(store: Store, templates: Templates, loads: number): Promise<number> {
+/** `loads` loads of a sliding window of items (each load's: 50 seen before, `newPerLoad` new) and the accounts; returns the items' count. */
+async function mergeLoads(store: Store, templates: Templates, loads: number, newPerLoad: number): Promise<number> {
   // One engine for the loads, as the worker's warm loader keeps one (a new one per load costs more than the load).
   const engine = await createLakeEngine();
   try {
     for (let run = 0; run < loads; run++) {
-      const to = (run + 1) * NEW_PER_LOAD + (SEEN_PER_LOAD - NEW_PER_LOAD);
-      await landObservations(store, templates, run, Math.max(0, to - SEEN_PER_LOAD), to, run * 24);
+      const to = (run + 1) * newPerLoad + SEEN_AGAIN;
+      await landObservations(store, templates, run, Math.max(0, to - newPerLoad - SEEN_AGAIN), to, run * 24);
       expect((await loadLandings(store.dataDir, { engine, store })).landingsLoaded).toBeGreaterThan(0);
     }
   } finally {
     engine.closeSync();
   }
-  return loads * NEW_PER_LOAD + SEEN_PER_LOAD - NEW_PER_LOAD;
+  return loads * newPerLoad + SEEN_AGAIN;
 }
 
 async function templatesOf(): Promise<Templates> {
@@ -144,12 +164,15 @@ print('done', queries, errors, flush=True)
 `;
 
 describe('compaction of every table', () => {
-  it('after 100 MERGE loads holds a bounded number of files, the same rows, while a reader reads throughout', async () => {
+  it(`after ${LOADS} MERGE loads holds a bounded number of files, the same rows, while a reader reads throughout`, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'compaction-'));
     dataDirs.push(dataDir);
     const store = new LocalStore(dataDir);
     const templates = await templatesOf();
-    const itemCount = await mergeLoads(store, templates, LOADS);
+    const loadsStarted = performance.now();
+    const itemCount = await mergeLoads(store, templates, LOADS, NEW_PER_LOAD);
+    const loadSeconds = (performance.now() - loadsStarted) / 1000;
+    expect(itemCount).toBe(ITEMS);
     const before = await latestState(dataDir);
     const filesBefore = await filesPerTable(dataDir);
     // One file (or more) per load: what maintenance has to compact.
@@ -162,12 +185,15 @@ describe('compaction of every table', () => {
     reader.stdout.on('data', (chunk: Buffer) => (out += chunk.toString()));
     reader.stderr.on('data', (chunk: Buffer) => (err += chunk.toString()));
     const maintained: MaintenanceResult[] = [];
+    let maintenanceSeconds = 0;
     const queries = () => out.split('\n').filter((line) => line.startsWith('query ')).length;
     try {
       await waitFor(() => (queries() > 0 ? true : undefined), 30_000, 'the reader to read');
       const readBefore = queries();
       // Twice, snapshots kept 0 hours: the second deletes the files the first's compaction replaced.
+      const maintenanceStarted = performance.now();
       maintained.push(await maintainLake(dataDir, { keepSnapshotsHours: 0 }), await maintainLake(dataDir, { keepSnapshotsHours: 0 }));
+      maintenanceSeconds = (performance.now() - maintenanceStarted) / 1000;
       const readAfter = queries();
       await waitFor(() => (queries() > readAfter ? true : undefined), 30_000, 'the reader to read after maintenance');
       // It read while maintenance ran, and after.
@@ -184,6 +210,9 @@ describe('compaction of every table', () => {
     expect(digests[0]!.split(' ')[1]).toBe(String(itemCount));
 
     const filesAfter = await filesPerTable(dataDir);
+    // For bench/compaction.mjs (npm run bench:compaction): what the run measured, one JSON line.
+    const figures = { loads: LOADS, newPerLoad: NEW_PER_LOAD, items: itemCount, loadSeconds: Math.round(loadSeconds), itemsFilesBefore: filesBefore.items, itemsFilesAfter: filesAfter.items, maintenanceSeconds: Math.round(maintenanceSeconds) };
+    if (process.env.COMPACTION_REPORT) appendFileSync(process.env.COMPACTION_REPORT, `${JSON.stringify(figures)}\n`);
     expect(filesAfter.items).toBeLessThanOrEqual(2);
     expect(filesAfter.accounts).toBeLessThanOrEqual(2);
     // Every table, harvest_runs (MERGEd into by each load) too.
@@ -212,7 +241,7 @@ describe('compaction on shared storage (PostgreSQL catalog, MinIO data files)', 
     await services?.stop();
   });
 
-  it('after 20 MERGE loads holds a bounded number of files, the same rows', async () => {
+  it(`after ${SHARED_LOADS} MERGE loads holds a bounded number of files, the same rows`, async () => {
     const folder = mkdtempSync(join(tmpdir(), 'compaction-shared-'));
     // PostgreSQL may run as another user (see startPostgres): it must reach its folder.
     chmodSync(folder, 0o755);
@@ -224,13 +253,14 @@ describe('compaction on shared storage (PostgreSQL catalog, MinIO data files)', 
     const store = await storeFromEnvironment(mkdtempSync(join(tmpdir(), 'machine-')), process.env);
     dataDirs.push(store.dataDir);
     try {
-      const loads = 4 * COMPACT_AFTER_FRAGMENTS;
-      const itemCount = await mergeLoads(store, await templatesOf(), loads);
+      const itemCount = await mergeLoads(store, await templatesOf(), SHARED_LOADS, 25);
       const before = await latestState(store.dataDir);
-      expect((await filesPerTable(store.dataDir)).items).toBeGreaterThan(COMPACT_AFTER_FRAGMENTS);
+      const itemsFilesBefore = (await filesPerTable(store.dataDir)).items!;
+      expect(itemsFilesBefore).toBeGreaterThan(COMPACT_AFTER_FRAGMENTS);
       const maintained = await maintainLake(store.dataDir, { store, keepSnapshotsHours: 0 });
       expect((await maintainLake(store.dataDir, { store, keepSnapshotsHours: 0 })).filesDeleted).toBeGreaterThan(0);
       const filesAfter = await filesPerTable(store.dataDir);
+      if (process.env.COMPACTION_REPORT) appendFileSync(process.env.COMPACTION_REPORT, `${JSON.stringify({ shared: true, loads: SHARED_LOADS, itemsFilesBefore, itemsFilesAfter: filesAfter.items })}\n`);
       expect(filesAfter.items).toBeLessThanOrEqual(2);
       expect(filesAfter.accounts).toBeLessThanOrEqual(2);
       // Every table, harvest_runs (MERGEd into by each load) too.

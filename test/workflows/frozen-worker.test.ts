@@ -9,9 +9,8 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readdirSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Client } from '@temporalio/client';
 import { startSharedServices, type SharedServices } from '../../src/cli/shared-services.js';
@@ -26,8 +25,8 @@ import { startTestEmulator, waitFor, type TestEmulator } from '../support/emulat
 import { harvestFrom, temporalClient } from '../support/temporal.js';
 
 const KEYS = { local: 'sk_live_frozen_local', next: 'sk_live_frozen_next', shared: 'sk_live_frozen_shared' };
-/** How long the woken worker is watched: its timers, sockets, retries and stale tasks all run again in it. */
-const AFTER_WAKE_MS = 15_000;
+/** DescribeTaskQueue's type of an activity task queue (TaskQueueType.TASK_QUEUE_TYPE_ACTIVITY). */
+const ACTIVITY_TASK_QUEUE = 2;
 let emulator: TestEmulator;
 let temporal: Client;
 let services: SharedServices | undefined;
@@ -55,6 +54,40 @@ async function stop(worker: ChildProcess | undefined): Promise<void> {
   worker.kill('SIGCONT');
   worker.kill('SIGTERM');
   await exited;
+}
+
+/**
+ * When Temporal last saw `worker` poll `taskQueue` for activity tasks (ms since the epoch), by its
+ * default identity (`pid@host`, the SDK's), or undefined if it has not polled in the last minutes.
+ * Temporal records a poll's time when the poll arrives.
+ */
+async function lastActivityPoll(taskQueue: string, worker: ChildProcess): Promise<number | undefined> {
+  const { pollers } = await temporal.workflowService.describeTaskQueue({ namespace: temporal.options.namespace, taskQueue: { name: taskQueue }, taskQueueType: ACTIVITY_TASK_QUEUE });
+  const poller = (pollers ?? []).find((each) => each.identity === `${worker.pid}@${hostname()}`);
+  const at = poller?.lastAccessTime;
+  return at ? Number(at.seconds ?? 0) * 1_000 + Math.floor((at.nanos ?? 0) / 1e6) : undefined;
+}
+
+/**
+ * Waits out everything the woken worker can still do, then reads the ledger. What it held when it
+ * froze is (a) the activities it was running, and (b) the tasks Temporal handed its polls while it
+ * was frozen, answers left unread in its socket. Two events end them:
+ * - it polls Temporal again after `wokenAt`: a poller asks again only once it has taken the answer
+ *   of its last poll and handed its task on to be run, and the answers that came during the freeze
+ *   were all in the socket (a few kilobytes) when it woke, read together by its one connection;
+ *   so (b) are running by then, as in any worker, fence and all;
+ * - then it stops (SIGTERM: it polls no more and lets the activities in flight, (a) and (b), run
+ *   to their end, up to its 30 s grace) and its process exits.
+ * A process that has exited sends nothing: any call it made is in the ledger read after the exit.
+ * The 15 s watch this replaced saw no more than that, and waited out fixed time to do so.
+ */
+async function ledgerAfterWake(worker: ChildProcess, taskQueue: string, wokenAt: number, apiKey: string) {
+  await waitFor(async () => ((await lastActivityPoll(taskQueue, worker)) ?? 0) > wokenAt || undefined, 120_000, 'the woken worker polling Temporal again');
+  const polledAfterMs = Date.now() - wokenAt;
+  await stop(worker);
+  expect(worker.exitCode, 'the woken worker stopped as asked').toBe(0);
+  console.log(`woken worker: polled again ${polledAfterMs} ms after its wake, exited ${Date.now() - wokenAt} ms after it`);
+  return ledgerOf(apiKey);
 }
 
 const ledgerOf = async (apiKey: string) => {
@@ -113,6 +146,8 @@ async function freezeAndWake({ apiKey, workerEnv, nextRun }: FrozenCase) {
   const harvest = await harvestOf('frozen');
   const frozen = startWorker(workerEnv(taskQueue));
   let other: ChildProcess | undefined;
+  /** When the frozen worker was woken (SIGCONT). */
+  let wokenAt: number | undefined;
   try {
     const run = await temporal.workflow.start('harvestWorkflow', { taskQueue, workflowId: `frozen-${Date.now()}`, args: [{ harvest, pageSize: 20 }] });
     await waitFor(async () => ((await ledgerOf(apiKey)).calls >= 150 ? true : undefined), 90_000, '150 calls charged');
@@ -126,13 +161,14 @@ async function freezeAndWake({ apiKey, workerEnv, nextRun }: FrozenCase) {
       // way. Tasks Temporal hands the frozen worker's pollers wait out their timeouts first.
       const ended = next.result();
       await Promise.race([ended, waitFor(async () => ((await ledgerOf(apiKey)).calls > before ? true : undefined), 240_000, 'the next run buying')]);
+      wokenAt = Date.now();
       frozen.kill('SIGCONT');
       summaries.push((await ended) as HarvestSummary);
     }
     const atEnd = await ledgerOf(apiKey);
+    wokenAt ??= Date.now();
     frozen.kill('SIGCONT');
-    await sleep(AFTER_WAKE_MS);
-    const afterWake = await ledgerOf(apiKey);
+    const afterWake = await ledgerAfterWake(frozen, taskQueue, wokenAt, apiKey);
     console.log(`frozen worker: runs ${summaries.map((summary) => `${summary.runId} ${summary.status} ${summary.creditsSpent} credits, ${summary.callsLost} calls lost`).join('; ')}; ledger ${atEnd.credits} at the end, ${afterWake.credits} after the wake`);
     return { summaries, atEnd, afterWake };
   } finally {
