@@ -285,14 +285,10 @@ export function targetJobFile(dataDir: string, runId: string, target: string): s
   return join(dataDir, 'jobs', 'by-run', pathSegment(runId), `${pathSegment(target)}.json`);
 }
 
-export function creditsLowFile(dataDir: string): string {
-  return join(dataDir, 'state', 'credits-low.json');
-}
+export const creditsLowFile = (dataDir: string): string => join(dataDir, 'state', 'credits-low.json');
 
 /** When the API last accepted the key this data directory's workers use (src/cli/api-key-check.ts): not needed to restart, a lost one costs a check. */
-export function apiKeyAcceptedFile(dataDir: string): string {
-  return join(dataDir, 'state', 'api-key-accepted.json');
-}
+export const apiKeyAcceptedFile = (dataDir: string): string => join(dataDir, 'state', 'api-key-accepted.json');
 
 /** The data directory's identity, written once when first asked for: runs carry it, workers compare it. */
 export function storeIdFile(dataDir: string): string {
