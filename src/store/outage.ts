@@ -112,26 +112,61 @@ export interface OutageWait {
    * epoch): the wait stops there, throwing the outage's own error, which its caller may try again.
    */
   stopAtMs?: number;
-  /** Told at each failed try while waiting (the first one included), and how long it has waited so far. */
+  /** Told at each failed try while waiting (the first one included), and how long the outage has lasted so far. */
   waiting?: (outage: Outage, waitedMs: number) => void;
   /** Told once the service answers again, after a wait. */
   back?: (outage: Outage, waitedMs: number) => void;
   /** Backoff between tries: 250 ms, doubling, at most `maxDelayMs` (5 s by default). */
   maxDelayMs?: number;
+  /** When each service's outage began, shared by the calls of one store (storeRidingOutages). */
+  clock?: OutageClock;
+}
+
+/** An outage no call has met for this many of the longest backoffs is over: a failure after it begins another. */
+const OUTAGE_FORGOTTEN_AFTER_BACKOFFS = 3;
+
+/**
+ * When each service's outage began, as the calls of one store have met it, so that the bound is
+ * the outage's, not each call's: a work with calls queued behind an outage (a listing's items
+ * waiting for their enrichment) met it afresh at each of them, and each waited a bound of its own,
+ * six at a time; with a bound of 3 s the work failed after 82 s. A call that meets an outage the
+ * store's calls met before waits what is left of the bound.
+ */
+export class OutageClock {
+  private readonly outages = new Map<OutageService, { began: number; seen: number }>();
+
+  /**
+   * When the outage of `service` a call meets at `now` began: `now`, unless a call met it within
+   * the last `forgetAfterMs` (while any call waits for it, one tries at least every longest backoff).
+   */
+  began(service: OutageService, now: number, forgetAfterMs: number): number {
+    const known = this.outages.get(service);
+    if (known && now - known.seen <= forgetAfterMs) {
+      known.seen = now;
+      return known.began;
+    }
+    this.outages.set(service, { began: now, seen: now });
+    return now;
+  }
+
+  /** The service answered a call that waited for it: its outage is over. */
+  ended(service: OutageService): void {
+    this.outages.delete(service);
+  }
 }
 
 /**
  * Runs `work`, and runs it again while it fails with an outage, with backoff, until it succeeds
- * or `boundMs` has passed since the first failure (then OutageTooLongError), or `stopAtMs` comes
- * (then the outage's own error). Any other failure is thrown at once. p-retry keeps the backoff
- * and the time bound.
+ * or `boundMs` has passed since the outage began (then OutageTooLongError: at once for a call that
+ * meets an outage that already lasted its bound, `clock`), or `stopAtMs` comes (then the outage's
+ * own error). Any other failure is thrown at once. p-retry keeps the backoff and the time bound.
  */
 export async function waitOutOutages<T>(work: () => Promise<T>, asked: OutageWait | (() => OutageWait)): Promise<T> {
   // Asked at each call: an activity's wait ends with its attempt.
   const options = typeof asked === 'function' ? asked() : asked;
-  const started = Date.now();
-  const maxRetryTime = Math.max(0, Math.min(options.boundMs, (options.stopAtMs ?? Number.POSITIVE_INFINITY) - started));
-  let first: { outage: Outage; at: number } | undefined;
+  let first: { outage: Outage; began: number; error: unknown };
+  const maxDelayMs = options.maxDelayMs ?? 5_000;
+  const forgetAfterMs = OUTAGE_FORGOTTEN_AFTER_BACKOFFS * maxDelayMs;
   // The first try outside p-retry: nearly every call succeeds at once, and p-retry's setup per
   // call is not free (src/api/retry.ts measured it so).
   try {
@@ -139,33 +174,38 @@ export async function waitOutOutages<T>(work: () => Promise<T>, asked: OutageWai
   } catch (error) {
     const outage = outageOf(error);
     if (!outage) throw error;
-    first = { outage, at: Date.now() };
-    options.waiting?.(outage, 0);
-    if (maxRetryTime === 0) {
-      if (options.boundMs === 0) throw new OutageTooLongError(outage, 0);
-      throw error;
-    }
+    const now = Date.now();
+    first = { outage, began: options.clock?.began(outage.service, now, forgetAfterMs) ?? now, error };
+    options.waiting?.(outage, now - first.began);
+  }
+  const now = Date.now();
+  const boundLeft = options.boundMs - (now - first.began);
+  const maxRetryTime = Math.max(0, Math.min(boundLeft, (options.stopAtMs ?? Number.POSITIVE_INFINITY) - now));
+  if (maxRetryTime === 0) {
+    if (boundLeft <= 0) throw new OutageTooLongError(first.outage, now - first.began);
+    throw first.error;
   }
   try {
     const result = await pRetry(work, {
       retries: Number.POSITIVE_INFINITY,
       minTimeout: 250,
       factor: 2,
-      maxTimeout: options.maxDelayMs ?? 5_000,
+      maxTimeout: maxDelayMs,
       maxRetryTime,
       shouldRetry: ({ error }) => outageOf(error) !== undefined,
       onFailedAttempt: ({ error }) => {
         const outage = outageOf(error);
         if (!outage) return;
-        first ??= { outage, at: Date.now() };
-        options.waiting?.(outage, Date.now() - first.at);
+        options.clock?.began(outage.service, Date.now(), forgetAfterMs);
+        options.waiting?.(outage, Date.now() - first.began);
       },
     });
-    if (first) options.back?.(first.outage, Date.now() - first.at);
+    options.clock?.ended(first.outage.service);
+    options.back?.(first.outage, Date.now() - first.began);
     return result;
   } catch (error) {
     const outage = outageOf(error);
-    if (outage && first && maxRetryTime >= options.boundMs) throw new OutageTooLongError(outage, Date.now() - started);
+    if (outage && maxRetryTime >= boundLeft) throw new OutageTooLongError(outage, Date.now() - first.began);
     throw error;
   }
 }
@@ -181,7 +221,10 @@ const NOT_RETRIED = new Set<PropertyKey>(['asLakeWriter', 'close', 'constructor'
  * A Proxy rather than a class of its own: the Store interface has some twenty methods, each
  * wrapped the same way.
  */
-export function storeRidingOutages<S extends object>(store: S, wait: OutageWait | (() => OutageWait)): S {
+export function storeRidingOutages<S extends object>(store: S, asked: OutageWait | (() => OutageWait)): S {
+  // One clock for every call of the store: the bound is each outage's, however many calls meet it.
+  const clock = new OutageClock();
+  const wait = () => ({ ...(typeof asked === 'function' ? asked() : asked), clock });
   const journalLog = (log: object) => retrying(log, wait);
   const journals = (inner: object) =>
     new Proxy(inner, {

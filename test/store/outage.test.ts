@@ -100,4 +100,40 @@ describe('storeRidingOutages', () => {
     await expect(riding.asLakeWriter(() => flaky(++runs))).rejects.toThrow(/ECONNREFUSED/);
     expect(runs).toBe(1);
   });
+
+  it('bounds an outage, not each call: a call that meets an outage its store met for longer than the bound fails at once', async () => {
+    // Before, each call that met the outage waited a bound of its own: a work whose enrichment calls
+    // were queued behind it failed 82 s into an outage with a bound of 3 s.
+    let tries = 0;
+    let down = true;
+    const store = {
+      read: async () => {
+        tries++;
+        if (down) throw storeError('CatalogError', refused);
+        return 'rows';
+      },
+    };
+    const riding = storeRidingOutages(store, { boundMs: 200, maxDelayMs: 20 });
+    await expect(riding.read()).rejects.toBeInstanceOf(OutageTooLongError);
+    expect(tries).toBeGreaterThan(1);
+    tries = 0;
+    await expect(riding.read()).rejects.toBeInstanceOf(OutageTooLongError);
+    expect(tries).toBe(1);
+    // No call has met it for three of the longest backoffs (3 × 20 ms): a failure now begins another outage, with its whole bound.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    tries = 0;
+    await expect(riding.read()).rejects.toBeInstanceOf(OutageTooLongError);
+    expect(tries).toBeGreaterThan(1);
+    // And once the service answered a call that waited for it (an outage begun afresh), the next failure is a new outage too.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    tries = 0;
+    const waited = riding.read();
+    while (tries === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    down = false;
+    expect(await waited).toBe('rows');
+    down = true;
+    tries = 0;
+    await expect(riding.read()).rejects.toBeInstanceOf(OutageTooLongError);
+    expect(tries).toBeGreaterThan(1);
+  });
 });
