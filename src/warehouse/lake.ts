@@ -307,7 +307,15 @@ export async function openLake(
     snapshot,
     create,
     readTimeoutSeconds,
-  }: { engine?: DuckDBInstance | undefined; snapshot?: number | undefined; create?: LakeCreation | undefined; readTimeoutSeconds?: number | undefined } = {},
+    madeIsEnough,
+  }: {
+    engine?: DuckDBInstance | undefined;
+    snapshot?: number | undefined;
+    create?: LakeCreation | undefined;
+    readTimeoutSeconds?: number | undefined;
+    /** A writer that only wants the lake made: one it makes is not attached again (`lake` is then not attached). */
+    madeIsEnough?: boolean | undefined;
+  } = {},
 ): Promise<LakeConnection> {
   const location = lakeLocation(dataDir);
   if (access === 'write') {
@@ -345,6 +353,9 @@ export async function openLake(
     // A shared lake is made by the writer's first schema transaction: its readers know it by its tables.
     const created = access === 'write' && create !== undefined && !location.shared && !existsSync(lakeCatalogFile(dataDir));
     if (created) await createLake(lake.connection, home, location, create);
+    // Attaching the lake just made costs ~50 ms (its catalog read again, and checked for damage,
+    // which it cannot have yet): worth it only to a writer that goes on to write.
+    if (created && madeIsEnough) return { ...lake, home, created, damaged: [] };
     const damaged = await attachLake(lake.connection, dataDir, access, snapshot, readTimeoutSeconds);
     if (access !== 'write' || location.shared) return { ...lake, home, created, damaged };
     const synced: LakeSyncTotals = { commits: 0, files: 0, folders: 0, catalogSyncs: 0, ms: 0, commitMs: 0 };
@@ -412,11 +423,15 @@ async function createLake(connection: DuckDBConnection, home: string, location: 
  * keeps writers apart: a second one waits here until the first closes, up to `waitMs`, and one
  * that was killed holds no lock (the OS drops it).
  */
-export async function openLakeWriter(dataDir: string, waitMs: number, { engine, create }: { engine?: DuckDBInstance | undefined; create?: LakeCreation } = {}): Promise<LakeConnection> {
+export async function openLakeWriter(
+  dataDir: string,
+  waitMs: number,
+  { engine, create, madeIsEnough }: { engine?: DuckDBInstance | undefined; create?: LakeCreation; madeIsEnough?: boolean } = {},
+): Promise<LakeConnection> {
   const deadline = Date.now() + waitMs;
   for (;;) {
     try {
-      return await openLake(dataDir, 'write', { engine, create });
+      return await openLake(dataDir, 'write', { engine, create, madeIsEnough });
     } catch (error) {
       if (!/lock/i.test((error as Error).message) || Date.now() > deadline) throw error;
       await sleep(100);

@@ -73,8 +73,8 @@ export interface LoadResult {
   quarantined: QuarantinedLanding[];
   rowsLoaded: number;
   batches: number;
-  /** The lake's latest snapshot after the load: what a reader's next query reads. */
-  snapshot: number;
+  /** The lake's latest snapshot after the load: what a reader's next query reads. Not asked when the load only made the lake. */
+  snapshot?: number;
   /** For `countRun`: its landings in the lake after this load, their rows, and the fields its answers carried that no column takes. */
   run?: { landings: number; rows: number; schemaDrift: SchemaDrift[] };
   /** Files of the lake that were not whole when the load began, repaired before it loaded (lake-repair.ts), and what was lost. */
@@ -99,9 +99,13 @@ export async function makeLake(dataDir: string, options: Pick<LoadOptions, 'engi
   const started = Date.now();
   const store = options.store ?? new LocalStore(dataDir);
   return store.asLakeWriter(async () => {
-    const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema });
+    const db = await openLakeWriter(dataDir, options.lockWaitMs ?? 120_000, { engine: options.engine, create: ensureSchema, madeIsEnough: true });
     try {
-      if (db.created) schemaCheckedIn.add(lakeKey(dataDir));
+      if (db.created) {
+        // Just made (and not attached again): nothing to repair, and its first snapshots are its schema's.
+        schemaCheckedIn.add(lakeKey(dataDir));
+        return { landingsLoaded: 0, quarantined: [], rowsLoaded: 0, batches: 0, durationMs: Date.now() - started };
+      }
       const repair = await repairBeforeWriting(db, dataDir, undefined);
       return { landingsLoaded: 0, quarantined: [], rowsLoaded: 0, batches: 0, snapshot: await latestSnapshot(db.connection), durationMs: Date.now() - started, ...(repair ? { repair } : {}) };
     } finally {
