@@ -68,8 +68,8 @@ export class FenceLapsedError extends Error {
  */
 export const fenceAtWrite: Dispatcher.DispatcherComposeInterceptor = (dispatch) => (options, handler) => {
   const fencedAt = (options as FencedRequest).fencedAt;
+  // The stall watch runs from fencedRequest, which stamps `fencedAt`.
   if (fencedAt === undefined) return dispatch(options, handler);
-  watchLoopStalls();
   return dispatch(options, {
     onRequestStart(controller, context) {
       handler.onRequestStart?.(controller, context);

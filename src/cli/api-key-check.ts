@@ -6,12 +6,12 @@
  * start), and a key revoked within the day still stops the run at its first call, which fails
  * without a charge, saying the key was refused.
  */
-import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { AuthenticationError } from '../api/errors.js';
 import { apiIdentity } from '../api/identity.js';
 import { apiSettingsFromEnv } from '../config/environment.js';
 import type { Logger } from '../logger.js';
+import { writeDurableFile } from '../store/durable-file.js';
 import { apiKeyAcceptedFile } from '../store/layout.js';
 import { clientFromEnv } from './context.js';
 
@@ -57,9 +57,8 @@ export async function assertApiKeyAccepted(logger: Logger, dataDir: string): Pro
   } finally {
     await probe.close();
   }
-  // Replaced whole (a rename), never synced: a record lost to a crash only means one more check.
+  // Replaced whole, never synced: a record lost to a crash only means one more check. (Through
+  // writeDurableFile for its temporary's name, which the worker's start clears if a kill left it.)
   const record: AcceptedKey = { ...identity, acceptedAt: new Date().toISOString() };
-  mkdirSync(dirname(file), { recursive: true });
-  writeFileSync(`${file}.${process.pid}`, JSON.stringify(record));
-  renameSync(`${file}.${process.pid}`, file);
+  writeDurableFile(file, JSON.stringify(record), { what: 'API key acceptance record', durable: false });
 }
