@@ -90,9 +90,10 @@ export class Unsent {
 
 /**
  * One request, its fence (`beforeSend`) read right before it and checked once more as it is
- * written (`dispatcher` composed with fenceAtWrite): a fence read before the process stalled
- * (frozen with the request waiting for a connection) is read again, and the request goes out only
- * under a fence read since. What the fence throws comes out wrapped in Unsent: nothing was sent.
+ * written (`dispatcher` composed with fenceAtWrite): a fence whose read began before the process
+ * stalled (frozen with the fence's answer unread, or with the request waiting for a connection) is
+ * read again, and the request goes out only under a fence read wholly since. What the fence
+ * throws comes out wrapped in Unsent: nothing was sent.
  */
 export async function fencedRequest(
   dispatcher: Dispatcher,
@@ -102,12 +103,17 @@ export async function fencedRequest(
 ): Promise<Dispatcher.ResponseData> {
   watchLoopStalls();
   for (;;) {
+    // Stamped before the read, not after: the read is a round trip (a shared catalog's), and an
+    // answer given before a stall but taken after it tells nothing of the claim since (seen in CI
+    // with PostgreSQL: the stall watch ticked after the wake, then the old answer came in, and a
+    // stamp taken then found no stall after it).
+    const fencedAt = performance.now();
     try {
       await beforeSend();
     } catch (error) {
       throw new Unsent(error);
     }
-    const fenced: Dispatcher.RequestOptions & FencedRequest = { ...request, fencedAt: performance.now() };
+    const fenced: Dispatcher.RequestOptions & FencedRequest = { ...request, fencedAt };
     try {
       return await dispatcher.request(fenced);
     } catch (error) {

@@ -119,6 +119,38 @@ describe('a process that stalls after a call\'s fence was read, with the call wa
   }, 30_000);
 });
 
+describe('a process that stalls while a call\'s fence is being read (a round trip to a shared catalog)', () => {
+  it('does not send it under that read: the answer, given before the stall, is read again after it', async () => {
+    const apiKey = 'sk_live_fence_stall_read';
+    const api = await startTestEmulator({ apiKeys: [apiKey] });
+    const client = clientFor(api, { apiKey });
+    try {
+      const [url] = (await client.page('tiktok', 'channel-videos', { handle: (await api.catalog()).tiktok.handles[3]!, limit: 1 })).items.map((item) => item.url);
+      const before = (await api.ledger(apiKey)).length;
+      let fenceReads = 0;
+      const call = client.get('tiktok', 'stats', { url: url! }, {
+        beforeSend: async () => {
+          fenceReads += 1;
+          if (fenceReads > 1) throw new SupersededAttemptError('taken over while this process stood still');
+          // The claim is read (it is still this attempt's), its answer is on its way back when
+          // the process stands still (a worker frozen with a PostgreSQL answer unread in its
+          // socket); another attempt takes the work over meanwhile. The stall watch ticks after
+          // the wake, then the old answer is read: the call must not go out under it.
+          await new Promise((resolve) => setTimeout(resolve, 10));
+          busyWait(STALL_MS + 300);
+          await new Promise((resolve) => setTimeout(resolve, 300));
+        },
+      });
+      await expect(call).rejects.toBeInstanceOf(SupersededAttemptError);
+      expect(fenceReads).toBe(2);
+      expect((await api.ledger(apiKey)).length).toBe(before);
+    } finally {
+      await client.close();
+      await api.close();
+    }
+  }, 30_000);
+});
+
 /** Holds the event loop, as a frozen process does. */
 function busyWait(ms: number): void {
   const end = performance.now() + ms;
