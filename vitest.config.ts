@@ -10,9 +10,14 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-temporal.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    // Two cores: the suites start real servers, so keep parallelism to the machine.
-    maxWorkers: 2,
+    // A timeout guards against a hang; it bounds no time a test measures. Generous, because the
+    // suite shares two cores with the servers it starts: at 30 s, a test that spawns a dozen CLI
+    // processes (warehouse-commands' maintain, fsync-budget's demo run) timed out on a busy run.
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    // Four files at once on two cores: most of a real-stack test is waiting (on Temporal, on the
+    // emulator's latency and rate limit, on child processes), so two workers left the cores idle
+    // (vitest 880 s on CI at two; 642 and 707 s at four, bench/RESULTS.md).
+    maxWorkers: 4,
   },
 });
