@@ -3,13 +3,21 @@
  * type `HARVEST_WORKFLOW_TYPE` (a name, so the CLI need not load the workflow's code), which must be
  * the name of the function the worker registers.
  */
+import { defineQuery, defineSignal } from '@temporalio/workflow';
 import { describe, expect, it } from 'vitest';
-import { HARVEST_WORKFLOW_TYPE } from '../../workflows/definitions.js';
+import { HARVEST_WORKFLOW_TYPE, jobCompletedSignal, progressQuery } from '../../workflows/definitions.js';
 import * as workflows from '../../workflows/index.js';
 
 describe('the workflow type', () => {
   it('is the name of the harvest workflow function the worker registers', () => {
     expect(Object.keys(workflows)).toContain(HARVEST_WORKFLOW_TYPE);
     expect((workflows as Record<string, { name: string }>)[HARVEST_WORKFLOW_TYPE]?.name).toBe(HARVEST_WORKFLOW_TYPE);
+  });
+});
+
+describe('the signal and the query, written without the workflow SDK (kept out of the CLI\'s start)', () => {
+  it('are what the SDK\'s defineSignal and defineQuery make of their names', () => {
+    expect(jobCompletedSignal).toEqual(defineSignal('jobCompleted'));
+    expect(progressQuery).toEqual(defineQuery('progress'));
   });
 });
