@@ -29,6 +29,8 @@ export class CheckpointHeartbeat<P extends object> {
   /** The latest point committed and not yet durable. */
   private pending: P | undefined;
   private syncing: Promise<void> = Promise.resolve();
+  /** A sync is queued and has not started: the ticks queue no more behind it. */
+  private syncQueued = false;
   private lastSync = 0;
   /** A sync that failed: the work stops at its next commit or flush with it. */
   private failure: unknown;
@@ -48,7 +50,15 @@ export class CheckpointHeartbeat<P extends object> {
     const heartbeated = this.context.info.heartbeatDetails as P | undefined;
     this.resumed = heartbeated ?? start();
     this.durable = structuredClone(this.resumed);
-    this.timer = setInterval(() => (this.pending ? this.syncInBackground() : this.beat()), HEARTBEAT_EVERY_MS);
+    // Every tick beats, whatever a sync is doing: the beat carries the last durable point, and a
+    // sync that waits out an outage (a store that does not answer) must not silence the work, or
+    // Temporal times its attempt out and retries work that was only waiting. (Ticks used to sync
+    // instead of beating while a point was pending, and a point committed behind a hung sync
+    // stayed pending: no beat for the whole outage.)
+    this.timer = setInterval(() => {
+      if (this.pending && !this.syncQueued) this.syncInBackground();
+      this.beat();
+    }, HEARTBEAT_EVERY_MS);
   }
 
   /** A point a retry may resume from once it is durable. Throws if an earlier point's sync failed. */
@@ -79,7 +89,9 @@ export class CheckpointHeartbeat<P extends object> {
 
   /** Queues a sync of the latest pending point behind any under way: one at a time, in order. */
   private syncInBackground(always = false): void {
+    this.syncQueued = true;
     this.syncing = this.syncing.then(async () => {
+      this.syncQueued = false;
       const point = this.pending;
       if ((point === undefined && !always) || this.failure !== undefined) return;
       this.pending = undefined;
