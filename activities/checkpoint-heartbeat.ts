@@ -29,7 +29,7 @@ export class CheckpointHeartbeat<P extends object> {
   /** The latest point committed and not yet durable. */
   private pending: P | undefined;
   private syncing: Promise<void> = Promise.resolve();
-  /** A sync is queued and has not started: the ticks queue no more behind it. */
+  /** A sync is queued and has not started: it will take the latest pending point, so none is queued behind it. */
   private syncQueued = false;
   private lastSync = 0;
   /** A sync that failed: the work stops at its next commit or flush with it. */
@@ -56,7 +56,7 @@ export class CheckpointHeartbeat<P extends object> {
     // instead of beating while a point was pending, and a point committed behind a hung sync
     // stayed pending: no beat for the whole outage.)
     this.timer = setInterval(() => {
-      if (this.pending && !this.syncQueued) this.syncInBackground();
+      if (this.pending) this.syncInBackground();
       this.beat();
     }, HEARTBEAT_EVERY_MS);
   }
@@ -87,8 +87,14 @@ export class CheckpointHeartbeat<P extends object> {
     clearInterval(this.timer);
   }
 
-  /** Queues a sync of the latest pending point behind any under way: one at a time, in order. */
+  /**
+   * Queues a sync of the latest pending point behind any under way: one at a time, in order. One
+   * already queued and not started takes the latest point when it starts, so a tick or a commit
+   * queues none behind it (while a sync hangs in an outage, they would pile up); a flush (`always`)
+   * queues its own, which syncs even with no point pending.
+   */
   private syncInBackground(always = false): void {
+    if (this.syncQueued && !always) return;
     this.syncQueued = true;
     this.syncing = this.syncing.then(async () => {
       this.syncQueued = false;
