@@ -17,8 +17,8 @@ export default defineConfig({
     hookTimeout: 120_000,
     // Two files at once on two cores. Four took vitest from 880 s to 642–712 s, but on a fresh
     // clone one of five such runs failed outages' MinIO freeze (an activity attempt retried during
-    // the outage), which no run at two has shown: back to two until that is understood
-    // (bench/RESULTS.md).
+    // the outage). Its cause, a heartbeat silenced by a hung sync, is fixed (76ae8dd); two until
+    // four has passed enough full runs since (bench/RESULTS.md).
     maxWorkers: 2,
   },
 });
