@@ -55,7 +55,7 @@ async function serveState(port: number, env: Record<string, string>): Promise<{ 
 }
 
 describe('the demo keeps its Temporal state in the data directory', () => {
-  it('after `harvester demo`, `harvester temporal` serves its run to runs, show and replay, and no second server opens that state', async () => {
+  it('after `harvester demo`, `harvester temporal` serves its run to runs, show and replay, and no second server opens that state', { tags: ['long'], timeout: 300_000 }, async () => {
     const dataDir = join(mkdtempSync(join(tmpdir(), 'cli-demo-')), 'data');
     const env = { HARVESTER_DATA_DIR: dataDir, LOG_LEVEL: 'error' };
     const demo = await cliWithin(['demo'], env, 240_000);
@@ -111,5 +111,5 @@ describe('the demo keeps its Temporal state in the data directory', () => {
       server.kill('SIGTERM');
       await exited;
     }
-  }, 300_000);
+  });
 });

@@ -38,6 +38,8 @@ type Catalog = Awaited<ReturnType<TestEmulator['catalog']>>;
 interface CrashPoint {
   name: string;
   inSuite: boolean;
+  /** A point of a minute or more: in the suite's long tier (`npm run test:long`, CI), not in `npm test`. */
+  long?: boolean;
   /** The harvest (YAML) and the channels whose first items it must hold in the end. */
   harvest(catalog: Catalog): { yaml: string; channels: Array<{ handle: string; items: number }> };
   /** strace `-e inject=` rules (a kill with no watcher's delay). */
@@ -82,6 +84,7 @@ const POINTS: CrashPoint[] = [
     // first group commit after the results pages were written), before it runs.
     name: 'job-results',
     inSuite: true,
+    long: true,
     harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[4]!, 450, '\n    job_threshold: 100'), channels: [{ handle: catalog.tiktok.handles[4]!, items: 450 }] }),
     inject: ['fdatasync:signal=KILL:when=1'],
   },
@@ -326,9 +329,9 @@ async function checkRun(lake: LakeFacts, acknowledged: Set<string>, context: { c
 
 describe('a power loss at each crash point loses nothing acknowledged and buys nothing loaded again', () => {
   for (const point of selected) {
-    it(`crash point: ${point.name}`, async () => {
+    it(`crash point: ${point.name}`, { tags: point.long ? ['long'] : [], timeout: 420_000 }, async () => {
       const report = await checkPoint(point);
       expect(report.failures, JSON.stringify({ trigger: report.trigger, dropped: report.reconstruction.dropped }, null, 1)).toEqual([]);
-    }, 420_000);
+    });
   }
 });

@@ -164,7 +164,7 @@ print('done', queries, errors, flush=True)
 `;
 
 describe('compaction of every table', () => {
-  it(`after ${LOADS} MERGE loads holds a bounded number of files, the same rows, while a reader reads throughout`, async () => {
+  it(`after ${LOADS} MERGE loads holds a bounded number of files, the same rows, while a reader reads throughout`, { tags: ['long'], timeout: 900_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'compaction-'));
     dataDirs.push(dataDir);
     const store = new LocalStore(dataDir);
@@ -230,7 +230,7 @@ describe('compaction of every table', () => {
       `SELECT count(*) AS rows, count(DISTINCT item_id) AS keys, count(*) FILTER (caption = 'video ' || substr(item_id, 2) || ' seen in load ${LOADS}') AS newest FROM items`,
     );
     expect(Object.fromEntries(Object.entries(rows[0]!).map(([name, value]) => [name, Number(value)]))).toEqual({ rows: itemCount, keys: itemCount, newest: itemCount - 1_500 });
-  }, 900_000);
+  });
 });
 
 describe('compaction on shared storage (PostgreSQL catalog, MinIO data files)', () => {

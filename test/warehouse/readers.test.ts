@@ -44,7 +44,7 @@ print('done', queries, errors, flush=True)
 `;
 
 describe('readers of the warehouse', () => {
-  it('a long-lived connection in another process queries through 10 loads without an error, and sees each load without reconnecting', async () => {
+  it('a long-lived connection in another process queries through 10 loads without an error, and sees each load without reconnecting', { tags: ['long'], timeout: 180_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'readers-'));
     const client = clientFor(emulator);
     let total = (await landSampleHarvest(client, emulator, dataDir, 'run-0')).metricRows;
@@ -75,7 +75,7 @@ describe('readers of the warehouse', () => {
     // Every count it saw was a whole load's: never half a batch.
     const counts = out.split('\n').filter((line) => line.startsWith('count ')).map((line) => Number(line.slice(6)));
     expect(counts.length).toBe(11);
-  }, 180_000);
+  });
 
   it('a Parquet export, partitioned by platform and date, reads back in Python with the same row counts', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'export-'));

@@ -196,7 +196,7 @@ describe('a worker frozen with calls in flight, woken after its run is over', ()
     expect(existsSync(late) ? readdirSync(late) : []).toEqual([]);
   }, 240_000);
 
-  it('frozen until the next run of the harvest is under way: it spends nothing for either, each run\'s credits in the ledger', async () => {
+  it('frozen until the next run of the harvest is under way: it spends nothing for either, each run\'s credits in the ledger', { tags: ['long'], timeout: 480_000 }, async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'frozen-next-'));
     const env = { TEMPORAL_ADDRESS: inject('temporalAddress'), HARVESTER_DATA_DIR: dataDir, SOCIAL_API_BASE_URL: emulator.baseUrl, SOCIAL_API_KEY: KEYS.next };
     const { summaries, atEnd, afterWake } = await freezeAndWake({ apiKey: KEYS.next, nextRun: true, workerEnv: (taskQueue) => ({ ...env, HARVESTER_TASK_QUEUE: taskQueue }) });
@@ -205,9 +205,9 @@ describe('a worker frozen with calls in flight, woken after its run is over', ()
     // The woken worker took part in the second run (it polls again), but bought nothing for the first.
     expectRunFigures(summaries[0]!, afterWake.credits - summaries[1]!.creditsSpent);
     expect(await lakeCredits(dataDir, summaries)).toBe(afterWake.credits);
-  }, 480_000);
+  });
 
-  it('shared storage (PostgreSQL and MinIO): it makes no new billed call, the run\'s credits equal the ledger', async () => {
+  it('shared storage (PostgreSQL and MinIO): it makes no new billed call, the run\'s credits equal the ledger', { tags: ['long'], timeout: 360_000 }, async () => {
     const folder = mkdtempSync(join(tmpdir(), 'frozen-shared-'));
     // PostgreSQL may run as another user (see startPostgres): it must reach its folder.
     chmodSync(folder, 0o755);
@@ -230,5 +230,5 @@ describe('a worker frozen with calls in flight, woken after its run is over', ()
     Object.assign(process.env, sharedEnv);
     const reader = mkdtempSync(join(tmpdir(), 'frozen-reader-'));
     expect(await lakeCredits(reader, summaries, await storeFromEnvironment(reader))).toBe(afterWake.credits);
-  }, 360_000);
+  });
 });

@@ -80,7 +80,7 @@ harvests:
       await worker.stop();
     }
   }, 120_000);
-  it('with the daily maintenance due at every run, runs in sequence each end completed with their data loaded, each item once', async () => {
+  it('with the daily maintenance due at every run, runs in sequence each end completed with their data loaded, each item once', { tags: ['long'], timeout: 240_000 }, async () => {
     // The case: maintenance starts after a run's first load, while the loads during the run
     // and its final load come; on the old load process they wrote the lake at once and the run failed.
     const worker = await startTestWorker(api, { loadEveryMs: 200 });
@@ -116,5 +116,5 @@ harvests:
     } finally {
       await worker.stop();
     }
-  }, 240_000);
+  });
 });

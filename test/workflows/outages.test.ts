@@ -208,7 +208,7 @@ harvests:
 }
 
 describe('a run through outages of the shared store', () => {
-  it(`waits out PostgreSQL stopped ${OUTAGE_LENGTH} in the middle of the run, and ends completed with credits = ledger`, async () => {
+  it(`waits out PostgreSQL stopped ${OUTAGE_LENGTH} in the middle of the run, and ends completed with credits = ledger`, { tags: ['long'], timeout: CASE_TIMEOUT_MS }, async () => {
     await harvestThrough('pg-outage', [1, 2, 1], 80, async (workflowId) => {
       const since = Date.now();
       await services.postgres.stop();
@@ -218,7 +218,7 @@ describe('a run through outages of the shared store', () => {
         await services.postgres.start();
       }
     });
-  }, CASE_TIMEOUT_MS);
+  });
 
   it('`harvester query` with the catalog down says so, not that there is no warehouse yet', async () => {
     const reader = mkdtempSync(join(tmpdir(), 'outage-query-'));
@@ -259,7 +259,7 @@ describe('a run through outages of the shared store', () => {
     }
   }, 60_000);
 
-  it(`waits out MinIO frozen ${OUTAGE_LENGTH} in the middle of the run, and ends completed with credits = ledger`, async () => {
+  it(`waits out MinIO frozen ${OUTAGE_LENGTH} in the middle of the run, and ends completed with credits = ledger`, { tags: ['long'], timeout: CASE_TIMEOUT_MS }, async () => {
     await harvestThrough('minio-freeze', [3, 4, 2], 80, async (workflowId) => {
       const pid = services.minio.pid()!;
       const since = Date.now();
@@ -270,7 +270,7 @@ describe('a run through outages of the shared store', () => {
         process.kill(pid, 'SIGCONT');
       }
     });
-  }, CASE_TIMEOUT_MS);
+  });
 
   it('an outage longer than the wait fails the run keeping its progress, and its retry, once the catalog is back, reads the journals it could not and reports the ledger', async () => {
     const name = 'pg-too-long';

@@ -173,7 +173,7 @@ function tally(outcomes: Outcome[], wrong: number) {
   return { seed: SEED, harvests: outcomes.length, wrong, apiHoldsAll: count((outcome) => outcome.apiHoldsAll), ample: count((outcome) => outcome.ample), statuses, credits: outcomes.reduce((sum, outcome) => sum + outcome.run.credits, 0), items: outcomes.reduce((sum, outcome) => sum + outcome.run.items, 0) };
 }
 
-it(`${HARVESTS} random harvests spend and land what the plan forecast (less, never more, where the API holds less)`, async () => {
+it(`${HARVESTS} random harvests spend and land what the plan forecast (less, never more, where the API holds less)`, { tags: ['long'], timeout: (2 + HARVESTS / 5) * 60_000 }, async () => {
   // The emulator's seeded stream (mulberry32), so a failing draw can be run again.
   const draw = draws(randomStream(SEED));
   const outcomes: Outcome[] = [];
@@ -204,7 +204,7 @@ it(`${HARVESTS} random harvests spend and land what the plan forecast (less, nev
   expect(outcomes.some((outcome) => outcome.run.status === 'budget_exhausted')).toBe(true);
   expect(outcomes.some((outcome) => outcome.run.status === 'completed')).toBe(true);
   // A ceiling, not a bound on time: 200 harvests took about 20 minutes on two busy cores.
-}, (2 + HARVESTS / 5) * 60_000);
+});
 
 it('an Instagram channel and two searches with transcripts, at budgets from short to ample: the run is the forecast where the API holds what is asked', async () => {
   const worker = await startTestWorker(rig.api);

@@ -174,7 +174,7 @@ describe('a run lands in the data directory it was started for', () => {
     expect(leftRows.requests.filter((request) => rightRows.requests.includes(request))).toEqual([]);
   }, 180_000);
 
-  it("a `harvester run` that ends stops its worker without cancelling any work of another run going on", async () => {
+  it("a `harvester run` that ends stops its worker without cancelling any work of another run going on", { tags: ['long'], timeout: 180_000 }, async () => {
     const [longDir, shortDir] = [join(dir, 'long'), join(dir, 'short')];
     // A run of many targets, two at a time, each a few seconds of enrichment calls: new work
     // starts all along it, while a short run starts, ends, and stops its worker.
@@ -200,7 +200,7 @@ describe('a run lands in the data directory it was started for', () => {
     }
     expect((await lakeRows(longDir)).runs).toEqual([longRun.runId]);
     expect((await lakeRows(shortDir)).runs).toEqual([short.runId]);
-  }, 180_000);
+  });
 
   it('a `harvester run` stopped by Ctrl-C leaves its run to a worker of its data directory on the queue it names, which finishes it there', async () => {
     const dataDir = join(dir, 'interrupted');
@@ -267,7 +267,7 @@ describe('a run lands in the data directory it was started for', () => {
     }
   }, 120_000);
 
-  it('on a task queue it was told to share, a `harvester run`\'s worker that stops lets the work of another run in flight on it finish, cancelling none of it', async () => {
+  it('on a task queue it was told to share, a `harvester run`\'s worker that stops lets the work of another run in flight on it finish, cancelling none of it', { tags: ['long'], timeout: 240_000 }, async () => {
     const dataDir = join(dir, 'shared-queue');
     const queue = `shared-${Date.now().toString(36)}`;
     const sharing = { ...envFor(dataDir), HARVESTER_TASK_QUEUE: queue };
@@ -300,5 +300,5 @@ describe('a run lands in the data directory it was started for', () => {
       standing.child.kill('SIGTERM');
       await standing.done;
     }
-  }, 240_000);
+  });
 });

@@ -115,7 +115,7 @@ harvests:
 });
 
 describe(`tracking over ${DAYS} emulated days`, () => {
-  it('observes each item at its planned ages within one schedule interval, each profile once per run, all fresh, as planned, ledger = api_calls', async () => {
+  it('observes each item at its planned ages within one schedule interval, each profile once per run, all fresh, as planned, ledger = api_calls', { tags: ['long'], timeout: 600_000 }, async () => {
     const worker = await startTestWorker(rig.api);
     try {
       const handle = await busiestTikTokChannel(rig.verify, rig.catalog.tiktok.handles);
@@ -197,5 +197,5 @@ harvests:
     } finally {
       await worker.stop();
     }
-  }, 600_000);
+  });
 });

@@ -78,7 +78,7 @@ harvests:
     }
   }, 120_000);
 
-  it('a budget holds across two kills with many calls in flight, and every credit charged is in the run\'s figures', async () => {
+  it('a budget holds across two kills with many calls in flight, and every credit charged is in the run\'s figures', { tags: ['long'], timeout: 180_000 }, async () => {
     const { dataDir, taskQueue, env } = workerSetting('crash-budget', 'sk_live_crash_budget');
     const catalog = await emulator.catalog();
     const budget = 2_500;
@@ -125,7 +125,7 @@ harvests:
       worker.kill('SIGTERM');
       await new Promise((resolve) => worker.once('exit', resolve));
     }
-  }, 180_000);
+  });
 
   it('tracked items observed by a killed worker are not bought again by the next: each due item once, re-paid at most the calls in flight', async () => {
     const { dataDir, taskQueue, env } = workerSetting('crash-tracking', 'sk_live_crash');
