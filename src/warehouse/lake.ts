@@ -137,14 +137,8 @@ export function extensionLoads(location: LakeLocation = lakeLocation('')): strin
  * table and insert (DuckLake's data inlining): a load that adds fewer rows to a table than this
  * writes no file for it, so it needs no fsync of a file and its folder (lake-sync.ts); its rows are
  * durable with the catalog's commit, which SQLite syncs, like the rest of the commit. The
- * maintenance writes them out to Parquet (`ducklake_flush_inlined_data`). An inlined row is not
- * free either: DuckLake 1.5.5 writes each into the SQLite catalog at the COMMIT, some 50 µs a row,
- * and the final load's COMMIT is on the path between a run's last answer and `completed`. Measured
- * on the peer benchmark's 400 stats answers (one final load of some 2,500 rows over six tables,
- * 0 ms latency) and on the demo's fsyncs (its budget 97.6, test/crash/fsync-budget.test.ts):
- * 1,000 rows: COMMIT 146-161 ms, 87 fsyncs; 500: 80 ms, 91; 300: 27-30 ms, 97; 200: 24-31 ms,
- * 96-98. 500 halves the commit and keeps the budget's margin; below it, the demo's tables of a few
- * hundred rows (items, item_metrics, comments, transcripts) each cost two fsyncs a load.
+ * maintenance writes them out to Parquet (`ducklake_flush_inlined_data`). 1,000 keeps a daily run's
+ * small tables in the catalog and its large ones (the raw answers of a big run) in files.
  * HARVESTER_LAKE_INLINE_ROWS sets another (0: every insert writes a file). A shared lake writes
  * files: its objects cost no fsync, and its PostgreSQL catalog is shared by every machine.
  */
@@ -155,7 +149,7 @@ export function inliningRowLimit(env: NodeJS.ProcessEnv = process.env): number {
   if (!Number.isInteger(rows) || rows < 0) throw new Error(`HARVESTER_LAKE_INLINE_ROWS must be a whole number of rows, 0 or more; it is ${JSON.stringify(text)}`);
   return rows;
 }
-const DEFAULT_INLINING_ROW_LIMIT = 500;
+const DEFAULT_INLINING_ROW_LIMIT = 1000;
 
 /** Whether the writer of a data directory's lake keeps small writes in the catalog (inliningRowLimit); a shared lake never does. */
 export function lakeInlines(dataDir: string): boolean {
