@@ -208,7 +208,8 @@ harvests:
 }
 
 describe('a run through outages of the shared store', () => {
-  it(`waits out PostgreSQL stopped ${OUTAGE_LENGTH} in the middle of the run, and ends completed with credits = ledger`, { tags: ['long'], timeout: CASE_TIMEOUT_MS }, async () => {
+  // In the suite, not the long tier: the two cases of `harvester query` after it read the lake its run made.
+  it(`waits out PostgreSQL stopped ${OUTAGE_LENGTH} in the middle of the run, and ends completed with credits = ledger`, { timeout: CASE_TIMEOUT_MS }, async () => {
     await harvestThrough('pg-outage', [1, 2, 1], 80, async (workflowId) => {
       const since = Date.now();
       await services.postgres.stop();
