@@ -12,7 +12,6 @@
  * 1,000 objects) and its size compared with the catalog's.
  */
 import { open } from 'node:fs/promises';
-import { ObjectStorage } from '../store/shared/object-storage.js';
 import { storageRootUrl, type ObjectStorageSettings } from '../store/shared/shared-settings.js';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { sqlString } from './duckdb.js';
@@ -118,6 +117,9 @@ export async function damagedSharedLakeFiles(connection: DuckDBConnection, dataP
   const files = await referencedLakeFiles(connection, dataPath);
   if (files.length === 0) return [];
   const root = storageRootUrl(settings);
+  // Imported here, not at the top: the S3 client is ~90 ms and ~25 MB of every process that
+  // imports the lake (a load process, the CLI's query), and only a shared lake's check needs it.
+  const { ObjectStorage } = await import('../store/shared/object-storage.js');
   const objects = new ObjectStorage(settings);
   let sizes: Map<string, number>;
   try {
