@@ -15,11 +15,11 @@ export default defineConfig({
     // processes (warehouse-commands' maintain, fsync-budget's demo run) timed out on a busy run.
     testTimeout: 120_000,
     hookTimeout: 120_000,
-    // Two files at once on two cores. Four took vitest from 880 s to 642–712 s, but on a fresh
-    // clone one of five such runs failed outages' MinIO freeze (an activity attempt retried during
-    // the outage). Its cause, a heartbeat silenced by a hung sync, is fixed (76ae8dd); two until
-    // four has passed enough full runs since (bench/RESULTS.md).
-    maxWorkers: 2,
+    // Four files at once on two cores: the real-stack tests mostly wait (on Temporal, the emulator's
+    // latency, child processes), and two left the cores partly idle (880 s against 642–712 s for
+    // the whole suite at four). One failure in the first five runs at four, outages' MinIO freeze,
+    // had a cause of its own, a heartbeat silenced by a hung sync, fixed in 76ae8dd (bench/RESULTS.md).
+    maxWorkers: 4,
     // The long tier: real-stack tests of a minute or more each (a worker frozen past its run, outages
     // of the shared store, 25 loads and their compaction, 20 random harvests, the demo's own stack),
     // each path also walked by a shorter test that `npm test` keeps (the smoke). `npm test` leaves
