@@ -161,11 +161,13 @@ describe('a job that does not complete', () => {
 });
 
 /**
- * Whether the workflow has made its decision after `count` checkJob answers: its history holds
- * that many completed checkJob activities and, after the last, a completed workflow task.
+ * Once the workflow has made its decision after `count` checkJob answers (its history holds that
+ * many completed checkJob activities and, after the last, a completed workflow task), the landings
+ * it has scheduled by then (landJobResults activities in its history); undefined before.
  */
-async function decidedAfterChecks(handle: WorkflowHandle, count: number): Promise<boolean> {
+async function landingsDecided(handle: WorkflowHandle, count: number): Promise<number | undefined> {
   const { events } = await handle.fetchHistory();
+  const landings = (events ?? []).filter((event) => event.activityTaskScheduledEventAttributes?.activityType?.name === 'landJobResults').length;
   const types = new Map<string, string | null | undefined>();
   let checks = 0;
   let lastCheck = -1;
@@ -177,7 +179,7 @@ async function decidedAfterChecks(handle: WorkflowHandle, count: number): Promis
       lastCheck = index;
     }
   });
-  return checks >= count && (events ?? []).slice(lastCheck).some((event) => event.workflowTaskCompletedEventAttributes);
+  return checks >= count && (events ?? []).slice(lastCheck).some((event) => event.workflowTaskCompletedEventAttributes) ? landings : undefined;
 }
 
 describe('landing results', () => {
@@ -199,16 +201,25 @@ describe('landing results', () => {
     });
     let inFlight = 0;
     let mostInFlight = 0;
+    let started = 0;
     let handle: WorkflowHandle | undefined;
+    /** Whether the workflow has decided after all three checks, and every landing it scheduled by then has started here. */
+    const allDecidedLandingsStarted = async () => {
+      const scheduled = handle && (await landingsDecided(handle, 3));
+      return scheduled !== undefined && started >= scheduled;
+    };
     const worker = await stubbedWorker(env, 'jobs-landing', {
       ...stub.activities,
       landJobResults: async (input: { jobId: string; grant: number; workId: string }) => {
+        started++;
         inFlight++;
         mostInFlight = Math.max(mostInFlight, inFlight);
         try {
           // Each landing holds on until the workflow has seen all three jobs complete and made its
-          // decision: a third landing allowed would have been started by then.
-          while (!(handle && (await decidedAfterChecks(handle, 3)))) await new Promise((resolve) => setTimeout(resolve, 20));
+          // decision, and every landing it scheduled by then has started here: a third landing
+          // allowed would have been started by then. (Holding only until the decision let a landing
+          // return before the other landing of the same decision had started: 1 at once, in CI.)
+          while (!(await allDecidedLandingsStarted())) await new Promise((resolve) => setTimeout(resolve, 20));
           return await stub.activities.landJobResults(input);
         } finally {
           inFlight--;
