@@ -2,7 +2,7 @@
 /**
  * Prints the test files that hold a test of the long tier (tagged 'long', vitest.config.ts), one
  * per line, for `npm run test:long`: vitest filters tags file by file after importing each, so
- * naming the dozen files keeps the long tier from importing the suite's other files.
+ * naming only those files keeps the long tier from importing the suite's others.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
