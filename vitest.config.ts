@@ -20,8 +20,8 @@ export default defineConfig({
     // the whole suite at four). One failure in the first five runs at four, outages' MinIO freeze,
     // had a cause of its own, a heartbeat silenced by a hung sync, fixed in 76ae8dd (bench/RESULTS.md).
     maxWorkers: 4,
-    // The long tier: real-stack tests of a minute or more each (a worker frozen past its run, outages
-    // of the shared store, 25 loads and their compaction, 20 random harvests, the demo's own stack),
+    // The long tier: real-stack tests of a minute or more each (a worker frozen past its run, MinIO
+    // frozen mid-run, 25 loads and their compaction, 20 random harvests, the demo's own stack),
     // each path also walked by a shorter test that `npm test` keeps (the smoke). `npm test` leaves
     // them out (--tags-filter='!long'); `npm run test:long` runs them, and CI runs both.
     tags: [{ name: 'long', description: 'a real-stack test of a minute or more: `npm run test:long` and CI run it, `npm test` does not' }],

@@ -37,9 +37,11 @@ type Catalog = Awaited<ReturnType<TestEmulator['catalog']>>;
 
 interface CrashPoint {
   name: string;
-  inSuite: boolean;
-  /** A point of a minute or more: in the suite's long tier (`npm run test:long`, CI), not in `npm test`. */
-  long?: boolean;
+  /**
+   * Where the point runs: `suite`, in `npm test`; `long`, a point of a minute or more, in the
+   * suite's long tier (`npm run test:long`, CI); `bench`, only in `npm run bench:crash` (all six).
+   */
+  tier: 'suite' | 'long' | 'bench';
   /** The harvest (YAML) and the channels whose first items it must hold in the end. */
   harvest(catalog: Catalog): { yaml: string; channels: Array<{ handle: string; items: number }> };
   /** strace `-e inject=` rules (a kill with no watcher's delay). */
@@ -75,7 +77,7 @@ const POINTS: CrashPoint[] = [
     // A listing's pages landing: the kill comes at a page's write after the segment was synced once
     // (a checkpoint heartbeated), so the retry resumes from a checkpoint with pages past it lost.
     name: 'listing-pages',
-    inSuite: true,
+    tier: 'suite',
     harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[3]!, 300), channels: [{ handle: catalog.tiktok.handles[3]!, items: 300 }] }),
     trigger: (call, earlier) => call.name === 'write' && isSegment(call.path) && call.text.includes('/channel_') && earlier.some((c) => c.name === 'sync' && isSegment(c.path)),
   },
@@ -83,8 +85,7 @@ const POINTS: CrashPoint[] = [
     // An async job's results landing: killed on entering the first fdatasync of the run (the
     // first group commit after the results pages were written), before it runs.
     name: 'job-results',
-    inSuite: true,
-    long: true,
+    tier: 'long',
     harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[4]!, 450, '\n    job_threshold: 100'), channels: [{ handle: catalog.tiktok.handles[4]!, items: 450 }] }),
     inject: ['fdatasync:signal=KILL:when=1'],
   },
@@ -92,7 +93,7 @@ const POINTS: CrashPoint[] = [
     // Right after a load's commit: SQLite removes the catalog's journal (the commit is done) after
     // the load wrote its Parquet files.
     name: 'after-load-commit',
-    inSuite: false,
+    tier: 'bench',
     harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[5]!, 60), channels: [{ handle: catalog.tiktok.handles[5]!, items: 60 }] }),
     trigger: (call, earlier) => call.name === 'unlink' && call.path.endsWith('catalog.sqlite-journal') && earlier.some((c) => c.name === 'write' && isParquet(c.path)),
     env: FILES_FOR_EVERY_INSERT,
@@ -100,7 +101,7 @@ const POINTS: CrashPoint[] = [
   {
     // In the middle of a load: its first Parquet write, before its commit.
     name: 'mid-load',
-    inSuite: false,
+    tier: 'bench',
     harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[6]!, 60), channels: [{ handle: catalog.tiktok.handles[6]!, items: 60 }] }),
     trigger: (call) => call.name === 'write' && isParquet(call.path),
     env: FILES_FOR_EVERY_INSERT,
@@ -108,21 +109,21 @@ const POINTS: CrashPoint[] = [
   {
     // After `harvester maintain` merged and cleaned up the files of two runs' loads.
     name: 'after-maintenance',
-    inSuite: false,
+    tier: 'bench',
     harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[7]!, 60), channels: [{ handle: catalog.tiktok.handles[7]!, items: 60 }] }),
     when: 'afterMaintenance',
   },
   {
     // After the run's end: it completed (its final load committed, its segments and journals removed).
     name: 'after-run-end',
-    inSuite: true,
+    tier: 'suite',
     harvest: (catalog) => ({ yaml: channel(catalog.tiktok.handles[8]!, 60), channels: [{ handle: catalog.tiktok.handles[8]!, items: 60 }] }),
     when: 'afterRun',
   },
 ];
 
 const wanted = process.env.CRASH_POINTS;
-const selected = wanted === 'all' ? POINTS : wanted ? POINTS.filter((point) => wanted.split(',').includes(point.name)) : POINTS.filter((point) => point.inSuite);
+const selected = wanted === 'all' ? POINTS : wanted ? POINTS.filter((point) => wanted.split(',').includes(point.name)) : POINTS.filter((point) => point.tier !== 'bench');
 const keyOf = (point: CrashPoint) => `sk_live_crash_${point.name.replaceAll('-', '_')}`;
 
 let emulator: TestEmulator;
@@ -329,7 +330,7 @@ async function checkRun(lake: LakeFacts, acknowledged: Set<string>, context: { c
 
 describe('a power loss at each crash point loses nothing acknowledged and buys nothing loaded again', () => {
   for (const point of selected) {
-    it(`crash point: ${point.name}`, { tags: point.long ? ['long'] : [], timeout: 420_000 }, async () => {
+    it(`crash point: ${point.name}`, { tags: point.tier === 'long' ? ['long'] : [], timeout: 420_000 }, async () => {
       const report = await checkPoint(point);
       expect(report.failures, JSON.stringify({ trigger: report.trigger, dropped: report.reconstruction.dropped }, null, 1)).toEqual([]);
     });
