@@ -276,12 +276,22 @@ const LOADER = 'loader';
 const WRITER_MEMORY_LIMIT = '1GB';
 
 /**
+ * The load process's DuckDB threads: one. Its loads are many small statements (a final load is
+ * about forty, on a batch of a few thousand rows), where DuckDB's spreading each over the machine's
+ * cores cost more than it gained, beside a worker busy on the same cores: the peer benchmark's
+ * final load at 250 ms took 225–230 ms with one thread against 301–308 with two (8 channels), and
+ * 327–368 against 418–420 (32 channels); a 100,000-item harvest's whole run was no slower (5.6–5.8 s
+ * against 5.9 s). bench/RESULTS.md, 2026-11-28 20:00–20:15Z.
+ */
+const LOAD_PROCESS_THREADS = '1';
+
+/**
  * A DuckDB for writing lakes, with the lake's extensions loaded: a process that loads again and
  * again (src/warehouse/load-process.ts) makes it once, before its first load, which keeps the
  * ~0.1 s of loading them off every run's final load.
  */
 export async function createLakeEngine(): Promise<DuckDBInstance> {
-  const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_CONFIG, memory_limit: WRITER_MEMORY_LIMIT });
+  const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_CONFIG, memory_limit: WRITER_MEMORY_LIMIT, threads: LOAD_PROCESS_THREADS });
   const connection = await instance.connect();
   try {
     for (const statement of extensionLoads(lakeLocation(''))) await connection.run(statement);
