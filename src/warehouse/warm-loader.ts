@@ -24,6 +24,15 @@ import type { SchemaContracts } from '../harvest/schema-contract.js';
 
 const LOAD_PROCESS = join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'load-process.js');
 
+/**
+ * The load process's environment: the worker's at the time, with glibc's malloc held to one arena (unless the
+ * user chose otherwise). Its DuckDB runs on one thread (lake.ts), and each further thread that
+ * allocated kept an arena of its own that a load's allocations grew and never gave back: one arena
+ * took the load process's peak on a 12,800-item final load from 248–260 MB to 238 MB, and the load
+ * no slower (bench/RESULTS.md, 2026-11-28 20:10–20:20Z). musl and other C libraries ignore it.
+ */
+const loadProcessEnv = (): NodeJS.ProcessEnv => ({ ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '1' });
+
 /** How long a load process that has loaded stays idle before a fresh one replaces it. */
 export const LOAD_PROCESS_RENEW_MS = 60_000;
 
@@ -154,7 +163,7 @@ export class WarmLoader {
     this.#stderrTail = '';
     this.#lastError = undefined;
     // No execArgv: the worker's own flags (its heap cap) are not meant for DuckDB's process.
-    const child = fork(LOAD_PROCESS, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], execArgv: [] });
+    const child = fork(LOAD_PROCESS, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], execArgv: [], env: loadProcessEnv() });
     let tail = '';
     const stderrTail = () => tail;
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
