@@ -17,36 +17,52 @@ const TICK_MS = 100;
 /** A gap between ticks longer than this is a stall: far above a busy loop's lag, far below the seconds a takeover needs. */
 export const STALL_MS = 1_000;
 
+/**
+ * How far a test has moved this process's clock on (standStillForTests): zero in the product.
+ * A freeze is seen as a gap in the clock between the watch's ticks, so a test can show one
+ * without holding its event loop for over a second.
+ */
+let skipped = 0;
+const now = (): number => performance.now() + skipped;
+
+/**
+ * For tests: to the watch, the process stood still for `ms` just now, as a frozen or blocked one
+ * does (its clock moves on by `ms`, and the next tick sees the gap), without the wait.
+ */
+export function standStillForTests(ms: number): void {
+  skipped += ms;
+}
+
 let lastTick = 0;
-/** When the last stall the ticks saw ended (performance.now()). */
+/** When the last stall the ticks saw ended (the watch's clock, `now`). */
 let lastStallEnd = -Infinity;
 let ticking: NodeJS.Timeout | undefined;
 
 function tick(): void {
-  const now = performance.now();
-  if (now - lastTick > STALL_MS) lastStallEnd = now;
-  lastTick = now;
+  const at = now();
+  if (at - lastTick > STALL_MS) lastStallEnd = at;
+  lastTick = at;
 }
 
 /** Starts the watch (once per process; its timer does not keep the process alive). */
 export function watchLoopStalls(): void {
   if (ticking) return;
-  lastTick = performance.now();
+  lastTick = now();
   ticking = setInterval(tick, TICK_MS);
   ticking.unref();
 }
 
 /**
- * Whether the process stalled at or after `since` (performance.now()): a stall the ticks saw end
+ * Whether the process stalled at or after `since` (the watch's clock): a stall the ticks saw end
  * since then, or one going on now that they have not seen yet (on waking, I/O callbacks may run
  * before the timers do). A stall seen just before `since` may count too: the caller then reads its
  * fence once more, which is safe.
  */
 export function stalledSince(since: number): boolean {
-  return performance.now() - lastTick > STALL_MS || lastStallEnd >= since;
+  return now() - lastTick > STALL_MS || lastStallEnd >= since;
 }
 
-/** The dispatch option a fenced request carries: when its fence was read (performance.now()). */
+/** The dispatch option a fenced request carries: when its fence was read (the watch's clock). */
 export interface FencedRequest {
   fencedAt?: number;
 }
@@ -107,7 +123,7 @@ export async function fencedRequest(
     // answer given before a stall but taken after it tells nothing of the claim since (seen in CI
     // with PostgreSQL: the stall watch ticked after the wake, then the old answer came in, and a
     // stamp taken then found no stall after it).
-    const fencedAt = performance.now();
+    const fencedAt = now();
     try {
       await beforeSend();
     } catch (error) {

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { meteredCall } from '../../activities/metered-call.js';
 import type { SocialApiClient } from '../../src/api/client.js';
-import { STALL_MS } from '../../src/api/fence-at-write.js';
+import { STALL_MS, standStillForTests } from '../../src/api/fence-at-write.js';
 import { CallJournal, SupersededAttemptError } from '../../src/store/call-journal.js';
 import { FileJournals } from '../../src/store/file-journal.js';
 import { LocalStore } from '../../src/store/store.js';
@@ -102,8 +102,9 @@ describe('a process that stalls after a call\'s fence was read, with the call wa
         beforeSend: () => {
           fenceReads += 1;
           // The first read passes; the process then stands still for longer than a stall (as a worker
-          // frozen by SIGSTOP would), and meanwhile another attempt took the work over.
-          if (fenceReads === 1) setTimeout(() => busyWait(STALL_MS + 300), 20);
+          // frozen by SIGSTOP would: its clock moves on, without the wait), and meanwhile another
+          // attempt took the work over.
+          if (fenceReads === 1) setTimeout(() => standStillForTests(STALL_MS + 300), 20);
           else throw new SupersededAttemptError('taken over while this process stood still');
         },
       });
@@ -137,7 +138,7 @@ describe('a process that stalls while a call\'s fence is being read (a round tri
           // socket); another attempt takes the work over meanwhile. The stall watch ticks after
           // the wake, then the old answer is read: the call must not go out under it.
           await new Promise((resolve) => setTimeout(resolve, 10));
-          busyWait(STALL_MS + 300);
+          standStillForTests(STALL_MS + 300);
           await new Promise((resolve) => setTimeout(resolve, 300));
         },
       });
@@ -151,10 +152,3 @@ describe('a process that stalls while a call\'s fence is being read (a round tri
   }, 30_000);
 });
 
-/** Holds the event loop, as a frozen process does. */
-function busyWait(ms: number): void {
-  const end = performance.now() + ms;
-  while (performance.now() < end) {
-    // nothing: the process is not running anything else
-  }
-}
