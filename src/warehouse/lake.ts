@@ -275,14 +275,7 @@ const LOADER = 'loader';
 /** The writer's memory: DuckDB's own limit, so a batch spills rather than grows the process past it. */
 const WRITER_MEMORY_LIMIT = '1GB';
 
-/**
- * The load process's DuckDB threads: one. Its loads are many small statements (a final load is
- * about forty, on a batch of a few thousand rows), where DuckDB's spreading each over the machine's
- * cores cost more than it gained, beside a worker busy on the same cores: the peer benchmark's
- * final load at 250 ms took 225–230 ms with one thread against 301–308 with two (8 channels), and
- * 327–368 against 418–420 (32 channels); a 100,000-item harvest's whole run was no slower (5.6–5.8 s
- * against 5.9 s). bench/RESULTS.md, 2026-11-28 20:00–20:15Z.
- */
+/** One thread: a load is ~40 small statements, slower on two threads beside a busy worker (bench/RESULTS.md, 2026-11-28 20:00Z). */
 const LOAD_PROCESS_THREADS = '1';
 
 /**
