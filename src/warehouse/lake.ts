@@ -275,8 +275,9 @@ const LOADER = 'loader';
 /** The writer's memory: DuckDB's own limit, so a batch spills rather than grows the process past it. */
 const WRITER_MEMORY_LIMIT = '1GB';
 
-/** One thread: a load is ~40 small statements, slower on two threads beside a busy worker (bench/RESULTS.md, 2026-11-28 20:00Z). */
-const LOAD_PROCESS_THREADS = '1';
+// One thread (~40 small statements a load: slower on two beside a busy worker), and what a load freed given back
+// past 4 MB, not DuckDB's 128 MB (50–70 MB off the peak, no slower): bench/RESULTS.md, 2026-11-28 20:00Z, 21:54Z.
+const LOAD_PROCESS_SETTINGS = { threads: '1', allocator_flush_threshold: '4MB', allocator_bulk_deallocation_flush_threshold: '4MB' };
 
 /**
  * A DuckDB for writing lakes, with the lake's extensions loaded: a process that loads again and
@@ -284,7 +285,7 @@ const LOAD_PROCESS_THREADS = '1';
  * ~0.1 s of loading them off every run's final load.
  */
 export async function createLakeEngine(): Promise<DuckDBInstance> {
-  const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_CONFIG, memory_limit: WRITER_MEMORY_LIMIT, threads: LOAD_PROCESS_THREADS });
+  const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_CONFIG, memory_limit: WRITER_MEMORY_LIMIT, ...LOAD_PROCESS_SETTINGS });
   const connection = await instance.connect();
   try {
     for (const statement of extensionLoads(lakeLocation(''))) await connection.run(statement);
