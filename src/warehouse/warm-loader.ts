@@ -26,10 +26,10 @@ const LOAD_PROCESS = join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'load-proces
 
 /**
  * The load process's environment: the worker's at the time, with glibc's malloc held to one arena (unless the
- * user chose otherwise). Its DuckDB runs on one thread (lake.ts), and each further thread that
- * allocated kept an arena of its own that a load's allocations grew and never gave back: one arena
- * took the load process's peak on a 12,800-item final load from 248–260 MB to 238 MB, and the load
- * no slower (bench/RESULTS.md, 2026-11-28 20:10–20:20Z). musl and other C libraries ignore it.
+ * user chose otherwise), so the threads that allocate beside its one DuckDB thread (lake.ts) do not each
+ * keep an arena of their own. Its effect is unproven: the load process's peak on a 12,800-item final
+ * load was 231–239 MB with it in a first experiment, 246–250 MB in a second, against 248–260 MB
+ * without (bench/RESULTS.md, 2026-11-28 20:10–20:20Z); the load was no slower. musl ignores it.
  */
 const loadProcessEnv = (): NodeJS.ProcessEnv => ({ ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '1' });
 
