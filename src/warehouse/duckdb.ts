@@ -8,9 +8,9 @@ export const DUCKDB_CONFIG = { autoinstall_known_extensions: 'false', autoload_k
 
 export async function openDatabase(
   path: string,
-  options: { readOnly?: boolean; memoryLimit?: string; threads?: number } = {},
+  options: { readOnly?: boolean; memoryLimit?: string; threads?: number; settings?: Record<string, string> } = {},
 ): Promise<{ instance: DuckDBInstance; connection: DuckDBConnection }> {
-  const config: Record<string, string> = { ...DUCKDB_CONFIG };
+  const config: Record<string, string> = { ...DUCKDB_CONFIG, ...options.settings };
   if (options.readOnly) config.access_mode = 'READ_ONLY';
   if (options.memoryLimit) config.memory_limit = options.memoryLimit;
   if (options.threads) config.threads = String(options.threads);

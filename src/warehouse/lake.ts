@@ -9,23 +9,20 @@
  * loaded by path from .tools/duckdb-extensions, where `npm run setup` put them.
  */
 import { existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
-import { TOOLS_DIR } from '../project-paths.js';
 import { lakeCatalogFile, lakeDataFolder, lakeDataPath, loaderDatabasePath, loaderFolder, loaderSpillFolder } from '../store/layout.js';
 import { outageOf } from '../store/outage.js';
 import { objectStorageSettings, redactedUrl, storageRootUrl, type ObjectStorageSettings } from '../store/shared/shared-settings.js';
 import { syncDirectory } from '../store/durable-file.js';
 import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames, withDefaultDatabase } from './duckdb.js';
+import { extensionFile, extensionLoadStatements, extensionSettings, extensionsLoaded } from './extension-files.js';
 import { syncingLakeWrites, type LakeSyncTotals } from './lake-sync.js';
 import { DamagedLakeError, damagedLakeFiles, damagedSharedLakeFiles, type DamagedLakeFile } from './lake-health.js';
 
 /** The name the lake is attached under; the readers' and the loader's default database. */
 export const LAKE = 'lake';
-
-/** Where `npm run setup` puts the DuckDB extensions, by the name DuckDB knows each by. */
-const EXTENSIONS_DIR = join(TOOLS_DIR, 'duckdb-extensions');
 
 /**
  * Where a data directory's lake is: its catalog (what DuckLake's ATTACH names), its data files,
@@ -108,7 +105,7 @@ export type LakeAccess = 'write' | 'read' | 'sandboxed';
 export async function lakeExists(dataDir: string): Promise<boolean> {
   const location = lakeLocation(dataDir);
   if (!location.shared) return existsSync(lakeCatalogFile(dataDir));
-  const db = await openDatabase(':memory:');
+  const db = await openDatabase(':memory:', { settings: extensionSettings(location.extensions) });
   try {
     // Whether it is there, not whether its files are whole: the open that follows checks them.
     await attachLake(db.connection, dataDir, 'read', undefined, undefined, false);
@@ -125,11 +122,11 @@ export async function lakeExists(dataDir: string): Promise<boolean> {
 
 /** The statements that load the lake's extensions by path, for any DuckDB client of the same version (the tests' Python too). */
 export function extensionLoads(location: LakeLocation = lakeLocation('')): string[] {
-  return location.extensions.map((name) => {
-    const file = join(EXTENSIONS_DIR, `${name}.duckdb_extension`);
+  for (const name of location.extensions) {
+    const file = extensionFile(name);
     if (!existsSync(file)) throw new Error(`no DuckDB extension ${name} at ${file}: run \`npm run setup\`, which installs it from PyPI's duckdb-extension wheels`);
-    return `LOAD ${sqlString(file)}`;
-  });
+  }
+  return extensionLoadStatements(location.extensions);
 }
 
 /**
@@ -237,6 +234,7 @@ async function damagedOnAttach(connection: DuckDBConnection, location: LakeLocat
 /** Loads the location's extensions and gives DuckDB its credentials, before its ATTACH. */
 async function prepareFor(connection: DuckDBConnection, location: LakeLocation): Promise<void> {
   for (const statement of extensionLoads(location)) await connection.run(statement);
+  await extensionsLoaded(connection, location.extensions);
   for (const statement of location.credentials) {
     try {
       await connection.run(statement);
@@ -285,10 +283,12 @@ const LOAD_PROCESS_SETTINGS = { threads: '1', allocator_flush_threshold: '4MB', 
  * ~0.1 s of loading them off every run's final load.
  */
 export async function createLakeEngine(): Promise<DuckDBInstance> {
-  const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_CONFIG, memory_limit: WRITER_MEMORY_LIMIT, ...LOAD_PROCESS_SETTINGS });
+  const location = lakeLocation('');
+  const instance = await DuckDBInstance.create(':memory:', { ...DUCKDB_CONFIG, memory_limit: WRITER_MEMORY_LIMIT, ...LOAD_PROCESS_SETTINGS, ...extensionSettings(location.extensions) });
   const connection = await instance.connect();
   try {
-    for (const statement of extensionLoads(lakeLocation(''))) await connection.run(statement);
+    for (const statement of extensionLoads(location)) await connection.run(statement);
+    await extensionsLoaded(connection, location.extensions);
   } finally {
     connection.closeSync();
   }
@@ -342,7 +342,7 @@ export async function openLake(
       },
     };
   } else {
-    const db = access === 'write' ? await openDatabase(loaderDatabasePath(dataDir), { memoryLimit: WRITER_MEMORY_LIMIT }) : await openDatabase(':memory:');
+    const db = access === 'write' ? await openDatabase(loaderDatabasePath(dataDir), { memoryLimit: WRITER_MEMORY_LIMIT, settings: extensionSettings(location.extensions) }) : await openDatabase(':memory:', { settings: extensionSettings(location.extensions) });
     lake = { connection: db.connection, close: async () => closeDatabase(db) };
   }
   try {
