@@ -1,0 +1,115 @@
+/**
+ * A worker's start asks the API whether it takes the key (src/cli/api-key-check.ts) and makes the
+ * worker meanwhile (its workflows loaded, its load process started): the key's answer holds back
+ * only the polling. Against an API of the test's own that holds the key check's answer until the
+ * test gives it, and the real Temporal dev server.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { CLI } from '../support/cli.js';
+import { waitFor } from '../support/emulator.js';
+import { alive, descendants } from '../support/processes.js';
+
+let server: Server;
+/** The key checks asked and not answered yet. */
+const held: ServerResponse[] = [];
+const dirs: string[] = [];
+let child: ChildProcess | undefined;
+
+beforeAll(async () => {
+  server = createServer((req, res) => {
+    res.setHeader('content-type', 'application/json');
+    if (req.method === 'GET' && req.url?.startsWith('/v1/webhooks')) held.push(res);
+    else res.writeHead(404).end(JSON.stringify({ error: { code: 'not_found', message: 'not here' }, request_id: 'req_0000000000000009' }));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+});
+afterEach(async () => {
+  if (child && child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child!.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+  for (const res of held.splice(0)) res.destroy();
+});
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((resolve) => server.close(resolve));
+  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+});
+
+/** Starts `harvester worker` against the holding API; its log so far, as it grows. */
+function startWorker(): { log: () => string; exited: Promise<number | null> } {
+  const dataDir = mkdtempSync(join(tmpdir(), 'worker-start-'));
+  dirs.push(dataDir);
+  child = spawn(process.execPath, [CLI, 'worker'], {
+    env: {
+      ...process.env,
+      SOCIAL_API_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      SOCIAL_API_KEY: 'sk_live_worker_start_0001',
+      HARVESTER_DATA_DIR: dataDir,
+      TEMPORAL_ADDRESS: inject('temporalAddress'),
+      HARVESTER_TASK_QUEUE: `worker-start-${Math.random().toString(36).slice(2, 10)}`,
+    },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let log = '';
+  child.stderr!.setEncoding('utf8').on('data', (chunk: string) => (log += chunk));
+  const exited = new Promise<number | null>((resolve) => child!.once('exit', (code) => resolve(code)));
+  return { log: () => log, exited };
+}
+
+/** What `check` finds, waited for while the worker runs: a worker that exited first fails the wait at once, with its log. */
+function whileRunning<T>(worker: { log: () => string }, check: () => T | undefined, what: string): Promise<T> {
+  return waitFor(
+    () => {
+      if (child!.exitCode !== null || child!.signalCode !== null) throw new Error(`the worker exited (${child!.exitCode ?? child!.signalCode}) before ${what}: ${worker.log()}`);
+      return check();
+    },
+    60_000,
+    `${what} (the worker's log: ${worker.log()})`,
+  );
+}
+
+/** The worker's load process, once it runs (a child of the worker running src/warehouse/load-process.js). */
+function loadProcessOf(worker: ChildProcess): number | undefined {
+  return descendants(worker.pid!).find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('load-process.js');
+    } catch {
+      return false;
+    }
+  });
+}
+
+describe('a worker\'s start, while the API answers the key check', () => {
+  it('makes the worker and starts its load process before the answer, and polls only after it', async () => {
+    const worker = startWorker();
+    await whileRunning(worker, () => (held.length > 0 ? true : undefined), 'the worker asked the API about its key');
+    // Before its start was made of two halves, one after the other, nothing of the worker was made until the answer came.
+    const loadProcess = await whileRunning(worker, () => loadProcessOf(child!), "the worker's load process started while the key check waits");
+    expect(alive(loadProcess)).toBe(true);
+    expect(worker.log()).not.toMatch(/polling task queue/);
+    held.shift()!.writeHead(200).end(JSON.stringify({ data: [], request_id: 'req_0000000000000001' }));
+    await whileRunning(worker, () => (/polling task queue/.test(worker.log()) ? true : undefined), 'the worker polled');
+    child!.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+  });
+
+  it('a key refused after the worker was made ends the start in one line naming the API, not the key, and leaves no load process behind', async () => {
+    const worker = startWorker();
+    await whileRunning(worker, () => (held.length > 0 ? true : undefined), 'the worker asked the API about its key');
+    const loadProcess = await whileRunning(worker, () => loadProcessOf(child!), "the worker's load process started while the key check waits");
+    held.shift()!.writeHead(401).end(JSON.stringify({ error: { code: 'invalid_api_key', message: 'the API key is not valid' }, request_id: 'req_0000000000000002' }));
+    expect(await worker.exited).toBe(2);
+    expect(worker.log()).toMatch(/refused SOCIAL_API_KEY: invalid_api_key/);
+    expect(worker.log()).not.toContain('sk_live_worker_start_0001');
+    expect(worker.log()).not.toMatch(/polling task queue/);
+    await waitFor(() => (alive(loadProcess) ? undefined : true), 60_000, 'the load process to exit with its worker');
+  });
+});
