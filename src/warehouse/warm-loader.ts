@@ -27,9 +27,10 @@ const LOAD_PROCESS = join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'load-proces
 /**
  * The load process's environment: the worker's at the time, with glibc's malloc held to one arena (unless the
  * user chose otherwise), so the threads that allocate beside its one DuckDB thread (lake.ts) do not each
- * keep an arena of their own. Its effect is unproven: the load process's peak on a 12,800-item final
- * load was 231–239 MB with it in a first experiment, 246–250 MB in a second, against 248–260 MB
- * without (bench/RESULTS.md, 2026-11-28 20:10–20:20Z); the load was no slower. musl ignores it.
+ * keep an arena of their own. Measured small: the load process's peak on a 12,800-item final load was
+ * 231–250 MB with it against 248–260 MB without (bench/RESULTS.md, 2026-11-28 20:10–20:20Z), and the
+ * standing worker's tree on the peer benchmark's 32 channels 406–429 MB (median 416) against 411–441
+ * (median 432), three rounds interleaved (2026-11-29 00:36Z); the final load no slower. musl ignores it.
  */
 const loadProcessEnv = (): NodeJS.ProcessEnv => ({ ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '1' });
 
