@@ -20,7 +20,6 @@ import type { Logger } from '../src/logger.js';
 
 /** What the forecast needs of the run activities' dependencies (runs.ts's RunActivityDeps has them). */
 export interface ForecastDeps {
-  client: Pick<SocialApiClient, 'serverTime'>;
   store: Store;
   dataDir: string;
   logger?: Logger;
@@ -40,27 +39,40 @@ interface Prepared {
   skipped?: string;
 }
 
+/** The API's time (ms), asked of it at most once however often it is called: see apiTimeOnce. */
+export type ApiTime = () => Promise<number>;
+
+/**
+ * The API's time for one run's start, asked at most once: the run's knowledge (prepareRun) and its
+ * forecast read the lake at the same instant. They asked it once each, a round trip to the API
+ * each (a quarter of a second at 250 ms a call), one after the other.
+ */
+export function apiTimeOnce(client: Pick<SocialApiClient, 'serverTime'>): ApiTime {
+  let asked: Promise<number> | undefined;
+  return () => (asked ??= client.serverTime().then((time) => time.getTime()));
+}
+
 /**
  * The lake's history of the targets, at the API's time (tracking's, when prepareRun asked it
  * already). None without a lake: then neither DuckDB is loaded (a third of a second, which the
  * data directory's first run need not pay) nor the API's time asked.
  */
-async function lakeHistory(deps: ForecastDeps, targets: TargetPlan[], incremental: ReadonlySet<string>, asOfMs: number | undefined): Promise<PlanHistory | undefined> {
+async function lakeHistory(deps: ForecastDeps, targets: TargetPlan[], incremental: ReadonlySet<string>, asOfMs: number | undefined, apiTime: ApiTime): Promise<PlanHistory | undefined> {
   if (deps.store instanceof LocalStore && !existsSync(lakeCatalogFile(deps.dataDir))) return undefined;
   const [{ lakeExists }, { readPlanHistory }] = await Promise.all([import('../src/warehouse/lake.js'), import('../src/warehouse/plan-history.js')]);
   if (!(await lakeExists(deps.dataDir))) return undefined;
-  return readPlanHistory(deps.dataDir, targets, incremental, asOfMs ?? (await deps.client.serverTime()).getTime());
+  return readPlanHistory(deps.dataDir, targets, incremental, asOfMs ?? (await apiTime()));
 }
 
 /** Adds the run's forecast to what prepareRun gave back, unless the run is blocked or its config was not given. */
-export async function withForecast<P extends Prepared>(deps: ForecastDeps, input: ForecastInput, prepared: P): Promise<P & { forecast?: RunForecast }> {
+export async function withForecast<P extends Prepared>(deps: ForecastDeps, input: ForecastInput, prepared: P, apiTime: ApiTime): Promise<P & { forecast?: RunForecast }> {
   const harvest = input.harvestConfig;
   if (!harvest || prepared.blocked || prepared.skipped) return prepared;
   try {
     const targets = planTargets(harvest);
     const coverage = await Promise.all(targets.map((target) => deps.store.readCoverage(target.key)));
     const incremental = new Set(targets.filter((target, index) => coversListing(coverage[index], target.maxItems)).map((target) => target.key));
-    const history = await lakeHistory(deps, targets, incremental, prepared.tracking?.asOfMs);
+    const history = await lakeHistory(deps, targets, incremental, prepared.tracking?.asOfMs, apiTime);
     const plan = planHarvestCost(harvest, prepared.prices, { budgetCredits: input.budgetCredits, ...(history ? { history } : {}), ...(prepared.tracking ? { tracking: prepared.tracking } : {}) });
     return { ...prepared, forecast: runForecastOf(plan) };
   } catch (error) {

@@ -30,7 +30,7 @@ import type { TargetPlan } from '../src/harvest/targets.js';
 import type { TrackingForecast } from '../src/harvest/tracking.js';
 import { firstPageLimit, KNOWN_IDS } from '../src/harvest/plan-history.js';
 import type { RunForecast } from '../src/harvest/run-forecast.js';
-import { withForecast, type ForecastInput } from './run-forecast.js';
+import { apiTimeOnce, withForecast, type ApiTime, type ForecastInput } from './run-forecast.js';
 import { DEFAULT_SCHEMA_CONTRACT, type HarvestSchemaContract, type SchemaContracts } from '../src/harvest/schema-contract.js';
 import { spentBudgetOf } from './call-budgets.js';
 import { StepTimes, type StepTimings } from '../src/warehouse/step-times.js';
@@ -277,7 +277,11 @@ export function runActivities(deps: RunActivityDeps) {
 
   return {
     // Both map a refused key and an unwritable data directory to failures that are not retried.
-    prepareRun: (input: PrepareRunInput): Promise<PreparedRun> => asActivity(async () => withForecast(deps, input, await prepareRun(deps, loads, input))),
+    prepareRun: (input: PrepareRunInput): Promise<PreparedRun> =>
+      asActivity(async () => {
+        const apiTime = apiTimeOnce(deps.client);
+        return withForecast(deps, input, await prepareRun(deps, loads, input, apiTime), apiTime);
+      }),
     finishRun: (input: FinishRunInput): Promise<FinishedRun> => asActivity(() => finishRun(deps, loads, input)),
 
     async pauseSchedule(input: { harvest: string; reason: string }): Promise<void> {
@@ -287,7 +291,7 @@ export function runActivities(deps: RunActivityDeps) {
 }
 
 /** A run's start: refused while credits are low, else recorded, with today's prices and what earlier runs saw. */
-async function prepareRun(deps: RunActivityDeps, loads: RunLoads, input: PrepareRunInput): Promise<PreparedRun> {
+async function prepareRun(deps: RunActivityDeps, loads: RunLoads, input: PrepareRunInput, apiTime: ApiTime): Promise<PreparedRun> {
   loads.duringRuns.started(input.runId, input.harvest, input.harvestConfig?.schema_contract);
   const prices = loadPriceTable(deps.pricesFile);
   const low = await deps.store.creditsLow();
@@ -300,8 +304,11 @@ async function prepareRun(deps: RunActivityDeps, loads: RunLoads, input: Prepare
   const coverage = await Promise.all(input.targets.map((target) => deps.store.readCoverage(target.key)));
   const incremental = input.targets.filter((target, index) => coversListing(coverage[index], target.maxItems));
   if (incremental.length === 0 && !input.trackItems) return { prices, knowledge: {} };
-  // Observations carry the API's clock, so "now" is the API's too (a free call's Date header).
-  const apiNow = (await deps.client.serverTime()).getTime();
+  // Observations carry the API's clock, so "now" is the API's too (a free call's Date header),
+  // asked while DuckDB loads and the lake is read, not before them. A failed ask fails the
+  // activity below, where it is awaited; meanwhile it is no unhandled rejection.
+  const askedApiTime = apiTime();
+  askedApiTime.catch(() => undefined);
   // Loaded here, not at the top: DuckDB costs a third of a second to load, which a first run
   // (and the start of every `harvester run`) need not pay.
   const { newestKnownItems, forecastTracking } = await import('../src/warehouse/known-items.js');
@@ -316,7 +323,9 @@ async function prepareRun(deps: RunActivityDeps, loads: RunLoads, input: Prepare
       if (repair) deps.logger?.warn({ repair: repairReport(repair) }, 'repaired the warehouse');
       if (repair) lakeRepairs.push(...repairLines(repair));
     });
-  const knowledge = knowledgeOf(incremental, await repaired(() => newestKnownItems(deps.dataDir, incremental, KNOWN_IDS)), apiNow);
+  const known = await repaired(() => newestKnownItems(deps.dataDir, incremental, KNOWN_IDS));
+  const apiNow = await askedApiTime;
+  const knowledge = knowledgeOf(incremental, known, apiNow);
   const trackItems = input.trackItems;
   const tracking = trackItems ? await repaired(() => forecastTracking(deps.dataDir, input.targets, trackItems.days, apiNow, prices)) : undefined;
   return { prices, knowledge, ...(tracking ? { tracking } : {}), ...(lakeRepairs.length > 0 ? { lakeRepairs } : {}) };
