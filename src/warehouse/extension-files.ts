@@ -1,4 +1,4 @@
-import { readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../project-paths.js';
@@ -33,7 +33,11 @@ export function extensionFile(name: string, dir = EXTENSIONS_DIR): string {
 
 /** The statements that load `names` by path, for any DuckDB client of the same version (the tests' Python too). */
 export function extensionLoadStatements(names: readonly string[], dir = EXTENSIONS_DIR): string[] {
-  return names.map((name) => `LOAD ${sqlString(extensionFile(name, dir))}`);
+  return names.map((name) => {
+    const file = extensionFile(name, dir);
+    if (!existsSync(file)) throw new Error(`no DuckDB extension ${name} at ${file}: run \`npm run setup\`, which installs it from PyPI's duckdb-extension wheels`);
+    return `LOAD ${sqlString(file)}`;
+  });
 }
 
 /** A file's identity: another file, or the same one rewritten, has another. */

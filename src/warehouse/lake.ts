@@ -17,7 +17,7 @@ import { outageOf } from '../store/outage.js';
 import { objectStorageSettings, redactedUrl, storageRootUrl, type ObjectStorageSettings } from '../store/shared/shared-settings.js';
 import { syncDirectory } from '../store/durable-file.js';
 import { DUCKDB_CONFIG, closeDatabase, openDatabase, scalarOf, sqlString, tableNames, withDefaultDatabase } from './duckdb.js';
-import { extensionFile, extensionLoadStatements, extensionSettings, extensionsLoaded } from './extension-files.js';
+import { extensionLoadStatements, extensionSettings, extensionsLoaded } from './extension-files.js';
 import { syncingLakeWrites, type LakeSyncTotals } from './lake-sync.js';
 import { DamagedLakeError, damagedLakeFiles, damagedSharedLakeFiles, type DamagedLakeFile } from './lake-health.js';
 
@@ -120,12 +120,8 @@ export async function lakeExists(dataDir: string): Promise<boolean> {
   }
 }
 
-/** The statements that load the lake's extensions by path, for any DuckDB client of the same version (the tests' Python too). */
+/** The statements that load the lake's extensions by path (extension-files.ts), for any DuckDB client of the same version. */
 export function extensionLoads(location: LakeLocation = lakeLocation('')): string[] {
-  for (const name of location.extensions) {
-    const file = extensionFile(name);
-    if (!existsSync(file)) throw new Error(`no DuckDB extension ${name} at ${file}: run \`npm run setup\`, which installs it from PyPI's duckdb-extension wheels`);
-  }
   return extensionLoadStatements(location.extensions);
 }
 
@@ -342,7 +338,8 @@ export async function openLake(
       },
     };
   } else {
-    const db = access === 'write' ? await openDatabase(loaderDatabasePath(dataDir), { memoryLimit: WRITER_MEMORY_LIMIT, settings: extensionSettings(location.extensions) }) : await openDatabase(':memory:', { settings: extensionSettings(location.extensions) });
+    const settings = extensionSettings(location.extensions);
+    const db = access === 'write' ? await openDatabase(loaderDatabasePath(dataDir), { memoryLimit: WRITER_MEMORY_LIMIT, settings }) : await openDatabase(':memory:', { settings });
     lake = { connection: db.connection, close: async () => closeDatabase(db) };
   }
   try {
