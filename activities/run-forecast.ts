@@ -53,15 +53,15 @@ export function apiTimeOnce(client: Pick<SocialApiClient, 'serverTime'>): ApiTim
 }
 
 /**
- * The lake's history of the targets, at the API's time (tracking's, when prepareRun asked it
- * already). None without a lake: then neither DuckDB is loaded (a third of a second, which the
- * data directory's first run need not pay) nor the API's time asked.
+ * The lake's history of the targets, at the run's API time (the one prepareRun read the lake at,
+ * tracking's forecast included). None without a lake: then neither DuckDB is loaded (a third of a
+ * second, which the data directory's first run need not pay) nor the API's time asked.
  */
-async function lakeHistory(deps: ForecastDeps, targets: TargetPlan[], incremental: ReadonlySet<string>, asOfMs: number | undefined, apiTime: ApiTime): Promise<PlanHistory | undefined> {
+async function lakeHistory(deps: ForecastDeps, targets: TargetPlan[], incremental: ReadonlySet<string>, apiTime: ApiTime): Promise<PlanHistory | undefined> {
   if (deps.store instanceof LocalStore && !existsSync(lakeCatalogFile(deps.dataDir))) return undefined;
   const [{ lakeExists }, { readPlanHistory }] = await Promise.all([import('../src/warehouse/lake.js'), import('../src/warehouse/plan-history.js')]);
   if (!(await lakeExists(deps.dataDir))) return undefined;
-  return readPlanHistory(deps.dataDir, targets, incremental, asOfMs ?? (await apiTime()));
+  return readPlanHistory(deps.dataDir, targets, incremental, await apiTime());
 }
 
 /** Adds the run's forecast to what prepareRun gave back, unless the run is blocked or its config was not given. */
@@ -72,7 +72,7 @@ export async function withForecast<P extends Prepared>(deps: ForecastDeps, input
     const targets = planTargets(harvest);
     const coverage = await Promise.all(targets.map((target) => deps.store.readCoverage(target.key)));
     const incremental = new Set(targets.filter((target, index) => coversListing(coverage[index], target.maxItems)).map((target) => target.key));
-    const history = await lakeHistory(deps, targets, incremental, prepared.tracking?.asOfMs, apiTime);
+    const history = await lakeHistory(deps, targets, incremental, apiTime);
     const plan = planHarvestCost(harvest, prepared.prices, { budgetCredits: input.budgetCredits, ...(history ? { history } : {}), ...(prepared.tracking ? { tracking: prepared.tracking } : {}) });
     return { ...prepared, forecast: runForecastOf(plan) };
   } catch (error) {
