@@ -1,7 +1,8 @@
-import { existsSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { TOOLS_DIR } from '../project-paths.js';
+import { writeDurableFile } from '../store/durable-file.js';
 import { sqlString } from './duckdb.js';
 
 /**
@@ -69,9 +70,9 @@ export function signaturesChecked(names: readonly string[], dir = EXTENSIONS_DIR
 
 /**
  * Records that DuckDB loaded `names` with their signatures checked (an engine opened without
- * `allow_unsigned_extensions`). Written whole under a temporary name, then renamed, so a reader
- * never sees half of it. Not synced: a record lost in a crash only costs the next process the
- * check. A folder that cannot be written (a read-only install) keeps every load checked.
+ * `allow_unsigned_extensions`). Written whole and renamed, so a reader never sees half of it, and
+ * not synced (`durable: false`): a record lost in a crash only costs the next process the check. A
+ * folder that cannot be written (a read-only install) keeps every load checked.
  */
 function recordSignaturesChecked(names: readonly string[], dir: string): void {
   const checked = checkedIdentities(dir);
@@ -84,10 +85,8 @@ function recordSignaturesChecked(names: readonly string[], dir: string): void {
     }
   }
   if (!changed) return;
-  const partial = `${checkedFile(dir)}.${process.pid}.partial`;
   try {
-    writeFileSync(partial, `${JSON.stringify(checked, null, 2)}\n`);
-    renameSync(partial, checkedFile(dir));
+    writeDurableFile(checkedFile(dir), `${JSON.stringify(checked, null, 2)}\n`, { what: 'record of the extensions whose signatures were checked', durable: false });
   } catch {
     // Not recorded: the next process checks the signatures again, as DuckDB does by default.
   }
