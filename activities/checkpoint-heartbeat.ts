@@ -34,6 +34,11 @@ export class CheckpointHeartbeat<P extends object> {
   private lastSync = 0;
   /** A sync that failed: the work stops at its next commit or flush with it. */
   private failure: unknown;
+  /**
+   * The latest attempt that made a point durable: this one once it has, else an earlier one's, as
+   * its heartbeats said (0: none yet). A failure's retries are counted from it (activities/outages.ts).
+   */
+  private progressAttempt: number;
   private readonly context = Context.current();
   private readonly timer: NodeJS.Timeout;
 
@@ -47,8 +52,9 @@ export class CheckpointHeartbeat<P extends object> {
     private readonly live: (durable: P) => LiveWork,
     private readonly makeDurable: () => Promise<void>,
   ) {
-    const heartbeated = this.context.info.heartbeatDetails as P | undefined;
+    const heartbeated = this.context.info.heartbeatDetails as (P & { progressAttempt?: number }) | undefined;
     this.resumed = heartbeated ?? start();
+    this.progressAttempt = heartbeated?.progressAttempt ?? 0;
     this.durable = structuredClone(this.resumed);
     // Every tick beats, whatever a sync is doing: the beat carries the last durable point, and a
     // sync that waits out an outage (a store that does not answer) must not silence the work, or
@@ -83,6 +89,11 @@ export class CheckpointHeartbeat<P extends object> {
     return this.durable;
   }
 
+  /** The latest attempt of the work that made a point durable, this one included; 0 when none has. */
+  get attemptOfLastProgress(): number {
+    return this.progressAttempt;
+  }
+
   stop(): void {
     clearInterval(this.timer);
   }
@@ -110,12 +121,13 @@ export class CheckpointHeartbeat<P extends object> {
       }
       if (point === undefined) return;
       this.durable = point;
+      this.progressAttempt = this.context.info.attempt;
       this.beat();
     });
   }
 
   private beat(): void {
     const waiting = waitingFor();
-    this.context.heartbeat({ ...this.durable, live: { ...this.live(this.durable), ...(waiting ? { waiting } : {}) } });
+    this.context.heartbeat({ ...this.durable, progressAttempt: this.progressAttempt, live: { ...this.live(this.durable), ...(waiting ? { waiting } : {}) } });
   }
 }

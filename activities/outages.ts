@@ -6,15 +6,19 @@
  * - an attempt whose own timeout comes first fails with a retryable `StoreOutage`, and Temporal
  *   tries it again (with unlimited attempts: workflows/run-context.ts) until the outage has lasted
  *   the bound since the activity was scheduled; then it fails for good (`OutageTooLong`);
- * - any other retryable failure is tried again at most MAX_ATTEMPTS times in all, as before the
- *   retry policy's attempts became unlimited.
+ * - any other retryable failure is tried again until MAX_ATTEMPTS attempts in a row have failed
+ *   without progress: a long work (a target's listing) whose attempts each land pages before a
+ *   failure (a call held past its deadline, made again by the next attempt) goes on, and one that
+ *   fails where it stands stops after MAX_ATTEMPTS, as before the retry policy's attempts became
+ *   unlimited. (Counted over the activity's life, a 450-item listing whose every 50th call was held
+ *   reached its fourth attempt in most runs, and failed its target at the fifth in one.)
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import type { Logger } from '../src/logger.js';
 import { outageOf, OutageTooLongError, type Outage, type OutageWait } from '../src/store/outage.js';
 
-/** Attempts of an activity that fails with anything but an outage (the retry policy's before outages were waited out). */
+/** Attempts in a row, since the last that made progress, of an activity that fails with anything but an outage. */
 export const MAX_ATTEMPTS = 5;
 
 /** An attempt's wait ends this long before its own timeout, so its failure reaches Temporal as itself. */
@@ -69,7 +73,7 @@ export function outageWait(boundMs: number, logger?: Logger): () => OutageWait {
 
 /**
  * Each activity's failure as Temporal should retry it: an outage again and again within its
- * bound, anything retryable up to MAX_ATTEMPTS in all, anything permanent never.
+ * bound, anything retryable up to MAX_ATTEMPTS attempts in a row without progress, anything permanent never.
  */
 export function boundedRetries<T extends Record<string, (...args: never[]) => Promise<unknown>>>(activities: T, boundMs: number, logger?: Logger): T {
   const bounded: Record<string, (...args: never[]) => Promise<unknown>> = {};
@@ -83,6 +87,46 @@ export function boundedRetries<T extends Record<string, (...args: never[]) => Pr
     };
   }
   return bounded as T;
+}
+
+const PROGRESS_ATTEMPT = Symbol('attempt of last progress');
+
+/**
+ * Marks a work's failure with the latest attempt that made a point durable (its checkpoint's,
+ * activities/checkpoint-heartbeat.ts): the attempts that failed since are the ones counted. Read
+ * when the retry is decided, not when the work threw: the work's frame still makes what it reached
+ * durable on its way out (work-frame.ts), and that point is this attempt's progress too.
+ */
+export function withProgressAttempt<E>(error: E, attempt: () => number): E {
+  if (error !== null && typeof error === 'object') Object.defineProperty(error, PROGRESS_ATTEMPT, { get: attempt, enumerable: false, configurable: true });
+  return error;
+}
+
+/** The latest attempt that made progress: the failure's own mark, else the last heartbeat's, else none (0). */
+function attemptOfLastProgress(error: unknown, heartbeatDetails: unknown): number {
+  const marked = (error as { [PROGRESS_ATTEMPT]?: unknown } | null)?.[PROGRESS_ATTEMPT];
+  if (typeof marked === 'number') return marked;
+  const beat = (heartbeatDetails as { progressAttempt?: unknown } | null | undefined)?.progressAttempt;
+  return typeof beat === 'number' ? beat : 0;
+}
+
+/** The retry policy's first interval, its growth and its cap (workflows/run-context.ts's RETRY), restarted at each progress. */
+const RETRY_FIRST_MS = 1_000;
+const RETRY_CAP_MS = 30_000;
+
+/**
+ * A retryable failure of an attempt after some attempt made progress, to be tried again after the
+ * interval the retry policy gives a failure that far into its run of attempts without progress:
+ * Temporal's own grows with every attempt of the activity's life, so a listing that moves on between
+ * failures would wait up to 30 s after each.
+ */
+function triedAgainAfter(error: unknown, withoutProgress: number): ApplicationFailure {
+  const nextRetryDelay = Math.min(RETRY_CAP_MS, RETRY_FIRST_MS * 2 ** Math.max(0, withoutProgress - 1));
+  if (error instanceof ApplicationFailure) {
+    return ApplicationFailure.create({ type: error.type ?? undefined, message: error.message, nonRetryable: false, details: error.details ? [...error.details] : [], ...(error.cause ? { cause: error.cause } : {}), nextRetryDelay });
+  }
+  const failure = error instanceof Error ? error : new Error(String(error));
+  return ApplicationFailure.create({ type: failure.name, message: failure.message, nonRetryable: false, cause: failure, nextRetryDelay });
 }
 
 const WORK_PROGRESS = Symbol('work progress');
@@ -130,7 +174,9 @@ function retryDecision(error: unknown, boundMs: number, activity: string, info: 
     return ApplicationFailure.create({ type: 'StoreOutage', message: `the ${outage.service} does not answer: ${outage.message}`, nonRetryable: false });
   }
   if (error instanceof ApplicationFailure && error.nonRetryable) return error;
-  if (info.attempt < MAX_ATTEMPTS) return error;
+  const lastProgress = attemptOfLastProgress(error, info.heartbeatDetails);
+  const withoutProgress = info.attempt - lastProgress;
+  if (withoutProgress < MAX_ATTEMPTS) return lastProgress === 0 ? error : triedAgainAfter(error, withoutProgress);
   // The last attempt: the failure as it was, not to be tried again.
   if (error instanceof ApplicationFailure) return ApplicationFailure.create({ type: error.type ?? undefined, message: error.message, nonRetryable: true, details: error.details ? [...error.details] : [], cause: error.cause });
   const failure = error instanceof Error ? error : new Error(String(error));

@@ -21,6 +21,7 @@ import { CallJournal } from '../src/store/call-journal.js';
 import type { Store } from '../src/store/store.js';
 import { CheckpointHeartbeat } from './checkpoint-heartbeat.js';
 import { asActivityFailure } from './failures.js';
+import { withProgressAttempt } from './outages.js';
 import { withRunCallLimit } from './run-call-limits.js';
 
 /** What a work frame is given: the run, the work's own journal and grant, prices, enrichment and limits. */
@@ -145,7 +146,7 @@ export async function inWorkFrame<P extends object, R>(
       return body(frame);
     });
   } catch (failure) {
-    throw asFailure(failure, checkpoint);
+    throw withProgressAttempt(asFailure(failure, checkpoint), () => checkpoint.attemptOfLastProgress);
   } finally {
     // Enrichment may still be in flight when the work failed: it must finish before the journal
     // closes (its own error, if any, is the lesser one).

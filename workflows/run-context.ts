@@ -14,7 +14,8 @@ import type { TargetPlan } from '../src/harvest/targets.js';
 // Attempts without a count: each activity bounds its own (activities/outages.ts). An outage of
 // the store's services (the catalog, the object store) is waited out, inside an attempt and across
 // attempts, up to the worker's HARVESTER_OUTAGE_WAIT_SECONDS (10 minutes by default); any other
-// retryable failure is tried at most five times, as this policy's maximumAttempts did before. Inside
+// retryable failure is tried until five attempts in a row have failed without progress (a long work
+// that lands pages before each failure goes on; this policy's maximumAttempts of five counted them all). Inside
 // each attempt the client retries a call for up to 20 s, so an API that cannot be reached still ends
 // the run (RUN_STOPPING_ERRORS) after about two minutes. Replays as before: Temporal does not check
 // an activity's options against its history.

@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { boundedRetries, withWorkProgress } from '../../activities/outages.js';
+import { boundedRetries, withProgressAttempt, withWorkProgress } from '../../activities/outages.js';
 
 const refused = () => Object.assign(new Error('cannot read a call journal in the catalog postgres://…: connect ECONNREFUSED'), { name: 'CatalogError', cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) });
 
@@ -32,6 +32,21 @@ describe('boundedRetries', () => {
     expect(await failureOf(new Error('socket hang up'), { attempt: 5 })).toMatchObject({ type: 'Error', nonRetryable: true, message: 'socket hang up' });
     const refusedKey = ApplicationFailure.create({ type: 'AuthenticationError', message: 'the key was refused', nonRetryable: true });
     expect(await failureOf(refusedKey, { attempt: 1 })).toBe(refusedKey);
+  });
+
+  it('counts only the attempts since the last one that made progress', async () => {
+    // A listing whose attempts each land pages, then meet a call held past its deadline: the
+    // seventh attempt made progress, so it is tried again (counted over the activity's life, its
+    // target failed at the fifth).
+    // Its next attempt comes after the policy's first interval, as after a first failure, not after
+    // the 30 s Temporal would give a seventh.
+    expect(await failureOf(withProgressAttempt(new Error('no whole answer within the call\'s deadline'), () => 7), { attempt: 7 })).toMatchObject({ nonRetryable: false, nextRetryDelay: 1_000, message: 'no whole answer within the call\'s deadline' });
+    // The last progress was the third attempt's, as its heartbeats said: the seventh is the fourth
+    // in a row without progress, the eighth the fifth, and final.
+    expect(await failureOf(new Error('socket hang up'), { attempt: 7, heartbeatDetails: { progressAttempt: 3 } })).toMatchObject({ nonRetryable: false, nextRetryDelay: 8_000 });
+    expect(await failureOf(new Error('socket hang up'), { attempt: 8, heartbeatDetails: { progressAttempt: 3 } })).toMatchObject({ nonRetryable: true, message: 'socket hang up' });
+    // The failure's own mark wins over an older heartbeat: this attempt made none, the fourth did.
+    expect(await failureOf(withProgressAttempt(new Error('socket hang up'), () => 4), { attempt: 9, heartbeatDetails: { progressAttempt: 3 } })).toMatchObject({ nonRetryable: true });
   });
 
   it('gives a final failure the progress its work had reached', async () => {

@@ -40,4 +40,23 @@ describe('a work\'s checkpoint heartbeat', () => {
       expect(beats.slice(before).every((beat) => (beat as { page: number }).page === 1)).toBe(true);
     });
   });
+
+  it('says in its heartbeats which attempt last made progress, and keeps an earlier attempt\'s until this one does', async () => {
+    vi.useFakeTimers();
+    const environment = new MockActivityEnvironment({ attempt: 6, heartbeatDetails: { page: 2, progressAttempt: 4 } });
+    const beats: { page: number; progressAttempt: number }[] = [];
+    environment.on('heartbeat', (details: unknown) => beats.push(details as { page: number; progressAttempt: number }));
+    const live = (point: { page: number }): LiveWork => ({ credits: 0, items: point.page, pages: point.page, enriched: 0 });
+    await environment.run(async () => {
+      const checkpoint = new CheckpointHeartbeat(() => ({ page: 0 }), live, () => Promise.resolve());
+      expect(checkpoint.attemptOfLastProgress).toBe(4);
+      await vi.advanceTimersByTimeAsync(2_100);
+      expect(beats.at(-1)).toMatchObject({ page: 2, progressAttempt: 4 });
+      checkpoint.commit({ page: 3 });
+      await vi.advanceTimersByTimeAsync(100);
+      checkpoint.stop();
+      expect(checkpoint.attemptOfLastProgress).toBe(6);
+      expect(beats.at(-1)).toMatchObject({ page: 3, progressAttempt: 6 });
+    });
+  });
 });
