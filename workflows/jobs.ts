@@ -111,31 +111,50 @@ async function jobFinished(run: RunContext, jobId: string): Promise<Awaited<Retu
 
 /** What enriching all of a job's items costs at worst. */
 export function jobEnrichmentWorst(run: RunContext, target: TargetState): number {
-  return target.items * itemEnrichmentWorst(run.state.prices, target.plan.platform, run.harvest.enrich, listsPhotoPosts(target.plan));
+  return target.items * itemWorst(run, target);
 }
 
 /** The `enrich` step: the items of a job's landed pages, in one activity granted their worst case. */
 export async function enrichJobPages(run: RunContext, target: TargetState): Promise<void> {
   const { state } = run;
   const pages = target.unenrichedPages!;
-  const outcome = await grantedWork(run, `enrich:${target.plan.key}`, jobEnrichmentWorst(run, target), enrichLanded, { platform: target.plan.platform, target: target.plan.key, fromPage: pages.from, toPage: pages.to }, target);
-  if (!outcome.ok) {
-    target.unenrichedPages = undefined;
-    state.enrichment.failed++;
-    await recordFailure(state, target, outcome.error);
-    return;
+  let leftBefore = Number.POSITIVE_INFINITY;
+  for (;;) {
+    const outcome = await grantedWork(run, `enrich:${target.plan.key}`, jobEnrichmentWorst(run, target), enrichLanded, { platform: target.plan.platform, target: target.plan.key, fromPage: pages.from, toPage: pages.to }, target);
+    if (!outcome.ok) {
+      target.unenrichedPages = undefined;
+      state.enrichment.failed++;
+      await recordFailure(state, target, outcome.error);
+      return;
+    }
+    const { result } = outcome;
+    addTally(state.enrichment, result.enrichment);
+    if (result.stop) {
+      // The job's items stay to be enriched (a retry does it); the target itself is listed.
+      state.enrichment.unenriched += result.unenriched;
+      target.error = result.stop.error;
+      await recordWorkStop(state, result.stop, 'enrichment stopped');
+      return;
+    }
+    target.failedCalls = (target.failedCalls ?? 0) + result.enrichment.failed;
+    // A grant is each item's worst case, and a call whose answer was lost stays spent at its worst
+    // (it may be charged), so lost calls leave the grant short of the last items. While the run's
+    // budget has room and each work leaves fewer, another work takes them: the items it reads
+    // back were landed, and are not bought again. (It used to stop the run for budget with most of
+    // the budget free.)
+    const more = result.unenriched > 0 && result.unenriched < leftBefore && availableCredits(state.budget) >= itemWorst(run, target);
+    if (!(more && patched('job-enrichment-granted-again'))) {
+      state.enrichment.unenriched += result.unenriched;
+      target.unenrichedPages = undefined;
+      finishListing(target);
+      if (result.unenriched > 0) stopForBudget(state, `${result.unenriched} items ${target.plan.key} listed were not enriched`);
+      return;
+    }
+    leftBefore = result.unenriched;
   }
-  const { result } = outcome;
-  addTally(state.enrichment, result.enrichment);
-  state.enrichment.unenriched += result.unenriched;
-  if (result.stop) {
-    // The job's items stay to be enriched (a retry does it); the target itself is listed.
-    target.error = result.stop.error;
-    await recordWorkStop(state, result.stop, 'enrichment stopped');
-    return;
-  }
-  target.unenrichedPages = undefined;
-  target.failedCalls = (target.failedCalls ?? 0) + result.enrichment.failed;
-  finishListing(target);
-  if (result.unenriched > 0) stopForBudget(state, `${result.unenriched} items ${target.plan.key} listed were not enriched`);
+}
+
+/** What enriching one of a target's items costs at worst. */
+function itemWorst(run: RunContext, target: TargetState): number {
+  return itemEnrichmentWorst(run.state.prices, target.plan.platform, run.harvest.enrich, listsPhotoPosts(target.plan));
 }

@@ -101,6 +101,66 @@ describe('answers that come too late', () => {
   }, 120_000);
 });
 
+describe('a work that moves on between failures', () => {
+  it('a listing is tried again past five failed attempts while each lands pages: the run completes', async () => {
+    // The first request for each of pages 2 to 8 is held past the deadline: each attempt of the
+    // target's listing activity lands and enriches a page, then fails on the next one. Counted
+    // over the activity's life, its fifth failure failed the target (seen in the fault matrix's
+    // proxy-slow-headers, where held stats calls did the same).
+    const cursorsSeen = new Set<string>();
+    const rig = await setup((call) => {
+      const cursor = call.endpoint === 'tiktok/channel-videos' ? call.query.get('cursor') : null;
+      if (cursor === null || cursorsSeen.has(cursor) || cursorsSeen.size >= 7) return undefined;
+      cursorsSeen.add(cursor);
+      return { kind: 'slow_headers', ms: 1_500 };
+    });
+    const handle = rig.catalog.tiktok.handles[7]!;
+    const harvest = { ...channelWithStats(handle, 450), call_deadline_seconds: 1 };
+    const workflowId = `answers-listing-progress-${Math.random().toString(36).slice(2)}`;
+    const summary = await execute(rig.temporal, rig.worker, { harvest }, workflowId);
+    const history = await rig.temporal.workflow.getHandle(workflowId).fetchHistory();
+    const attempts = (history.events ?? []).flatMap((event) => (event.activityTaskStartedEventAttributes?.attempt ? [event.activityTaskStartedEventAttributes.attempt] : []));
+    expect(rig.proxy.spoiled.slow_headers).toBe(7);
+    // Six of the failures in its first work (a lost page call stays spent against the work's
+    // grant, so the workflow grants another for the rest).
+    expect(Math.max(...attempts)).toBeGreaterThan(5);
+    expect(summary.status).toBe('completed');
+    expect(summary.targets[0]).toMatchObject({ status: 'done', items: 450 });
+    expect(summary.callsLost).toBe(7);
+    expect(summary.creditsSpent).toBe(await ledgerCredits(rig));
+    expect(await itemCounts(rig.worker, handle)).toEqual({ items: 450, distinct: 450, withStats: 450 });
+  }, 180_000);
+
+  it('a job\'s enrichment is granted again what its lost calls ate: the run completes', async () => {
+    // 600 items: the channel is bought as a job, and its items enriched by one activity granted
+    // their worst case. One stats call in 40 is held past the deadline (none within 1.2 s of the
+    // last), and each lost call stays spent at its worst case against that grant (it may be
+    // charged): the last items found no grant, and the run stopped for budget with 196,400 of its
+    // 200,000 credits free.
+    let statsCalls = 0;
+    let nextHold = 30;
+    let lastHold = 0;
+    let held = 0;
+    const rig = await setup((call) => {
+      if (call.endpoint !== 'tiktok/stats' || ++statsCalls < nextHold || Date.now() - lastHold < 1_200) return undefined;
+      nextHold = statsCalls + 40;
+      lastHold = Date.now();
+      held++;
+      return { kind: 'slow_headers', ms: 1_500 };
+    });
+    const handle = rig.catalog.tiktok.handles[6]!;
+    const harvest = { ...channelWithStats(handle, 600), call_deadline_seconds: 1, budget: { credits: 200_000 } };
+    const summary = await execute(rig.temporal, rig.worker, { harvest });
+    expect(held).toBeGreaterThan(0);
+    expect(summary.status).toBe('completed');
+    expect(summary.targets[0]).toMatchObject({ status: 'done', items: 600 });
+    expect(summary.enrichment).toMatchObject({ calls: 600, failed: 0 });
+    expect(summary.callsLost).toBe(held);
+    expect(summary.creditsSpent).toBe(await ledgerCredits(rig));
+    expect(await itemCounts(rig.worker, handle)).toEqual({ items: 600, distinct: 600, withStats: 600 });
+  }, 180_000);
+});
+
 describe('answers that do not fit what was asked', () => {
   it('a page with more items than its limit is never landed: the target fails with the request id, and a retry completes it', async () => {
     let spoil = true;
