@@ -34,6 +34,15 @@ const LOAD_PROCESS = join(PROJECT_ROOT, 'dist', 'src', 'warehouse', 'load-proces
  */
 const loadProcessEnv = (): NodeJS.ProcessEnv => ({ ...process.env, MALLOC_ARENA_MAX: process.env.MALLOC_ARENA_MAX ?? '1' });
 
+/**
+ * The load process's Node flags: not the worker's (its old-space cap, src/cli/stack.ts, is not meant for
+ * DuckDB's process), and V8's young generation held to 2 MB a semi-space (16 MB by default), as the worker's
+ * is to 4: a load's allocations (the answers read and parsed, the rows staged) grow it to its cap, and its
+ * pages stay in the process's memory. On the peer benchmark's 32 channels (bench/RESULTS.md, 2026-11-29
+ * 04:33–04:48Z), the standing worker's tree peaked at 404–414 MB with it and at 416–442 MB without.
+ */
+const LOAD_PROCESS_FLAGS = ['--max-semi-space-size=2'];
+
 /** How long a load process that has loaded stays idle before a fresh one replaces it. */
 export const LOAD_PROCESS_RENEW_MS = 60_000;
 
@@ -163,8 +172,7 @@ export class WarmLoader {
     this.#childLoaded = false;
     this.#stderrTail = '';
     this.#lastError = undefined;
-    // No execArgv: the worker's own flags (its heap cap) are not meant for DuckDB's process.
-    const child = fork(LOAD_PROCESS, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], execArgv: [], env: loadProcessEnv() });
+    const child = fork(LOAD_PROCESS, [], { stdio: ['ignore', 'ignore', 'pipe', 'ipc'], execArgv: LOAD_PROCESS_FLAGS, env: loadProcessEnv() });
     let tail = '';
     const stderrTail = () => tail;
     child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
