@@ -15,6 +15,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
+import { ACTIVITY_RETRY_PACE } from '../src/harvest/failures.js';
 import type { Logger } from '../src/logger.js';
 import { outageOf, OutageTooLongError, type Outage, type OutageWait } from '../src/store/outage.js';
 
@@ -110,23 +111,26 @@ function attemptOfLastProgress(error: unknown, heartbeatDetails: unknown): numbe
   return typeof beat === 'number' ? beat : 0;
 }
 
-/** The retry policy's first interval, its growth and its cap (workflows/run-context.ts's RETRY), restarted at each progress. */
-const RETRY_FIRST_MS = 1_000;
-const RETRY_CAP_MS = 30_000;
-
 /**
- * A retryable failure of an attempt after some attempt made progress, to be tried again after the
- * interval the retry policy gives a failure that far into its run of attempts without progress:
- * Temporal's own grows with every attempt of the activity's life, so a listing that moves on between
- * failures would wait up to 30 s after each.
+ * The failure as an ApplicationFailure Temporal retries, or not, as told: its type, message, details
+ * and cause kept, and, when given, the delay before its next attempt.
  */
-function triedAgainAfter(error: unknown, withoutProgress: number): ApplicationFailure {
-  const nextRetryDelay = Math.min(RETRY_CAP_MS, RETRY_FIRST_MS * 2 ** Math.max(0, withoutProgress - 1));
+function asApplicationFailure(error: unknown, retry: { nonRetryable: boolean; nextRetryDelay?: number }): ApplicationFailure {
   if (error instanceof ApplicationFailure) {
-    return ApplicationFailure.create({ type: error.type ?? undefined, message: error.message, nonRetryable: false, details: error.details ? [...error.details] : [], ...(error.cause ? { cause: error.cause } : {}), nextRetryDelay });
+    return ApplicationFailure.create({ type: error.type ?? undefined, message: error.message, details: error.details ? [...error.details] : [], cause: error.cause, ...retry });
   }
   const failure = error instanceof Error ? error : new Error(String(error));
-  return ApplicationFailure.create({ type: failure.name, message: failure.message, nonRetryable: false, cause: failure, nextRetryDelay });
+  return ApplicationFailure.create({ type: failure.name, message: failure.message, cause: failure, ...retry });
+}
+
+/**
+ * The delay before the next attempt of a work that failed `withoutProgress` attempts in a row since
+ * one made progress: the retry policy's pace, restarted there. Temporal's own grows with every
+ * attempt of the activity's life, so a listing that moves on between failures would wait up to 30 s after each.
+ */
+function delayAfterProgress(withoutProgress: number): number {
+  const { firstMs, growth, capMs } = ACTIVITY_RETRY_PACE;
+  return Math.min(capMs, firstMs * growth ** Math.max(0, withoutProgress - 1));
 }
 
 const WORK_PROGRESS = Symbol('work progress');
@@ -176,9 +180,7 @@ function retryDecision(error: unknown, boundMs: number, activity: string, info: 
   if (error instanceof ApplicationFailure && error.nonRetryable) return error;
   const lastProgress = attemptOfLastProgress(error, info.heartbeatDetails);
   const withoutProgress = info.attempt - lastProgress;
-  if (withoutProgress < MAX_ATTEMPTS) return lastProgress === 0 ? error : triedAgainAfter(error, withoutProgress);
+  if (withoutProgress < MAX_ATTEMPTS) return lastProgress === 0 ? error : asApplicationFailure(error, { nonRetryable: false, nextRetryDelay: delayAfterProgress(withoutProgress) });
   // The last attempt: the failure as it was, not to be tried again.
-  if (error instanceof ApplicationFailure) return ApplicationFailure.create({ type: error.type ?? undefined, message: error.message, nonRetryable: true, details: error.details ? [...error.details] : [], cause: error.cause });
-  const failure = error instanceof Error ? error : new Error(String(error));
-  return ApplicationFailure.create({ type: failure.name, message: failure.message, nonRetryable: true, cause: failure });
+  return asApplicationFailure(error, { nonRetryable: true });
 }

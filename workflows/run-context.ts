@@ -6,6 +6,7 @@ import { ActivityFailure, ApplicationFailure, log, proxyActivities, setCurrentDe
 import type { HarvestActivities } from '../activities/index.js';
 import type { WorkProgress } from '../activities/target-work.js';
 import type { RunIdentity } from '../activities/run-guard.js';
+import { ACTIVITY_RETRY_PACE } from '../src/harvest/failures.js';
 import type { Harvest } from '../src/harvest/harvest-types.js';
 import { statusLine } from '../src/harvest/progress.js';
 import { progressOf, type HarvestState, type TargetState } from '../src/harvest/run-state.js';
@@ -19,7 +20,7 @@ import type { TargetPlan } from '../src/harvest/targets.js';
 // each attempt the client retries a call for up to 20 s, so an API that cannot be reached still ends
 // the run (RUN_STOPPING_ERRORS) after about two minutes. Replays as before: Temporal does not check
 // an activity's options against its history.
-const RETRY = { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: Number.POSITIVE_INFINITY } as const;
+const RETRY = { initialInterval: ACTIVITY_RETRY_PACE.firstMs, backoffCoefficient: ACTIVITY_RETRY_PACE.growth, maximumInterval: ACTIVITY_RETRY_PACE.capMs, maximumAttempts: Number.POSITIVE_INFINITY } as const;
 
 // A target's whole listing, or a job's enrichment, in one activity that heartbeats after each
 // page: a killed worker's work moves to another within the heartbeat timeout, resuming there.

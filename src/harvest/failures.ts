@@ -14,6 +14,14 @@ export interface WorkStop {
   error: { type: string; message: string; requestId?: string };
 }
 
+/**
+ * How long a failed activity waits before its next attempt: the first interval, multiplied by the
+ * growth at each attempt, up to the cap. Temporal's retry policy paces by it (workflows/run-context.ts),
+ * and so does the activities' own bound (activities/outages.ts), which counts the attempts again from
+ * the last one that made progress.
+ */
+export const ACTIVITY_RETRY_PACE = { firstMs: 1_000, growth: 2, capMs: 30_000 } as const;
+
 /** The API refused the key (401): src/api/errors.ts names its error so. */
 export const AUTHENTICATION_ERROR = 'AuthenticationError';
 /** The API cannot be reached: src/api/errors.ts names its error so. */
