@@ -197,13 +197,15 @@ const MERGES: Record<StagedTable, string[] | ((inlines: boolean) => string[])> =
 };
 
 /**
- * The staged tables whose merge has anything to do: their stage has rows, or, for failed_calls, a
- * run status lists its failed calls (an empty list replaces the rows of an earlier one). A merge
- * into a lake table costs 20–50 ms even from an empty stage, and most batches stage a few tables.
+ * The staged tables whose merge has anything to do: their stage has rows (normalize counted them,
+ * `staged_rows`), or, for failed_calls, a run status lists its failed calls (an empty list replaces
+ * the rows of an earlier one). A merge into a lake table costs 20–50 ms even from an empty stage,
+ * and most batches stage a few tables.
  */
 async function tablesWithWork(connection: DuckDBConnection): Promise<StagedTable[]> {
-  const work = (table: StagedTable) => (table === 'failed_calls' ? 'SELECT 1 FROM raw_run WHERE failed_calls IS NOT NULL' : `SELECT 1 FROM stage_${table}`);
-  const reader = await connection.runAndReadAll(STAGED_TABLES.map((table) => `SELECT '${table}' AS staged WHERE EXISTS (${work(table)})`).join(' UNION ALL '));
+  const reader = await connection.runAndReadAll(
+    "SELECT DISTINCT staged FROM staged_rows UNION SELECT 'failed_calls' WHERE EXISTS (SELECT 1 FROM raw_run WHERE failed_calls IS NOT NULL)",
+  );
   const staged = new Set(reader.getRows().map((row) => String(row[0])));
   return STAGED_TABLES.filter((table) => staged.has(table));
 }

@@ -81,7 +81,8 @@ function readPackageSql(files: Record<LandingShape, string>): string[] {
 
 /**
  * Builds `stage_<table>` for every staged table from what `readPackageSql` read, then
- * `stage_loaded_landings`, the batch's record for `loaded_landings`.
+ * `staged_rows` (the rows each landing staged in each table) and `stage_loaded_landings`, the
+ * batch's record for `loaded_landings`.
  */
 const STAGE_SQL = [
   `CREATE OR REPLACE TEMP VIEW pages_list AS ${withPageColumns('raw_list')}`,
@@ -152,12 +153,19 @@ const STAGE_SQL = [
   `CREATE OR REPLACE TEMP VIEW stage_failed_calls AS
     SELECT _landing, run_id, seq, failed.endpoint, failed.subject, failed.reason, failed.request_id, failed."at" AS failed_at
     FROM (SELECT _landing, run_id, seq, unnest(failed_calls) AS failed FROM raw_run WHERE failed_calls IS NOT NULL)`,
+  // What each landing staged in each table, counted once: the merge takes the tables with rows
+  // from it (merge.ts's tablesWithWork) and the landings' record their rows. Asking each of the
+  // sixteen views on its own (EXISTS) and then counting them again cost twice, mostly in binding.
+  `CREATE OR REPLACE TEMP TABLE staged_rows AS
+  SELECT staged, _landing, count(*) AS rows
+  FROM (${STAGED_TABLES.map((table) => `SELECT '${table}' AS staged, _landing FROM stage_${table}`).join(' UNION ALL ')})
+  GROUP BY staged, _landing`,
   // Every landing of the batch with the rows it contributed (its key, run and row count).
   `CREATE OR REPLACE TEMP VIEW stage_loaded_landings AS
   SELECT landings._landing AS landing, landings.run_id, coalesce(staged.rows, 0) AS rows
   FROM (SELECT _landing, run_id FROM raw_list UNION ALL SELECT _landing, run_id FROM raw_object UNION ALL SELECT _landing, run_id FROM raw_run
     UNION ALL SELECT _landing, run_id FROM raw_media) AS landings
-  LEFT JOIN (SELECT _landing, count(*) AS rows FROM (${STAGED_TABLES.map((table) => `SELECT _landing FROM stage_${table}`).join(' UNION ALL ')}) GROUP BY _landing) AS staged
+  LEFT JOIN (SELECT _landing, sum(rows) AS rows FROM staged_rows GROUP BY _landing) AS staged
   USING (_landing)`,
 ];
 
