@@ -162,6 +162,11 @@ interface IndexedFrame {
 interface RunIndex {
   readTo: Map<string, number>;
   frames: Map<string, IndexedFrame>;
+  /**
+   * This process's segment files begun while this index was kept: each of their frames was put in
+   * `frames` as it was appended (land), so reading them back finds nothing new.
+   */
+  ownFiles: Set<string>;
   /** When it was last asked for (ms). */
   usedAt: number;
 }
@@ -195,9 +200,11 @@ export class AnswerSegments {
   async land(landing: Landing): Promise<string> {
     const key = landingKey(landing);
     const runFolder = runFolderOfKey(key);
+    const index = this.indexOf(runFolder);
     const run = this.writerOf(runFolder, landing.run_id);
+    if (run.writer.frames === 0 && run.writer.bytes === 0) index.ownFiles.add(run.writer.file);
     const ref = await run.writer.append(key, landingText(landing));
-    this.indexOf(runFolder).frames.set(key, { file: run.writer.file, ref });
+    index.frames.set(key, { file: run.writer.file, ref });
     return key;
   }
 
@@ -278,7 +285,7 @@ export class AnswerSegments {
     const now = Date.now();
     let index = this.indexes.get(runFolder);
     if (!index) {
-      index = { readTo: new Map(), frames: new Map(), usedAt: now };
+      index = { readTo: new Map(), frames: new Map(), ownFiles: new Set(), usedAt: now };
       this.indexes.set(runFolder, index);
     }
     index.usedAt = now;
@@ -307,9 +314,18 @@ export class AnswerSegments {
     return index.frames.get(key);
   }
 
-  /** Reads the frames the run's segment files gained since they were last read (by any writer). */
+  /**
+   * Reads the frames the run's segment files gained since they were last read (by any writer).
+   * The segment this process is writing is not read back while it is whole: every frame in it is
+   * indexed already (land). Read back, it cost each page of a listing the frames all the run's
+   * targets had landed since the last look, and a listing's next page waited for those reads behind
+   * the pool's fsyncs. A segment that failed is read, whole frames and all, as any other writer's.
+   */
   private async refresh(runFolder: string, index: RunIndex): Promise<void> {
+    const current = this.writers.get(runFolder)?.writer;
+    const writing = current && !current.failed && index.ownFiles.has(current.file) ? current.file : undefined;
     for (const { file } of await listRunSegments(this.dataDir, runFolder)) {
+      if (file === writing) continue;
       const read = await readSegment(file, index.readTo.get(file) ?? 0);
       if (!read.header) continue;
       for (const ref of read.frames) if (!index.frames.has(ref.key)) index.frames.set(ref.key, { file, ref });

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { AnswerSegments, type PageLanding } from '../../src/store/landing.js';
-import { pageLandingKey } from '../../src/store/layout.js';
+import { pageLandingKey, runSegmentFile, segmentFileName } from '../../src/store/layout.js';
 import { frameOf, readFrameText, readSegment, SegmentWriter } from '../../src/store/segment.js';
 
 const folder = () => mkdtempSync(join(tmpdir(), 'segment-'));
@@ -105,5 +105,26 @@ describe('a standing worker\'s index of landed answers', () => {
     for (const [day, key] of keys.entries()) expect(await segments.find(key)).toMatchObject({ data: { run: `run-day-${day}` } });
     await segments.close();
     vi.useRealTimers();
+  });
+});
+
+describe('a run\'s answers as this process looks them up', () => {
+  it('finds what another writer lands beside the segment this process writes, and its own answers without reading them back', async () => {
+    const dataDir = folder();
+    const segments = AnswerSegments.of(dataDir);
+    const landing = (target: string, page: number): PageLanding => ({ format: 1, kind: 'page', run_id: 'run-two', harvest: 'h', target, page, endpoint: 'tiktok/channel-videos', params: {}, request_id: `r-${target}-${page}`, observed_at: new Date(0).toISOString(), data: [{ id: `${target}-${page}` }] });
+    const own = [await segments.land(landing('mine', 1)), await segments.land(landing('mine', 2))];
+    // Not landed by anyone yet: looked for (as a listing does before it buys a page), not found.
+    expect(await segments.find(pageLandingKey('run-two', 'theirs', 1))).toBeUndefined();
+    // Another process (an attempt of the same work on another worker) lands a page in a segment of its own.
+    const theirs = new SegmentWriter(runSegmentFile(dataDir, 'run-two', segmentFileName({ writer: 'other-worker-0001', seq: 1 })), { run_id: 'run-two' });
+    await theirs.append(pageLandingKey('run-two', 'theirs', 1), JSON.stringify(landing('theirs', 1)));
+    await theirs.close();
+    expect(await segments.find(pageLandingKey('run-two', 'theirs', 1))).toMatchObject({ target: 'theirs', page: 1 });
+    // This process's own, landed before and after the other writer's.
+    own.push(await segments.land(landing('mine', 3)));
+    for (const [index, key] of own.entries()) expect(await segments.find(key)).toMatchObject({ target: 'mine', page: index + 1 });
+    expect(await segments.find(pageLandingKey('run-two', 'mine', 4))).toBeUndefined();
+    await segments.close();
   });
 });
