@@ -306,8 +306,8 @@ export class SocialApiClient {
   }
 
   /** The API's clock, read from the Date header of a free call (this machine's when it has none). */
-  async serverTime(): Promise<Date> {
-    return apiTime((await this.send('GET', '/webhooks', {})).headers);
+  async serverTime(options: Pick<CallOptions, 'deadlineMs'> = {}): Promise<Date> {
+    return apiTime((await this.send('GET', '/webhooks', {}, undefined, options)).headers);
   }
 
   async listWebhooks(): Promise<WebhookEndpoint[]> {

@@ -19,6 +19,8 @@ import { clientFromEnv } from './context.js';
 import { taskQueueFromEnv } from './run-environment.js';
 
 let runtimeInstalled = false;
+/** The deadline of the free call that learns the API's pace at a worker's start. */
+const PACE_CALL_DEADLINE_MS = 10_000;
 
 /**
  * Temporal's logger as one of ours: what the SDK, the workflows (`log` of @temporalio/workflow) and
@@ -116,6 +118,14 @@ export async function startWorkerFromEnv(logger: Logger, options: WorkerStartOpt
   const keyAccepted = assertApiKeyAccepted(logger, dataDir);
   // Awaited below; a refusal that comes while the worker is made is no unhandled rejection meanwhile.
   keyAccepted.catch(() => undefined);
+  // The API's pace, learnt with a free call while the worker is made: a key accepted earlier that
+  // day is not asked about, and a cold rate gate lets one call go at a time until the first answer
+  // (rate-gate.ts): every target's first page but one waited a round trip. Nothing waits for it;
+  // while it is out, the first call waits at most its deadline. (After a key check that asked, it
+  // is one free call more, once a day.)
+  keyAccepted
+    .then(() => api.serverTime({ deadlineMs: PACE_CALL_DEADLINE_MS }))
+    .catch((error: unknown) => logger.debug({ err: error }, 'the API\'s pace was not learnt at the start; the first calls learn it'));
   const ready = Promise.all([connectWorker(settings), client, storeFromEnvironment(dataDir)]);
   const [connection, , store] = await Promise.race([ready, keyAccepted.then(() => ready)]);
   // Made before the worker polls (a new data directory's is written here), so the first task does not wait for it.

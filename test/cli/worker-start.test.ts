@@ -1,23 +1,29 @@
 /**
  * A worker's start asks the API whether it takes the key (src/cli/api-key-check.ts) and makes the
  * worker meanwhile (its workflows loaded, its load process started): the key's answer holds back
- * only the polling. Against an API of the test's own that holds the key check's answer until the
- * test gives it, and the real Temporal dev server.
+ * only the polling. A key accepted earlier that day is not asked about; the API's pace is learnt
+ * instead, with a free call nothing waits for (src/cli/engine-context.ts). Against an API of the
+ * test's own that holds the answers to GET /v1/webhooks until the test gives them, and the real
+ * Temporal dev server.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
+import { apiIdentity } from '../../src/api/identity.js';
+import { apiKeyAcceptedFile } from '../../src/store/layout.js';
 import { CLI } from '../support/cli.js';
 import { waitFor } from '../support/emulator.js';
 import { alive, descendants } from '../support/processes.js';
 
 let server: Server;
-/** The key checks asked and not answered yet. */
+/** The key checks (and pace calls) asked and not answered yet. */
 const held: ServerResponse[] = [];
+const API_KEY = 'sk_live_worker_start_0001';
+const apiBaseUrl = () => `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 const dirs: string[] = [];
 let child: ChildProcess | undefined;
 
@@ -44,14 +50,20 @@ afterAll(async () => {
 });
 
 /** Starts `harvester worker` against the holding API; its log so far, as it grows. */
-function startWorker(): { log: () => string; exited: Promise<number | null> } {
+function startWorker({ keyAcceptedEarlier = false } = {}): { log: () => string; exited: Promise<number | null> } {
   const dataDir = mkdtempSync(join(tmpdir(), 'worker-start-'));
   dirs.push(dataDir);
+  if (keyAcceptedEarlier) {
+    // The record the key check leaves (src/cli/api-key-check.ts), written an hour ago.
+    const record = apiKeyAcceptedFile(dataDir);
+    mkdirSync(dirname(record), { recursive: true });
+    writeFileSync(record, JSON.stringify({ ...apiIdentity({ baseUrl: apiBaseUrl(), apiKey: API_KEY }), acceptedAt: new Date(Date.now() - 3_600_000).toISOString() }));
+  }
   child = spawn(process.execPath, [CLI, 'worker'], {
     env: {
       ...process.env,
-      SOCIAL_API_BASE_URL: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-      SOCIAL_API_KEY: 'sk_live_worker_start_0001',
+      SOCIAL_API_BASE_URL: apiBaseUrl(),
+      SOCIAL_API_KEY: API_KEY,
       HARVESTER_DATA_DIR: dataDir,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       HARVESTER_TASK_QUEUE: `worker-start-${Math.random().toString(36).slice(2, 10)}`,
@@ -111,5 +123,18 @@ describe('a worker\'s start, while the API answers the key check', () => {
     expect(worker.log()).not.toContain('sk_live_worker_start_0001');
     expect(worker.log()).not.toMatch(/polling task queue/);
     await waitFor(() => (alive(loadProcess) ? undefined : true), 60_000, 'the load process to exit with its worker');
+  });
+
+  it('with its key accepted earlier that day, polls without waiting for the API, and learns the API\'s pace meanwhile with one free call', async () => {
+    const worker = startWorker({ keyAcceptedEarlier: true });
+    // Polling while the call is held: nothing of the start waits for it.
+    await whileRunning(worker, () => (/polling task queue/.test(worker.log()) ? true : undefined), 'the worker polled');
+    // Before, nothing was asked: the first run's first calls went one at a time behind the first answer (rate-gate.ts).
+    await whileRunning(worker, () => (held.length > 0 ? true : undefined), 'the worker asked the API its pace');
+    expect(held).toHaveLength(1);
+    held.shift()!.writeHead(200, { 'x-ratelimit-limit': '50', 'x-ratelimit-remaining': '49' }).end(JSON.stringify({ data: [], request_id: 'req_0000000000000003' }));
+    child!.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
+    expect(held).toHaveLength(0);
   });
 });
