@@ -53,11 +53,20 @@ export function runPhases(events, { spawnedAt, exitedAt }) {
   const finish = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'finishRun').at(-1);
   const finished = completedOf(finish);
   const closed = events.at(-1);
+  // The work between them, split: how long the first piece of work waited to start, the span of the
+  // work itself (first start to last completion), and what came after the last piece before the final load.
+  const workStarts = events.filter((e) => e.activityTaskStartedEventAttributes && !['prepareRun', 'finishRun'].includes(activityName(events, e.activityTaskStartedEventAttributes.scheduledEventId)));
+  const workEnds = events.filter((e) => e.activityTaskCompletedEventAttributes && !['prepareRun', 'finishRun'].includes(activityName(events, e.activityTaskCompletedEventAttributes.scheduledEventId)));
+  const firstWork = workStarts.length > 0 ? Math.min(...workStarts.map(at)) : undefined;
+  const lastWork = workEnds.length > 0 ? Math.max(...workEnds.map(at)) : undefined;
   const phases = {
     'start: process to workflow start': at(started) - spawnedAt,
     'first workflow task': at(firstTask) - at(started),
     'prepareRun': prepared ? at(prepared) - at(prepare) : undefined,
     'the work (prepared to final load)': finish && prepared ? at(finish) - at(prepared) : undefined,
+    'work: prepared to first work started': prepared && firstWork !== undefined ? firstWork - at(prepared) : undefined,
+    'work: first work started to last completed': firstWork !== undefined && lastWork !== undefined ? lastWork - firstWork : undefined,
+    'work: last completed to final load': finish && lastWork !== undefined ? at(finish) - lastWork : undefined,
     'final load (finishRun)': finished ? at(finished) - at(finish) : undefined,
     'final load to workflow closed': finished ? at(closed) - at(finished) : undefined,
     'workflow closed to process exit': exitedAt - at(closed),
@@ -65,6 +74,11 @@ export function runPhases(events, { spawnedAt, exitedAt }) {
   const steps = finished ? resultOf(finished)?.steps ?? {} : {};
   for (const [step, value] of Object.entries(steps)) phases[`final load: ${step}`] = value;
   return Object.fromEntries(Object.entries(phases).filter(([, value]) => typeof value === 'number' && Number.isFinite(value)));
+}
+
+/** The activity type of the activity scheduled by event `scheduledEventId`. */
+function activityName(events, scheduledEventId) {
+  return events.find((e) => Number(e.eventId) === Number(scheduledEventId))?.activityTaskScheduledEventAttributes?.activityType?.name;
 }
 
 /** Each phase's median over the runs that have it, in the order first seen. */
