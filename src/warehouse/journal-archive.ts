@@ -84,8 +84,7 @@ export async function archiveLateRecords(connection: DuckDBConnection, dataDir: 
     for (const log of logs) {
       const records = await log.records();
       await log.close();
-      const before = archived.get(log.work) ?? [];
-      correction += (await totalCredits([...before, ...records])) - (await totalCredits(before));
+      correction += await lateCorrection(archived.get(log.work) ?? [], records);
       for (const [index, record] of records.entries()) lines.push(JSON.stringify({ run_id: runId, work: log.work, seq: LATE_SEQ + index, record }));
     }
     corrections.set(runId, correction);
@@ -102,15 +101,43 @@ export async function archiveLateRecords(connection: DuckDBConnection, dataDir: 
       await connection.run(`INSERT INTO call_journal SELECT run_id, work, seq, record, now()
         FROM read_json(${sqlString(file)}, format = 'newline_delimited', columns = {run_id: 'VARCHAR', work: 'VARCHAR', seq: 'BIGINT', record: 'JSON'})`);
     }
-    for (const [runId, correction] of corrections) {
-      await connection.run(
-        `UPDATE harvest_runs SET credits_spent = credits_spent - coalesce(credits_late, 0) + ${correction}, credits_late = ${correction} WHERE run_id = ${sqlString(runId)}`,
-      );
-    }
+    for (const [runId, correction] of corrections) await correctRunFigure(connection, runId, correction);
   } finally {
     rmSync(folder, { recursive: true, force: true });
   }
   return runs;
+}
+
+/**
+ * The corrections of every run whose late records the lake keeps, made again on `harvest_runs` just
+ * derived again from the runs' statuses (rederive.ts: a rebuild, a repair), within the caller's
+ * transaction. A status says what its run knew when it ended; the late records came after it, and
+ * without them a rebuilt run's `credits_spent` was its status's figure again, not the API's ledger.
+ */
+export async function correctRunsByLateRecords(connection: DuckDBConnection): Promise<void> {
+  const reader = await connection.runAndReadAll(`SELECT run_id, work, record::VARCHAR AS record FROM call_journal WHERE seq >= ${LATE_SEQ} ORDER BY run_id, work, seq`);
+  const late = new Map<string, Map<string, JournalLine[]>>();
+  for (const [runId, work, record] of reader.getRows() as [string, string, string][]) {
+    const works = late.get(runId) ?? new Map<string, JournalLine[]>();
+    late.set(runId, works);
+    works.set(work, [...(works.get(work) ?? []), JSON.parse(record) as JournalLine]);
+  }
+  for (const [runId, works] of late) {
+    const archived = await archivedRecords(connection, runId);
+    let correction = 0;
+    for (const [work, records] of works) correction += await lateCorrection(archived.get(work) ?? [], records);
+    await correctRunFigure(connection, runId, correction);
+  }
+}
+
+/** What a work's late records change in its journal's total: the correction of its run's figure. */
+async function lateCorrection(before: JournalLine[], late: JournalLine[]): Promise<number> {
+  return (await totalCredits([...before, ...late])) - (await totalCredits(before));
+}
+
+/** A run's figure corrected by its late records; `credits_late` says by how much, and replaces an earlier correction. */
+async function correctRunFigure(connection: DuckDBConnection, runId: string, correction: number): Promise<void> {
+  await connection.run(`UPDATE harvest_runs SET credits_spent = credits_spent - coalesce(credits_late, 0) + ${correction}, credits_late = ${correction} WHERE run_id = ${sqlString(runId)}`);
 }
 
 /** A run's journal records in the lake, before its late ones, by work. */

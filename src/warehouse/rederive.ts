@@ -11,6 +11,7 @@ import { inTransaction, scalarOf } from './duckdb.js';
 import { lakeInlines, type LakeConnection } from './lake.js';
 import type { LoadPackage } from './extract.js';
 import type { LandingShape } from './raw-columns.js';
+import { correctRunsByLateRecords } from './journal-archive.js';
 import { landingShape, loadPackageFiles } from './landing-shape.js';
 import { mergeStaged } from './merge.js';
 import { normalize } from './normalize.js';
@@ -34,6 +35,8 @@ export async function rederiveTables(lake: LakeConnection, dataDir: string, opti
       await mergeStaged(connection, lakeInlines(dataDir));
       options.logger?.info({ answers: Math.min(total, offset + step), of: total }, 'rebuilt from raw answers');
     }
+    // The runs' statuses gave their figures as each run knew them at its end: corrected again by the late records.
+    await correctRunsByLateRecords(connection);
   });
   rmSync(folder, { recursive: true, force: true });
   return total;

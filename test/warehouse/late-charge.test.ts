@@ -3,7 +3,8 @@
  * that was on the wire when it froze, and a call its fence kept from being sent. Both were counted
  * at their worst case by the attempt that took the work over; once the run is over and its journals
  * are in the lake, they are late records, and the next load corrects the run's figures by them:
- * `harvest_runs.credits_spent` equals the emulator's ledger, and `credits_late` says by how much.
+ * `harvest_runs.credits_spent` equals the emulator's ledger, and `credits_late` says by how much,
+ * after a rebuild from the raw answers too.
  * The real store, journal, client, emulator over HTTP and lake; no Temporal (the attempts are
  * numbered by hand).
  */
@@ -18,6 +19,7 @@ import { CallJournal, SupersededAttemptError } from '../../src/store/call-journa
 import { lateJournalRoot, pageLandingKey, runJournalFolder } from '../../src/store/layout.js';
 import { LocalStore } from '../../src/store/store.js';
 import { loadLandings } from '../../src/warehouse/loader.js';
+import { rebuildLake } from '../../src/warehouse/rebuild.js';
 import { queryWarehouse } from '../../src/warehouse/query.js';
 import { clientFor, prices } from '../support/client.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
@@ -97,6 +99,13 @@ describe('charges that arrive after a run is over', () => {
     // A load after it changes nothing.
     await loadLandings(dataDir);
     expect((await queryWarehouse(dataDir, `SELECT credits_spent::INTEGER AS spent FROM harvest_runs WHERE run_id = '${runId}'`)).rows).toEqual([{ spent: ledger }]);
+    // Nor does a rebuild from the raw answers: the run's status says what the run knew at its end,
+    // and the late records kept in the lake correct it again. Before, the rebuild gave the run
+    // its status's figure back, and no correction.
+    await rebuildLake(dataDir, { store });
+    expect((await queryWarehouse(dataDir, `SELECT credits_spent::INTEGER AS spent, credits_late::INTEGER AS late FROM harvest_runs WHERE run_id = '${runId}'`)).rows).toEqual([
+      { spent: ledger, late: ledger - spent.credits },
+    ]);
     await store.close();
   }, 60_000);
 });
