@@ -202,7 +202,8 @@ export class AnswerSegments {
     const runFolder = runFolderOfKey(key);
     const index = this.indexOf(runFolder);
     const run = this.writerOf(runFolder, landing.run_id);
-    if (run.writer.frames === 0 && run.writer.bytes === 0) index.ownFiles.add(run.writer.file);
+    // A segment nothing was appended to yet: every frame it will hold is put in this index as it lands.
+    if (run.writer.bytes === 0) index.ownFiles.add(run.writer.file);
     const ref = await run.writer.append(key, landingText(landing));
     index.frames.set(key, { file: run.writer.file, ref });
     return key;

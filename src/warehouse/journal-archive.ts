@@ -115,17 +115,11 @@ export async function archiveLateRecords(connection: DuckDBConnection, dataDir: 
  * without them a rebuilt run's `credits_spent` was its status's figure again, not the API's ledger.
  */
 export async function correctRunsByLateRecords(connection: DuckDBConnection): Promise<void> {
-  const reader = await connection.runAndReadAll(`SELECT run_id, work, record::VARCHAR AS record FROM call_journal WHERE seq >= ${LATE_SEQ} ORDER BY run_id, work, seq`);
-  const late = new Map<string, Map<string, JournalLine[]>>();
-  for (const [runId, work, record] of reader.getRows() as [string, string, string][]) {
-    const works = late.get(runId) ?? new Map<string, JournalLine[]>();
-    late.set(runId, works);
-    works.set(work, [...(works.get(work) ?? []), JSON.parse(record) as JournalLine]);
-  }
-  for (const [runId, works] of late) {
+  const reader = await connection.runAndReadAll(`SELECT DISTINCT run_id FROM call_journal WHERE seq >= ${LATE_SEQ}`);
+  for (const [runId] of reader.getRows() as [string][]) {
     const archived = await archivedRecords(connection, runId);
     let correction = 0;
-    for (const [work, records] of works) correction += await lateCorrection(archived.get(work) ?? [], records);
+    for (const [work, records] of await archivedRecords(connection, runId, 'late')) correction += await lateCorrection(archived.get(work) ?? [], records);
     await correctRunFigure(connection, runId, correction);
   }
 }
@@ -140,9 +134,11 @@ async function correctRunFigure(connection: DuckDBConnection, runId: string, cor
   await connection.run(`UPDATE harvest_runs SET credits_spent = credits_spent - coalesce(credits_late, 0) + ${correction}, credits_late = ${correction} WHERE run_id = ${sqlString(runId)}`);
 }
 
-/** A run's journal records in the lake, before its late ones, by work. */
-async function archivedRecords(connection: DuckDBConnection, runId: string): Promise<Map<string, JournalLine[]>> {
-  const reader = await connection.runAndReadAll(`SELECT work, record::VARCHAR AS record FROM call_journal WHERE run_id = ${sqlString(runId)} AND seq < ${LATE_SEQ} ORDER BY work, seq`);
+/** A run's journal records in the lake, by work: its journals' own (before its late ones), or its late ones. */
+async function archivedRecords(connection: DuckDBConnection, runId: string, which: 'own' | 'late' = 'own'): Promise<Map<string, JournalLine[]>> {
+  const reader = await connection.runAndReadAll(
+    `SELECT work, record::VARCHAR AS record FROM call_journal WHERE run_id = ${sqlString(runId)} AND seq ${which === 'own' ? '<' : '>='} ${LATE_SEQ} ORDER BY work, seq`,
+  );
   const byWork = new Map<string, JournalLine[]>();
   for (const [work, record] of reader.getRows() as [string, string][]) {
     const lines = byWork.get(work) ?? [];
