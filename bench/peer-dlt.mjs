@@ -115,8 +115,9 @@ const prices = loadPriceTable();
 const { child: emulator, baseUrl, origin } = await startEmulatorProcess([
   '--rate-limit', '100000', '--credits', '1000000000', '--cursor-ttl', '86400', ...Object.values(KEYS).flatMap((key) => ['--api-key', key]),
 ]);
-const port = await freePort();
-const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralServerOptions(port) });
+const [port, httpPort] = await Promise.all([freePort(), freePort()]);
+// With its HTTP API on a known port, where `harvester run` starts its runs (src/temporal/run-start.ts).
+const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralServerOptions(port, [], httpPort) });
 const agent = new Agent({ connections: 64 });
 
 async function api(path, apiKey) {
@@ -271,6 +272,7 @@ async function harvesterRun(workload, label, { standing }) {
       env: {
         ...process.env,
         TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
+        TEMPORAL_HTTP_ADDRESS: `127.0.0.1:${httpPort}`,
         SOCIAL_API_BASE_URL: standing?.apiBaseUrl ?? baseUrl,
         SOCIAL_API_KEY: standing?.apiKey ?? KEYS.harvester,
         HARVESTER_DATA_DIR: standing?.dataDir ?? join(dir, 'data'),

@@ -2,13 +2,14 @@
  * The harvest workflow's public face: its signals, queries, search attributes and task queue,
  * shared by the workflow, the webhook receiver (which signals) and the CLI (which queries).
  */
-import { defineSearchAttributeKey, SearchAttributeType, type QueryDefinition, type SignalDefinition } from '@temporalio/common';
+import type { defineSearchAttributeKey, QueryDefinition, SearchAttributeType, SignalDefinition } from '@temporalio/common';
 import type { HarvestProgress } from '../src/harvest/progress.js';
 
-// The signal and the query are written as `defineSignal` and `defineQuery` make them (a type and a
-// name; their type brands exist only at compile time) rather than by calling them: those live in
-// `@temporalio/workflow`, whose import (about 20 ms) was the only part of the workflow's SDK in the
-// CLI's start (`harvester run`, `show`), which imports this file for these names.
+// The signal, the query and the search attributes are written as `defineSignal`, `defineQuery` and
+// `defineSearchAttributeKey` make them (a type and a name; their type brands exist only at compile
+// time) rather than by calling them: those live in `@temporalio/workflow` and `@temporalio/common`,
+// whose imports (about 20 and 50-80 ms) would be in the CLI's start (`harvester run`, `show`),
+// which imports this file for these names before anything else of Temporal's.
 
 /** Sent by the webhook receiver when `job.completed` arrives for a job this run waits on. */
 export const jobCompletedSignal = { type: 'signal', name: 'jobCompleted' } as SignalDefinition<[{ jobId: string }], 'jobCompleted'>;
@@ -25,12 +26,15 @@ export const HARVEST_TASK_QUEUE = 'harvester';
  */
 export const HARVEST_WORKFLOW_TYPE = 'harvestWorkflow';
 
+/** What `defineSearchAttributeKey(name, SearchAttributeType.KEYWORD)` returns. */
+type KeywordAttributeKey = ReturnType<typeof defineSearchAttributeKey<typeof SearchAttributeType.KEYWORD>>;
+
 /**
  * Search attributes every run sets, so `harvester runs` can filter by harvest and outcome. The
  * embedded dev server registers them; on another cluster, create them once (docs in README).
  */
-export const HARVEST_NAME = defineSearchAttributeKey('HarvestName', SearchAttributeType.KEYWORD);
-export const HARVEST_STATUS = defineSearchAttributeKey('HarvestStatus', SearchAttributeType.KEYWORD);
+export const HARVEST_NAME = { name: 'HarvestName', type: 'KEYWORD' } as KeywordAttributeKey;
+export const HARVEST_STATUS = { name: 'HarvestStatus', type: 'KEYWORD' } as KeywordAttributeKey;
 
 /**
  * The type of the failure a harvest that ended `failed` fails its workflow execution with; the

@@ -7,7 +7,7 @@ import { progressQuery } from '../../workflows/definitions.js';
 import type { harvestWorkflow, HarvestSummary } from '../../workflows/harvest.js';
 import { harvestSummary } from '../temporal/run-summary.js';
 import { DEFAULT_OUTAGE_WAIT_MS } from '../store/outage.js';
-import { EnvironmentError } from '../config/environment.js';
+import { DEFAULT_FOLLOW_RETRY_MS } from './follow-retry.js';
 
 /**
  * A run's progress as it stands: the workflow's `progress` query, which counts a piece of work's
@@ -226,18 +226,6 @@ export class RunNotFollowedError extends Error {
   }
 }
 
-
-/** How long a command following its run waits before asking Temporal again while it does not answer, by default. */
-export const DEFAULT_FOLLOW_RETRY_MS = 2_000;
-
-/** HARVESTER_FOLLOW_RETRY_MS, checked; the default when unset. */
-export function followRetryMs(env: NodeJS.ProcessEnv = process.env): number {
-  const value = env.HARVESTER_FOLLOW_RETRY_MS;
-  if (value === undefined || value === '') return DEFAULT_FOLLOW_RETRY_MS;
-  const ms = Number(value);
-  if (!Number.isInteger(ms) || ms < 1) throw new EnvironmentError(`HARVESTER_FOLLOW_RETRY_MS is ${JSON.stringify(value)}: give a whole number of milliseconds, 1 or more`);
-  return ms;
-}
 
 /**
  * Waits for a run's summary (a failed harvest's too, from its failure), showing its progress

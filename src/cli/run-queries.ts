@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError, type Client, type WorkflowExecutionDescription, type WorkflowExecutionInfo } from '@temporalio/client';
-import type { TemporalSettings } from '../temporal/connection.js';
+import type { TemporalSettings } from '../temporal/settings.js';
 import type { RunMemo } from '../harvest/progress.js';
 import { HARVEST_WORKFLOW_TYPE } from '../../workflows/definitions.js';
 

@@ -37,6 +37,8 @@ export interface StackOptions {
   /** Serve the emulator; otherwise SOCIAL_API_BASE_URL and SOCIAL_API_KEY name the API. */
   emulator: boolean;
   temporalPort: number;
+  /** The dev server's HTTP API port (TEMPORAL_HTTP_ADDRESS): where `harvester run` starts runs. */
+  temporalHttpPort: number;
   /** 0 for no UI. */
   uiPort: number;
   emulatorPort: number;
@@ -158,18 +160,19 @@ function childProcesses(logsDir: string, say: (line: string) => void): { launch:
 }
 
 /** Starts the Temporal dev server as the stack's child; a persistent one is recorded, so another stack can reuse it. */
-async function startDevServer(options: StackOptions, launch: Launch): Promise<{ temporalAddress: string; uiUrl: string | undefined; forgetServer: (() => void) | undefined }> {
+async function startDevServer(options: StackOptions, launch: Launch): Promise<{ temporalAddress: string; temporalHttpAddress: string | undefined; uiUrl: string | undefined; forgetServer: (() => void) | undefined }> {
   const temporal = launch(
     'temporal',
     TEMPORAL_BINARY,
-    devServerArgs({ port: options.temporalPort, uiPort: options.uiPort || undefined, ...(options.persistent ? { dbFile: devServerDbFile(options.dataDir) } : {}) }),
+    devServerArgs({ port: options.temporalPort, httpPort: options.temporalHttpPort, uiPort: options.uiPort || undefined, ...(options.persistent ? { dbFile: devServerDbFile(options.dataDir) } : {}) }),
     {},
   );
   await waitForPort(options.temporalPort, temporal, 'the Temporal dev server');
   const temporalAddress = `127.0.0.1:${options.temporalPort}`;
+  const temporalHttpAddress = `127.0.0.1:${options.temporalHttpPort}`;
   const uiUrl = options.uiPort ? `http://127.0.0.1:${options.uiPort}` : undefined;
-  const forgetServer = options.persistent ? recordDevServer(options.dataDir, { pid: temporal.pid!, address: temporalAddress, ...(uiUrl ? { uiUrl } : {}), by: options.by }) : undefined;
-  return { temporalAddress, uiUrl, forgetServer };
+  const forgetServer = options.persistent ? recordDevServer(options.dataDir, { pid: temporal.pid!, address: temporalAddress, httpAddress: temporalHttpAddress, ...(uiUrl ? { uiUrl } : {}), by: options.by }) : undefined;
+  return { temporalAddress, temporalHttpAddress, uiUrl, forgetServer };
 }
 
 /**
@@ -209,9 +212,9 @@ export async function startStack(options: StackOptions): Promise<Stack> {
   try {
     const running = options.persistent ? await runningDevServer(options.dataDir) : undefined;
     if (running && !options.reuseTemporal) throw new Error(servedAlready(options.dataDir, running));
-    const server = running ? { temporalAddress: running.address, uiUrl: running.uiUrl, forgetServer: undefined } : await startDevServer(options, launch);
+    const server = running ? { temporalAddress: running.address, temporalHttpAddress: running.httpAddress, uiUrl: running.uiUrl, forgetServer: undefined } : await startDevServer(options, launch);
     forgetServer = server.forgetServer;
-    const { temporalAddress, uiUrl } = server;
+    const { temporalAddress, temporalHttpAddress, uiUrl } = server;
     // On a server that was running already, the stack's worker takes only the stack's own runs.
     const taskQueue = running ? `${options.by}-${process.pid}` : (process.env.HARVESTER_TASK_QUEUE || HARVEST_TASK_QUEUE);
 
@@ -229,6 +232,7 @@ export async function startStack(options: StackOptions): Promise<Stack> {
     if (shared) watchingServices = watchSharedServices(shared.services, (name) => !stopping() && mayRestart(name), say);
     const env: Record<string, string> = {
       TEMPORAL_ADDRESS: temporalAddress,
+      ...(temporalHttpAddress ? { TEMPORAL_HTTP_ADDRESS: temporalHttpAddress } : {}),
       SOCIAL_API_BASE_URL: apiBaseUrl,
       SOCIAL_API_KEY: apiKey,
       HARVESTER_DATA_DIR: options.dataDir,

@@ -21,11 +21,21 @@ export function searchAttributeArgs(): string[] {
  * download cannot work here) on loopback, with the search attributes registered: how the tests,
  * the benchmarks and the history recorder start their dev server.
  */
-export function ephemeralServerOptions(port: number, extraArgs: string[] = []) {
-  return { executable: { type: 'existing-path' as const, path: TEMPORAL_BINARY }, ip: '127.0.0.1', port, extraArgs: [...searchAttributeArgs(), ...extraArgs] };
+export function ephemeralServerOptions(port: number, extraArgs: string[] = [], httpPort?: number) {
+  return { executable: { type: 'existing-path' as const, path: TEMPORAL_BINARY }, ip: '127.0.0.1', port, extraArgs: [...searchAttributeArgs(), ...httpPortArgs(httpPort), ...extraArgs] };
 }
 
-export function devServerArgs(options: { port: number; uiPort?: number; dbFile?: string; ip?: string }): string[] {
+/** The dev server's HTTP API port when none is given: its gRPC port plus ten (7233 and 7243, Temporal's convention), or the one below. */
+export function defaultHttpPort(grpcPort: number): number {
+  return grpcPort + 10 <= 65_535 ? grpcPort + 10 : grpcPort - 10;
+}
+
+/** The flag that puts the dev server's HTTP API on a port (where `harvester run` starts runs, src/temporal/run-start.ts); else the server picks one. */
+function httpPortArgs(httpPort: number | undefined): string[] {
+  return httpPort ? ['--http-port', String(httpPort)] : [];
+}
+
+export function devServerArgs(options: { port: number; httpPort?: number; uiPort?: number; dbFile?: string; ip?: string }): string[] {
   return [
     'server',
     'start-dev',
@@ -33,6 +43,7 @@ export function devServerArgs(options: { port: number; uiPort?: number; dbFile?:
     options.ip ?? '127.0.0.1',
     '--port',
     String(options.port),
+    ...httpPortArgs(options.httpPort),
     ...(options.uiPort ? ['--ui-port', String(options.uiPort)] : ['--headless']),
     ...(options.dbFile ? ['--db-filename', options.dbFile] : []),
     ...searchAttributeArgs(),
@@ -46,6 +57,8 @@ export interface DevServerRecord {
   /** The Temporal CLI's process. */
   pid: number;
   address: string;
+  /** Its HTTP API (TEMPORAL_HTTP_ADDRESS), where it serves one on a known port. */
+  httpAddress?: string;
   uiUrl?: string;
   /** The harvester command that started it: dev, temporal or demo. */
   by: string;
@@ -82,5 +95,5 @@ export function recordDevServer(dataDir: string, record: DevServerRecord): () =>
 
 /** The message for a second server on a data directory's state, naming the one that serves it. */
 export function servedAlready(dataDir: string, record: DevServerRecord): string {
-  return `a Temporal dev server (pid ${record.pid}, started by \`harvester ${record.by}\`) already serves ${devServerDbFile(dataDir)} at ${record.address}: use it (TEMPORAL_ADDRESS=${record.address}) or stop it first`;
+  return `a Temporal dev server (pid ${record.pid}, started by \`harvester ${record.by}\`) already serves ${devServerDbFile(dataDir)} at ${record.address}: use it (TEMPORAL_ADDRESS=${record.address}${record.httpAddress ? ` TEMPORAL_HTTP_ADDRESS=${record.httpAddress}` : ''}) or stop it first`;
 }

@@ -41,7 +41,7 @@ function cliWithin(args: string[], env: Record<string, string>, deadlineMs: numb
 async function serveState(port: number, env: Record<string, string>): Promise<{ server: ChildProcess; port: number; stderr: () => string }> {
   let log = '';
   for (let attempt = 1; ; attempt += 1) {
-    const server = spawn(process.execPath, [CLI, 'temporal', '--port', String(port), '--ui-port', String(await freePort())], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const server = spawn(process.execPath, [CLI, 'temporal', '--port', String(port), '--http-port', String(await freePort()), '--ui-port', String(await freePort())], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let said = '';
     server.stdout!.on('data', (chunk: Buffer) => (said += chunk.toString()));
     server.stderr!.on('data', (chunk: Buffer) => (log += chunk.toString()));
@@ -101,10 +101,10 @@ describe('the demo keeps its Temporal state in the data directory', () => {
       expect(JSON.parse(warehouse.stdout)).toEqual([{ run_id: runId, status: 'completed' }]);
 
       // A second dev server on the same state would fight the first over it: refused, naming the first.
-      const second = await cliWithin(['temporal', '--port', String(await freePort()), '--ui-port', String(await freePort())], env, 15_000);
+      const second = await cliWithin(['temporal', '--port', String(await freePort()), '--http-port', String(await freePort()), '--ui-port', String(await freePort())], env, 15_000);
       expect(second.code).toBe(1);
       expect(second.stderr).toContain(`already serves ${join(dataDir, 'temporal.sqlite')} at ${address}`);
-      const dev = await cliWithin(['dev', '--temporal-port', String(await freePort()), '--ui-port', String(await freePort()), '--emulator-port', String(await freePort()), '--receiver-port', String(await freePort())], env, 15_000);
+      const dev = await cliWithin(['dev', '--temporal-port', String(await freePort()), '--temporal-http-port', String(await freePort()), '--ui-port', String(await freePort()), '--emulator-port', String(await freePort()), '--receiver-port', String(await freePort())], env, 15_000);
       expect(dev.code).toBe(1);
       expect(dev.stderr).toContain(`started by \`harvester temporal\`) already serves ${join(dataDir, 'temporal.sqlite')} at ${address}`);
     } finally {

@@ -35,10 +35,10 @@ describe.skipIf(!existsSync(join(TOOLS_DIR, 'bin', 'minio')))('harvester dev --d
     const dir = mkdtempSync(join(tmpdir(), 'dev-distributed-'));
     // PostgreSQL may run as another user (src/cli/shared-services.ts): it must reach its folder.
     chmodSync(dir, 0o755);
-    const ports = { temporal: await freePort(), ui: await freePort(), emulator: await freePort(), receiver: await freePort(), postgres: await freePort(), minio: await freePort() };
+    const ports = { temporal: await freePort(), temporalHttp: await freePort(), ui: await freePort(), emulator: await freePort(), receiver: await freePort(), postgres: await freePort(), minio: await freePort() };
     const dev = spawn(
       process.execPath,
-      [CLI, 'dev', '--distributed', '--workers', '1', '--temporal-port', String(ports.temporal), '--ui-port', String(ports.ui), '--emulator-port', String(ports.emulator), '--receiver-port', String(ports.receiver), '--postgres-port', String(ports.postgres), '--minio-port', String(ports.minio)],
+      [CLI, 'dev', '--distributed', '--workers', '1', '--temporal-port', String(ports.temporal), '--temporal-http-port', String(ports.temporalHttp), '--ui-port', String(ports.ui), '--emulator-port', String(ports.emulator), '--receiver-port', String(ports.receiver), '--postgres-port', String(ports.postgres), '--minio-port', String(ports.minio)],
       { env: { ...process.env, HARVESTER_DATA_DIR: join(dir, 'data') }, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     let stdout = '';
@@ -83,7 +83,7 @@ describe.skipIf(!existsSync(join(TOOLS_DIR, 'bin', 'minio')))('harvester dev --d
     chmodSync(dir, 0o755);
     const data = join(dir, 'data');
     const startDev = async () => {
-      const args = ['--temporal-port', '--ui-port', '--emulator-port', '--receiver-port'].flatMap((option) => [option, '0']);
+      const args = ['--temporal-port', '--temporal-http-port', '--ui-port', '--emulator-port', '--receiver-port'].flatMap((option) => [option, '0']);
       for (let index = 1; index < args.length; index += 2) args[index] = String(await freePort());
       const dev = spawn(process.execPath, [CLI, 'dev', '--distributed', '--workers', '1', ...args], { env: { ...process.env, HARVESTER_DATA_DIR: data }, stdio: ['ignore', 'pipe', 'pipe'] });
       const out = { stdout: '', stderr: '' };

@@ -16,7 +16,7 @@ import { alive, descendants } from '../support/processes.js';
 describe('harvester dev and its signals', () => {
   it('SIGINT while the stack starts: the stack is stopped once up, dev exits 0, and no process it started is left', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'dev-signals-'));
-    const args = ['--temporal-port', '--ui-port', '--emulator-port', '--receiver-port'].flatMap((option) => [option, '0']);
+    const args = ['--temporal-port', '--temporal-http-port', '--ui-port', '--emulator-port', '--receiver-port'].flatMap((option) => [option, '0']);
     for (let index = 1; index < args.length; index += 2) args[index] = String(await freePort());
     const dev = spawn(process.execPath, [CLI, 'dev', ...args], { env: { ...process.env, HARVESTER_DATA_DIR: join(dir, 'data') }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';

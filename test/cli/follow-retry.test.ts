@@ -4,7 +4,7 @@
  * error naming the variable otherwise.
  */
 import { expect, it } from 'vitest';
-import { DEFAULT_FOLLOW_RETRY_MS, followRetryMs } from '../../src/cli/run-progress.js';
+import { DEFAULT_FOLLOW_RETRY_MS, followRetryMs } from '../../src/cli/follow-retry.js';
 
 it('reads HARVESTER_FOLLOW_RETRY_MS, and refuses what is no whole number of milliseconds', () => {
   expect(followRetryMs({})).toBe(DEFAULT_FOLLOW_RETRY_MS);

@@ -1,6 +1,7 @@
 /**
  * vitest global setup: one real Temporal dev server (the CLI that `npm run setup` installed,
  * started through @temporalio/testing) for the whole run. Tests reach it by `inject('temporalAddress')`
+ * (and its HTTP API by `inject('temporalHttpAddress')`)
  * and keep apart by task queue and workflow id.
  *
  * And one temporary folder for the whole run, removed at its end: TMPDIR points into it before
@@ -20,6 +21,8 @@ import { ephemeralServerOptions } from '../../src/temporal/dev-server.js';
 declare module 'vitest' {
   export interface ProvidedContext {
     temporalAddress: string;
+    /** Its HTTP API, `host:port` (TEMPORAL_HTTP_ADDRESS). */
+    temporalHttpAddress: string;
   }
 }
 
@@ -42,17 +45,18 @@ export default async function setup(project: TestProject) {
     rmSync(runTemp, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   };
   let port = 0;
+  let httpPort = 0;
   let env: TestWorkflowEnvironment;
   try {
     // @temporalio/testing gives the server a fixed 5 s to answer; on a busy 2-core machine it once
     // did not, so a start that timed out is tried again, on a new port.
     env = await pRetry(
       async () => {
-        port = await freePort();
+        [port, httpPort] = await Promise.all([freePort(), freePort()]);
         return TestWorkflowEnvironment.createLocal({
           // Temporal suggests continue-as-new far sooner than in production, so the suite's longer
           // harvests take that path for real (see the continue-as-new test).
-          server: ephemeralServerOptions(port, ['--dynamic-config-value', `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`]),
+          server: ephemeralServerOptions(port, ['--dynamic-config-value', `limit.historyCount.suggestContinueAsNew=${SUGGEST_CONTINUE_AS_NEW_AFTER_EVENTS}`], httpPort),
         });
       },
       { retries: 2, minTimeout: 1000, shouldRetry: ({ error }) => /did not start within/.test(error.message) },
@@ -62,6 +66,7 @@ export default async function setup(project: TestProject) {
     throw error;
   }
   project.provide('temporalAddress', `127.0.0.1:${port}`);
+  project.provide('temporalHttpAddress', `127.0.0.1:${httpPort}`);
   return async () => {
     try {
       await env.teardown();

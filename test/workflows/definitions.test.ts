@@ -3,9 +3,10 @@
  * type `HARVEST_WORKFLOW_TYPE` (a name, so the CLI need not load the workflow's code), which must be
  * the name of the function the worker registers.
  */
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal } from '@temporalio/workflow';
 import { describe, expect, it } from 'vitest';
-import { HARVEST_WORKFLOW_TYPE, jobCompletedSignal, progressQuery } from '../../workflows/definitions.js';
+import { HARVEST_NAME, HARVEST_STATUS, HARVEST_WORKFLOW_TYPE, jobCompletedSignal, progressQuery } from '../../workflows/definitions.js';
 import * as workflows from '../../workflows/index.js';
 
 describe('the workflow type', () => {
@@ -15,9 +16,14 @@ describe('the workflow type', () => {
   });
 });
 
-describe('the signal and the query, written without the workflow SDK (kept out of the CLI\'s start)', () => {
+describe('the signal, the query and the search attributes, written without the SDK (kept out of the CLI\'s start)', () => {
   it('are what the SDK\'s defineSignal and defineQuery make of their names', () => {
     expect(jobCompletedSignal).toEqual(defineSignal('jobCompleted'));
     expect(progressQuery).toEqual(defineQuery('progress'));
+  });
+
+  it('are what defineSearchAttributeKey makes of their names', () => {
+    expect(HARVEST_NAME).toEqual(defineSearchAttributeKey('HarvestName', SearchAttributeType.KEYWORD));
+    expect(HARVEST_STATUS).toEqual(defineSearchAttributeKey('HarvestStatus', SearchAttributeType.KEYWORD));
   });
 });

@@ -5,7 +5,8 @@ import { dataDirectoryIdentity } from '../../store/store-identity.js';
 import { findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { CONFIG_DIR } from '../../project-paths.js';
-import { connectClient, DEFAULT_TEMPORAL_ADDRESS } from '../../temporal/connection.js';
+import { connectClient } from '../../temporal/connection.js';
+import { DEFAULT_TEMPORAL_ADDRESS } from '../../temporal/settings.js';
 import { devServerDbFile, lakeCatalogFile } from '../../store/layout.js';
 import { pythonReaderLine } from '../analyst-tools.js';
 import { queryWarehouse } from '../../warehouse/query.js';
@@ -68,11 +69,11 @@ export function demoCommand(): Command {
       const dataDir = dataDirFromEnv();
       const harvest = findHarvest(loadHarvestConfig(join(CONFIG_DIR, 'demo.yaml')), 'demo');
       process.stdout.write('Starting the local stack: Temporal dev server, API emulator, webhook receiver, worker…\n');
-      const [temporalPort, uiPort, emulatorPort, receiverPort] = await Promise.all([freePort(), freePort(), freePort(), freePort()]);
+      const [temporalPort, temporalHttpPort, uiPort, emulatorPort, receiverPort] = await Promise.all([freePort(), freePort(), freePort(), freePort(), freePort()]);
       // Temporal keeps the run in the data directory, as `harvester dev` and `harvester temporal` do,
       // so `runs`, `show` and `replay` find it after the demo; a dev server already serving that
       // state (`harvester dev` running) is used instead of a second one.
-      const stack = await startStack({ dataDir, emulator: true, persistent: true, reuseTemporal: true, by: 'demo', temporalPort, uiPort, emulatorPort, receiverPort });
+      const stack = await startStack({ dataDir, emulator: true, persistent: true, reuseTemporal: true, by: 'demo', temporalPort, temporalHttpPort, uiPort, emulatorPort, receiverPort });
       if (stack.reusedTemporal) process.stdout.write(`Temporal: the dev server of \`harvester ${stack.reusedTemporal.by}\` (pid ${stack.reusedTemporal.pid}) at ${stack.temporalAddress}, which keeps this data directory's runs\n`);
       const client = await connectClient({ address: stack.temporalAddress, namespace: 'default' });
       try {

@@ -2,12 +2,14 @@ import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { wholeNumber } from '../options.js';
 import { startStack, type Stack } from '../stack.js';
+import { defaultHttpPort } from '../../temporal/dev-server.js';
 import { METRICS_PORT_VARIABLE, metricsPortFrom } from '../metrics-endpoint.js';
 
 /** What `harvester dev` is given. */
 interface DevOptions {
   emulator: boolean;
   temporalPort: number;
+  temporalHttpPort?: number;
   uiPort: number;
   emulatorPort: number;
   receiverPort: number;
@@ -41,6 +43,7 @@ export function devCommand(): Command {
     .description('Bring up the whole local stack: Temporal dev server, emulator, webhook receiver and a worker')
     .option('--no-emulator', 'use the API at SOCIAL_API_BASE_URL with SOCIAL_API_KEY instead of the emulator')
     .option('--temporal-port <port>', 'Temporal gRPC port', wholeNumber(1, 65_535), 7233)
+    .option('--temporal-http-port <port>', 'Temporal HTTP API port, where `harvester run` starts runs (default: the gRPC port + 10)', wholeNumber(1, 65_535))
     .option('--ui-port <port>', 'Temporal web UI port', wholeNumber(1, 65_535), 8233)
     .option('--emulator-port <port>', 'emulator port', wholeNumber(1, 65_535), 8787)
     .option('--receiver-port <port>', 'HTTPS webhook receiver port', wholeNumber(1, 65_535), 8443)
@@ -70,6 +73,7 @@ async function runDev(options: DevOptions): Promise<void> {
     persistent: true,
     by: 'dev',
     ...ports,
+    temporalHttpPort: options.temporalHttpPort ?? defaultHttpPort(options.temporalPort),
     ...(distributed ? { distributedWorkers: workers, postgresPort, minioPort } : {}),
     ...(metricsPort !== undefined ? { metricsPort } : {}),
     onEvent: (line) => process.stderr.write(`${line}\n`),

@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
-import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
+import { connectClient } from '../../temporal/connection.js';
+import { temporalSettingsFromEnv } from '../../temporal/settings.js';
 import { RETRYABLE_STATUSES, resumableState } from '../../harvest/checkpoint.js';
 import { harvestWorkflow } from '../../../workflows/harvest.js';
 import { createLogger } from '../../logger.js';

@@ -1,18 +1,20 @@
 import { constants } from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
-import { WorkflowFailedError } from '@temporalio/client';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
-import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
+import { temporalSettingsFromEnv } from '../../temporal/settings.js';
+import { startRun } from '../../temporal/run-start.js';
 import { quarantinedText, type HarvestStatus } from '../../harvest/progress.js';
 import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from '../../harvest/rules.js';
 import type { SchemaContract } from '../../harvest/schema-contract.js';
-import type { harvestWorkflow, HarvestSummary } from '../../../workflows/harvest.js';
+import type { HarvestSummary } from '../../../workflows/harvest.js';
 import { HARVEST_WORKFLOW_TYPE } from '../../../workflows/definitions.js';
+import type { Client } from '@temporalio/client';
+import type { harvestWorkflow } from '../../../workflows/harvest.js';
 import { dataDirFromEnv } from '../../config/environment.js';
 import type { StoreIdentity } from '../../store/store-identity.js';
 import { localWorkerTaskQueue, runApiFromEnv, runStoreFromEnv, taskQueueFromEnv } from '../run-environment.js';
-import { followRetryMs, printableSummary, resultWithProgress, RunNotFollowedError } from '../run-progress.js';
+import { followRetryMs } from '../follow-retry.js';
 import { outageWaitMs } from '../../store/outage.js';
 import { wholeNumber } from '../options.js';
 
@@ -192,9 +194,20 @@ async function runHarvest(name: string, options: RunOptions): Promise<void> {
   // HARVESTER_TASK_QUEUE names one to share; without one, the run goes to the workers' queue.
   const taskQueue = options.localWorker ? localWorkerTaskQueue(workflowId) : taskQueueFromEnv();
   const ownQueue = options.localWorker && taskQueue !== taskQueueFromEnv();
-  // The client connects while the local worker starts.
-  const connecting = connectClient(temporalSettingsFromEnv());
-  const starting = options.localWorker ? startLocalWorker(connecting, taskQueue) : undefined;
+  const temporal = temporalSettingsFromEnv();
+  // Temporal's client, and what follows a run with it, loaded only when needed: a run handed to
+  // the workers starts over Temporal's HTTP API without them (src/temporal/run-start.ts), and loads
+  // them while it goes. With a local worker, the client connects while the worker starts.
+  let connecting: Promise<Client> | undefined;
+  const connect = () => {
+    if (!connecting) {
+      connecting = import('../../temporal/connection.js').then(({ connectClient }) => connectClient(temporal));
+      // Handled where it is awaited (the worker's start may await it only later): not an unhandled rejection meanwhile.
+      connecting.catch(() => undefined);
+    }
+    return connecting;
+  };
+  const starting = options.localWorker ? startLocalWorker(connect(), taskQueue) : undefined;
   // The run carries the store it is for, too: its local worker's, or the one this environment
   // names for the workers elsewhere. A worker that keeps its data elsewhere refuses its tasks.
   const naming = options.localWorker ? undefined : runStoreFromEnv();
@@ -203,35 +216,46 @@ async function runHarvest(name: string, options: RunOptions): Promise<void> {
     process.stderr.write(`harvester: ${signal}: ${runStarted ? `stopped waiting; run ${runStarted} stays open in Temporal and ${whoGoesOn(options.localWorker, ownQueue, taskQueue)}` : 'stopped before the run started'}\n`);
     await Promise.race([starting?.then((worker) => worker.shutdown()), sleep(SHUTDOWN_GRACE_MS)]);
   });
-  const [client, worker, named] = await Promise.all([connecting, starting, naming]);
-  const store = worker?.storeIdentity ?? named;
-  const started = Date.now();
+  let worker: Awaited<typeof starting>;
   try {
-    const handle = await client.workflow.start<typeof harvestWorkflow>(HARVEST_WORKFLOW_TYPE, {
-      taskQueue,
-      workflowId,
-      staticSummary: `${name}: budget ${options.budget ?? harvest.budget.credits} credits`,
-      args: [
-        {
-          harvest,
-          ...api,
-          ...(store ? { store } : {}),
-          ...(options.budget ? { budgetCredits: options.budget } : {}),
-          concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) },
-        },
-      ],
-    });
+    const [started, named] = await Promise.all([starting, naming]);
+    worker = started;
+    const store = worker?.storeIdentity ?? named;
+    const startedAt = Date.now();
+    const run = await startRun(
+      temporal,
+      {
+        workflowId,
+        workflowType: HARVEST_WORKFLOW_TYPE,
+        taskQueue,
+        summary: `${name}: budget ${options.budget ?? harvest.budget.credits} credits`,
+        args: [
+          {
+            harvest,
+            ...api,
+            ...(store ? { store } : {}),
+            ...(options.budget ? { budgetCredits: options.budget } : {}),
+            concurrency: { ...(options.targets ? { targets: options.targets } : {}), ...(options.calls ? { calls: options.calls } : {}) },
+          },
+        ],
+      },
+      connect,
+      (line) => process.stderr.write(`${line}\n`),
+    );
     runStarted = workflowId;
     process.stderr.write(`started ${workflowId}\n${whereDataLands(store, options.localWorker)}\n`);
+    const [client, { printableSummary, resultWithProgress }] = await Promise.all([connect(), import('../run-progress.js')]);
+    const handle = client.workflow.getHandle<typeof harvestWorkflow>(workflowId, run.runId);
     const summary = await resultWithProgress(handle, process.stderr, followMs, retryMs);
     if (options.json) process.stdout.write(`${JSON.stringify(printableSummary(summary), null, 2)}\n`);
-    else process.stdout.write(`${summaryText(summary, Date.now() - started)}\n`);
+    else process.stdout.write(`${summaryText(summary, Date.now() - startedAt)}\n`);
     process.exitCode = RUN_EXIT_CODES[summary.status];
   } catch (error) {
-    notFollowedOrThrow(error, workflowId, options.localWorker, taskQueue);
+    await notFollowedOrThrow(error, workflowId, options.localWorker, taskQueue);
   } finally {
     await worker?.shutdown();
-    await client.connection.close();
+    const client = await connecting?.catch(() => undefined);
+    await client?.connection.close();
   }
 }
 
@@ -240,7 +264,7 @@ async function runHarvest(name: string, options: RunOptions): Promise<void> {
  * the activities, the API client, DuckDB, the logger) are loaded only when one runs here: without,
  * this process only starts the run and watches it, and stays small.
  */
-function startLocalWorker(temporal: ReturnType<typeof connectClient>, taskQueue: string) {
+function startLocalWorker(temporal: Promise<Client>, taskQueue: string) {
   return Promise.all([import('../engine-context.js'), import('../../logger.js')]).then(([engine, { createLogger }]) =>
     engine.startWorkerFromEnv(createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' }), { temporal, taskQueue }),
   );
@@ -258,7 +282,9 @@ function whoGoesOn(localWorker: boolean, ownQueue: boolean, taskQueue: string): 
  * A run that Temporal stopped answering about is said, with how to follow it, and exits
  * RUN_NOT_FOLLOWED_EXIT_CODE: it goes on. A failed run, or any other error, is thrown.
  */
-function notFollowedOrThrow(error: unknown, workflowId: string, localWorker: boolean, taskQueue: string): void {
+async function notFollowedOrThrow(error: unknown, workflowId: string, localWorker: boolean, taskQueue: string): Promise<void> {
+  // Loaded already by a run that got this far: a failed run or an unanswered follow comes from following it.
+  const [{ WorkflowFailedError }, { RunNotFollowedError }] = await Promise.all([import('@temporalio/client'), import('../run-progress.js')]);
   if (error instanceof WorkflowFailedError) throw new Error(`run ${workflowId} failed: ${error.cause?.message ?? error.message}`);
   if (!(error instanceof RunNotFollowedError)) throw error;
   const goesOn = localWorker ? `a \`harvester worker\` on task queue "${taskQueue}" goes on with it once Temporal is back` : 'the running workers go on with it once Temporal is back';

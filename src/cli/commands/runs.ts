@@ -1,5 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
+import { connectClient } from '../../temporal/connection.js';
+import { temporalSettingsFromEnv } from '../../temporal/settings.js';
 import { LISTED_STATUSES, listRuns } from '../run-queries.js';
 import { wholeNumber } from '../options.js';
 import { textTable } from '../text-table.js';

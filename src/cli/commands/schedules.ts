@@ -2,7 +2,8 @@ import { Command } from 'commander';
 import { ScheduleNotFoundError, type Client } from '@temporalio/client';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { DEFAULT_HARVESTS_FILE, loadHarvestConfig } from '../../config/harvest-config.js';
-import { connectClient, temporalSettingsFromEnv, type TemporalSettings } from '../../temporal/connection.js';
+import { connectClient } from '../../temporal/connection.js';
+import { temporalSettingsFromEnv, type TemporalSettings } from '../../temporal/settings.js';
 import {
   applyHarvestSchedules,
   deleteHarvestSchedule,

@@ -1,6 +1,7 @@
 import { Command } from 'commander';
 import { WorkflowFailedError } from '@temporalio/client';
-import { connectClient, temporalSettingsFromEnv } from '../../temporal/connection.js';
+import { connectClient } from '../../temporal/connection.js';
+import { temporalSettingsFromEnv } from '../../temporal/settings.js';
 import type { HarvestProgress } from '../../harvest/progress.js';
 import { RETRYABLE_STATUSES } from '../../harvest/checkpoint.js';
 import { progressQuery } from '../../../workflows/definitions.js';
