@@ -51,7 +51,7 @@ export class TemporalStartRefusedError extends Error {
  * known by the gRPC start's "already started", and followed, never started twice. `warn` is told
  * when a named HTTP API did not answer.
  */
-export async function startRun(settings: TemporalSettings, start: RunStart, connect: () => Promise<Client>, warn: (line: string) => void): Promise<StartedRun> {
+export async function startRunExecution(settings: TemporalSettings, start: RunStart, connect: () => Promise<Client>, warn: (line: string) => void): Promise<StartedRun> {
   if (settings.http) {
     const outcome = await startOverHttp(settings, start).catch((error: unknown) => {
       if (error instanceof TemporalStartRefusedError) throw error;

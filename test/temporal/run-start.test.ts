@@ -8,7 +8,7 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import type { Client } from '@temporalio/client';
-import { startRun, TemporalStartRefusedError, type RunStart } from '../../src/temporal/run-start.js';
+import { startRunExecution, TemporalStartRefusedError, type RunStart } from '../../src/temporal/run-start.js';
 import type { TemporalSettings } from '../../src/temporal/settings.js';
 import { freePort } from '../../src/cli/free-port.js';
 import { temporalClient } from '../support/temporal.js';
@@ -58,7 +58,7 @@ describe('starting a run over HTTP', () => {
   it('gives the workflow its arguments as the SDK writes them: json/plain, the bytes of JSON.stringify (an empty list stays a list)', async () => {
     const start = runStart();
     const warnings: string[] = [];
-    const run = await startRun(settings(`http://${inject('temporalHttpAddress')}`), start, () => Promise.reject(new Error('the gRPC client was asked')), (line) => warnings.push(line));
+    const run = await startRunExecution(settings(`http://${inject('temporalHttpAddress')}`), start, () => Promise.reject(new Error('the gRPC client was asked')), (line) => warnings.push(line));
     try {
       expect(run.over).toBe('http');
       const description = await client.workflow.getHandle(start.workflowId).describe();
@@ -76,7 +76,7 @@ describe('starting a run over HTTP', () => {
     const start = runStart();
     const warnings: string[] = [];
     const closed = `http://127.0.0.1:${await freePort()}`;
-    const run = await startRun(settings(closed), start, async () => client, (line) => warnings.push(line));
+    const run = await startRunExecution(settings(closed), start, async () => client, (line) => warnings.push(line));
     try {
       expect(run.over).toBe('grpc');
       expect((await client.workflow.getHandle(start.workflowId).describe()).runId).toBe(run.runId);
@@ -84,7 +84,7 @@ describe('starting a run over HTTP', () => {
       // The local default, which may not be served, falls back without a word.
       const quiet: string[] = [];
       const second = runStart();
-      await startRun(settings(closed, false), second, async () => client, (line) => quiet.push(line));
+      await startRunExecution(settings(closed, false), second, async () => client, (line) => quiet.push(line));
       await end(second.workflowId);
       expect(quiet).toEqual([]);
     } finally {
@@ -95,7 +95,7 @@ describe('starting a run over HTTP', () => {
   it('leaves the start to the gRPC client when something other than Temporal answers there', async () => {
     const start = runStart();
     const other = await serve((_request, response) => response.writeHead(404, { 'content-type': 'text/html' }).end('<h1>not here</h1>'));
-    const run = await startRun(settings(other), start, async () => client, () => undefined);
+    const run = await startRunExecution(settings(other), start, async () => client, () => undefined);
     try {
       expect(run.over).toBe('grpc');
       expect(await inputOf(start.workflowId)).toEqual([{ encoding: 'json/plain', data: JSON.stringify(start.args[0]) }]);
@@ -117,7 +117,7 @@ describe('starting a run over HTTP', () => {
       });
       incoming.pipe(upstream);
     });
-    const run = await startRun(settings(losing), start, async () => client, () => undefined);
+    const run = await startRunExecution(settings(losing), start, async () => client, () => undefined);
     try {
       expect(forwarded).toBe(1);
       expect(run).toEqual({ runId: undefined, over: 'http' });
@@ -134,7 +134,7 @@ describe('starting a run over HTTP', () => {
   it("says Temporal's refusal with the namespace and address, never the API key, and does not try gRPC", async () => {
     const start = runStart();
     const origin = `http://${inject('temporalHttpAddress')}`;
-    const refused = startRun({ ...settings(origin), namespace: 'no-such-namespace', apiKey: 'tk_secret_value' }, start, () => Promise.reject(new Error('the gRPC client was asked')), () => undefined);
+    const refused = startRunExecution({ ...settings(origin), namespace: 'no-such-namespace', apiKey: 'tk_secret_value' }, start, () => Promise.reject(new Error('the gRPC client was asked')), () => undefined);
     await expect(refused).rejects.toBeInstanceOf(TemporalStartRefusedError);
     const message = await refused.catch((error: Error) => error.message);
     expect(message).toContain(`Temporal refused to start run ${start.workflowId} (namespace no-such-namespace, ${origin}):`);

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Command } from 'commander';
 import { DEFAULT_HARVESTS_FILE, findHarvest, loadHarvestConfig } from '../../config/harvest-config.js';
 import { temporalSettingsFromEnv } from '../../temporal/settings.js';
-import { startRun } from '../../temporal/run-start.js';
+import { startRunExecution } from '../../temporal/run-start.js';
 import { quarantinedText, type HarvestStatus } from '../../harvest/progress.js';
 import { DEFAULT_CONCURRENCY, MAX_CONCURRENCY } from '../../harvest/rules.js';
 import type { SchemaContract } from '../../harvest/schema-contract.js';
@@ -222,7 +222,7 @@ async function runHarvest(name: string, options: RunOptions): Promise<void> {
     worker = started;
     const store = worker?.storeIdentity ?? named;
     const startedAt = Date.now();
-    const run = await startRun(
+    const run = await startRunExecution(
       temporal,
       {
         workflowId,
