@@ -1,12 +1,13 @@
 /**
  * `harvester run --no-local-worker` only starts a run and watches it, so it loads only what that
  * takes: not Temporal's worker, the activities, the API client (undici), DuckDB or the logger.
- * And it starts the run over Temporal's HTTP API before it loads Temporal's client (about 0.3 s).
+ * And it starts the run over Temporal's HTTP API before it loads Temporal's client (about 0.3 s),
+ * then follows it at a low priority, yielding the CPU to the worker.
  * The real CLI in its own process, with a module-load recorder, hands its run to a real worker.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { getPriority, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
@@ -40,7 +41,7 @@ afterAll(async () => {
  * each with the time it loaded; CommonJS ones from require's cache at exit. Resolves with the
  * result, the loaded modules' URLs and paths, and when the first of Temporal's client loaded.
  */
-function runRecorded(args: string[], env: Record<string, string>): Promise<CliResult & { modules: string[]; clientLoadedAt: number | undefined }> {
+function runRecorded(args: string[], env: Record<string, string>): Promise<CliResult & { modules: string[]; clientLoadedAt: number | undefined; priorities: Set<number> }> {
   const log = join(dir, 'modules.txt');
   const hooks = join(dir, 'hooks.mjs');
   const recorder = join(dir, 'recorder.mjs');
@@ -56,14 +57,24 @@ function runRecorded(args: string[], env: Record<string, string>): Promise<CliRe
     const child = spawn(process.execPath, ['--import', pathToFileURL(recorder).href, CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
+    // Its scheduling priority (nice) as it goes, read every few milliseconds.
+    const priorities = new Set<number>();
+    const watching = setInterval(() => {
+      try {
+        if (child.pid) priorities.add(getPriority(child.pid));
+      } catch {
+        // Exited between two readings.
+      }
+    }, 10);
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
     child.once('error', reject);
     child.once('close', (code) => {
+      clearInterval(watching);
       const lines = readFileSync(log, 'utf8').split('\n').filter(Boolean);
       const timed = lines.map((line) => /^(\d+) (.*)$/.exec(line)).filter((match) => match !== null);
       const clientLoadedAt = timed.find((match) => match[2]!.includes('/node_modules/@temporalio/client/'))?.[1];
-      resolve({ code, stdout, stderr, modules: lines.map((line) => line.replace(/^\d+ /, '')), clientLoadedAt: clientLoadedAt === undefined ? undefined : Number(clientLoadedAt) });
+      resolve({ code, stdout, stderr, modules: lines.map((line) => line.replace(/^\d+ /, '')), clientLoadedAt: clientLoadedAt === undefined ? undefined : Number(clientLoadedAt), priorities });
     });
   });
 }
@@ -95,6 +106,8 @@ describe('harvester run --no-local-worker', () => {
     } finally {
       await temporal.connection.close();
     }
+    // Once its run started, the command only follows it, at a low priority (nice 10): the worker's work does not wait for it.
+    expect([...result.priorities]).toContain(10);
     // The recorder saw what it did load: the config, Temporal's client and the run's own modules.
     const loaded = (fragment: string) => result.modules.some((module) => module.includes(fragment));
     for (const needed of ['/src/config/harvest-config.js', '/node_modules/@temporalio/client/', '/src/cli/run-progress.js']) expect(loaded(needed), needed).toBe(true);
