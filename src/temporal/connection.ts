@@ -4,6 +4,7 @@ import type { NativeConnection } from '@temporalio/worker';
 import { dataDirFromEnv } from '../config/environment.js';
 import { devServerDbFile } from '../store/layout.js';
 import type { TemporalSettings } from './settings.js';
+import { socketErrorReason } from './socket-reason.js';
 
 
 /** Temporal did not answer at the configured address: one line that says where, for the CLI to print. */
@@ -69,7 +70,7 @@ async function probe(address: string): Promise<void> {
     });
     socket.once('error', (error: NodeJS.ErrnoException) => {
       clearTimeout(timer);
-      reject(new Error(error.code === 'ECONNREFUSED' ? 'connection refused' : error.code === 'ENOTFOUND' ? `unknown host ${target.host}` : (error.code ?? error.message)));
+      reject(new Error(socketErrorReason(error, target.host)));
     });
   });
 }

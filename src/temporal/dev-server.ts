@@ -25,11 +25,6 @@ export function ephemeralServerOptions(port: number, extraArgs: string[] = [], h
   return { executable: { type: 'existing-path' as const, path: TEMPORAL_BINARY }, ip: '127.0.0.1', port, extraArgs: [...searchAttributeArgs(), ...httpPortArgs(httpPort), ...extraArgs] };
 }
 
-/** The dev server's HTTP API port when none is given: its gRPC port plus ten (7233 and 7243, Temporal's convention), or the one below. */
-export function defaultHttpPort(grpcPort: number): number {
-  return grpcPort + 10 <= 65_535 ? grpcPort + 10 : grpcPort - 10;
-}
-
 /** The flag that puts the dev server's HTTP API on a port (where `harvester run` starts runs, src/temporal/run-start.ts); else the server picks one. */
 function httpPortArgs(httpPort: number | undefined): string[] {
   return httpPort ? ['--http-port', String(httpPort)] : [];

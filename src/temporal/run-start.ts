@@ -17,6 +17,7 @@ import { hostname } from 'node:os';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import type { TemporalSettings } from './settings.js';
+import { socketErrorReason } from './socket-reason.js';
 
 /** What starts a run: its workflow and what it is given. */
 export interface RunStart {
@@ -104,7 +105,7 @@ async function startOverHttp(settings: TemporalSettings, start: RunStart): Promi
       response.on('error', reject);
     });
     sent.on('timeout', () => sent.destroy(new Error(`no answer within ${HTTP_START_DEADLINE_MS / 1000} s`)));
-    sent.on('error', (error: NodeJS.ErrnoException) => reject(new Error(error.code === 'ECONNREFUSED' ? 'connection refused' : (error.code ?? error.message))));
+    sent.on('error', (error: NodeJS.ErrnoException) => reject(new Error(socketErrorReason(error, url.hostname))));
     sent.end(body);
   });
   let parsed: { runId?: unknown; code?: unknown; message?: unknown };

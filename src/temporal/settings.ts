@@ -1,6 +1,6 @@
 /**
  * Where Temporal is, read from the environment. Apart from the client (connection.ts) so that a
- * command that starts a run over Temporal's HTTP API (start-over-http.ts) reads them without
+ * command that starts a run over Temporal's HTTP API (run-start.ts) reads them without
  * loading Temporal's gRPC client, about 0.3 s of a start.
  */
 import { readFileSync } from 'node:fs';
@@ -31,10 +31,16 @@ export interface TemporalSettings {
 export const DEFAULT_TEMPORAL_ADDRESS = '127.0.0.1:7233';
 
 /**
- * The HTTP API of the dev server that `harvester temporal` and `harvester dev` start by default
- * (Temporal's own convention: the gRPC port plus ten).
+ * The HTTP API's port beside a gRPC port, where the dev servers of `harvester temporal`, `dev` and
+ * the demo serve it unless told another: the gRPC port plus ten (7233 and 7243, Temporal's
+ * convention), or the one ten below at the top of the range.
  */
-export const DEFAULT_TEMPORAL_HTTP_ADDRESS = '127.0.0.1:7243';
+export function httpPortBeside(grpcPort: number): number {
+  return grpcPort + 10 <= 65_535 ? grpcPort + 10 : grpcPort - 10;
+}
+
+/** The HTTP API of the dev server that `harvester temporal` and `harvester dev` start by default. */
+export const DEFAULT_TEMPORAL_HTTP_ADDRESS = `127.0.0.1:${httpPortBeside(7233)}`;
 
 export function temporalSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): TemporalSettings {
   const settings: TemporalSettings = { address: env.TEMPORAL_ADDRESS || DEFAULT_TEMPORAL_ADDRESS, namespace: env.TEMPORAL_NAMESPACE || 'default' };

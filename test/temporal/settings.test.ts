@@ -4,7 +4,7 @@
  * that is no address is said with the variable and the value.
  */
 import { describe, expect, it } from 'vitest';
-import { temporalSettingsFromEnv } from '../../src/temporal/settings.js';
+import { httpPortBeside, temporalSettingsFromEnv } from '../../src/temporal/settings.js';
 
 describe("Temporal's HTTP API in the settings", () => {
   it("is the local dev server's, unnamed, when neither address is set", () => {
@@ -26,5 +26,10 @@ describe("Temporal's HTTP API in the settings", () => {
     for (const bad of ['ftp://t:21', 'http://t:7243/api/v1', 'http://user:pw@t:7243', 'not a host']) {
       expect(() => temporalSettingsFromEnv({ TEMPORAL_HTTP_ADDRESS: bad }), bad).toThrow(`TEMPORAL_HTTP_ADDRESS is ${JSON.stringify(bad)}: not host:port or an http(s) URL`);
     }
+  });
+
+  it("is served by the dev servers beside their gRPC port: ten above (Temporal's 7233 and 7243), ten below at the top of the range", () => {
+    expect(httpPortBeside(7233)).toBe(7243);
+    expect(httpPortBeside(65_530)).toBe(65_520);
   });
 });

@@ -2,7 +2,7 @@ import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { wholeNumber } from '../options.js';
 import { startStack, type Stack } from '../stack.js';
-import { defaultHttpPort } from '../../temporal/dev-server.js';
+import { httpPortBeside } from '../../temporal/settings.js';
 import { METRICS_PORT_VARIABLE, metricsPortFrom } from '../metrics-endpoint.js';
 
 /** What `harvester dev` is given. */
@@ -73,7 +73,7 @@ async function runDev(options: DevOptions): Promise<void> {
     persistent: true,
     by: 'dev',
     ...ports,
-    temporalHttpPort: options.temporalHttpPort ?? defaultHttpPort(options.temporalPort),
+    temporalHttpPort: options.temporalHttpPort ?? httpPortBeside(options.temporalPort),
     ...(distributed ? { distributedWorkers: workers, postgresPort, minioPort } : {}),
     ...(metricsPort !== undefined ? { metricsPort } : {}),
     onEvent: (line) => process.stderr.write(`${line}\n`),

@@ -1,8 +1,9 @@
 import { spawn } from 'node:child_process';
 import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
-import { TEMPORAL_BINARY, defaultHttpPort, devServerArgs, recordDevServer, runningDevServer, servedAlready } from '../../temporal/dev-server.js';
+import { TEMPORAL_BINARY, devServerArgs, recordDevServer, runningDevServer, servedAlready } from '../../temporal/dev-server.js';
 import { devServerDbFile } from '../../store/layout.js';
+import { httpPortBeside } from '../../temporal/settings.js';
 import { makeDirectory } from '../../store/make-directory.js';
 import { wholeNumber } from '../options.js';
 
@@ -14,7 +15,7 @@ export function temporalCommand(): Command {
     .option('--ui-port <port>', 'web UI port', wholeNumber(1, 65_535), 8233)
     .addHelpText('after', '\nUses the Temporal CLI that `npm run setup` installed in .tools/.\n\nExample:\n  $ harvester temporal   # UI at http://127.0.0.1:8233')
     .action(async (options: { port: number; httpPort?: number; uiPort: number }) => {
-      const httpPort = options.httpPort ?? defaultHttpPort(options.port);
+      const httpPort = options.httpPort ?? httpPortBeside(options.port);
       const dataDir = dataDirFromEnv();
       makeDirectory(dataDir);
       const running = await runningDevServer(dataDir);
