@@ -7,11 +7,11 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, utimesSync, writeF
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freePort } from '../../src/cli/free-port.js';
 import { PROJECT_ROOT } from '../../src/project-paths.js';
 import { CLI, type CliResult } from '../support/cli.js';
 import { startTestEmulator, type TestEmulator } from '../support/emulator.js';
 import { temporalClient } from '../support/temporal.js';
+import { deadPort } from '../support/dead-port.js';
 
 interface Finished extends CliResult {
   ms: number;
@@ -73,7 +73,7 @@ function oneLine(stderr: string): string {
 
 describe('start-up failures say what and where, in one line', () => {
   it('an unreachable Temporal is named by its address, once, for run, worker, runs, show and schedules', async () => {
-    const port = await freePort(); // nothing listens there
+    const port = await deadPort(); // nothing listens there, nor will
     const env = { ...baseEnv, TEMPORAL_ADDRESS: `127.0.0.1:${port}` };
     const results = await Promise.all([
       cli(['run', 'slow', '--config', configFile], env, { deadlineMs: 30_000 }),
@@ -91,7 +91,7 @@ describe('start-up failures say what and where, in one line', () => {
   }, 45_000);
 
   it('a command that cannot reach Temporal says so from the refused connection (no timeout waited out), naming `harvester dev` and `harvester temporal`', async () => {
-    const port = await freePort(); // nothing listens there
+    const port = await deadPort(); // nothing listens there, nor will
     const env = { ...baseEnv, TEMPORAL_ADDRESS: `127.0.0.1:${port}` };
     const commands = [['runs'], ['show', 'run-nothing'], ['replay', 'run-nothing'], ['retry', 'run-nothing', '--no-local-worker'], ['run', 'slow', '--config', configFile, '--no-local-worker'], ['run', 'slow', '--config', configFile], ['worker'], ['schedules', 'list']];
     // One at a time, each its own process. The reason is the refusal itself ("connection refused"),

@@ -1,6 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { WorkflowFailedError, type Client } from '@temporalio/client';
@@ -14,6 +13,7 @@ import type { HarvestInput, HarvestSummary } from '../../workflows/harvest.js';
 import { clientFor } from '../support/client.js';
 import { startTestEmulator, waitFor } from '../support/emulator.js';
 import { startHarvestRig } from '../support/harvest-rig.js';
+import { deadPort } from '../support/dead-port.js';
 import { watchServedRequests } from '../support/served-requests.js';
 import { executeHarvest, harvestFrom, prices, startTestWorker, temporalClient, type TestWorker } from '../support/temporal.js';
 
@@ -169,12 +169,9 @@ ${catalog.tiktok.handles.slice(0, 3).map((handle) => `      - { platform: tiktok
   }, 60_000);
 
   it('an API that cannot be reached ends the run once a target has used its attempts, saying so', async () => {
-    // A port nothing listens on, and a client that gives up on a call at once: each of a target's
+    // A port nothing listens on (nor will: support/dead-port.ts), and a client that gives up on a call at once: each of a target's
     // five attempts fails in milliseconds, and only Temporal's backoff (1, 2, 4, 8 s) is waited.
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const port = (closed.address() as AddressInfo).port;
-    await new Promise((resolve) => closed.close(resolve));
+    const port = await deadPort();
     const temporal = await temporalClient();
     const unreachable = new SocialApiClient({ baseUrl: `http://127.0.0.1:${port}`, apiKey: 'sk_live_x', prices, retry: { maxAttempts: 1 } });
     const worker = await startTestWorker(unreachable);
