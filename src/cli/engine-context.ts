@@ -87,6 +87,8 @@ export interface WorkerStartOptions {
   temporal?: Promise<Client>;
   /** The task queue to poll; HARVESTER_TASK_QUEUE (or `harvester`) unless given. */
   taskQueue?: string;
+  /** The worker serves its command's one run: its workflows run on the main thread (src/temporal/worker.ts). */
+  workflowsOnMainThread?: boolean;
 }
 
 /**
@@ -137,6 +139,7 @@ export async function startWorkerFromEnv(logger: Logger, options: WorkerStartOpt
     namespace: settings.namespace,
     taskQueue,
     shutdownGraceMs: WORKER_SHUTDOWN_GRACE_MS,
+    workflowsOnMainThread: options.workflowsOnMainThread ?? false,
     deps: {
       client: api,
       dataDir,

@@ -59,7 +59,30 @@ export interface HarvestWorkerOptions {
    * Temporal's default is none (they are cancelled at once).
    */
   shutdownGraceMs?: number;
+  /**
+   * Runs the workflows on this process's main thread, not on a worker thread of their own: for a
+   * worker that serves its command's one run (`harvester run`, `harvester retry`), whose start is
+   * part of that run's time. See WORKFLOWS_ON_MAIN_THREAD.
+   */
+  workflowsOnMainThread?: boolean;
 }
+
+/**
+ * Workflows on the main thread: Temporal's `debugMode` (its only switch for it), with the same
+ * deadlock limit the SDK gives a workflow thread (5 s an activation), which `debugMode` alone lifts.
+ *
+ * Why: a workflow thread is a new V8 isolate that loads Temporal's protobuf definitions, gRPC and
+ * the native bridge again, after the main thread has loaded them: in `harvester run` that made
+ * `Worker.create` 0.55–0.60 s, most of the local worker's start after its imports. On the main
+ * thread the run started 0.43–0.55 s sooner and ended 0.2–0.57 s sooner (bench/RESULTS.md,
+ * 2026-11-29 12:45Z). The workflows run in the same sandbox (a V8 context of their own) either way.
+ * The price, paid by a short-lived worker only: the SDK's promise hook, installed for workflow
+ * stack traces, then sees every promise the process makes, the activities' included, and a
+ * workflow task waits for the CPU behind the activities' work (the work took 0.08–0.26 s longer).
+ * A standing worker (`harvester worker`), which serves many runs for months, keeps its workflows
+ * on their own thread.
+ */
+const WORKFLOWS_ON_MAIN_THREAD = { debugMode: true, isolateExecutionTimeout: '5 seconds' } as const;
 
 export async function createHarvestWorker(options: HarvestWorkerOptions): Promise<Worker> {
   // Temporaries of writes a kill or a full disk interrupted; a live writer's are kept.
@@ -86,5 +109,6 @@ export async function createHarvestWorker(options: HarvestWorkerOptions): Promis
     // timeout): what work in flight has charged and landed shows in `harvester run` as it goes.
     maxHeartbeatThrottleInterval: '2 seconds',
     ...(options.shutdownGraceMs !== undefined ? { shutdownGraceTime: options.shutdownGraceMs } : {}),
+    ...(options.workflowsOnMainThread ? WORKFLOWS_ON_MAIN_THREAD : {}),
   });
 }

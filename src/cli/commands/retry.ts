@@ -34,7 +34,7 @@ export function retryCommand(): Command {
       // As for `harvester run`: a local worker on a queue of its own serves this retry only. The retry
       // carries the API and store of its run, so a worker of another data directory refuses it.
       const taskQueue = options.localWorker ? localWorkerTaskQueue(runId) : taskQueueFromEnv();
-      const worker = options.localWorker ? await startWorkerFromEnv(createLogger({ name: 'retry', level: process.env.LOG_LEVEL ?? 'warn' }), { taskQueue }) : undefined;
+      const worker = options.localWorker ? await startWorkerFromEnv(createLogger({ name: 'retry', level: process.env.LOG_LEVEL ?? 'warn' }), { taskQueue, workflowsOnMainThread: true }) : undefined;
       try {
         const original = client.workflow.getHandle<typeof harvestWorkflow>(runId);
         const description = await describeRun(client, settings, runId);

@@ -282,7 +282,7 @@ function followAtLowPriority(): void {
  */
 function startLocalWorker(temporal: Promise<Client>, taskQueue: string) {
   return Promise.all([import('../engine-context.js'), import('../../logger.js')]).then(([engine, { createLogger }]) =>
-    engine.startWorkerFromEnv(createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' }), { temporal, taskQueue }),
+    engine.startWorkerFromEnv(createLogger({ name: 'run', level: process.env.LOG_LEVEL ?? 'warn' }), { temporal, taskQueue, workflowsOnMainThread: true }),
   );
 }
 
