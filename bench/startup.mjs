@@ -48,8 +48,9 @@ const CONTENDERS = ['bare', 'harvester', 'harvester-worker'];
 const FIRST_CALL_PATH = '/v1/tiktok/channel-videos';
 
 const emulator = await startEmulator({ host: '127.0.0.1', port: 0, apiKeys: [API_KEY], rateLimit: 100_000, credits: 1_000_000_000 });
-const port = await freePort();
-const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralServerOptions(port) });
+// The dev server's HTTP API too, where `harvester run` starts its runs (TEMPORAL_HTTP_ADDRESS), as `harvester dev` serves it.
+const [port, httpPort] = await Promise.all([freePort(), freePort()]);
+const env = await TestWorkflowEnvironment.createLocal({ server: ephemeralServerOptions(port, [], httpPort) });
 const work = mkdtempSync(join(tmpdir(), 'bench-startup-'));
 
 /** When the emulator received the current command's first page request (performance.now() ms; `timed` resets it). */
@@ -72,6 +73,7 @@ function baseEnv(node, dataDir, queue) {
   return {
     ...process.env,
     TEMPORAL_ADDRESS: `127.0.0.1:${port}`,
+    TEMPORAL_HTTP_ADDRESS: `127.0.0.1:${httpPort}`,
     SOCIAL_API_BASE_URL: emulator.baseUrl,
     SOCIAL_API_KEY: API_KEY,
     HARVESTER_DATA_DIR: dataDir,
