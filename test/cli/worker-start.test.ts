@@ -12,6 +12,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiIdentity } from '../../src/api/identity.js';
 import { apiKeyAcceptedFile } from '../../src/store/layout.js';
@@ -50,7 +51,7 @@ afterAll(async () => {
 });
 
 /** Starts `harvester worker` against the holding API; its log so far, as it grows. */
-function startWorker({ keyAcceptedEarlier = false } = {}): { log: () => string; exited: Promise<number | null> } {
+function startWorker({ keyAcceptedEarlier = false, env = {} as Record<string, string> } = {}): { log: () => string; exited: Promise<number | null> } {
   const dataDir = mkdtempSync(join(tmpdir(), 'worker-start-'));
   dirs.push(dataDir);
   if (keyAcceptedEarlier) {
@@ -67,6 +68,7 @@ function startWorker({ keyAcceptedEarlier = false } = {}): { log: () => string; 
       HARVESTER_DATA_DIR: dataDir,
       TEMPORAL_ADDRESS: inject('temporalAddress'),
       HARVESTER_TASK_QUEUE: `worker-start-${Math.random().toString(36).slice(2, 10)}`,
+      ...env,
     },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
@@ -136,5 +138,29 @@ describe('a worker\'s start, while the API answers the key check', () => {
     child!.kill('SIGTERM');
     expect(await worker.exited).toBe(0);
     expect(held).toHaveLength(0);
+  });
+
+  it('stops on SIGTERM from the moment it says it polls: its handler is there when the line is written', async () => {
+    // A recorder preloaded into the worker notes, as the logger hands the line over to be written
+    // (fs.write to fd 2, done by libuv's thread pool, which may write it before the main thread goes
+    // on), how many SIGTERM listeners the process has. None meant a SIGTERM sent on reading the line
+    // could kill the worker outright (exit by signal) before it listened: it did, under load, once in CI.
+    const dir = mkdtempSync(join(tmpdir(), 'worker-start-recorder-'));
+    dirs.push(dir);
+    const recorder = join(dir, 'recorder.mjs');
+    const log = join(dir, 'listeners.txt');
+    const note = `if (fd === 2 && String(data).includes('polling task queue')) appendFileSync(${JSON.stringify(log)}, 'SIGTERM listeners ' + process.listenerCount('SIGTERM') + '\\n');`;
+    writeFileSync(
+      recorder,
+      "import { appendFileSync } from 'node:fs';\nimport { createRequire } from 'node:module';\nconst fs = createRequire(import.meta.url)('node:fs');\n" +
+        `for (const name of ['write', 'writeSync']) { const original = fs[name]; fs[name] = function (fd, data, ...rest) { ${note} return original.call(this, fd, data, ...rest); }; }\n`,
+    );
+    const worker = startWorker({ keyAcceptedEarlier: true, env: { NODE_OPTIONS: `--import ${pathToFileURL(recorder).href}` } });
+    await whileRunning(worker, () => (/polling task queue/.test(worker.log()) ? true : undefined), 'the worker polled');
+    expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual(['SIGTERM listeners 1']);
+    await whileRunning(worker, () => (held.length > 0 ? true : undefined), 'the worker asked the API its pace');
+    held.shift()!.writeHead(200).end(JSON.stringify({ data: [], request_id: 'req_0000000000000004' }));
+    child!.kill('SIGTERM');
+    expect(await worker.exited).toBe(0);
   });
 });

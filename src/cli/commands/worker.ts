@@ -34,6 +34,12 @@ Example:
       // started, target finished, loaded, run ended), each with its run id, at LOG_LEVEL (info).
       installQuietRuntime(logger, metrics?.telemetry);
       const worker = await startWorkerFromEnv(logger);
+      // Before the line that says it polls: whoever waits for that line (a service manager, a test)
+      // may stop the worker the moment it reads it, and a SIGTERM with no listener yet kills the
+      // process outright (exit by signal, its work in flight cut) instead of draining it.
+      const stop = () => void worker.shutdown().then(() => process.exit(0));
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
       if (metrics) watchBudgets(budgetGaugeReader(worker.store, options.config));
       const served = await metrics?.serve();
       // Lines of the log like every other (JSON, one per line, so a log collector takes them whole),
@@ -41,9 +47,6 @@ Example:
       const started = logger.child({}, { level: 'info' });
       if (served) started.info({ metrics: `http://127.0.0.1:${served.port}/metrics` }, `metrics at http://127.0.0.1:${served.port}/metrics`);
       started.info({ taskQueue: worker.taskQueue, store: worker.storeIdentity.location }, `polling task queue "${worker.taskQueue}" for runs of ${worker.storeIdentity.location}; Ctrl-C stops it`);
-      const stop = () => void worker.shutdown().then(() => process.exit(0));
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
       await worker.running;
     });
 }
