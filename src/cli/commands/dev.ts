@@ -2,6 +2,7 @@ import { Command } from 'commander';
 import { dataDirFromEnv } from '../../config/environment.js';
 import { wholeNumber } from '../options.js';
 import { startStack, type Stack } from '../stack.js';
+import { untilStopSignal } from '../stack-signals.js';
 import { httpPortBeside } from '../../temporal/settings.js';
 import { METRICS_PORT_VARIABLE, metricsPortFrom } from '../metrics-endpoint.js';
 
@@ -62,7 +63,7 @@ async function runDev(options: DevOptions): Promise<void> {
   // From the start, before any child process: a signal while the stack starts stops it once it is
   // up (Node's default, dying at once, left what had started behind, PostgreSQL and Temporal included).
   let up = false;
-  const stopRequested = stopSignals(() => up);
+  const stopRequested = untilStopSignal('dev', () => up);
   const { distributed, workers, metricsPort: metricsOption, postgresPort, minioPort, ...ports } = options;
   const metricsPort = metricsPortFrom(metricsOption);
   process.stderr.write(
@@ -114,21 +115,3 @@ function metricsLines(stack: Stack, metricsPort: number | undefined): string[] {
   return [`Metrics:       ${stack.workerDirs.map((_, index) => `http://127.0.0.1:${metricsPort + index}/metrics`).join(', ')} (Prometheus)`];
 }
 
-/**
- * Resolves at the first SIGINT or SIGTERM. The handlers stay for as long as dev runs: a later
- * signal (while the stack starts or stops) is said, and the stop goes on; with no handler left,
- * Node's default would end dev at once and leave the stack's processes behind.
- */
-function stopSignals(isUp: () => boolean): Promise<void> {
-  return new Promise<void>((resolve) => {
-    let signalled = false;
-    const onSignal = () => {
-      if (signalled) process.stderr.write('dev: still stopping the stack (each process gets 10 s before SIGKILL)…\n');
-      else if (!isUp()) process.stderr.write('dev: stopping once the stack is up…\n');
-      signalled = true;
-      resolve();
-    };
-    process.on('SIGINT', onSignal);
-    process.on('SIGTERM', onSignal);
-  });
-}
