@@ -12,13 +12,13 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from 'vitest';
 import { apiIdentity } from '../../src/api/identity.js';
 import { apiKeyAcceptedFile } from '../../src/store/layout.js';
 import { CLI } from '../support/cli.js';
 import { waitFor } from '../support/emulator.js';
 import { alive, descendants } from '../support/processes.js';
+import { listenersWhenWriting, preloadRecorder } from '../support/preload.js';
 
 let server: Server;
 /** The key checks (and pace calls) asked and not answered yet. */
@@ -143,21 +143,14 @@ describe('a worker\'s start, while the API answers the key check', () => {
   it('stops on SIGTERM from the moment it says it polls: its handler is there when the line is written', async () => {
     // A recorder preloaded into the worker notes, as the logger hands the line over to be written
     // (fs.write to fd 2, done by libuv's thread pool, which may write it before the main thread goes
-    // on), how many SIGTERM listeners the process has. None meant a SIGTERM sent on reading the line
+    // on), how many SIGINT and SIGTERM listeners the process has. None meant a SIGTERM sent on reading the line
     // could kill the worker outright (exit by signal) before it listened: it did, under load, once in CI.
     const dir = mkdtempSync(join(tmpdir(), 'worker-start-recorder-'));
     dirs.push(dir);
-    const recorder = join(dir, 'recorder.mjs');
-    const log = join(dir, 'listeners.txt');
-    const note = `if (fd === 2 && String(data).includes('polling task queue')) appendFileSync(${JSON.stringify(log)}, 'SIGTERM listeners ' + process.listenerCount('SIGTERM') + '\\n');`;
-    writeFileSync(
-      recorder,
-      "import { appendFileSync } from 'node:fs';\nimport { createRequire } from 'node:module';\nconst fs = createRequire(import.meta.url)('node:fs');\n" +
-        `for (const name of ['write', 'writeSync']) { const original = fs[name]; fs[name] = function (fd, data, ...rest) { ${note} return original.call(this, fd, data, ...rest); }; }\n`,
-    );
-    const worker = startWorker({ keyAcceptedEarlier: true, env: { NODE_OPTIONS: `--import ${pathToFileURL(recorder).href}` } });
+    const recorder = preloadRecorder(dir, 'listeners', listenersWhenWriting('polling task queue'));
+    const worker = startWorker({ keyAcceptedEarlier: true, env: recorder.env });
     await whileRunning(worker, () => (/polling task queue/.test(worker.log()) ? true : undefined), 'the worker polled');
-    expect(readFileSync(log, 'utf8').trim().split('\n')).toEqual(['SIGTERM listeners 1']);
+    expect(recorder.recorded()).toEqual(['SIGINT listeners 1, SIGTERM listeners 1']);
     await whileRunning(worker, () => (held.length > 0 ? true : undefined), 'the worker asked the API its pace');
     held.shift()!.writeHead(200).end(JSON.stringify({ data: [], request_id: 'req_0000000000000004' }));
     child!.kill('SIGTERM');

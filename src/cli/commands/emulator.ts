@@ -54,14 +54,15 @@ Webhook deliveries trust the CAs in NODE_EXTRA_CA_CERTS.`,
         jobStepMs: options.jobStepMs,
         webhookRetryScheduleMs: options.webhookRetrySchedule,
       });
-      // The base URL and key go to stdout, one per line, so scripts can read them.
-      process.stdout.write(`SOCIAL_API_BASE_URL=${emulator.baseUrl}\n`);
-      for (const key of emulator.apiKeys) process.stdout.write(`SOCIAL_API_KEY=${key}\n`);
-      process.stderr.write(`emulator: serving ${emulator.baseUrl} (seed ${options.seed}, ${options.credits} credits per key); Ctrl-C stops it\n`);
+      // Listened to before the lines that say it serves: a script may stop it the moment it reads them.
       const stop = () => {
         void emulator.close().then(() => process.exit(0));
       };
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
+      // The base URL and key go to stdout, one per line, so scripts can read them.
+      process.stdout.write(`SOCIAL_API_BASE_URL=${emulator.baseUrl}\n`);
+      for (const key of emulator.apiKeys) process.stdout.write(`SOCIAL_API_KEY=${key}\n`);
+      process.stderr.write(`emulator: serving ${emulator.baseUrl} (seed ${options.seed}, ${options.credits} credits per key); Ctrl-C stops it\n`);
     });
 }

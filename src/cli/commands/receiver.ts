@@ -57,7 +57,7 @@ Example:
           await actOnTemporal?.(event);
         },
       });
-      process.stderr.write(`receiver: listening on https://${options.host}:${receiver.port}/ with ${secrets.length} signing secret(s); Ctrl-C stops it\n`);
+      // Listened to before the line that says it listens: a script may stop it the moment it reads it.
       const stop = () => void receiver.close().then(async () => {
         await temporal?.connection.close();
         await store?.close();
@@ -65,5 +65,6 @@ Example:
       });
       process.once('SIGINT', stop);
       process.once('SIGTERM', stop);
+      process.stderr.write(`receiver: listening on https://${options.host}:${receiver.port}/ with ${secrets.length} signing secret(s); Ctrl-C stops it\n`);
     });
 }
