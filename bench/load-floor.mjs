@@ -15,12 +15,12 @@
  * Part 2, DuckLake's commit: one transaction appending R rows of 10 text columns to each of T lake
  * tables, with the rows inlined in the SQLite catalog (DATA_INLINING_ROW_LIMIT 1000, the loader's)
  * against the baseline of the same rows written as Parquet files (limit 0), each new file and its
- * folder fsynced before the COMMIT as lake-sync.ts does. The whole transaction is timed, and its
- * COMMIT apart.
+ * folder fsynced before the COMMIT by lake-sync.ts's syncNewLakeFiles, as the loader's are. The
+ * whole transaction is timed, and its COMMIT apart.
  *
  *   npm run build && node bench/load-floor.mjs   (BENCH_ROUNDS=7, BENCH_FLOOR_PAGES=1,8,64)
  */
-import { closeSync, fsyncSync, mkdtempSync, openSync, readdirSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { median } from './stats.mjs';
@@ -30,6 +30,8 @@ const { LocalStore } = await import(join(dist, 'store/store.js'));
 const { loadLandings } = await import(join(dist, 'warehouse/loader.js'));
 const { createLakeEngine } = await import(join(dist, 'warehouse/lake.js'));
 const { extensionLoadStatements } = await import(join(dist, 'warehouse/extension-files.js'));
+const { syncNewLakeFiles } = await import(join(dist, 'warehouse/lake-sync.js'));
+const { lakeDataFolder } = await import(join(dist, 'store/layout.js'));
 
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 7);
 const PAGE_COUNTS = (process.env.BENCH_FLOOR_PAGES ?? '1,8,64').split(',').map(Number);
@@ -98,49 +100,23 @@ console.log(`\nA load of ${PAGE_COUNTS[0]} page(s) into a lake holding its items
 
 // Part 2: DuckLake's COMMIT, rows inlined in the catalog against rows written as files.
 const extensions = extensionLoadStatements(['sqlite_scanner', 'ducklake']);
-/** Fsyncs every file and folder under `folder` not in `seen` (files first), as lake-sync.ts does before a COMMIT. */
-function syncNew(folder, seen) {
-  let entries;
-  try {
-    entries = readdirSync(folder, { recursive: true, withFileTypes: true });
-  } catch {
-    return;
-  }
-  const folders = new Set();
-  for (const entry of entries) {
-    const path = join(entry.parentPath, entry.name);
-    if (seen.has(path)) continue;
-    seen.add(path);
-    folders.add(entry.parentPath);
-    if (!entry.isDirectory()) fsyncPath(path);
-  }
-  for (const path of folders) fsyncPath(path);
-}
-function fsyncPath(path) {
-  const fd = openSync(path, 'r');
-  try {
-    fsyncSync(fd);
-  } finally {
-    closeSync(fd);
-  }
-}
 async function commitCost(tables, rows, inliningLimit) {
   const dir = mkdtempSync(join(tmpdir(), 'bench-commit-'));
   const connection = await engine.connect();
   try {
     for (const statement of extensions) await connection.run(statement);
-    await connection.run(`ATTACH 'ducklake:sqlite:${join(dir, 'catalog.sqlite')}' AS floor_lake (DATA_PATH '${join(dir, 'data')}/', DATA_INLINING_ROW_LIMIT ${inliningLimit})`);
+    // The lake's folders as a data directory's (lakeDataFolder), so lake-sync.ts syncs them as it does the loader's.
+    await connection.run(`ATTACH 'ducklake:sqlite:${join(dir, 'catalog.sqlite')}' AS floor_lake (DATA_PATH '${lakeDataFolder(dir)}/', DATA_INLINING_ROW_LIMIT ${inliningLimit})`);
     const values = Array.from({ length: 10 }, (_, k) => `'value ' || i || ' of column ${k}'`).join(', ');
     for (let t = 0; t < tables; t++) await connection.run(`CREATE TABLE floor_lake.t${t} (id BIGINT, ${Array.from({ length: 10 }, (_, k) => `c${k} VARCHAR`).join(', ')})`);
-    const seen = new Set();
-    syncNew(join(dir, 'data'), seen);
+    let names = (await syncNewLakeFiles(dir, new Set())).now;
     const totals = [];
     const commits = [];
     for (let round = 0; round < ROUNDS; round++) {
       const started = performance.now();
       await connection.run('BEGIN TRANSACTION');
       for (let t = 0; t < tables; t++) await connection.run(`INSERT INTO floor_lake.t${t} SELECT i, ${values} FROM range(${rows}) AS r(i)`);
-      syncNew(join(dir, 'data'), seen);
+      names = (await syncNewLakeFiles(dir, names)).now;
       const committing = performance.now();
       await connection.run('COMMIT');
       commits.push(performance.now() - committing);
