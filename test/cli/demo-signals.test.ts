@@ -4,40 +4,18 @@
  * CI timeout, `kill`) ended it at once and left its Temporal dev server, emulator, receiver and a
  * worker still harvesting running, with no process left to stop them.
  */
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CLI } from '../support/cli.js';
-import { waitFor } from '../support/emulator.js';
-import { alive, descendants } from '../support/processes.js';
+import { stoppedBySignal } from '../support/processes.js';
 
-/** Starts the demo on a data directory of its own; sends `signal` once `ready` says so; resolves with its exit and what it said, every process it started seen gone. */
-async function interruptedDemo(signal: NodeJS.Signals, args: string[], ready: (output: { stdout: string; stderr: string; processes: number }) => boolean) {
+/** Starts the demo on a data directory of its own, and stops it with `signal` once `ready` says so (stoppedBySignal). */
+async function interruptedDemo(signal: NodeJS.Signals, args: string[], ready: Parameters<typeof stoppedBySignal>[3]) {
   const dir = mkdtempSync(join(tmpdir(), 'demo-signals-'));
-  const demo = spawn(process.execPath, [CLI, 'demo', ...args], { env: { ...process.env, HARVESTER_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'error' }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  demo.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
-  demo.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => demo.once('exit', (code, by) => resolve({ code, signal: by })));
-  const seen = new Set<number>();
-  const watch = () => {
-    for (const pid of descendants(demo.pid!)) seen.add(pid);
-  };
   try {
-    await waitFor(() => (watch(), ready({ stdout, stderr, processes: seen.size }) ? true : undefined), 180_000, `the demo to be ready for ${signal}`);
-    demo.kill(signal);
-    // Everything it starts meanwhile is its to stop too.
-    const watching = setInterval(watch, 50);
-    const exit = await exited;
-    clearInterval(watching);
-    await waitFor(() => ([...seen].every((pid) => !alive(pid)) ? true : undefined), 15_000, 'every process of the stack to end').catch(() => undefined);
-    return { exit, stdout, stderr, left: [...seen].filter(alive), started: seen.size };
+    return await stoppedBySignal(['demo', ...args], { HARVESTER_DATA_DIR: join(dir, 'data'), LOG_LEVEL: 'error' }, signal, ready);
   } finally {
-    for (const pid of [...seen, ...descendants(demo.pid!)]) if (alive(pid)) process.kill(pid, 'SIGKILL');
-    demo.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }
 }
