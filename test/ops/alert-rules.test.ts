@@ -3,8 +3,8 @@
  * meant on the series a worker serves (`promtool test rules` with ops/prometheus/alerts.test.yml:
  * a failed run fires HarvestRunFailed and not HarvestBudgetExhausted nor HarvestWorkflowFailed, a
  * run that could not start fires HarvestWorkflowFailed, low credits, a worker gone and a budget
- * across runs forecast to run out fire theirs). promtool is Prometheus's own, from
- * Debian's prometheus package (or built from its Go module where apt cannot fetch it) by `npm run setup -- --for-tests`.
+ * across runs forecast to run out fire theirs). promtool is Prometheus's own, built from its Go
+ * module by `npm run setup -- --for-tests`.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
