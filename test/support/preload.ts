@@ -10,10 +10,8 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
 export interface Preload {
-  /** The environment that preloads it into a process (with `log` its log). */
+  /** The environment that preloads it into a process. */
   env: { NODE_OPTIONS: string };
-  /** Its log file. */
-  log: string;
   /** What it recorded so far, a line each. */
   recorded(): string[];
 }
@@ -35,7 +33,6 @@ export function preloadRecorder(dir: string, name: string, lines: string[]): Pre
   );
   return {
     env: { NODE_OPTIONS: `--import ${pathToFileURL(file).href}` },
-    log,
     recorded: () => (existsSync(log) ? readFileSync(log, 'utf8').split('\n').filter(Boolean) : []),
   };
 }
